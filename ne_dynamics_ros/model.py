@@ -1,0 +1,382 @@
+"""RobotModel: a URDF chain in DH/MDH form with its Newton–Euler dynamics (no ROS imports).
+
+Sign convention everywhere: ``M(q) q̈ + C(q, q̇) q̇ + g(q) = tau + J_tipᵀ w_tip`` with joint
+values, rates and efforts in URDF joint coordinates (what ``/joint_states`` carries), in
+the chain order of :attr:`RobotModel.joint_names`; rad, rad/s, rad/s², N·m for revolute
+and continuous joints, m, m/s, m/s², N for prismatic ones.
+"""
+import math
+
+import numpy as np
+
+from .dh import Convention, dh_frames, JointType, link_transform
+from .errors import ModelError, StateError
+from .rnea import LinkDynamics, rnea_dh, rnea_mdh
+from .urdf_import import build_chain, parse_urdf
+
+STANDARD_GRAVITY = (0.0, 0.0, -9.81)
+
+
+def load_model(urdf, base_link=None, tip_link=None, convention='mdh', armature=None,
+               coulomb_velocity=0.01):
+    """Read a URDF and build a :class:`RobotModel`.
+
+    Args:
+        urdf: URDF XML text or a path to a URDF file.
+        base_link: first link of the chain (fixed base); default the URDF root link.
+        tip_link: last link; default the single end of the movable tree (see
+            :func:`ne_dynamics_ros.urdf_import.build_chain`).
+        convention: ``'mdh'`` (Craig's modified DH, recursion of 000) or ``'dh'``
+            (standard DH, Luh–Walker–Paul recursion of 001 eqs 3.21–3.27).
+        armature: None or (n,) reflected rotor inertia per actuated joint, G²·J_m
+            (kg·m² for revolute, kg for prismatic), in chain order; added as
+            ``armature * q̈`` (Pinocchio's convention).
+        coulomb_velocity: velocity scale v_s (rad/s or m/s, > 0) of the Coulomb friction
+            smoothing ``friction * tanh(q̇ / v_s)`` in :meth:`RobotModel.friction_torques`.
+
+    Returns:
+        RobotModel.
+
+    Raises:
+        URDFError, InertiaError: see :func:`ne_dynamics_ros.urdf_import.parse_urdf` and
+            :func:`~ne_dynamics_ros.urdf_import.build_chain`.
+        ModelError: bad ``convention``, ``armature`` or ``coulomb_velocity``.
+    """
+    convention = Convention.parse(convention)
+    chain = build_chain(parse_urdf(urdf), base_link, tip_link)
+    return RobotModel(chain, convention, armature, coulomb_velocity)
+
+
+class RobotModel:
+    """A serial arm in DH/MDH form with recursive Newton–Euler dynamics.
+
+    Build it with :func:`load_model`.  The model is constant after construction.
+
+    Attributes:
+        joint_names: list of the n actuated URDF joints, base to tip.
+        n: number of actuated joints.
+        convention: :class:`~ne_dynamics_ros.dh.Convention`.
+        base_link, tip_link: URDF link names of the chain ends.
+        base_transform: (4, 4) pose of DH frame 0 in the base link frame.
+        tool_transform: (4, 4) pose of the tip link in DH frame n.
+        joint_types: list of :class:`~ne_dynamics_ros.dh.JointType`.
+        lower_limits, upper_limits: (n,) rad or m (-inf/inf when absent or continuous).
+        effort_limits: (n,) N·m or N (inf when absent or zero in the URDF).
+        velocity_limits: (n,) rad/s or m/s (inf when absent).
+        damping: (n,) viscous coefficients from URDF ``<dynamics damping>``.
+        friction: (n,) Coulomb levels from URDF ``<dynamics friction>``.
+        armature: (n,) reflected rotor inertias (kg·m² or kg).
+        links: tuple of :class:`~ne_dynamics_ros.rnea.LinkDynamics` in DH frames.
+        warnings: notes from the URDF import (e.g. side joints lumped at zero).
+    """
+
+    def __init__(self, chain, convention, armature=None, coulomb_velocity=0.01):
+        self._chain = chain
+        self.convention = Convention.parse(convention)
+        self.joint_names = [j.name for j in chain.joints]
+        self.n = chain.n
+        self.base_link, self.tip_link = chain.base_link, chain.tip_link
+        self.warnings = list(chain.warnings)
+
+        frames = dh_frames(chain, self.convention)
+        self._rows = frames.rows
+        self.base_transform = frames.frames[0]
+        poses = chain.link_poses(np.zeros(self.n))
+        self.tool_transform = np.linalg.inv(frames.frames[-1]) @ poses[-1]
+        links = []
+        for row, body, F, L in zip(frames.rows, chain.bodies, frames.frames[1:], poses[:-1]):
+            # Both the DH frame i and the URDF child link frame are fixed to body i.
+            in_dh = body.transformed(np.linalg.inv(F) @ L)
+            links.append(LinkDynamics(
+                prismatic=row.type is JointType.PRISMATIC, a=row.a, alpha=row.alpha,
+                d=row.d, theta=row.theta, cos_alpha=math.cos(row.alpha),
+                sin_alpha=math.sin(row.alpha), mass=in_dh.mass, com=tuple(in_dh.com.tolist()),
+                inertia=tuple(tuple(r) for r in in_dh.inertia.tolist())))
+        self.links = tuple(links)
+        self._recursion = rnea_mdh if self.convention is Convention.MDH else rnea_dh
+
+        self.joint_types = [row.type for row in self._rows]
+        self._prismatic = np.array([t is JointType.PRISMATIC for t in self.joint_types])
+        self._theta0 = np.array([row.theta for row in self._rows])
+        self._d0 = np.array([row.d for row in self._rows])
+        self.lower_limits = np.array([j.lower for j in chain.joints], dtype=float)
+        self.upper_limits = np.array([j.upper for j in chain.joints], dtype=float)
+        self.effort_limits = np.array([j.effort_limit for j in chain.joints], dtype=float)
+        self.velocity_limits = np.array([j.velocity_limit for j in chain.joints], dtype=float)
+        self.damping = np.array([j.damping for j in chain.joints], dtype=float)
+        self.friction = np.array([j.friction for j in chain.joints], dtype=float)
+        if armature is None:
+            armature = np.zeros(self.n)
+        self.armature = self._vector(armature, 'armature', allow_batch=False)
+        if np.any(self.armature < 0):
+            raise ModelError(f'armature must be >= 0, got {self.armature.tolist()}')
+        if not (isinstance(coulomb_velocity, (int, float)) and coulomb_velocity > 0
+                and math.isfinite(coulomb_velocity)):
+            raise ModelError(f'coulomb_velocity must be a finite number > 0, '
+                             f'got {coulomb_velocity!r}')
+        self.coulomb_velocity = float(coulomb_velocity)
+
+    def __repr__(self):
+        """Short description: name of chain ends, convention and joints."""
+        return (f'RobotModel({self.base_link} -> {self.tip_link}, '
+                f'{self.convention.value}, joints={self.joint_names})')
+
+    # ---- argument checking ------------------------------------------------------------------
+
+    def _vector(self, value, name, allow_batch=True):
+        """Validate a (n,) or (N, n) joint-space array; raise StateError naming ``name``."""
+        try:
+            arr = np.asarray(value, dtype=float)
+        except (TypeError, ValueError):
+            raise StateError(f'{name} must be numeric, got {value!r}') from None
+        ok_shape = arr.ndim == 1 or (allow_batch and arr.ndim == 2)
+        if not ok_shape or arr.shape[-1] != self.n:
+            want = f'({self.n},)' + (f' or (N, {self.n})' if allow_batch else '')
+            raise StateError(f'{name} must have shape {want} for joints {self.joint_names}, '
+                             f'got shape {arr.shape}')
+        if not np.all(np.isfinite(arr)):
+            raise StateError(f'{name} contains NaN or inf: {arr.tolist()}')
+        return arr
+
+    def _states(self, **arrays):
+        """Validate several joint arrays that must share one shape."""
+        checked = {k: self._vector(v, k) for k, v in arrays.items()}
+        shapes = {v.shape for v in checked.values()}
+        if len(shapes) > 1:
+            detail = ', '.join(f'{k} {v.shape}' for k, v in checked.items())
+            raise StateError(f'joint arrays must have the same shape, got {detail}')
+        return checked
+
+    @staticmethod
+    def _three(value, name):
+        arr = np.asarray(value, dtype=float) if value is not None else None
+        if arr is None or arr.shape != (3,) or not np.all(np.isfinite(arr)):
+            raise StateError(f'{name} must be a finite 3-vector, got {value!r}')
+        return arr
+
+    # ---- dynamics ---------------------------------------------------------------------------
+
+    def rnea(self, q, qd, qdd, gravity=STANDARD_GRAVITY, f_tip=None):
+        """Inverse dynamics by the recursive Newton–Euler algorithm.
+
+        ``tau = M(q) q̈ + C(q, q̇) q̇ + g(q) + armature * q̈ - J_tipᵀ w_tip``.
+
+        The recursion is Craig's (``000_6b3822e29dca0208.txt``) for ``mdh`` models and the
+        Luh–Walker–Paul form (``001_ccc6fd40c72dea18.txt`` eqs 3.21–3.27) for ``dh``;
+        prismatic terms as in ``002_b8a46976f20e0349.txt`` eqs 2.31–2.39.
+
+        Args:
+            q, qd, qdd: (n,) or (N, n) joint positions (rad | m), velocities, accelerations,
+                URDF joint coordinates, order :attr:`joint_names`.  A batch of N states is
+                vectorised over N.
+            gravity: (3,) gravitational acceleration in the base link frame, m/s²;
+                enters as base acceleration v̇_0 = -g (003 eq 7.44).
+            f_tip: None or (6,) wrench (force N, moment N·m) exerted by the environment
+                on the tip link, about the tip link origin, in the tip link frame
+                (003 eq 7.38).  The same wrench is used for every state of a batch.
+
+        Returns:
+            (n,) or (N, n) joint efforts, N·m (revolute) / N (prismatic).
+
+        Raises:
+            StateError: wrong shapes, mismatched shapes, NaN or inf.
+        """
+        s = self._states(q=q, qd=qd, qdd=qdd)
+        tau = self._rigid_body(s['q'], s['qd'], s['qdd'], gravity, f_tip)
+        return tau + self.armature * s['qdd']
+
+    def _rigid_body(self, q, qd, qdd, gravity, f_tip):
+        """Rigid-body RNEA on validated arrays (no armature)."""
+        R0 = self.base_transform[:3, :3]
+        base_acc = tuple((-(R0.T @ self._three(gravity, 'gravity'))).tolist())
+        f_end = n_end = (0.0, 0.0, 0.0)
+        if f_tip is not None:
+            w = np.asarray(f_tip, dtype=float)
+            if w.shape != (6,) or not np.all(np.isfinite(w)):
+                raise StateError(f'f_tip must be a finite 6-vector (force, moment), got {f_tip!r}')
+            # Wrench of the environment on the tip, moved to DH frame n; link n exerts
+            # the opposite on the environment.
+            R, p = self.tool_transform[:3, :3], self.tool_transform[:3, 3]
+            force = R @ w[:3]
+            moment = R @ w[3:] + np.cross(p, force)
+            f_end, n_end = tuple((-force).tolist()), tuple((-moment).tolist())
+        if q.ndim == 1:
+            theta = (self._theta0 + np.where(self._prismatic, 0.0, q)).tolist()
+            d = (self._d0 + np.where(self._prismatic, q, 0.0)).tolist()
+            tau = self._recursion(self.links, [math.cos(t) for t in theta],
+                                  [math.sin(t) for t in theta], d, qd.tolist(),
+                                  qdd.tolist(), base_acc, f_end, n_end)
+            return np.array(tau, dtype=float)
+        theta = self._theta0[:, None] + np.where(self._prismatic[:, None], 0.0, q.T)
+        d = self._d0[:, None] + np.where(self._prismatic[:, None], q.T, 0.0)
+        tau = self._recursion(self.links, np.cos(theta), np.sin(theta), d,
+                              np.ascontiguousarray(qd.T), np.ascontiguousarray(qdd.T),
+                              base_acc, f_end, n_end)
+        return np.stack([np.broadcast_to(t, (q.shape[0],)) for t in tau], axis=1)
+
+    def gravity_torques(self, q, gravity=STANDARD_GRAVITY):
+        """Gravity efforts g(q) = rnea(q, 0, 0), (n,) or (N, n), N·m / N (003 §7.5)."""
+        q = self._vector(q, 'q')
+        zero = np.zeros_like(q)
+        return self.rnea(q, zero, zero, gravity)
+
+    def coriolis_torques(self, q, qd):
+        """Coriolis and centrifugal efforts C(q, q̇) q̇ = rnea(q, q̇, 0) with g = 0.
+
+        Args:
+            q, qd: (n,) or (N, n).
+
+        Returns:
+            (n,) or (N, n), N·m / N.
+        """
+        s = self._states(q=q, qd=qd)
+        return self.rnea(s['q'], s['qd'], np.zeros_like(s['q']), (0.0, 0.0, 0.0))
+
+    def mass_matrix(self, q):
+        """Joint-space inertia matrix M(q) including armature (003 §7.5).
+
+        Column j is rnea(q, 0, e_j) with gravity off, computed for all columns in one
+        batched recursion.
+
+        Args:
+            q: (n,) joint positions.
+
+        Returns:
+            (n, n) symmetric positive definite (for a physically valid model), kg·m² / kg.
+        """
+        q = self._vector(q, 'q', allow_batch=False)
+        eye = np.eye(self.n)
+        M = self.rnea(np.tile(q, (self.n, 1)), np.zeros((self.n, self.n)), eye,
+                      (0.0, 0.0, 0.0))
+        M = M.T
+        return 0.5 * (M + M.T)
+
+    def forward_dynamics(self, q, qd, tau, gravity=STANDARD_GRAVITY, f_tip=None):
+        """Joint accelerations q̈ = M(q)⁻¹ (tau - C(q, q̇) q̇ - g(q) + J_tipᵀ w_tip) (003 §7.5).
+
+        Args:
+            q, qd, tau: (n,) joint positions, velocities and applied efforts.
+            gravity, f_tip: as in :meth:`rnea`.
+
+        Returns:
+            (n,) accelerations, rad/s² / m/s².
+
+        Raises:
+            StateError: bad arrays.
+        """
+        s = self._states(q=q, qd=qd, tau=tau)
+        q, qd, tau = (self._vector(s[k], k, allow_batch=False) for k in ('q', 'qd', 'tau'))
+        bias = self.rnea(q, qd, np.zeros(self.n), gravity, f_tip)
+        return np.linalg.solve(self.mass_matrix(q), tau - bias)
+
+    def friction_torques(self, qd):
+        """Joint friction efforts from URDF ``<dynamics damping friction>``.
+
+        ``tau_f = damping * q̇ + friction * tanh(q̇ / v_s)``: viscous as in
+        ``002_b8a46976f20e0349.txt`` eq 2.39 (b_i q̇_i), plus Coulomb friction smoothed by
+        tanh with velocity scale ``v_s = coulomb_velocity`` (given to :func:`load_model`;
+        tanh reaches 76 % of the Coulomb level at q̇ = v_s and is continuous at rest, so
+        compensation does not chatter).  Positive values oppose motion when subtracted
+        from the applied effort, i.e. the arm needs ``tau + tau_f`` to move at q̇.
+
+        Args:
+            qd: (n,) or (N, n) joint velocities.
+
+        Returns:
+            same shape as ``qd``, N·m / N.
+        """
+        qd = self._vector(qd, 'qd')
+        return self.damping * qd + self.friction * np.tanh(qd / self.coulomb_velocity)
+
+    # ---- kinematics and tables ----------------------------------------------------------
+
+    def dh_table(self):
+        """The DH (or MDH) table, one :class:`~ne_dynamics_ros.dh.DHRow` per joint.
+
+        Lengths in m, angles in rad.  For MDH rows ``a`` and ``alpha`` are a[i-1],
+        alpha[i-1].  ``theta`` and ``d`` are offsets: the joint adds q to ``theta``
+        (revolute) or ``d`` (prismatic).
+        """
+        return list(self._rows)
+
+    def dh_forward_kinematics(self, q):
+        """Poses of DH frames 0..n and of the tip link, from the DH chain.
+
+        Args:
+            q: (n,) joint values.
+
+        Returns:
+            list of n + 2 (4, 4) poses in the base link frame: frames 0..n, then the tip.
+        """
+        q = self._vector(q, 'q', allow_batch=False)
+        T = self.base_transform.copy()
+        poses = [T]
+        for row, qi in zip(self._rows, q):
+            T = T @ link_transform(row, qi, self.convention)
+            poses.append(T)
+        poses.append(T @ self.tool_transform)
+        return poses
+
+    def urdf_forward_kinematics(self, q):
+        """Poses of each joint's child link and of the tip, from the URDF chain.
+
+        Args:
+            q: (n,) joint values.
+
+        Returns:
+            list of n + 1 (4, 4) poses in the base link frame.
+        """
+        q = self._vector(q, 'q', allow_batch=False)
+        return self._chain.link_poses(q)
+
+    def joint_axes(self, q, use_dh=True):
+        """Joint axis lines at configuration q, in the base link frame.
+
+        Args:
+            q: (n,) joint values.
+            use_dh: compute from the DH chain (True) or from the URDF (False).
+
+        Returns:
+            (points, directions): two (n, 3) arrays; the axis of joint i passes through
+            points[i] with unit direction directions[i].
+        """
+        if use_dh:
+            poses = self.dh_forward_kinematics(q)
+            frames = poses[0:self.n] if self.convention is Convention.DH else poses[1:self.n + 1]
+            return (np.array([F[:3, 3] for F in frames]), np.array([F[:3, 2] for F in frames]))
+        poses = self.urdf_forward_kinematics(q)[:self.n]
+        return (np.array([T[:3, 3] for T in poses]),
+                np.array([T[:3, :3] @ j.axis for T, j in zip(poses, self._chain.joints)]))
+
+
+def fk_residual(model, samples=100, seed=0, scale=math.pi):
+    """Largest disagreement between DH and URDF forward kinematics over random q.
+
+    For each sample, compares the tip pose (position m, rotation-matrix entries) and every
+    joint axis line (direction, and the distance of the URDF axis point from the DH
+    axis line, m).  Prismatic joints are sampled in [-0.5, 0.5] m.
+
+    Args:
+        model: RobotModel.
+        samples: number of random configurations (plus q = 0).
+        seed: NumPy seed.
+        scale: revolute joints are sampled uniformly in [-scale, scale] rad.
+
+    Returns:
+        float, the largest residual (m or dimensionless).
+    """
+    rng = np.random.default_rng(seed)
+    worst = 0.0
+    span = np.where(model._prismatic, 0.5, scale)
+    for k in range(samples + 1):
+        q = np.zeros(model.n) if k == 0 else rng.uniform(-span, span)
+        tip_dh = model.dh_forward_kinematics(q)[-1]
+        tip_urdf = model.urdf_forward_kinematics(q)[-1]
+        worst = max(worst, float(np.max(np.abs(tip_dh - tip_urdf))))
+        p_dh, z_dh = model.joint_axes(q, use_dh=True)
+        p_u, z_u = model.joint_axes(q, use_dh=False)
+        worst = max(worst, float(np.max(np.abs(z_dh - z_u))))
+        off = p_u - p_dh
+        perp = off - np.sum(off * z_dh, axis=1, keepdims=True) * z_dh
+        worst = max(worst, float(np.max(np.linalg.norm(perp, axis=1))))
+    return worst

@@ -1,0 +1,204 @@
+"""Recursive Newton–Euler inverse dynamics in DH / modified-DH link frames.
+
+Two recursions, one per convention, chosen once when a model is built:
+
+* :func:`rnea_mdh` — Craig's outward/inward recursion in modified-DH frames
+  (``000_6b3822e29dca0208.txt``, steps 1–5 and the inward steps 1–3), with the
+  prismatic-joint terms of Sasaki (``002_b8a46976f20e0349.txt`` eqs 2.31–2.39) and Angeles
+  (``003_251c6549b67ba269.txt`` Algorithms 7.4.1–7.4.2).
+* :func:`rnea_dh` — the Luh–Walker–Paul recursion in standard-DH frames as written by
+  Lee et al. (``001_ccc6fd40c72dea18.txt`` eqs 3.21–3.27), same prismatic terms.
+
+Both take joint values already mapped to the DH variable (URDF q, since every DH z axis
+points along its URDF joint axis), and return rigid-body joint efforts
+``tau = M(q) q̈ + C(q, q̇) q̇ + g(q) - J_nᵀ w_ext`` (armature and friction are added by the
+caller).  Gravity enters as the base acceleration ``v̇_0 = -g`` (003 eq 7.44).
+
+Vectors are 3-tuples whose components are floats (one state) or (N,) arrays (a batch of
+N states): the same arithmetic serves both, scalar calls avoid NumPy's per-call overhead
+and batch calls are vectorised over N with no Python loop over states.
+"""
+from dataclasses import dataclass
+from typing import Tuple
+
+Vec = Tuple[object, object, object]
+
+
+@dataclass(frozen=True)
+class LinkDynamics:
+    """Constant per-link data for the recursions.
+
+    DH: ``a, alpha`` are a_i, alpha_i and the link transform is Rz(theta)Tz(d)Tx(a)Rx(alpha).
+    MDH: ``a, alpha`` are a[i-1], alpha[i-1] and it is Rx(alpha)Tx(a)Rz(theta)Tz(d).
+
+    Attributes:
+        prismatic: joint i is prismatic (q adds to d) rather than revolute (q adds to theta).
+        a: m.  alpha: rad.  d: offset, m.  theta: offset, rad.
+        cos_alpha, sin_alpha: of ``alpha``.
+        mass: kg.
+        com: centre of mass in DH frame i, m.
+        inertia: 3x3 nested tuples, inertia about the centre of mass, axes of frame i, kg·m².
+    """
+
+    prismatic: bool
+    a: float
+    alpha: float
+    d: float
+    theta: float
+    cos_alpha: float
+    sin_alpha: float
+    mass: float
+    com: Vec
+    inertia: tuple
+
+
+def _add(u, v):
+    return (u[0] + v[0], u[1] + v[1], u[2] + v[2])
+
+
+def _scale(s, u):
+    return (s * u[0], s * u[1], s * u[2])
+
+
+def _cross(u, v):
+    return (u[1] * v[2] - u[2] * v[1],
+            u[2] * v[0] - u[0] * v[2],
+            u[0] * v[1] - u[1] * v[0])
+
+
+def _inertia_times(inertia, w):
+    r0, r1, r2 = inertia
+    return (r0[0] * w[0] + r0[1] * w[1] + r0[2] * w[2],
+            r1[0] * w[0] + r1[1] * w[1] + r1[2] * w[2],
+            r2[0] * w[0] + r2[1] * w[1] + r2[2] * w[2])
+
+
+def _body_wrench(link, w, wd, vd):
+    """Inertial force F = m v̇_c and moment N = I ω̇ + ω × Iω of one link (000 step 5)."""
+    c = link.com
+    vdc = _add(_add(vd, _cross(wd, c)), _cross(w, _cross(w, c)))
+    Iw = _inertia_times(link.inertia, w)
+    return _scale(link.mass, vdc), _add(_inertia_times(link.inertia, wd), _cross(w, Iw))
+
+
+# ---- modified DH (Craig) -------------------------------------------------------------------
+# R = R_{i-1,i} = Rx(alpha_{i-1}) Rz(theta_i); ct, st = cos, sin theta_i.
+
+def _mdh_to_child(link, ct, st, v):
+    """Rᵀ v: a frame i-1 vector expressed in frame i."""
+    ca, sa = link.cos_alpha, link.sin_alpha
+    u = ca * v[1] + sa * v[2]
+    return (ct * v[0] + st * u, -st * v[0] + ct * u, -sa * v[1] + ca * v[2])
+
+
+def _mdh_to_parent(link, ct, st, v):
+    """R v: a frame i vector expressed in frame i-1."""
+    ca, sa = link.cos_alpha, link.sin_alpha
+    w = st * v[0] + ct * v[1]
+    return (ct * v[0] - st * v[1], ca * w - sa * v[2], sa * w + ca * v[2])
+
+
+def rnea_mdh(links, cos_theta, sin_theta, d, qd, qdd, base_acc, f_end, n_end):
+    """Craig's modified-DH Newton–Euler recursion (000 steps 1–5, inward 1–3).
+
+    Args:
+        links: n :class:`LinkDynamics` (MDH).
+        cos_theta, sin_theta, d: per joint, cos/sin of theta_i and d_i at this state
+            (floats or (N,) arrays).
+        qd, qdd: per joint, joint rates (rad/s or m/s) and accelerations.
+        base_acc: v̇_0 = -g in frame 0 (m/s²).
+        f_end, n_end: force (N) and moment about origin n (N·m), in frame n, exerted by
+            link n on the environment (the negative of the environment's wrench on it).
+
+    Returns:
+        list of n joint efforts: n_iᵀẐ_i (N·m) or f_iᵀẐ_i (N).
+    """
+    w = wd = (0.0, 0.0, 0.0)
+    vd = base_acc
+    frames = []
+    for link, ct, st, di, qdi, qddi in zip(links, cos_theta, sin_theta, d, qd, qdd):
+        p = (link.a, -link.sin_alpha * di, link.cos_alpha * di)   # ^{i-1}P_i
+        vd = _mdh_to_child(link, ct, st,
+                           _add(vd, _add(_cross(wd, p), _cross(w, _cross(w, p)))))
+        w_in = _mdh_to_child(link, ct, st, w)
+        wd_in = _mdh_to_child(link, ct, st, wd)
+        if link.prismatic:
+            w, wd = w_in, wd_in
+            vd = (vd[0] + 2.0 * w[1] * qdi, vd[1] - 2.0 * w[0] * qdi, vd[2] + qddi)
+        else:
+            w = (w_in[0], w_in[1], w_in[2] + qdi)
+            wd = (wd_in[0] + w_in[1] * qdi, wd_in[1] - w_in[0] * qdi, wd_in[2] + qddi)
+        F, N = _body_wrench(link, w, wd, vd)
+        frames.append((p, ct, st, F, N))
+
+    tau = [None] * len(links)
+    f, nm = f_end, n_end                 # in frame n, about origin n
+    p_child = (0.0, 0.0, 0.0)
+    for i in range(len(links) - 1, -1, -1):
+        p, ct, st, F, N = frames[i]
+        f_child = f
+        f = _add(f_child, F)
+        nm = _add(_add(N, nm), _add(_cross(links[i].com, F), _cross(p_child, f_child)))
+        tau[i] = f[2] if links[i].prismatic else nm[2]
+        f = _mdh_to_parent(links[i], ct, st, f)      # into frame i-1 for the next step
+        nm = _mdh_to_parent(links[i], ct, st, nm)
+        p_child = p
+    return tau
+
+
+# ---- standard DH (Luh, Walker, Paul; Lee et al. eqs 3.21-3.27) -----------------------------
+# R = R_{i-1,i} = Rz(theta_i) Rx(alpha_i).
+
+def _dh_to_child(link, ct, st, v):
+    """Rᵀ v: a frame i-1 vector expressed in frame i."""
+    ca, sa = link.cos_alpha, link.sin_alpha
+    u = -st * v[0] + ct * v[1]
+    return (ct * v[0] + st * v[1], ca * u + sa * v[2], -sa * u + ca * v[2])
+
+
+def _dh_to_parent(link, ct, st, v):
+    """R v: a frame i vector expressed in frame i-1."""
+    ca, sa = link.cos_alpha, link.sin_alpha
+    y1 = ca * v[1] - sa * v[2]
+    return (ct * v[0] - st * y1, st * v[0] + ct * y1, sa * v[1] + ca * v[2])
+
+
+def rnea_dh(links, cos_theta, sin_theta, d, qd, qdd, base_acc, f_end, n_end):
+    """Luh–Walker–Paul Newton–Euler recursion in standard-DH frames (001 eqs 3.21–3.27).
+
+    Arguments and result as :func:`rnea_mdh`, with standard-DH ``links``.  Moments n_i
+    are taken about origin i-1 and expressed in frame i (eq 3.26); tau_i is their
+    component on z_{i-1} (eq 3.27).
+    """
+    w = wd = (0.0, 0.0, 0.0)
+    acc = base_acc
+    frames = []
+    for link, ct, st, di, qdi, qddi in zip(links, cos_theta, sin_theta, d, qd, qdd):
+        z = (0.0, link.sin_alpha, link.cos_alpha)         # z_{i-1} in frame i
+        r = (link.a, di * link.sin_alpha, di * link.cos_alpha)   # origin i-1 -> i, frame i
+        acc = _dh_to_child(link, ct, st, acc)
+        if link.prismatic:
+            w = _dh_to_child(link, ct, st, w)
+            wd = _dh_to_child(link, ct, st, wd)
+            acc = _add(acc, _add(_scale(qddi, z), _scale(2.0 * qdi, _cross(w, z))))
+        else:
+            wd = _dh_to_child(link, ct, st,
+                              (wd[0] + w[1] * qdi, wd[1] - w[0] * qdi, wd[2] + qddi))  # 3.22
+            w = _dh_to_child(link, ct, st, (w[0], w[1], w[2] + qdi))                   # 3.21
+        acc = _add(acc, _add(_cross(wd, r), _cross(w, _cross(w, r))))                  # 3.23
+        F, N = _body_wrench(link, w, wd, acc)                                          # 3.24
+        frames.append((z, r, ct, st, F, N))
+
+    tau = [None] * len(links)
+    f, nm = f_end, n_end          # f_{n+1}, n_{n+1} in frame n, about origin n
+    for i in range(len(links) - 1, -1, -1):
+        z, r, ct, st, F, N = frames[i]
+        nm = _add(_add(nm, _cross(r, f)),
+                  _add(_cross(_add(r, links[i].com), F), N))                          # 3.26
+        f = _add(f, F)                                                                 # 3.25
+        tau[i] = (f if links[i].prismatic else nm)                                     # 3.27
+        tau[i] = z[1] * tau[i][1] + z[2] * tau[i][2]
+        if i > 0:
+            f = _dh_to_parent(links[i], ct, st, f)
+            nm = _dh_to_parent(links[i], ct, st, nm)
+    return tau
