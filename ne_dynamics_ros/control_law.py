@@ -1,0 +1,263 @@
+"""Joint-space control laws of the computed-torque node, and their parameter checks.
+
+Pure module (no ROS import): every function takes (n,) arrays in the model's chain order
+and a model with the :class:`ne_dynamics_ros.RobotModel` interface (``rnea``,
+``gravity_torques``, ``friction_torques``). Units: q in rad (m for prismatic joints),
+qd in rad/s, qdd in rad/s^2, tau in N*m (N). Gravity is a 3-vector in the base frame of
+the chain, m/s^2, e.g. ``(0, 0, -9.81)`` for a base whose z axis points up.
+
+The three modes (:class:`ControlMode`):
+
+``computed_torque``
+    Lee, Chung, Mudge & Turney's Newton-Euler computed-torque law
+    (``001_ccc6fd40c72dea18.txt`` eqs 4.1, 4.4)::
+
+        qdd_cmd = qdd_d + Kd (qd_d - qd) + Kp (q_d - q)                 (4.4)
+        tau     = RNEA(q, qd, qdd_cmd) = D(q) qdd_cmd + H(q, qd) + G(q)  (4.1)
+
+    The PD terms act as accelerations, so ``kp`` is in 1/s^2 and ``kd`` in 1/s; with the
+    exact model the error obeys ``e'' + Kd e' + Kp e = 0`` (eq 4.3). Lee et al. use
+    Kp = 100, Kd = 2 sqrt(Kp) = 20 on each joint of the PUMA (section 5).
+``feedforward``
+    ``tau = RNEA(q_d, qd_d, qdd_d) + Kp (q_d - q) + Kd (qd_d - qd)``: the inverse dynamics
+    of the reference as feedforward plus a joint PD; here ``kp`` is in N*m/rad and ``kd``
+    in N*m*s/rad. With ``kp = kd = 0`` it is pure feedforward.
+``gravity_compensation``
+    ``tau = G(q) = RNEA(q, 0, 0)``: the arm floats; the reference is ignored.
+
+With ``friction_compensation`` the URDF ``<dynamics damping friction>`` torques are added:
+at the measured velocity ``qd`` in ``computed_torque`` and ``gravity_compensation``
+modes (the law cancels the actual nonlinear terms), at ``qd_d`` in ``feedforward`` mode
+(the whole feedforward is evaluated on the reference).
+
+Finally every command is checked finite and clamped to ``[-effort_limit, effort_limit]``
+(:func:`clamp_effort`).
+"""
+import enum
+from dataclasses import dataclass
+import math
+
+import numpy as np
+
+
+class ControlParameterError(ValueError):
+    """A control parameter (mode, gains, limits, gravity, ...) has an invalid value."""
+
+
+class NonFiniteEffortError(ValueError):
+    """The control law produced NaN or inf (e.g. overflow); nothing may be commanded."""
+
+
+class ControlMode(str, enum.Enum):
+    """The control law applied on every joint state (see the module docstring)."""
+
+    COMPUTED_TORQUE = 'computed_torque'
+    FEEDFORWARD = 'feedforward'
+    GRAVITY_COMPENSATION = 'gravity_compensation'
+
+
+def parse_mode(value) -> ControlMode:
+    """Return the :class:`ControlMode` named ``value``.
+
+    Raises:
+        ControlParameterError: ``value`` is not one of the mode names.
+    """
+    try:
+        return ControlMode(value)
+    except ValueError:
+        names = ', '.join(m.value for m in ControlMode)
+        raise ControlParameterError(f'mode {value!r} is not one of: {names}') from None
+
+
+def expand_gain(value, n: int, name: str) -> np.ndarray:
+    """Turn a gain given as one value or one value per joint into an (n,) array.
+
+    Args:
+        value: a number, or a sequence of ``n`` numbers (chain order).
+        n: number of joints.
+        name: parameter name used in error messages (``'kp'``, ``'kd'``).
+
+    Raises:
+        ControlParameterError: wrong length, NaN/inf, or a negative gain.
+    """
+    arr = np.atleast_1d(np.asarray(value, dtype=float))
+    if arr.ndim != 1 or arr.size not in (1, n):
+        raise ControlParameterError(
+            f'{name} must be one value or {n} values (one per joint), got {arr.size}')
+    if not np.all(np.isfinite(arr)):
+        raise ControlParameterError(f'{name} contains NaN or inf')
+    if np.any(arr < 0.0):
+        raise ControlParameterError(f'{name} must be >= 0, got {arr.tolist()}')
+    return np.broadcast_to(arr, (n,)).copy()
+
+
+def check_effort_limits(value, n: int) -> np.ndarray:
+    """Validate effort limits (N*m or N), one positive value per joint, inf allowed.
+
+    Raises:
+        ControlParameterError: wrong length, NaN, or a value <= 0.
+    """
+    arr = np.asarray(value, dtype=float).reshape(-1)
+    if arr.size != n:
+        raise ControlParameterError(f'effort_limits needs {n} values, got {arr.size}')
+    if np.any(np.isnan(arr)) or np.any(arr <= 0.0):
+        raise ControlParameterError(f'effort_limits must all be > 0, got {arr.tolist()}')
+    return arr
+
+
+def check_gravity(value) -> np.ndarray:
+    """Validate a gravity vector: three finite numbers in m/s^2 (base frame).
+
+    Raises:
+        ControlParameterError: not three finite numbers.
+    """
+    arr = np.asarray(value, dtype=float).reshape(-1)
+    if arr.size != 3 or not np.all(np.isfinite(arr)):
+        raise ControlParameterError(
+            f'gravity must be 3 finite numbers (m/s^2), got {arr.tolist()}')
+    return arr
+
+
+@dataclass(frozen=True)
+class ControlLawConfig:
+    """Everything the control law needs besides the model and the state.
+
+    Attributes:
+        mode: which law (:class:`ControlMode`).
+        kp: (n,) position gains, 1/s^2 (computed_torque) or N*m/rad (feedforward).
+        kd: (n,) velocity gains, 1/s (computed_torque) or N*m*s/rad (feedforward).
+        gravity: (3,) gravity acceleration in the chain's base frame, m/s^2.
+        effort_limits: (n,) symmetric limits |tau_i| <= effort_limits[i], N*m or N.
+        friction_compensation: add the URDF damping/Coulomb friction torques.
+    """
+
+    mode: ControlMode
+    kp: np.ndarray
+    kd: np.ndarray
+    gravity: np.ndarray
+    effort_limits: np.ndarray
+    friction_compensation: bool = False
+
+
+def computed_torque(model, q, qd, q_d, qd_d, qdd_d, kp, kd, gravity):
+    """Computed-torque law, ``001_ccc6fd40c72dea18.txt`` eqs 4.1, 4.4.
+
+    ``tau = RNEA(q, qd, qdd_d + kd*(qd_d - qd) + kp*(q_d - q))``, i.e.
+    ``D(q)[qdd_d + Kd e' + Kp e] + H(q, qd) + G(q)`` with diagonal gains.
+    All arguments (n,) except ``gravity`` (3,); returns (n,) tau (not clamped).
+    """
+    qdd_cmd = qdd_d + kd * (qd_d - qd) + kp * (q_d - q)
+    return model.rnea(q, qd, qdd_cmd, gravity=gravity)
+
+
+def feedforward_pd(model, q, qd, q_d, qd_d, qdd_d, kp, kd, gravity):
+    """Inverse dynamics of the reference plus joint PD.
+
+    ``tau = RNEA(q_d, qd_d, qdd_d) + kp*(q_d - q) + kd*(qd_d - qd)``; shapes as in
+    :func:`computed_torque`; returns (n,) tau (not clamped).
+    """
+    return model.rnea(q_d, qd_d, qdd_d, gravity=gravity) + kp * (q_d - q) + kd * (qd_d - qd)
+
+
+def gravity_compensation(model, q, gravity):
+    """``tau = G(q) = RNEA(q, 0, 0)``; q (n,), gravity (3,); returns (n,) tau."""
+    return model.gravity_torques(q, gravity=gravity)
+
+
+def clamp_effort(tau, effort_limits):
+    """Clamp ``tau`` (n,) into ``[-effort_limits, effort_limits]``.
+
+    Raises:
+        NonFiniteEffortError: ``tau`` contains NaN or inf (checked before clamping, so an
+            overflow is never turned into a full-limit command).
+    """
+    tau = np.asarray(tau, dtype=float)
+    if not np.all(np.isfinite(tau)):
+        raise NonFiniteEffortError(f'control law produced a non-finite effort {tau.tolist()}')
+    return np.clip(tau, -effort_limits, effort_limits)
+
+
+def compute_effort(model, config: ControlLawConfig, q, qd, q_d, qd_d, qdd_d):
+    """Apply the configured law and the limits: the effort command to publish.
+
+    Args:
+        model: a :class:`ne_dynamics_ros.RobotModel` (or anything with its interface).
+        config: mode, gains, gravity, limits, friction flag.
+        q, qd: (n,) measured joint positions and velocities.
+        q_d, qd_d, qdd_d: (n,) reference positions, velocities, accelerations.
+
+    Returns:
+        (n,) finite effort, |tau_i| <= effort_limits[i], chain order.
+
+    Raises:
+        NonFiniteEffortError: the law produced NaN/inf.
+        ne_dynamics_ros.errors.StateError: from the model, for malformed arrays.
+    """
+    if config.mode is ControlMode.COMPUTED_TORQUE:
+        tau = computed_torque(model, q, qd, q_d, qd_d, qdd_d, config.kp, config.kd,
+                              config.gravity)
+        friction_velocity = qd
+    elif config.mode is ControlMode.FEEDFORWARD:
+        tau = feedforward_pd(model, q, qd, q_d, qd_d, qdd_d, config.kp, config.kd,
+                             config.gravity)
+        friction_velocity = qd_d
+    else:
+        tau = gravity_compensation(model, q, config.gravity)
+        friction_velocity = qd
+    if config.friction_compensation:
+        tau = tau + model.friction_torques(friction_velocity)
+    return clamp_effort(tau, config.effort_limits)
+
+
+def check_cutoff(value) -> float:
+    """Validate a filter cut-off frequency in Hz (> 0, inf allowed).
+
+    Raises:
+        ControlParameterError: NaN or <= 0.
+    """
+    value = float(value)
+    if math.isnan(value) or value <= 0.0:
+        raise ControlParameterError(f'velocity_filter_cutoff must be > 0 Hz, got {value}')
+    return value
+
+
+class VelocityEstimator:
+    """Joint velocities from positions: finite differences through a first-order low-pass.
+
+    Used when ``/joint_states`` carries no velocities. For samples ``q_k`` at times
+    ``t_k``: ``v_k = (q_k - q_{k-1}) / (t_k - t_{k-1})`` and
+    ``qd_k = qd_{k-1} + a (v_k - qd_{k-1})`` with ``a = dt / (dt + 1 / (2 pi f_c))``
+    (discretised RC filter, cut-off ``f_c`` in Hz; ``f_c = inf`` gives raw differences).
+    The first sample gives zero velocity. A sample whose time does not advance leaves the
+    estimate unchanged; a jump back in time restarts the estimator.
+    """
+
+    def __init__(self, n: int, cutoff_hz: float = 50.0):
+        """Create an estimator for ``n`` joints with cut-off frequency ``cutoff_hz`` (Hz > 0)."""
+        self.n = n
+        self.cutoff_hz = check_cutoff(cutoff_hz)
+        self.reset()
+
+    def reset(self):
+        """Forget the history: the next sample gives zero velocity."""
+        self._q = None
+        self._t = None
+        self._qd = np.zeros(self.n)
+
+    def update(self, q, t: float) -> np.ndarray:
+        """Feed positions ``q`` (n,) measured at time ``t`` (s); return the (n,) estimate."""
+        q = np.array(q, dtype=float)
+        if self._q is None or t < self._t:
+            self._q, self._t, self._qd = q, t, np.zeros(self.n)
+            return self._qd.copy()
+        dt = t - self._t
+        if dt <= 0.0:
+            return self._qd.copy()
+        raw = (q - self._q) / dt
+        if math.isinf(self.cutoff_hz):
+            alpha = 1.0
+        else:
+            alpha = dt / (dt + 1.0 / (2.0 * math.pi * self.cutoff_hz))
+        self._qd = self._qd + alpha * (raw - self._qd)
+        self._q, self._t = q, t
+        return self._qd.copy()

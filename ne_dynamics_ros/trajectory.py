@@ -1,0 +1,278 @@
+"""Desired joint trajectories: validation and spline interpolation.
+
+Pure module (no ROS import). It reproduces the ``spline`` interpolation of
+ros2_controllers' ``joint_trajectory_controller`` (``Trajectory::sample`` and
+``interpolate_between_points`` in ``joint_trajectory_controller/src/trajectory.cpp``), so
+that a trajectory sent to this package's node is followed along the same reference
+``q_d(t)`` that joint_trajectory_controller would produce:
+
+* between two points, the polynomial degree is chosen by the fields *both* points carry:
+  positions only -> linear, positions + velocities -> cubic (Hermite), positions +
+  velocities + accelerations -> quintic;
+* before the first point's time, the reference is interpolated from the desired state the
+  controller had when the trajectory arrived (``state_before``) to the first point;
+* after the last point, the last point is held (its velocities and accelerations are
+  passed on as given, zeros where absent, exactly as joint_trajectory_controller does);
+* a zero ``header.stamp`` (``start_time=None`` here) means "start on receipt".
+
+A one-point trajectory with ``time_from_start == 0`` therefore needs no special case: it
+is sampled as "after the last point" from the moment it is received, i.e. it is a
+streaming set-point (how servoing tools send references).
+
+Times are float seconds on one clock (the node uses its ROS clock). Joint values are in
+the model's joint coordinates: rad for revolute, m for prismatic joints; velocities and
+accelerations in rad/s, rad/s^2 (m/s, m/s^2).
+"""
+from typing import List, NamedTuple, Optional, Sequence
+
+import numpy as np
+
+
+class TrajectoryError(ValueError):
+    """A trajectory is rejected as a whole; the message says which point or joint is wrong."""
+
+
+class TrajectoryPoint(NamedTuple):
+    """One waypoint as it comes in a ``trajectory_msgs/JointTrajectoryPoint``.
+
+    ``positions`` is required (length = number of joint names of the trajectory);
+    ``velocities`` and ``accelerations`` are either empty or of the same length.
+    ``time_from_start`` is in seconds.
+    """
+
+    time_from_start: float
+    positions: Sequence[float]
+    velocities: Sequence[float] = ()
+    accelerations: Sequence[float] = ()
+
+
+class DesiredState(NamedTuple):
+    """The reference at one instant: ``q`` (n,), ``qd`` (n,), ``qdd`` (n,), chain order."""
+
+    q: np.ndarray
+    qd: np.ndarray
+    qdd: np.ndarray
+
+
+def interpolate_segment(t, t_a, state_a, t_b, state_b):
+    """Sample the polynomial joining two waypoints at time ``t``.
+
+    Same formulas as joint_trajectory_controller's ``interpolate_between_points``.
+
+    Args:
+        t: sample time (s); clamped into ``[t_a, t_b]``, and outside it the result is the
+            linear interpolation's end value (as joint_trajectory_controller does).
+        t_a, t_b: times of the two waypoints (s), ``t_a <= t_b``.
+        state_a, state_b: ``(q, qd, qdd)`` triples of (n,) arrays; ``qd`` or ``qdd`` may be
+            ``None`` when the waypoint does not give them.
+
+    Returns:
+        DesiredState: the interpolated ``q``, ``qd``, ``qdd``. The degree is quintic when
+        both waypoints carry velocities and accelerations, cubic when both carry
+        velocities, otherwise linear (then ``qdd`` is zero).
+    """
+    q_a, qd_a, qdd_a = state_a
+    q_b, qd_b, qdd_b = state_b
+    q_a = np.asarray(q_a, dtype=float)
+    q_b = np.asarray(q_b, dtype=float)
+    T = float(t_b - t_a)
+    s = float(t - t_a)
+    has_vel = qd_a is not None and qd_b is not None
+    has_acc = has_vel and qdd_a is not None and qdd_b is not None
+    if s < 0.0:
+        s, has_vel, has_acc = 0.0, False, False
+    if s > T:
+        s, has_vel, has_acc = T, False, False
+    zeros = np.zeros_like(q_a)
+    if not has_vel:
+        slope = (q_b - q_a) / T if T != 0.0 else zeros
+        return DesiredState(q_a + slope * s, slope.copy(), zeros)
+    qd_a = np.asarray(qd_a, dtype=float)
+    qd_b = np.asarray(qd_b, dtype=float)
+    if not has_acc:
+        c2 = c3 = zeros
+        if T != 0.0:
+            c2 = (3.0 * (q_b - q_a) - (2.0 * qd_a + qd_b) * T) / T ** 2
+            c3 = (2.0 * (q_a - q_b) + (qd_a + qd_b) * T) / T ** 3
+        q = q_a + s * (qd_a + s * (c2 + s * c3))
+        qd = qd_a + s * (2.0 * c2 + 3.0 * s * c3)
+        qdd = 2.0 * c2 + 6.0 * s * c3
+        return DesiredState(q, qd, qdd)
+    qdd_a = np.asarray(qdd_a, dtype=float)
+    qdd_b = np.asarray(qdd_b, dtype=float)
+    c2 = 0.5 * qdd_a
+    c3 = c4 = c5 = zeros
+    if T != 0.0:
+        dq = q_b - q_a
+        c3 = (20.0 * dq - (8.0 * qd_b + 12.0 * qd_a) * T - (3.0 * qdd_a - qdd_b) * T ** 2) \
+            / (2.0 * T ** 3)
+        c4 = (-30.0 * dq + (14.0 * qd_b + 16.0 * qd_a) * T
+              + (3.0 * qdd_a - 2.0 * qdd_b) * T ** 2) / (2.0 * T ** 4)
+        c5 = (12.0 * dq - 6.0 * (qd_b + qd_a) * T - (qdd_a - qdd_b) * T ** 2) / (2.0 * T ** 5)
+    q = q_a + s * (qd_a + s * (c2 + s * (c3 + s * (c4 + s * c5))))
+    qd = qd_a + s * (2.0 * c2 + s * (3.0 * c3 + s * (4.0 * c4 + s * 5.0 * c5)))
+    qdd = 2.0 * c2 + s * (6.0 * c3 + s * (12.0 * c4 + s * 20.0 * c5))
+    return DesiredState(q, qd, qdd)
+
+
+class Trajectory:
+    """A validated joint trajectory in chain order, sampled like joint_trajectory_controller.
+
+    Build it with :func:`trajectory_from_points` (from message data) or :meth:`hold`.
+    Immutable after construction; :meth:`sample` is cheap enough for every control cycle.
+    """
+
+    def __init__(self, start_time: float, times: np.ndarray, positions: np.ndarray,
+                 velocities: List[Optional[np.ndarray]],
+                 accelerations: List[Optional[np.ndarray]],
+                 time_before: float, state_before: DesiredState):
+        """Store already validated data (use :func:`trajectory_from_points` instead).
+
+        Args:
+            start_time: absolute time (s) that ``times`` count from.
+            times: (m,) strictly increasing ``time_from_start`` values (s), ``times[0] >= 0``.
+            positions: (m, n) waypoint positions in chain order.
+            velocities, accelerations: per waypoint an (n,) array or ``None`` (not given).
+            time_before: absolute time (s) at which ``state_before`` held (receipt time).
+            state_before: the desired state when the trajectory arrived; the reference is
+                interpolated from it to the first waypoint.
+        """
+        self.start_time = float(start_time)
+        self.times = np.asarray(times, dtype=float)
+        self.positions = np.asarray(positions, dtype=float)
+        self.velocities = list(velocities)
+        self.accelerations = list(accelerations)
+        self.time_before = float(time_before)
+        self.state_before = DesiredState(*(np.array(a, dtype=float) for a in state_before))
+        self._abs_times = self.start_time + self.times
+
+    @classmethod
+    def hold(cls, q, time: float) -> 'Trajectory':
+        """Hold the positions ``q`` (n,) at zero velocity and acceleration from ``time`` (s) on."""
+        q = np.array(q, dtype=float)
+        zeros = np.zeros_like(q)
+        return cls(time, np.zeros(1), q[np.newaxis, :], [zeros], [zeros], time,
+                   DesiredState(q, zeros, zeros))
+
+    @property
+    def end_time(self) -> float:
+        """Absolute time (s) of the last waypoint; the last point is held after it."""
+        return float(self._abs_times[-1])
+
+    def _point_state(self, i):
+        return self.positions[i], self.velocities[i], self.accelerations[i]
+
+    def sample(self, t: float) -> DesiredState:
+        """Return the reference ``(q_d, qd_d, qdd_d)`` at absolute time ``t`` (s).
+
+        Before ``time_before``: ``state_before``. Before the first waypoint: the polynomial
+        from ``state_before`` to it. Between waypoints: their polynomial. After the last:
+        the last waypoint (velocities/accelerations as given, zeros where absent).
+        """
+        if t < self.time_before:
+            return DesiredState(*(a.copy() for a in self.state_before))
+        if t < self._abs_times[0]:
+            return interpolate_segment(t, self.time_before, self.state_before,
+                                       self._abs_times[0], self._point_state(0))
+        i = int(np.searchsorted(self._abs_times, t, side='right')) - 1
+        if i < len(self.times) - 1:
+            return interpolate_segment(t, self._abs_times[i], self._point_state(i),
+                                       self._abs_times[i + 1], self._point_state(i + 1))
+        q, qd, qdd = self._point_state(len(self.times) - 1)
+        zeros = np.zeros_like(q)
+        return DesiredState(q.copy(), zeros if qd is None else qd.copy(),
+                            zeros if qdd is None else qdd.copy())
+
+
+def _as_finite_vector(values, length, what):
+    arr = np.asarray(values, dtype=float)
+    if arr.shape != (length,):
+        raise TrajectoryError(f'{what} has {arr.size} values, expected {length}')
+    if not np.all(np.isfinite(arr)):
+        raise TrajectoryError(f'{what} contains NaN or inf')
+    return arr
+
+
+def trajectory_from_points(joint_names: Sequence[str], points: Sequence[TrajectoryPoint],
+                           chain_joint_names: Sequence[str], start_time: Optional[float],
+                           receipt_time: float, state_before: DesiredState) -> Trajectory:
+    """Validate trajectory message data and reorder it into chain order.
+
+    Args:
+        joint_names: the trajectory's joint names, any order; must name every joint of
+            ``chain_joint_names`` exactly once and no other joint.
+        points: the waypoints, columns in ``joint_names`` order.
+        chain_joint_names: the controlled joints (the model's chain order).
+        start_time: ``header.stamp`` in seconds, or ``None`` for a zero stamp, which
+            means "start on receipt" (``receipt_time``).
+        receipt_time: the time (s, same clock) the trajectory arrived.
+        state_before: the desired state at ``receipt_time`` (chain order); the reference
+            moves from it to the first waypoint if that lies in the future.
+
+    Returns:
+        Trajectory: in chain order.
+
+    Raises:
+        TrajectoryError: empty ``joint_names`` or ``points``; duplicate, unknown or missing
+            joints; a point whose positions/velocities/accelerations have the wrong length
+            or contain NaN/inf, or gives accelerations without velocities; a negative or
+            non-increasing ``time_from_start``; a stamped trajectory that ends before
+            ``receipt_time``. The whole trajectory is rejected, nothing is partially used.
+    """
+    names = list(joint_names)
+    chain = list(chain_joint_names)
+    if not names:
+        raise TrajectoryError('trajectory has no joint_names')
+    if not points:
+        raise TrajectoryError('trajectory has no points')
+    duplicates = sorted({name for name in names if names.count(name) > 1})
+    if duplicates:
+        raise TrajectoryError(f'duplicate joint names {duplicates}')
+    unknown = [name for name in names if name not in chain]
+    if unknown:
+        raise TrajectoryError(f'unknown joints {unknown}; this controller drives {chain}')
+    missing = [name for name in chain if name not in names]
+    if missing:
+        raise TrajectoryError(f'joints {missing} missing; partial trajectories are not '
+                              'supported, every controlled joint must be given')
+    n = len(chain)
+    order = [names.index(name) for name in chain]
+    times = np.empty(len(points))
+    positions = np.empty((len(points), n))
+    velocities, accelerations = [], []
+    for k, point in enumerate(points):
+        t = float(point.time_from_start)
+        if not np.isfinite(t) or t < 0.0:
+            raise TrajectoryError(f'point {k}: time_from_start {t} s is negative or not finite')
+        if k > 0 and t <= times[k - 1]:
+            raise TrajectoryError(
+                f'point {k}: time_from_start {t} s is not after point {k - 1}\'s '
+                f'{times[k - 1]} s (must be strictly increasing)')
+        times[k] = t
+        positions[k] = _as_finite_vector(point.positions, n, f'point {k} positions')[order]
+        has_vel = len(point.velocities) > 0
+        has_acc = len(point.accelerations) > 0
+        if has_acc and not has_vel:
+            raise TrajectoryError(f'point {k}: accelerations given without velocities')
+        velocities.append(
+            _as_finite_vector(point.velocities, n, f'point {k} velocities')[order]
+            if has_vel else None)
+        accelerations.append(
+            _as_finite_vector(point.accelerations, n, f'point {k} accelerations')[order]
+            if has_acc else None)
+    if start_time is None:
+        start = float(receipt_time)
+    elif not np.isfinite(start_time):
+        raise TrajectoryError('header stamp is not finite')
+    elif start_time + times[-1] < receipt_time:
+        raise TrajectoryError(
+            f'trajectory ends {receipt_time - start_time - times[-1]:.3f} s in the past '
+            '(stamped start time + last time_from_start < now)')
+    else:
+        start = float(start_time)
+    for what, arr in zip(('q', 'qd', 'qdd'), state_before):
+        if np.shape(arr) != (n,):
+            raise TrajectoryError(
+                f'state_before.{what} has shape {np.shape(arr)}, expected ({n},)')
+    return Trajectory(start, times, positions, velocities, accelerations,
+                      receipt_time, state_before)
