@@ -193,19 +193,21 @@ def compute_effort(model, config: ControlLawConfig, q, qd, q_d, qd_d, qdd_d):
         NonFiniteEffortError: the law produced NaN/inf.
         ne_dynamics_ros.errors.StateError: from the model, for malformed arrays.
     """
-    if config.mode is ControlMode.COMPUTED_TORQUE:
-        tau = computed_torque(model, q, qd, q_d, qd_d, qdd_d, config.kp, config.kd,
-                              config.gravity)
-        friction_velocity = qd
-    elif config.mode is ControlMode.FEEDFORWARD:
-        tau = feedforward_pd(model, q, qd, q_d, qd_d, qdd_d, config.kp, config.kd,
-                             config.gravity)
-        friction_velocity = qd_d
-    else:
-        tau = gravity_compensation(model, q, config.gravity)
-        friction_velocity = qd
-    if config.friction_compensation:
-        tau = tau + model.friction_torques(friction_velocity)
+    # Overflow (absurd gains) is caught below as a non-finite value or by the model.
+    with np.errstate(over='ignore', invalid='ignore'):
+        if config.mode is ControlMode.COMPUTED_TORQUE:
+            tau = computed_torque(model, q, qd, q_d, qd_d, qdd_d, config.kp, config.kd,
+                                  config.gravity)
+            friction_velocity = qd
+        elif config.mode is ControlMode.FEEDFORWARD:
+            tau = feedforward_pd(model, q, qd, q_d, qd_d, qdd_d, config.kp, config.kd,
+                                 config.gravity)
+            friction_velocity = qd_d
+        else:
+            tau = gravity_compensation(model, q, config.gravity)
+            friction_velocity = qd
+        if config.friction_compensation:
+            tau = tau + model.friction_torques(friction_velocity)
     return clamp_effort(tau, config.effort_limits)
 
 

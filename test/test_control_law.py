@@ -1,0 +1,276 @@
+"""The control laws (ne_dynamics_ros.control_law) against Pinocchio on the same URDFs.
+
+Expected efforts come from ``pinocchio.rnea`` / ``crba`` / ``aba`` on a Pinocchio model
+built from the same URDF file with the same armature, never from our own RNEA. Effort
+limits and friction coefficients are read from the URDF with ElementTree, not from our
+model.
+"""
+import math
+import pathlib
+import xml.etree.ElementTree as ET
+
+import numpy as np
+import pinocchio as pin
+import pytest
+
+from ne_dynamics_ros import load_model
+from ne_dynamics_ros.control_law import (
+    check_effort_limits, check_gravity, clamp_effort, compute_effort, ControlLawConfig,
+    ControlMode, ControlParameterError, expand_gain, NonFiniteEffortError, parse_mode,
+    VelocityEstimator)
+from ne_dynamics_ros.errors import StateError
+
+CONFIG_DIR = pathlib.Path(__file__).resolve().parent.parent / 'config'
+PUMA560_URDF = CONFIG_DIR / 'puma560.urdf'
+UR5E_URDF = CONFIG_DIR / 'ur5e.urdf'
+#: Lee et al. (001 section 5): Kp = 100, Kv = 2 sqrt(Kp) = 20 on each joint.
+PAPER_KP, PAPER_KD = 100.0, 20.0
+GRAVITY = np.array([0.0, 0.0, -9.81])
+
+
+class PinocchioArm:
+    """Pinocchio reference for a URDF, indexed by our chain's joint names."""
+
+    def __init__(self, urdf_path, joint_names, armature):
+        self.model = pin.buildModelFromUrdf(str(urdf_path))
+        self.data = self.model.createData()
+        assert self.model.nq == self.model.nv == len(joint_names)
+        self.idx = np.array([self.model.joints[self.model.getJointId(name)].idx_v
+                             for name in joint_names])
+        self.model.armature[self.idx] = armature
+
+    def _to_pin(self, x):
+        out = np.zeros(self.model.nv)
+        out[self.idx] = x
+        return out
+
+    def rnea(self, q, qd, qdd, gravity=GRAVITY):
+        self.model.gravity.linear = np.asarray(gravity, dtype=float)
+        tau = pin.rnea(self.model, self.data, self._to_pin(q), self._to_pin(qd),
+                       self._to_pin(qdd))
+        return np.asarray(tau)[self.idx]
+
+    def mass_matrix(self, q):
+        M = pin.crba(self.model, self.data, self._to_pin(q))
+        M = np.triu(M) + np.triu(M, 1).T
+        return M[np.ix_(self.idx, self.idx)]
+
+    def bias(self, q, qd, gravity=GRAVITY):
+        """H(q, qd) + G(q) of 001 eq 3.6."""
+        self.model.gravity.linear = np.asarray(gravity, dtype=float)
+        h = pin.nonLinearEffects(self.model, self.data, self._to_pin(q), self._to_pin(qd))
+        return np.asarray(h)[self.idx]
+
+    def aba(self, q, qd, tau, gravity=GRAVITY):
+        self.model.gravity.linear = np.asarray(gravity, dtype=float)
+        qdd = pin.aba(self.model, self.data, self._to_pin(q), self._to_pin(qd),
+                      self._to_pin(tau))
+        return np.asarray(qdd)[self.idx]
+
+
+def urdf_joint_values(urdf_path, joint_names, element, attribute, default):
+    """Read ``<joint><element attribute=...>`` per joint straight from the URDF file."""
+    root = ET.parse(urdf_path).getroot()
+    joints = {j.get('name'): j for j in root.findall('joint') if j.get('type') != 'fixed'}
+    values = []
+    for name in joint_names:
+        node = joints[name].find(element)
+        text = None if node is None else node.get(attribute)
+        values.append(default if text is None else float(text))
+    return np.array(values)
+
+
+def armature_for(n, seed=3):
+    return np.random.default_rng(seed).uniform(0.0, 0.5, n)
+
+
+@pytest.fixture(scope='module', params=[
+    (PUMA560_URDF, 'mdh'), (PUMA560_URDF, 'dh'), (UR5E_URDF, 'mdh'), (UR5E_URDF, 'dh')],
+    ids=['puma560-mdh', 'puma560-dh', 'ur5e-mdh', 'ur5e-dh'])
+def arm(request):
+    urdf, convention = request.param
+    model = load_model(str(urdf), convention=convention, armature=armature_for(6))
+    return model, PinocchioArm(urdf, model.joint_names, model.armature), urdf
+
+
+def random_states(n, count=5, seed=0):
+    rng = np.random.default_rng(seed)
+    for _ in range(count):
+        yield tuple(rng.uniform(-1.5, 1.5, n) for _ in range(5))
+
+
+def config(mode, n, kp=PAPER_KP, kd=PAPER_KD, limits=None, friction=False, gravity=GRAVITY):
+    return ControlLawConfig(
+        mode=ControlMode(mode), kp=expand_gain(kp, n, 'kp'), kd=expand_gain(kd, n, 'kd'),
+        gravity=np.asarray(gravity, dtype=float),
+        effort_limits=np.full(n, np.inf) if limits is None else np.asarray(limits),
+        friction_compensation=friction)
+
+
+def test_computed_torque_matches_pinocchio_rnea(arm):
+    model, ref, _ = arm
+    kp = np.linspace(50.0, 150.0, model.n)     # per-joint gains
+    kd = 2.0 * np.sqrt(kp)
+    for q, qd, q_d, qd_d, qdd_d in random_states(model.n):
+        tau = compute_effort(model, config('computed_torque', model.n, kp, kd),
+                             q, qd, q_d, qd_d, qdd_d)
+        qdd_cmd = qdd_d + kd * (qd_d - qd) + kp * (q_d - q)          # 001 eq 4.4
+        np.testing.assert_allclose(tau, ref.rnea(q, qd, qdd_cmd), rtol=1e-9, atol=1e-9)
+        # 001 eq 4.1: D(q)[...] + H(q, qd) + G(q)
+        np.testing.assert_allclose(tau, ref.mass_matrix(q) @ qdd_cmd + ref.bias(q, qd),
+                                   rtol=1e-9, atol=1e-9)
+
+
+def test_computed_torque_linearises_the_exact_model(arm):
+    """With the exact model the arm accelerates by qdd_d + Kd e' + Kp e (001 eqs 4.2, 4.3)."""
+    model, ref, _ = arm
+    for q, qd, q_d, qd_d, qdd_d in random_states(model.n, seed=1):
+        tau = compute_effort(model, config('computed_torque', model.n), q, qd, q_d, qd_d,
+                             qdd_d)
+        qdd = ref.aba(q, qd, tau)
+        np.testing.assert_allclose(
+            qdd, qdd_d + PAPER_KD * (qd_d - qd) + PAPER_KP * (q_d - q), rtol=1e-7, atol=1e-7)
+
+
+def test_feedforward_matches_pinocchio_rnea_of_the_reference(arm):
+    model, ref, _ = arm
+    for q, qd, q_d, qd_d, qdd_d in random_states(model.n, seed=2):
+        tau = compute_effort(model, config('feedforward', model.n, 30.0, 3.0), q, qd, q_d, qd_d,
+                             qdd_d)
+        want = ref.rnea(q_d, qd_d, qdd_d) + 30.0 * (q_d - q) + 3.0 * (qd_d - qd)
+        np.testing.assert_allclose(tau, want, rtol=1e-9, atol=1e-9)
+        # zero gains: pure feedforward
+        tau = compute_effort(model, config('feedforward', model.n, 0.0, 0.0), q, qd, q_d, qd_d,
+                             qdd_d)
+        np.testing.assert_allclose(tau, ref.rnea(q_d, qd_d, qdd_d), rtol=1e-9, atol=1e-9)
+
+
+def test_gravity_compensation_matches_pinocchio(arm):
+    model, ref, _ = arm
+    tilted = np.array([1.0, -2.0, -9.0])
+    for q, qd, q_d, qd_d, qdd_d in random_states(model.n, seed=4):
+        for g in (GRAVITY, tilted):
+            tau = compute_effort(model, config('gravity_compensation', model.n, gravity=g),
+                                 q, qd, q_d, qd_d, qdd_d)
+            want = ref.rnea(q, np.zeros(model.n), np.zeros(model.n), gravity=g)
+            np.testing.assert_allclose(tau, want, rtol=1e-9, atol=1e-9)
+
+
+def test_effort_is_clamped_to_urdf_limits(arm):
+    model, ref, urdf = arm
+    limits = urdf_joint_values(urdf, model.joint_names, 'limit', 'effort', np.inf)
+    rng = np.random.default_rng(5)
+    clamped_any = False
+    for _ in range(10):
+        q, qd, q_d = (rng.uniform(-3, 3, model.n) for _ in range(3))
+        tau = compute_effort(model, config('computed_torque', model.n, 1e4, 1e2, limits),
+                             q, qd, q_d, np.zeros(model.n), np.zeros(model.n))
+        raw = ref.rnea(q, qd, 1e2 * (0.0 - qd) + 1e4 * (q_d - q))
+        np.testing.assert_allclose(tau, np.clip(raw, -limits, limits), rtol=1e-9, atol=1e-9)
+        assert np.all(np.abs(tau) <= limits)
+        clamped_any |= bool(np.any(np.abs(raw) > limits))
+    assert clamped_any
+
+
+def test_friction_compensation_adds_urdf_damping_and_friction():
+    model = load_model(str(PUMA560_URDF), armature=armature_for(6))
+    ref = PinocchioArm(PUMA560_URDF, model.joint_names, model.armature)
+    damping = urdf_joint_values(PUMA560_URDF, model.joint_names, 'dynamics', 'damping', 0.0)
+    coulomb = urdf_joint_values(PUMA560_URDF, model.joint_names, 'dynamics', 'friction', 0.0)
+    assert np.all(damping > 0) and np.all(coulomb > 0)
+
+    def friction(v):
+        return damping * v + coulomb * np.tanh(v / model.coulomb_velocity)
+
+    for q, qd, q_d, qd_d, qdd_d in random_states(model.n, seed=6):
+        tau = compute_effort(model, config('computed_torque', model.n, friction=True),
+                             q, qd, q_d, qd_d, qdd_d)
+        qdd_cmd = qdd_d + PAPER_KD * (qd_d - qd) + PAPER_KP * (q_d - q)
+        np.testing.assert_allclose(tau, ref.rnea(q, qd, qdd_cmd) + friction(qd), rtol=1e-9,
+                                   atol=1e-9)
+        tau = compute_effort(model, config('feedforward', model.n, 0.0, 0.0, friction=True),
+                             q, qd, q_d, qd_d, qdd_d)
+        np.testing.assert_allclose(tau, ref.rnea(q_d, qd_d, qdd_d) + friction(qd_d), rtol=1e-9,
+                                   atol=1e-9)
+        tau = compute_effort(model, config('gravity_compensation', model.n, friction=True),
+                             q, qd, q_d, qd_d, qdd_d)
+        zero = np.zeros(model.n)
+        np.testing.assert_allclose(tau, ref.rnea(q, zero, zero) + friction(qd), rtol=1e-9,
+                                   atol=1e-9)
+
+
+def test_overflowing_gains_never_return_a_non_finite_effort():
+    model = load_model(str(PUMA560_URDF))
+    q = np.zeros(6)
+    with pytest.raises(ValueError):
+        compute_effort(model, config('computed_torque', 6, kp=1e308, kd=0.0), q, q, q + 10.0, q,
+                       q)
+
+
+def test_clamp_effort_guards_against_nan_and_inf():
+    limits = np.array([1.0, 2.0])
+    np.testing.assert_array_equal(clamp_effort([5.0, -5.0], limits), [1.0, -2.0])
+    np.testing.assert_array_equal(clamp_effort([0.5, -1.5], np.full(2, np.inf)), [0.5, -1.5])
+    for bad in ([np.nan, 0.0], [0.0, np.inf], [-np.inf, 0.0]):
+        with pytest.raises(NonFiniteEffortError):
+            clamp_effort(bad, limits)
+
+
+@pytest.mark.parametrize('value, expected', [
+    (100, [100.0] * 3), (2.5, [2.5] * 3), ([1, 2, 3], [1.0, 2.0, 3.0]), ([4.0], [4.0] * 3)])
+def test_expand_gain(value, expected):
+    np.testing.assert_array_equal(expand_gain(value, 3, 'kp'), expected)
+
+
+@pytest.mark.parametrize('value, match', [
+    ([1.0, 2.0], 'one value or 3'), (-1.0, '>= 0'), ([1.0, math.nan, 1.0], 'NaN'),
+    (math.inf, 'NaN or inf'), ([[1.0, 2.0, 3.0]], 'one value or 3')])
+def test_expand_gain_refuses(value, match):
+    with pytest.raises(ControlParameterError, match=match):
+        expand_gain(value, 3, 'kp')
+
+
+def test_parse_mode():
+    assert parse_mode('feedforward') is ControlMode.FEEDFORWARD
+    with pytest.raises(ControlParameterError, match='computed_torque'):
+        parse_mode('torque')
+
+
+def test_check_effort_limits_and_gravity():
+    np.testing.assert_array_equal(check_effort_limits([1, 2, math.inf], 3), [1.0, 2.0, math.inf])
+    for bad in ([1.0, 2.0], [1.0, 0.0, 1.0], [1.0, -1.0, 1.0], [1.0, math.nan, 1.0]):
+        with pytest.raises(ControlParameterError):
+            check_effort_limits(bad, 3)
+    np.testing.assert_array_equal(check_gravity([0, 0, -9.81]), [0.0, 0.0, -9.81])
+    for bad in ([0.0, -9.81], [0.0, 0.0, math.nan]):
+        with pytest.raises(ControlParameterError):
+            check_gravity(bad)
+
+
+def test_parameter_errors_are_value_errors():
+    assert issubclass(ControlParameterError, ValueError)
+    assert issubclass(NonFiniteEffortError, ValueError)
+    assert issubclass(StateError, ValueError)
+
+
+def test_velocity_estimator_raw_differences():
+    est = VelocityEstimator(2, cutoff_hz=math.inf)
+    np.testing.assert_array_equal(est.update([0.0, 1.0], 0.0), [0.0, 0.0])
+    np.testing.assert_allclose(est.update([0.1, 0.8], 0.1), [1.0, -2.0])
+    # time not advancing: estimate unchanged
+    np.testing.assert_allclose(est.update([5.0, 5.0], 0.1), [1.0, -2.0])
+    # time going back: restart
+    np.testing.assert_array_equal(est.update([0.0, 0.0], 0.0), [0.0, 0.0])
+
+
+def test_velocity_estimator_low_pass_converges_on_a_ramp():
+    cutoff, dt, v = 20.0, 0.002, np.array([0.5, -1.0, 2.0])
+    est = VelocityEstimator(3, cutoff_hz=cutoff)
+    alpha = dt / (dt + 1.0 / (2.0 * math.pi * cutoff))
+    for k in range(200):
+        qd = est.update(v * k * dt, k * dt)
+        if k == 1:
+            np.testing.assert_allclose(qd, alpha * v)      # first-order filter step
+    np.testing.assert_allclose(qd, v, rtol=1e-6)
+    with pytest.raises(ControlParameterError):
+        VelocityEstimator(3, cutoff_hz=0.0)
