@@ -42,7 +42,7 @@ import numpy as np
 from .errors import ModelError
 
 PARALLEL_TOL = 1e-9
-DISTANCE_TOL = 1e-12
+DISTANCE_TOL = 1e-10
 
 
 class Convention(str, enum.Enum):
@@ -151,10 +151,9 @@ def _common_normal(p1, z1, p2, z2, foot_prev):
         den = 1.0 - b * b
         P = p1 + ((b * e - d1) / den) * z1
         Q = p2 + ((e - b * d1) / den) * z2
-        gap = Q - P
-        if np.linalg.norm(gap) > DISTANCE_TOL:
-            return P, Q, _unit(gap)
-        return P, P, c / s
+        # The common normal of non-parallel lines is along z1 × z2 whether they
+        # intersect or not (its sign is set later by _orient).
+        return P, Q, c / s
     # Parallel: the normal through the previous foot point keeps d = 0.
     P = p1 + float((foot_prev - p1) @ z1) * z1
     Q = p2 + float((P - p2) @ z2) * z2

@@ -1,0 +1,208 @@
+"""Hypothesis strategy for random serial-chain URDFs, and a Pinocchio reference for them.
+
+A generated robot is a chain ``base -> ... -> tip`` of 1–9 actuated joints (revolute,
+continuous, prismatic; axes along ±x/±y/±z or arbitrary unit vectors), with 0–2 fixed
+joints and links in between, side links hanging off the chain through fixed joints,
+occasionally a side link through a revolute joint that is not in the chain (lumped at
+zero by our loader, locked at zero in Pinocchio's reduced model), random origins (with
+rpy often a multiple of pi/2, so parallel, anti-parallel and intersecting axes are
+common), and random physically valid inertias (full tensors, some links massless).
+"""
+import math
+
+from hypothesis import strategies as st
+import numpy as np
+
+QUARTER_TURNS = [k * math.pi / 2 for k in range(-2, 3)]
+AXES = [(1, 0, 0), (-1, 0, 0), (0, 1, 0), (0, -1, 0), (0, 0, 1), (0, 0, -1)]
+
+
+def _f(x):
+    return repr(float(x))
+
+
+@st.composite
+def unit_vectors(draw):
+    """Axis along ±x/±y/±z or an arbitrary unit vector."""
+    if draw(st.booleans()):
+        return np.array(draw(st.sampled_from(AXES)), dtype=float)
+    v = np.array(draw(st.lists(st.floats(-1, 1), min_size=3, max_size=3)))
+    norm = np.linalg.norm(v)
+    if norm < 0.1:
+        return np.array([0.0, 0.0, 1.0])
+    return v / norm
+
+
+@st.composite
+def origins(draw):
+    """<origin> xyz/rpy: zero, axis-aligned or random offsets; quarter-turn or random angles."""
+    kind = draw(st.sampled_from(['zero', 'axis', 'random']))
+    if kind == 'zero':
+        xyz = [0.0, 0.0, 0.0]
+    elif kind == 'axis':
+        xyz = [0.0, 0.0, 0.0]
+        xyz[draw(st.integers(0, 2))] = draw(st.floats(-0.6, 0.6))
+    else:
+        xyz = draw(st.lists(st.floats(-0.6, 0.6), min_size=3, max_size=3))
+    if draw(st.booleans()):
+        rpy = [draw(st.sampled_from(QUARTER_TURNS)) for _ in range(3)]
+    else:
+        rpy = draw(st.lists(st.floats(-math.pi, math.pi), min_size=3, max_size=3))
+    return xyz, rpy
+
+
+@st.composite
+def inertials(draw):
+    """An <inertial> element (or '' for a massless link) with a valid full inertia tensor."""
+    if draw(st.integers(0, 9)) == 0:
+        return ''
+    mass = draw(st.one_of(st.just(0.0), st.floats(0.01, 20.0)))
+    # Principal moments from second moments a, b, c >= 0: always physical.
+    a, b, c = draw(st.lists(st.floats(0.0, 0.5), min_size=3, max_size=3))
+    principal = np.diag([b + c, a + c, a + b]) * max(mass, 0.1) + 1e-4 * np.eye(3)
+    angles = draw(st.lists(st.floats(-math.pi, math.pi), min_size=3, max_size=3))
+    R = _rpy(angles)
+    inertia = R @ principal @ R.T
+    (cx, cy, cz), rpy = draw(origins())
+    return (f'<inertial><origin xyz="{_f(cx)} {_f(cy)} {_f(cz)}" '
+            f'rpy="{" ".join(_f(v) for v in rpy)}"/><mass value="{_f(mass)}"/>'
+            f'<inertia ixx="{_f(inertia[0, 0])}" ixy="{_f(inertia[0, 1])}" '
+            f'ixz="{_f(inertia[0, 2])}" iyy="{_f(inertia[1, 1])}" iyz="{_f(inertia[1, 2])}" '
+            f'izz="{_f(inertia[2, 2])}"/></inertial>')
+
+
+def _rpy(rpy):
+    r, p, y = rpy
+    Rx = np.array([[1, 0, 0], [0, math.cos(r), -math.sin(r)], [0, math.sin(r), math.cos(r)]])
+    Ry = np.array([[math.cos(p), 0, math.sin(p)], [0, 1, 0], [-math.sin(p), 0, math.cos(p)]])
+    Rz = np.array([[math.cos(y), -math.sin(y), 0], [math.sin(y), math.cos(y), 0], [0, 0, 1]])
+    return Rz @ Ry @ Rx
+
+
+def _origin_xml(origin):
+    xyz, rpy = origin
+    return (f'<origin xyz="{" ".join(_f(v) for v in xyz)}" '
+            f'rpy="{" ".join(_f(v) for v in rpy)}"/>')
+
+
+@st.composite
+def random_chains(draw, min_joints=1, max_joints=9):
+    """A random chain URDF.
+
+    Returns:
+        dict with ``xml`` (URDF text), ``tip`` (tip link name), ``joints`` (actuated joint
+        names in chain order), ``types`` (their URDF types) and ``locked`` (names of side
+        movable joints that are not in the chain).
+    """
+    n = draw(st.integers(min_joints, max_joints))
+    links, joints = [], []
+    names, types, locked = [], [], []
+
+    def link(name):
+        links.append(f'<link name="{name}">{draw(inertials())}</link>')
+
+    def joint(name, jtype, parent, child, axis=None):
+        extra = ''
+        if axis is not None:
+            extra += f'<axis xyz="{" ".join(_f(v) for v in axis)}"/>'
+        if jtype in ('revolute', 'prismatic'):
+            extra += '<limit lower="-3" upper="3" effort="100" velocity="2"/>'
+        joints.append(f'<joint name="{name}" type="{jtype}"><parent link="{parent}"/>'
+                      f'<child link="{child}"/>{_origin_xml(draw(origins()))}{extra}</joint>')
+
+    link('base')
+    parent = 'base'
+    for i in range(n):
+        for k in range(draw(st.integers(0, 2))):
+            name = f'fixed_{i}_{k}'
+            link(name)
+            joint(f'{name}_joint', 'fixed', parent, name)
+            parent = name
+        jtype = draw(st.sampled_from(['revolute', 'continuous', 'prismatic']))
+        child = f'link_{i}'
+        link(child)
+        joint(f'joint_{i}', jtype, parent, child, draw(unit_vectors()))
+        names.append(f'joint_{i}')
+        types.append(jtype)
+        parent = child
+        side = draw(st.integers(0, 6))
+        if side <= 1:
+            link(f'side_{i}')
+            joint(f'side_{i}_joint', 'fixed', child, f'side_{i}')
+        elif side == 2:
+            link(f'finger_{i}')
+            joint(f'finger_{i}_joint', 'revolute', child, f'finger_{i}', draw(unit_vectors()))
+            locked.append(f'finger_{i}_joint')
+    link('tip')
+    joint('tip_joint', 'fixed', parent, 'tip')
+    xml = '<?xml version="1.0"?>\n<robot name="random">' + ''.join(links) + ''.join(joints) \
+        + '</robot>'
+    return {'xml': xml, 'tip': 'tip', 'joints': names, 'types': types, 'locked': locked}
+
+
+class PinocchioReference:
+    """Pinocchio model of a URDF chain, driven with URDF joint coordinates in chain order.
+
+    Side joints named in ``locked`` are locked at zero (``pin.buildReducedModel``);
+    continuous joints' (cos, sin) configuration is handled here.
+    """
+
+    def __init__(self, xml, joint_names, tip_link, armature=None, locked=()):
+        import pinocchio as pin
+        self.pin = pin
+        model = pin.buildModelFromXML(xml)
+        if locked:
+            ids = [model.getJointId(name) for name in locked]
+            model = pin.buildReducedModel(model, ids, pin.neutral(model))
+        self.model = model
+        self.data = model.createData()
+        self.ids = [model.getJointId(name) for name in joint_names]
+        assert all(i < model.njoints for i in self.ids), 'joint missing in Pinocchio model'
+        assert model.nv == len(joint_names), 'Pinocchio has extra degrees of freedom'
+        if armature is not None:
+            for jid, value in zip(self.ids, armature):
+                model.armature[model.joints[jid].idx_v] = value
+        fid = model.getFrameId(tip_link)
+        self.tip_frame = model.frames[fid]
+
+    def configuration(self, q):
+        """Pinocchio configuration vector from URDF joint values."""
+        qp = self.pin.neutral(self.model)
+        for jid, value in zip(self.ids, q):
+            joint = self.model.joints[jid]
+            if joint.nq == 2:
+                qp[joint.idx_q:joint.idx_q + 2] = (math.cos(value), math.sin(value))
+            else:
+                qp[joint.idx_q] = value
+        return qp
+
+    def _tangent(self, v):
+        out = np.zeros(self.model.nv)
+        for jid, value in zip(self.ids, v):
+            out[self.model.joints[jid].idx_v] = value
+        return out
+
+    def _from_tangent(self, v):
+        return np.array([v[self.model.joints[jid].idx_v] for jid in self.ids])
+
+    def rnea(self, q, qd, qdd, gravity=(0, 0, -9.81), f_tip=None):
+        """Pinocchio's inverse dynamics, in chain order."""
+        pin = self.pin
+        self.model.gravity = pin.Motion(np.concatenate([np.asarray(gravity, float), np.zeros(3)]))
+        args = [self.model, self.data, self.configuration(q), self._tangent(qd),
+                self._tangent(qdd)]
+        if f_tip is not None:
+            fext = [pin.Force.Zero() for _ in range(self.model.njoints)]
+            frame = self.tip_frame
+            parent = frame.parentJoint
+            fext[parent] = frame.placement.act(pin.Force(np.asarray(f_tip[:3], float),
+                                                         np.asarray(f_tip[3:], float)))
+            args.append(fext)
+        return self._from_tangent(pin.rnea(*args))
+
+    def mass_matrix(self, q):
+        """Pinocchio's CRBA mass matrix, in chain order."""
+        M = self.pin.crba(self.model, self.data, self.configuration(q))
+        M = np.triu(M) + np.triu(M, 1).T
+        idx = [self.model.joints[jid].idx_v for jid in self.ids]
+        return M[np.ix_(idx, idx)]
