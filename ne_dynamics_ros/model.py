@@ -200,6 +200,8 @@ class RobotModel:
             force = R @ w[:3]
             moment = R @ w[3:] + np.cross(p, force)
             f_end, n_end = tuple((-force).tolist()), tuple((-moment).tolist())
+        if q.ndim == 2 and q.shape[0] == 1:   # one state: the scalar path is faster
+            return self._rigid_body(q[0], qd[0], qdd[0], gravity, f_tip)[None, :]
         if q.ndim == 1:
             theta = (self._theta0 + np.where(self._prismatic, 0.0, q)).tolist()
             d = (self._d0 + np.where(self._prismatic, q, 0.0)).tolist()

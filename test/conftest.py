@@ -52,3 +52,15 @@ def ros_context(domain_id):
     yield context
     if context.ok():
         rclpy.shutdown(context=context)
+
+
+try:
+    from hypothesis import settings as _hypothesis_settings
+except ImportError:  # pragma: no cover - hypothesis is a test requirement
+    _hypothesis_settings = None
+if _hypothesis_settings is not None:
+    # CI: the same examples every run (no flaky discoveries), no per-example deadline.
+    _hypothesis_settings.register_profile('ci', derandomize=True, deadline=None,
+                                          print_blob=True)
+    _hypothesis_settings.register_profile('dev', deadline=None, print_blob=True)
+    _hypothesis_settings.load_profile('ci' if os.environ.get('CI') else 'dev')

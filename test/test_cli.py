@@ -1,0 +1,48 @@
+"""``ne-dynamics dh``: the table, JSON output and errors, run as a user would."""
+import json
+import math
+import subprocess
+import sys
+
+from conftest import PUMA560_URDF, UR5E_URDF
+
+
+def run(*args):
+    return subprocess.run([sys.executable, '-m', 'ne_dynamics_ros.cli', *args],
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_dh_table_text_for_ur5e():
+    out = run('dh', str(UR5E_URDF), '--convention', 'dh', '--tip', 'tool0')
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0].startswith('standard DH table of world -> tool0')
+    assert 'a[i]' in lines[1] and 'alpha[i]' in lines[1]
+    row2 = lines[3].split()
+    assert row2[1] == 'shoulder_lift_joint' and float(row2[3]) == -0.425
+    assert 'FK residual' in lines[-1] and float(lines[-1].split()[-1]) < 1e-10
+
+
+def test_dh_table_json_for_puma_mdh():
+    out = run('dh', str(PUMA560_URDF), '--json')
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data['convention'] == 'mdh' and data['tip_link'] == 'flange'
+    assert [r['joint'] for r in data['rows']] == [f'joint_{i}' for i in range(1, 7)]
+    # Published PUMA 560 MDH (Craig): a2 = 0.4318 m, alpha1 = -pi/2 or +pi/2 by axis sense.
+    assert math.isclose(abs(data['rows'][1]['alpha']), math.pi / 2, abs_tol=1e-12)
+    assert math.isclose(data['rows'][2]['a'], 0.4318, abs_tol=1e-12)
+    assert data['fk_residual'] < 1e-10
+
+
+def test_mdh_header_shows_index_shift():
+    out = run('dh', str(UR5E_URDF))
+    assert 'a[i-1]' in out.stdout and 'alpha[i-1]' in out.stdout
+
+
+def test_errors_exit_2_with_message():
+    out = run('dh', '/nonexistent/robot.urdf')
+    assert out.returncode == 2
+    assert 'cannot read URDF file' in out.stderr and 'Traceback' not in out.stderr
+    out = run('dh', str(UR5E_URDF), '--tip', 'nope')
+    assert out.returncode == 2 and 'tip_link "nope"' in out.stderr
