@@ -1,0 +1,571 @@
+"""ComputedTorqueNode with real rclpy (Fast DDS), in-process, executor spun by the test.
+
+A peer node publishes ``/joint_states`` and ``~/joint_trajectory`` and records
+``/effort_controller/commands``, ``~/tracking_error`` and ``~/desired``. Expected efforts
+are computed with Pinocchio (``PinocchioArm`` of test_control_law) on the same URDF with
+the node's armature; effort limits come from the URDF via ElementTree. Every effort
+message a test receives is checked finite and within the limits when the test ends.
+
+Replies are matched to the state they answer by ``header.stamp`` (the tracking error
+carries it), so "no reply" is checked by sending a good state after a bad one and seeing
+that only the good one is answered: no fixed sleeps.
+"""
+import math
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import rclpy
+from builtin_interfaces.msg import Duration, Time
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.parameter import Parameter
+from rclpy.qos import QoSDurabilityPolicy, QoSProfile, QoSReliabilityPolicy
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray, String
+from test_control_law import PinocchioArm, urdf_joint_values
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+import yaml
+
+from ne_dynamics_ros.computed_torque_node import (
+    ComputedTorqueNode, JOINT_STATE_QOS, NodeConfigurationError)
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+PUMA_URDF = REPO / 'config' / 'puma560.urdf'
+UR5E_URDF = REPO / 'config' / 'ur5e.urdf'
+PUMA_JOINTS = [f'joint_{i}' for i in range(1, 7)]
+PUMA_ARMATURE = yaml.safe_load((REPO / 'config' / 'puma560.yaml').read_text())[
+    'computed_torque_node']['ros__parameters']['armature']
+PUMA_LIMITS = urdf_joint_values(PUMA_URDF, PUMA_JOINTS, 'limit', 'effort', math.inf)
+KP, KD = 100.0, 20.0
+TIMEOUT = 5.0
+
+
+def stamp(k):
+    """A distinct, increasing header stamp for the k-th state of a test (10 ms apart)."""
+    ns = 1_000_000_000 + k * 10_000_000
+    return Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
+
+
+def key(t):
+    return (t.sec, t.nanosec)
+
+
+def duration(seconds):
+    ns = int(round(seconds * 1e9))
+    return Duration(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
+
+
+def trajectory_msg(names, points, start=None):
+    """points: (time_from_start, positions[, velocities[, accelerations]])."""
+    msg = JointTrajectory(joint_names=list(names))
+    if start is not None:
+        msg.header.stamp = start
+    for t, *fields in points:
+        p = JointTrajectoryPoint(time_from_start=duration(t))
+        for attr, values in zip(('positions', 'velocities', 'accelerations'), fields):
+            setattr(p, attr, [float(v) for v in values])
+        msg.points.append(p)
+    return msg
+
+
+class Harness:
+    """A ComputedTorqueNode plus a peer node that talks to it, on one executor."""
+
+    def __init__(self, context, params, limits=PUMA_LIMITS):
+        self.context = context
+        self.limits = limits
+        self.node = ComputedTorqueNode(context=context, parameter_overrides=params)
+        self.peer = rclpy.create_node('computed_torque_test_peer', context=context)
+        self.efforts, self.errors, self.desired = [], {}, {}
+        self.peer.create_subscription(Float64MultiArray, '/effort_controller/commands',
+                                      lambda m: self.efforts.append(np.array(m.data)), 100)
+        self.peer.create_subscription(
+            JointState, '/computed_torque_node/tracking_error',
+            lambda m: self.errors.__setitem__(key(m.header.stamp), m), 100)
+        self.peer.create_subscription(
+            JointTrajectory, '/computed_torque_node/desired',
+            lambda m: self.desired.__setitem__(key(m.header.stamp), m), 100)
+        self.state_pub = self.peer.create_publisher(JointState, '/joint_states', JOINT_STATE_QOS)
+        self.trajectory_pub = self.peer.create_publisher(
+            JointTrajectory, '/computed_torque_node/joint_trajectory', 10)
+        self.executor = SingleThreadedExecutor(context=context)
+        self.executor.add_node(self.node)
+        self.executor.add_node(self.peer)
+        self.k = 0
+        self.spin_until(lambda: self.state_pub.get_subscription_count() >= 1
+                        and self.trajectory_pub.get_subscription_count() >= 1
+                        and self.node._effort_pub.get_subscription_count() >= 1
+                        and self.node._tracking_error_pub.get_subscription_count() >= 1
+                        and self.node._desired_pub.get_subscription_count() >= 1,
+                        what='discovery')
+
+    def spin_until(self, predicate, timeout=TIMEOUT, what='condition'):
+        deadline = time.monotonic() + timeout
+        while not predicate():
+            if time.monotonic() > deadline:
+                raise AssertionError(f'timed out waiting for {what}')
+            self.executor.spin_once(timeout_sec=0.01)
+
+    def publish_state(self, names, position, velocity=(), effort=(), header_stamp=None):
+        self.k += 1
+        msg = JointState(name=list(names), position=[float(v) for v in position],
+                         velocity=[float(v) for v in velocity],
+                         effort=[float(v) for v in effort])
+        msg.header.stamp = stamp(self.k) if header_stamp is None else header_stamp
+        self.state_pub.publish(msg)
+        return msg.header.stamp
+
+    def exchange(self, names, position, velocity=(), effort=(), header_stamp=None):
+        """Publish a state and return (effort, tracking_error, desired) answering it."""
+        n_before = len(self.efforts)
+        s = self.publish_state(names, position, velocity, effort, header_stamp)
+        self.spin_until(lambda: key(s) in self.errors and key(s) in self.desired
+                        and len(self.efforts) > n_before, what='the reply to a joint state')
+        return self.efforts[-1], self.errors[key(s)], self.desired[key(s)]
+
+    def send_trajectory(self, msg, accepted=True):
+        before = (id(self.node.trajectory), self.node.rejected_trajectories)
+        self.trajectory_pub.publish(msg)
+        self.spin_until(lambda: (id(self.node.trajectory), self.node.rejected_trajectories)
+                        != before, what='the trajectory to be handled')
+        assert (self.node.rejected_trajectories == before[1]) == accepted
+
+    def set(self, **values):
+        return self.node.set_parameters([Parameter(k, value=v) for k, v in values.items()])
+
+    def check_everything_published(self):
+        for tau in self.efforts:
+            assert np.all(np.isfinite(tau)), tau
+            assert np.all(np.abs(tau) <= self.limits + 1e-12), tau
+
+    def close(self):
+        self.executor.shutdown(timeout_sec=1.0)
+        self.peer.destroy_node()
+        self.node.destroy_node()
+
+
+def puma_params(**extra):
+    params = {'urdf_path': str(PUMA_URDF), 'armature': PUMA_ARMATURE, 'kp': KP, 'kd': KD}
+    params.update(extra)
+    return [Parameter(k, value=v) for k, v in params.items()]
+
+
+@pytest.fixture
+def make_harness(ros_context):
+    made = []
+
+    def make(params=None, limits=PUMA_LIMITS):
+        h = Harness(ros_context, puma_params() if params is None else params, limits)
+        made.append(h)
+        return h
+    yield make
+    for h in made:
+        h.check_everything_published()
+        h.close()
+
+
+@pytest.fixture(scope='module')
+def puma_ref():
+    return PinocchioArm(PUMA_URDF, PUMA_JOINTS, PUMA_ARMATURE)
+
+
+def expected_effort(ref, mode, q, qd, q_d, qd_d, qdd_d, kp=KP, kd=KD, limits=PUMA_LIMITS):
+    q, qd, q_d, qd_d, qdd_d = (np.asarray(a, dtype=float) for a in (q, qd, q_d, qd_d, qdd_d))
+    zero = np.zeros_like(q)
+    if mode == 'computed_torque':
+        raw = ref.rnea(q, qd, qdd_d + kd * (qd_d - qd) + kp * (q_d - q))
+    elif mode == 'feedforward':
+        raw = ref.rnea(q_d, qd_d, qdd_d) + kp * (q_d - q) + kd * (qd_d - qd)
+    else:
+        raw = ref.rnea(q, zero, zero)
+    return raw, np.clip(raw, -limits, limits)
+
+
+Q0 = np.array([0.1, -0.3, 0.4, 0.2, -0.5, 0.3])
+QD0 = np.array([0.05, -0.02, 0.03, 0.1, -0.1, 0.2])
+SET_Q = Q0 + np.array([0.02, -0.01, 0.015, -0.03, 0.02, 0.01])
+SET_QD = np.array([0.1, 0.0, -0.1, 0.05, 0.0, 0.0])
+SET_QDD = np.array([0.2, -0.1, 0.0, 0.3, 0.0, -0.2])
+
+
+def stream_set_point(h, names=PUMA_JOINTS, q=SET_Q, qd=SET_QD, qdd=SET_QDD):
+    h.send_trajectory(trajectory_msg(names, [(0.0, q, qd, qdd)]))
+
+
+def test_holds_first_measured_position_before_any_trajectory(make_harness, puma_ref):
+    h = make_harness()
+    tau, err, desired = h.exchange(PUMA_JOINTS, Q0, QD0)
+    raw, want = expected_effort(puma_ref, 'computed_torque', Q0, QD0, Q0, 0 * Q0, 0 * Q0)
+    np.testing.assert_allclose(tau, want, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(desired.points[0].positions, Q0)
+    # the first position stays the reference even when the arm moves
+    q1 = Q0 + 0.01
+    tau, err, desired = h.exchange(PUMA_JOINTS, q1, QD0)
+    np.testing.assert_allclose(desired.points[0].positions, Q0)
+    np.testing.assert_allclose(err.position, Q0 - q1, atol=1e-12)
+
+
+@pytest.mark.parametrize('mode', ['computed_torque', 'feedforward', 'gravity_compensation'])
+def test_effort_matches_pinocchio_in_every_mode(make_harness, puma_ref, mode):
+    h = make_harness(puma_params(mode=mode))
+    h.exchange(PUMA_JOINTS, Q0, QD0)
+    stream_set_point(h)
+    for scale in (1.0, -0.5):
+        q, qd = Q0 + scale * 0.01, QD0 * scale
+        tau, err, desired = h.exchange(PUMA_JOINTS, q, qd)
+        raw, want = expected_effort(puma_ref, mode, q, qd, SET_Q, SET_QD, SET_QDD)
+        assert np.all(np.abs(raw) < PUMA_LIMITS), 'test state should not saturate'
+        np.testing.assert_allclose(tau, want, rtol=1e-9, atol=1e-9)
+        # tracking error: q_d - q, qd_d - qd, effort = tau; names = joints; stamp echoed
+        assert list(err.name) == PUMA_JOINTS
+        np.testing.assert_allclose(err.position, SET_Q - q, atol=1e-12)
+        np.testing.assert_allclose(err.velocity, SET_QD - qd, atol=1e-12)
+        np.testing.assert_allclose(err.effort, tau)
+        np.testing.assert_allclose(desired.points[0].positions, SET_Q)
+        np.testing.assert_allclose(desired.points[0].velocities, SET_QD)
+        np.testing.assert_allclose(desired.points[0].accelerations, SET_QDD)
+
+
+def test_ur5e_from_robot_description_parameter(make_harness):
+    xml = UR5E_URDF.read_text()
+    names = ['shoulder_pan_joint', 'shoulder_lift_joint', 'elbow_joint', 'wrist_1_joint',
+             'wrist_2_joint', 'wrist_3_joint']
+    limits = urdf_joint_values(UR5E_URDF, names, 'limit', 'effort', math.inf)
+    armature = [0.1, 0.2, 0.3, 0.04, 0.05, 0.06]
+    h = make_harness([Parameter('robot_description', value=xml),
+                      Parameter('armature', value=armature), Parameter('convention', value='dh'),
+                      Parameter('mode', value='feedforward'), Parameter('kp', value=50.0),
+                      Parameter('kd', value=5.0)], limits)
+    ref = PinocchioArm(UR5E_URDF, names, armature)
+    q = np.array([0.3, -1.2, 1.0, -0.5, 0.4, 0.1])
+    h.exchange(names, q, np.zeros(6))
+    h.send_trajectory(trajectory_msg(names, [(0.0, q + 0.05, 0.1 * np.ones(6), np.ones(6))]))
+    tau, _, _ = h.exchange(names, q, 0.2 * np.ones(6))
+    raw, want = expected_effort(ref, 'feedforward', q, 0.2 * np.ones(6), q + 0.05,
+                                0.1 * np.ones(6), np.ones(6), 50.0, 5.0, limits)
+    np.testing.assert_allclose(tau, want, rtol=1e-9, atol=1e-9)
+
+
+def test_shuffled_order_extra_joints_and_command_order(make_harness, puma_ref):
+    command_order = ['joint_6', 'joint_5', 'joint_4', 'joint_1', 'joint_2', 'joint_3']
+    cmd = [PUMA_JOINTS.index(j) for j in command_order]
+    h = make_harness(puma_params(joints=command_order), limits=PUMA_LIMITS[cmd])
+    msg_names = ['gripper_left', 'joint_3', 'joint_1', 'joint_6', 'joint_2', 'joint_5',
+                 'joint_4', 'gripper_right']
+    chain_to_msg = [msg_names.index(j) for j in PUMA_JOINTS]
+
+    def in_msg_order(chain_values, extra=(0.7, -0.7)):
+        out = np.empty(len(msg_names))
+        out[chain_to_msg] = chain_values
+        out[[0, 7]] = extra
+        return out
+
+    h.exchange(msg_names, in_msg_order(Q0), in_msg_order(QD0), in_msg_order(np.zeros(6)))
+    stream_set_point(h, names=list(reversed(PUMA_JOINTS)), q=SET_Q[::-1], qd=SET_QD[::-1],
+                     qdd=SET_QDD[::-1])
+    tau, err, desired = h.exchange(msg_names, in_msg_order(Q0), in_msg_order(QD0),
+                                   in_msg_order(np.ones(6), (np.nan, np.nan)))
+    _, want = expected_effort(puma_ref, 'computed_torque', Q0, QD0, SET_Q, SET_QD, SET_QDD)
+    np.testing.assert_allclose(tau, want[cmd], rtol=1e-9, atol=1e-9)
+    assert list(err.name) == command_order
+    np.testing.assert_allclose(err.position, (SET_Q - Q0)[cmd], atol=1e-12)
+    assert list(desired.joint_names) == command_order
+    np.testing.assert_allclose(desired.points[0].positions, SET_Q[cmd])
+
+
+def test_missing_velocity_is_estimated_by_filtered_differences(make_harness, puma_ref):
+    cutoff = 50.0
+    h = make_harness(puma_params(velocity_filter_cutoff=cutoff))
+    v = np.array([0.2, -0.1, 0.3, 0.0, 0.5, -0.4])
+    dt = 0.01
+    alpha = dt / (dt + 1.0 / (2.0 * math.pi * cutoff))
+    estimate = np.zeros(6)
+    for k in range(4):
+        q = Q0 + v * k * dt
+        tau, err, _ = h.exchange(PUMA_JOINTS, q, velocity=(), header_stamp=stamp(100 + k))
+        if k > 0:
+            estimate = estimate + alpha * (v - estimate)
+        np.testing.assert_allclose(err.velocity, 0.0 - estimate, atol=1e-9)
+        _, want = expected_effort(puma_ref, 'computed_torque', q, estimate, Q0, 0 * q, 0 * q)
+        np.testing.assert_allclose(tau, want, rtol=1e-9, atol=1e-9)
+    # joint_state_broadcaster publishes NaN velocities for a missing velocity interface
+    q = Q0 + v * 4 * dt
+    estimate = estimate + alpha * (v - estimate)
+    _, err, _ = h.exchange(PUMA_JOINTS, q, velocity=[math.nan] * 6, header_stamp=stamp(104))
+    np.testing.assert_allclose(err.velocity, -estimate, atol=1e-9)
+
+
+def test_trajectory_is_interpolated_and_last_point_held(make_harness):
+    h = make_harness()
+    h.exchange(PUMA_JOINTS, Q0, np.zeros(6))
+    target = Q0 + 0.1
+    # positions only -> linear: qd_d is the constant slope while moving
+    h.send_trajectory(trajectory_msg(PUMA_JOINTS, [(0.0, Q0), (0.3, target)]))
+    slope = (target - Q0) / 0.3
+    moving = 0
+    deadline = time.monotonic() + TIMEOUT
+    while True:
+        _, err, desired = h.exchange(PUMA_JOINTS, Q0, np.zeros(6))
+        point = desired.points[0]
+        if np.allclose(point.positions, target, atol=1e-12):
+            np.testing.assert_allclose(point.velocities, 0.0)
+            break
+        moving += 1
+        np.testing.assert_allclose(point.velocities, slope, rtol=1e-9)
+        frac = (np.array(point.positions) - Q0) / (target - Q0)
+        np.testing.assert_allclose(frac, frac[0], atol=1e-9)
+        assert 0.0 <= frac[0] <= 1.0
+        assert time.monotonic() < deadline
+    assert moving > 0
+    # held afterwards
+    _, _, desired = h.exchange(PUMA_JOINTS, Q0, np.zeros(6))
+    np.testing.assert_allclose(desired.points[0].positions, target)
+    # a new trajectory replaces the old one
+    stream_set_point(h)
+    _, _, desired = h.exchange(PUMA_JOINTS, Q0, np.zeros(6))
+    np.testing.assert_allclose(desired.points[0].positions, SET_Q)
+
+
+BAD_TRAJECTORIES = {
+    'non-increasing time': trajectory_msg(PUMA_JOINTS, [(0.5, Q0), (0.5, Q0 + 0.1)]),
+    'decreasing time': trajectory_msg(PUMA_JOINTS, [(0.5, Q0), (0.2, Q0 + 0.1)]),
+    'unknown joint': trajectory_msg(PUMA_JOINTS[:5] + ['elbow'], [(0.0, Q0)]),
+    'missing joint': trajectory_msg(PUMA_JOINTS[:5], [(0.0, Q0[:5])]),
+    'short positions': trajectory_msg(PUMA_JOINTS, [(0.0, Q0[:5])]),
+    'short velocities': trajectory_msg(PUMA_JOINTS, [(0.0, Q0, [0.0] * 4)]),
+    'NaN position': trajectory_msg(PUMA_JOINTS, [(0.0, [math.nan] * 6)]),
+    'no points': trajectory_msg(PUMA_JOINTS, []),
+    'ends in the past': trajectory_msg(PUMA_JOINTS, [(0.1, Q0)], start=Time(sec=1)),
+}
+
+
+def test_bad_trajectories_are_rejected_and_the_old_one_kept(make_harness):
+    h = make_harness()
+    h.exchange(PUMA_JOINTS, Q0, np.zeros(6))
+    stream_set_point(h)
+    kept = h.node.trajectory
+    for name, msg in BAD_TRAJECTORIES.items():
+        h.send_trajectory(msg, accepted=False)
+        assert h.node.trajectory is kept, name
+    assert h.node.rejected_trajectories == len(BAD_TRAJECTORIES)
+    _, _, desired = h.exchange(PUMA_JOINTS, Q0, np.zeros(6))
+    np.testing.assert_allclose(desired.points[0].positions, SET_Q)
+
+
+def test_trajectory_before_any_joint_state_is_rejected(make_harness):
+    h = make_harness()
+    h.send_trajectory(trajectory_msg(PUMA_JOINTS, [(0.0, SET_Q)]), accepted=False)
+    _, _, desired = h.exchange(PUMA_JOINTS, Q0, np.zeros(6))
+    np.testing.assert_allclose(desired.points[0].positions, Q0)
+
+
+BAD_STATES = {
+    'NaN position': (PUMA_JOINTS, [math.nan] + list(Q0[1:]), list(QD0), []),
+    'inf velocity': (PUMA_JOINTS, list(Q0), [math.inf] + list(QD0[1:]), []),
+    'one NaN velocity': (PUMA_JOINTS, list(Q0), [math.nan] + list(QD0[1:]), []),
+    'missing joint': (PUMA_JOINTS[:5], list(Q0[:5]), list(QD0[:5]), []),
+    'short position': (PUMA_JOINTS, list(Q0[:5]), list(QD0), []),
+    'short velocity': (PUMA_JOINTS, list(Q0), list(QD0[:3]), []),
+    'short effort': (PUMA_JOINTS, list(Q0), list(QD0), [0.0]),
+    'duplicate joint': (PUMA_JOINTS + ['joint_1'], list(Q0) + [0.0], list(QD0) + [0.0], []),
+}
+
+
+def test_bad_joint_states_are_dropped(make_harness, puma_ref):
+    h = make_harness()
+    h.exchange(PUMA_JOINTS, Q0, QD0)
+    n_efforts = len(h.efforts)
+    for i, (name, (names, q, qd, eff)) in enumerate(BAD_STATES.items()):
+        bad = h.publish_state(names, q, qd, eff)
+        tau, _, _ = h.exchange(PUMA_JOINTS, Q0, QD0)
+        assert key(bad) not in h.errors, name
+        assert h.node.dropped_joint_states == i + 1, name
+        assert len(h.efforts) == n_efforts + i + 1, name   # one command per good state only
+        _, want = expected_effort(puma_ref, 'computed_torque', Q0, QD0, Q0, 0 * Q0, 0 * Q0)
+        np.testing.assert_allclose(tau, want, rtol=1e-9, atol=1e-9)
+    # a message with none of the controlled joints (e.g. a gripper) is ignored silently
+    other = h.publish_state(['gripper'], [0.1], [0.0])
+    h.exchange(PUMA_JOINTS, Q0, QD0)
+    assert key(other) not in h.errors
+    assert h.node.dropped_joint_states == len(BAD_STATES)
+
+
+def test_efforts_are_clamped_to_limits(make_harness, puma_ref):
+    h = make_harness(puma_params(kp=1e4, kd=200.0))
+    h.exchange(PUMA_JOINTS, Q0, np.zeros(6))
+    far = Q0 + np.array([1.0, -1.0, 1.0, -1.0, 1.0, -1.0])
+    h.send_trajectory(trajectory_msg(PUMA_JOINTS, [(0.0, far)]))
+    tau, err, _ = h.exchange(PUMA_JOINTS, Q0, np.zeros(6))
+    raw, want = expected_effort(puma_ref, 'computed_torque', Q0, np.zeros(6), far, 0 * far,
+                                0 * far, 1e4, 200.0)
+    assert np.all(np.abs(raw) > PUMA_LIMITS)
+    np.testing.assert_allclose(tau, want, rtol=1e-12)
+    np.testing.assert_allclose(np.abs(tau), PUMA_LIMITS)
+    np.testing.assert_allclose(err.effort, tau)
+
+
+def test_effort_limits_parameter_overrides_urdf(make_harness):
+    limits = np.array([5.0, 6.0, 7.0, 1.0, 1.0, 1.0])
+    h = make_harness(puma_params(effort_limits=limits.tolist()), limits)
+    tau, _, _ = h.exchange(PUMA_JOINTS, Q0 + 0.5, np.ones(6))
+    assert np.all(np.abs(tau) <= limits)
+    assert np.any(np.isclose(np.abs(tau), limits))
+
+
+def test_runtime_parameter_changes_and_refusals(make_harness, puma_ref):
+    h = make_harness()
+    h.exchange(PUMA_JOINTS, Q0, QD0)
+    stream_set_point(h)
+
+    def check(mode, kp, kd):
+        tau, _, _ = h.exchange(PUMA_JOINTS, Q0, QD0)
+        _, want = expected_effort(puma_ref, mode, Q0, QD0, SET_Q, SET_QD, SET_QDD, kp, kd)
+        np.testing.assert_allclose(tau, want, rtol=1e-9, atol=1e-9)
+
+    kp = [10, 20, 30, 40, 50, 60]          # integers, as `ros2 param set` gives them
+    assert all(r.successful for r in h.set(kp=kp, kd=3.5))
+    check('computed_torque', np.array(kp, dtype=float), 3.5)
+    assert h.set(mode='feedforward')[0].successful
+    check('feedforward', np.array(kp, dtype=float), 3.5)
+    refusals = {
+        'kp': ([1.0, 2.0], 'one value or 6'),
+        'kd': (-1.0, '>= 0'),
+        'mode': ('position', 'not one of'),
+        'gravity': ([0.0, 9.81], 'gravity'),
+        'state_timeout': (0.0, 'state_timeout'),
+        'effort_limits': ([1.0] * 6, 'read-only'),
+        'urdf_path': ('/tmp/other.urdf', 'read-only'),
+    }
+    for name, (value, reason) in refusals.items():
+        result = h.set(**{name: value})[0]
+        assert not result.successful, name
+        assert reason in result.reason, (name, result.reason)
+    result = h.node.set_parameters([Parameter('kp', Parameter.Type.STRING, 'high')])[0]
+    assert not result.successful and 'number' in result.reason
+    check('feedforward', np.array(kp, dtype=float), 3.5)     # nothing changed
+    assert h.set(mode='gravity_compensation')[0].successful
+    check('gravity_compensation', 0.0, 0.0)
+
+
+def test_leaving_gravity_compensation_holds_the_current_position(make_harness):
+    h = make_harness(puma_params(mode='gravity_compensation'))
+    h.exchange(PUMA_JOINTS, Q0, np.zeros(6))
+    moved = Q0 + 0.3                       # moved by hand while floating
+    h.exchange(PUMA_JOINTS, moved, np.zeros(6))
+    assert h.set(mode='computed_torque')[0].successful
+    _, err, desired = h.exchange(PUMA_JOINTS, moved, np.zeros(6))
+    np.testing.assert_allclose(desired.points[0].positions, moved)
+    np.testing.assert_allclose(err.position, 0.0, atol=1e-12)
+
+
+def test_state_timeout_publishes_zero_effort_then_resumes(make_harness):
+    h = make_harness(puma_params(state_timeout=0.2))
+    stream_hold = Q0
+    tau, _, _ = h.exchange(PUMA_JOINTS, stream_hold, QD0)
+    assert np.any(tau != 0.0)
+    stream_set_point(h)
+    t_last = time.monotonic()
+    n = len(h.efforts)
+    h.spin_until(lambda: h.node.timed_out and len(h.efforts) > n, what='the timeout')
+    waited = time.monotonic() - t_last
+    assert 0.15 <= waited < 1.0, waited
+    np.testing.assert_array_equal(h.efforts[-1], np.zeros(6))
+    # zeros keep coming while the timeout lasts
+    n = len(h.efforts)
+    h.spin_until(lambda: len(h.efforts) >= n + 2, what='repeated zeros')
+    assert all(np.all(e == 0.0) for e in h.efforts[n:])
+    # a trajectory during the timeout is refused
+    h.send_trajectory(trajectory_msg(PUMA_JOINTS, [(0.0, SET_Q)]), accepted=False)
+    # states return: resume, holding the position measured now (old set-point dropped)
+    q_new = Q0 - 0.05
+    tau, err, desired = h.exchange(PUMA_JOINTS, q_new, np.zeros(6))
+    assert not h.node.timed_out
+    np.testing.assert_allclose(desired.points[0].positions, q_new)
+    np.testing.assert_allclose(err.position, 0.0, atol=1e-12)
+
+
+def test_robot_description_topic(make_harness, ros_context, puma_ref):
+    latched = QoSProfile(depth=1, reliability=QoSReliabilityPolicy.RELIABLE,
+                         durability=QoSDurabilityPolicy.TRANSIENT_LOCAL)
+    publisher_node = rclpy.create_node('fake_robot_state_publisher', context=ros_context)
+    try:
+        pub = publisher_node.create_publisher(String, '/robot_description', latched)
+        pub.publish(String(data='<robot name="broken"><link'))       # bad: keep waiting
+        pub.publish(String(data=PUMA_URDF.read_text()))
+        h = make_harness([Parameter('armature', value=PUMA_ARMATURE)])
+        h.executor.add_node(publisher_node)
+        h.spin_until(lambda: h.node.model is not None, what='the model from the topic')
+        tau, _, _ = h.exchange(PUMA_JOINTS, Q0, QD0)
+        _, want = expected_effort(puma_ref, 'computed_torque', Q0, QD0, Q0, 0 * Q0, 0 * Q0)
+        np.testing.assert_allclose(tau, want, rtol=1e-9, atol=1e-9)
+    finally:
+        publisher_node.destroy_node()
+
+
+@pytest.mark.parametrize('params, match', [
+    ([Parameter('robot_description', value='<robot name="x"><link name="a"/>')], 'robot model'),
+    ([Parameter('urdf_path', value='/nonexistent/arm.urdf')], 'urdf_path'),
+    (puma_params(kp=[1.0, 2.0]), 'kp'),
+    (puma_params(joints=['joint_1', 'joint_2']), 'joints'),
+    (puma_params(armature=[0.1] * 5), 'armature'),
+    (puma_params(convention='euler'), 'convention'),
+    (puma_params(tip_link='no_such_link'), 'no_such_link'),
+    (puma_params(effort_limits=[0.0] * 6), 'effort_limits'),
+])
+def test_bad_configuration_fails_in_the_constructor(ros_context, params, match):
+    with pytest.raises(NodeConfigurationError, match=match):
+        ComputedTorqueNode(context=ros_context, parameter_overrides=params)
+
+
+def _run_main(args, domain_id):
+    env = dict(os.environ, ROS_DOMAIN_ID=str(domain_id), PYTHONUNBUFFERED='1',
+               PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get('PYTHONPATH', '')]))
+    return subprocess.Popen(
+        [sys.executable, '-m', 'ne_dynamics_ros.computed_torque_node', '--ros-args', *args],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def test_main_exits_non_zero_on_bad_description(domain_id):
+    proc = _run_main(['-p', 'urdf_path:=/nonexistent/arm.urdf'], domain_id)
+    out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 1, out
+    assert 'urdf_path' in out
+
+
+def test_main_publishes_zero_effort_on_ctrl_c(ros_context, domain_id):
+    proc = _run_main(['-p', f'urdf_path:={PUMA_URDF}'], domain_id)
+    peer = rclpy.create_node('ctrl_c_peer', context=ros_context)
+    executor = SingleThreadedExecutor(context=ros_context)
+    executor.add_node(peer)
+    efforts = []
+    try:
+        peer.create_subscription(Float64MultiArray, '/effort_controller/commands',
+                                 lambda m: efforts.append(np.array(m.data)), 10)
+        state_pub = peer.create_publisher(JointState, '/joint_states', JOINT_STATE_QOS)
+        deadline = time.monotonic() + 20.0
+        while not efforts:          # keep publishing until the node is up and answers
+            assert time.monotonic() < deadline, 'node did not answer'
+            assert proc.poll() is None, proc.communicate()[0]
+            state_pub.publish(JointState(name=PUMA_JOINTS, position=list(Q0),
+                                         velocity=[0.0] * 6))
+            executor.spin_once(timeout_sec=0.05)
+        assert np.any(efforts[-1] != 0.0)
+        proc.send_signal(signal.SIGINT)
+        deadline = time.monotonic() + 10.0
+        while proc.poll() is None or not np.all(efforts[-1] == 0.0):
+            assert time.monotonic() < deadline, 'no zero effort after Ctrl-C'
+            executor.spin_once(timeout_sec=0.05)
+        out, _ = proc.communicate(timeout=10)
+        assert proc.returncode == 0, out
+        np.testing.assert_array_equal(efforts[-1], np.zeros(6))
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+        executor.shutdown(timeout_sec=1.0)
+        peer.destroy_node()
