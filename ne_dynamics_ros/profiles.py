@@ -1,0 +1,110 @@
+"""Point-to-point joint profiles: positions, velocities and accelerations at given times.
+
+Every joint moves from ``start`` to ``goal`` in the same ``duration`` ``T``, along a
+normalised shape ``s(tau)``, ``tau = t / T``::
+
+    q(t) = q0 + (q1 - q0) s(tau),   q'(t) = (q1 - q0) s'(tau) / T,
+    q''(t) = (q1 - q0) s''(tau) / T^2
+
+Before ``t = 0`` a profile rests at ``start``; after ``t = T`` it rests at ``goal``.
+
+``quintic``
+    ``s = 10 tau^3 - 15 tau^4 + 6 tau^5``: zero velocity and acceleration at both ends,
+    the usual minimum-jerk point-to-point motion (used for Lee et al.'s PUMA experiment,
+    001 section 5, whose paper gives only the end points).
+``trapezoidal``
+    Sasaki's profile (002 section 4, Fig. 6): the travel time is cut into thirds with
+    constant acceleration ``+a``, zero, ``-a`` (so the *velocity* is a trapezoid),
+    ``a = 9 dq / (2 T^2)``; region I ``q = a t^2 / 2``, region II ``q = a T (6t - T) / 18``,
+    region III ``q = -a (t - T)^2 / 2 + 2 a T^2 / 9`` (offsets from ``q0``). Velocity is
+    continuous, acceleration jumps at 0, T/3, 2T/3 and T.
+
+All functions are vectorised: ``t`` of shape ``(N,)`` gives arrays of shape ``(N, n)``
+for ``n`` joints; a scalar ``t`` gives ``(n,)``.
+"""
+import numpy as np
+
+
+def _prepare(t, start, goal, duration):
+    start = np.atleast_1d(np.asarray(start, dtype=float))
+    goal = np.atleast_1d(np.asarray(goal, dtype=float))
+    if start.shape != goal.shape or start.ndim != 1:
+        raise ValueError(f'start and goal must be 1-D and equally long, got shapes '
+                         f'{start.shape} and {goal.shape}')
+    if not (np.all(np.isfinite(start)) and np.all(np.isfinite(goal))):
+        raise ValueError('start and goal must be finite')
+    if not (np.isfinite(duration) and duration > 0):
+        raise ValueError(f'duration must be a finite time > 0 s, got {duration}')
+    t = np.asarray(t, dtype=float)
+    return t, start, goal, float(duration)
+
+
+def _scale(t, start, goal, duration, shape):
+    """Apply a normalised shape function ``shape(tau) -> (s, s', s'')`` per joint."""
+    t, start, goal, duration = _prepare(t, start, goal, duration)
+    scalar = t.ndim == 0
+    tau = np.clip(np.atleast_1d(t) / duration, 0.0, 1.0)
+    s, ds, dds = shape(tau)
+    # Right-continuous at the ends: the motion (and a jump in acceleration) starts at
+    # t = 0 and has ended at t = T.
+    moving = (np.atleast_1d(t) >= 0) & (np.atleast_1d(t) < duration)
+    ds = np.where(moving, ds, 0.0)
+    dds = np.where(moving, dds, 0.0)
+    delta = goal - start
+    q = start + np.outer(s, delta)
+    qd = np.outer(ds, delta) / duration
+    qdd = np.outer(dds, delta) / duration ** 2
+    if scalar:
+        return q[0], qd[0], qdd[0]
+    return q, qd, qdd
+
+
+def _quintic_shape(tau):
+    s = tau ** 3 * (10.0 - 15.0 * tau + 6.0 * tau ** 2)
+    ds = 30.0 * tau ** 2 * (1.0 - tau) ** 2
+    dds = 60.0 * tau * (1.0 - tau) * (1.0 - 2.0 * tau)
+    return s, ds, dds
+
+
+def _trapezoidal_shape(tau):
+    # Sasaki 002 section 4 with T = 1 and a = 9/2 (so that s(1) = 2 a / 9 = 1).
+    a = 4.5
+    region_1 = tau <= 1.0 / 3.0
+    region_3 = tau >= 2.0 / 3.0
+    s = np.where(region_1, 0.5 * a * tau ** 2,
+                 np.where(region_3, -0.5 * a * (tau - 1.0) ** 2 + 2.0 * a / 9.0,
+                          a * (6.0 * tau - 1.0) / 18.0))
+    ds = np.where(region_1, a * tau, np.where(region_3, -a * (tau - 1.0), a / 3.0))
+    dds = np.where(region_1, a, np.where(region_3, -a, 0.0))
+    return s, ds, dds
+
+
+def quintic(t, start, goal, duration):
+    """Quintic (minimum-jerk) profile: ``(q, q', q'')`` at times ``t`` (s).
+
+    Zero velocity and acceleration at ``t = 0`` and ``t = duration``; peak velocity
+    ``1.875 dq / T`` at ``T/2``, peak acceleration ``5.77 dq / T^2``.
+    """
+    return _scale(t, start, goal, duration, _quintic_shape)
+
+
+def trapezoidal(t, start, goal, duration):
+    """Sasaki's trapezoidal-velocity profile (002 section 4): ``(q, q', q'')`` at ``t``.
+
+    Acceleration ``+a`` on ``[0, T/3)``, ``0`` on ``[T/3, 2T/3)``, ``-a`` on
+    ``[2T/3, T]`` with ``a = 9 (goal - start) / (2 T^2)``.
+    """
+    return _scale(t, start, goal, duration, _trapezoidal_shape)
+
+
+PROFILES = {'quintic': quintic, 'trapezoidal': trapezoidal}
+
+
+def evaluate(profile, t, start, goal, duration):
+    """Evaluate the profile named ``profile`` (a key of :data:`PROFILES`)."""
+    try:
+        function = PROFILES[profile]
+    except KeyError:
+        raise ValueError(f'unknown profile {profile!r}; choose one of {sorted(PROFILES)}') \
+            from None
+    return function(t, start, goal, duration)
