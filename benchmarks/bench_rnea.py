@@ -39,11 +39,13 @@ def median_time(fn, repeats, inner):
 
 
 def puma_armature():
+    """Armature G²·J_m of the PUMA 560 from config/puma560.yaml."""
     with open(ROOT / 'config' / 'puma560.yaml') as f:
         return yaml.safe_load(f)['computed_torque_node']['ros__parameters']['armature']
 
 
 def bench_arm(name, repeats, sizes):
+    """Time our RNEA (both conventions), Pinocchio and RTB on one arm; return rows."""
     path, tip = ARMS[name]
     armature = puma_armature() if name == 'puma560' else [0.0] * 6
     rows = []
@@ -89,6 +91,7 @@ def bench_arm(name, repeats, sizes):
 
 
 def main():
+    """Print the side-by-side table."""
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--repeats', type=int, default=7)
     parser.add_argument('--quick', action='store_true', help='N up to 1000, 3 repeats')

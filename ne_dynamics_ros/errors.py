@@ -29,5 +29,7 @@ class InertiaError(URDFError):
 
 
 class StateError(ModelError):
-    """An array argument (``q``, ``qd``, ``qdd``, ``tau``, ``gravity``, ``f_tip``...) has
-    the wrong shape or contains NaN/inf."""
+    """An array argument has the wrong shape or contains NaN/inf.
+
+    Arguments: ``q``, ``qd``, ``qdd``, ``tau``, ``gravity``, ``f_tip``, ``armature``.
+    """

@@ -71,6 +71,7 @@ class RobotModel:
     """
 
     def __init__(self, chain, convention, armature=None, coulomb_velocity=0.01):
+        """Build from a :class:`~ne_dynamics_ros.urdf_import.Chain`; see :func:`load_model`."""
         self._chain = chain
         self.convention = Convention.parse(convention)
         self.joint_names = [j.name for j in chain.joints]
@@ -293,7 +294,7 @@ class RobotModel:
     # ---- kinematics and tables ----------------------------------------------------------
 
     def dh_table(self):
-        """The DH (or MDH) table, one :class:`~ne_dynamics_ros.dh.DHRow` per joint.
+        """Return the DH (or MDH) table, one :class:`~ne_dynamics_ros.dh.DHRow` per joint.
 
         Lengths in m, angles in rad.  For MDH rows ``a`` and ``alpha`` are a[i-1],
         alpha[i-1].  ``theta`` and ``d`` are offsets: the joint adds q to ``theta``

@@ -18,7 +18,7 @@ roll-pitch-yaw ``R = Rz(yaw) Ry(pitch) Rx(roll)``.
 from dataclasses import dataclass, field
 import math
 import os
-from typing import List, Optional, Tuple
+from typing import Tuple
 
 import defusedxml
 import defusedxml.ElementTree as SafeET
@@ -49,7 +49,7 @@ class RigidBody:
         return RigidBody(0.0, np.zeros(3), np.zeros((3, 3)))
 
     def transformed(self, T_F_B):
-        """Return this body (given in frame B) expressed in frame F, where T_F_B is B's pose in F."""
+        """Return this body (given in frame B) in frame F; T_F_B is B's pose in F."""
         R = T_F_B[:3, :3]
         return RigidBody(self.mass, T_F_B[:3, :3] @ self.com + T_F_B[:3, 3],
                          R @ self.inertia @ R.T)
@@ -253,7 +253,7 @@ def parse_urdf(urdf):
 
 
 def _check_raw_elements(root):
-    """Checks urdf_parser_py does not make (it tolerates missing names and references)."""
+    """Check what urdf_parser_py does not (it tolerates missing names and references)."""
     links = set()
     for link in root.findall('link'):
         name = link.get('name')
@@ -281,7 +281,7 @@ def _check_raw_elements(root):
 
 
 def link_body(link):
-    """The rigid body of a URDF link in its own link frame; massless without <inertial>.
+    """Return the rigid body of a URDF link in its link frame (massless without <inertial>).
 
     Raises:
         InertiaError: negative/non-finite mass, or an inertia tensor that is not
@@ -434,7 +434,7 @@ def build_chain(robot, base_link=None, tip_link=None):
 
 
 def _default_tip(base_link, children):
-    """The single terminal movable joint's child link, extended through unbranched fixed joints."""
+    """Return the only terminal movable joint's child, extended through unbranched fixed joints."""
     terminal = []
 
     def has_movable_below(link):

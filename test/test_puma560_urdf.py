@@ -100,10 +100,11 @@ def _urdf_inertials():
         rpy = np.array([float(v) for v in origin.get('rpy', '0 0 0').split()])
         R = pin.rpy.rpyToMatrix(*rpy)
         i = inertial.find('inertia').attrib
-        I = np.array([[float(i['ixx']), float(i['ixy']), float(i['ixz'])],
-                      [float(i['ixy']), float(i['iyy']), float(i['iyz'])],
-                      [float(i['ixz']), float(i['iyz']), float(i['izz'])]])
-        out[link.get('name')] = (float(inertial.find('mass').get('value')), xyz, R @ I @ R.T)
+        inertia = np.array([[float(i['ixx']), float(i['ixy']), float(i['ixz'])],
+                            [float(i['ixy']), float(i['iyy']), float(i['iyz'])],
+                            [float(i['ixz']), float(i['iyz']), float(i['izz'])]])
+        out[link.get('name')] = (float(inertial.find('mass').get('value')), xyz,
+                                 R @ inertia @ R.T)
     return out
 
 
