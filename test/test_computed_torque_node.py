@@ -569,3 +569,37 @@ def test_main_publishes_zero_effort_on_ctrl_c(ros_context, domain_id):
             proc.communicate()
         executor.shutdown(timeout_sec=1.0)
         peer.destroy_node()
+
+
+@pytest.mark.parametrize('robot, urdf', [('puma560', PUMA_URDF), ('ur5e', UR5E_URDF)])
+def test_config_yaml_files_load_through_the_rcl_parser(ros_context, robot, urdf):
+    params_file = REPO / 'config' / f'{robot}.yaml'
+    expected = yaml.safe_load(params_file.read_text())['computed_torque_node'][
+        'ros__parameters']
+    node = ComputedTorqueNode(context=ros_context, cli_args=[
+        '--ros-args', '--params-file', str(params_file), '-p', f'urdf_path:={urdf}'])
+    try:
+        assert node.model is not None
+        assert node.config.mode.value == expected['mode']
+        np.testing.assert_array_equal(node.config.kp, expected['kp'])
+        np.testing.assert_array_equal(node.config.kd, expected['kd'])
+        np.testing.assert_array_equal(node.model.armature, expected.get('armature', 0.0))
+        if 'joints' in expected:
+            assert node._joints == expected['joints']
+        np.testing.assert_array_equal(
+            node.config.effort_limits,
+            urdf_joint_values(urdf, node.model.joint_names, 'limit', 'effort', math.inf))
+    finally:
+        node.destroy_node()
+    if robot == 'puma560':
+        assert (expected['kp'], expected['kd']) == (100.0, 20.0)     # Lee et al. section 5
+
+
+def test_ros2_controllers_yaml_matches_the_node():
+    config = yaml.safe_load((REPO / 'config' / 'ros2_controllers.yaml').read_text())
+    controllers = config['controller_manager']['ros__parameters']
+    assert controllers['joint_state_broadcaster']['type'] == \
+        'joint_state_broadcaster/JointStateBroadcaster'
+    assert controllers['effort_controller']['type'] == \
+        'effort_controllers/JointGroupEffortController'
+    assert config['effort_controller']['ros__parameters']['joints'] == PUMA_JOINTS

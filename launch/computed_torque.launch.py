@@ -1,0 +1,73 @@
+"""Start computed_torque_node for any serial arm.
+
+The robot model comes from ``robot_description`` (URDF XML) if given, else from the file
+``urdf``; if both are empty the node waits for the ``/robot_description`` topic (as
+published by robot_state_publisher or a robot driver). ``params_file`` is a YAML file of
+node parameters (gains, mode, armature...; see config/puma560.yaml). The effort command
+goes to ``command_topic``: the ``~/commands`` topic of an
+``effort_controllers/JointGroupEffortController`` (or ``forward_command_controller`` with
+``interface_name: effort``).
+
+    ros2 launch ne_dynamics_ros computed_torque.launch.py \
+        urdf:=/path/arm.urdf params_file:=/path/arm.yaml command_topic:=/arm_effort/commands
+"""
+from launch import LaunchDescription
+from launch.actions import DeclareLaunchArgument, OpaqueFunction
+from launch.substitutions import LaunchConfiguration
+from launch_ros.actions import Node
+from launch_ros.parameter_descriptions import ParameterValue
+
+
+def _node(context):
+    params_file = LaunchConfiguration('params_file').perform(context)
+    urdf = LaunchConfiguration('urdf').perform(context)
+    overrides = {
+        'robot_description': ParameterValue(LaunchConfiguration('robot_description'),
+                                            value_type=str),
+        'use_sim_time': ParameterValue(LaunchConfiguration('use_sim_time'), value_type=bool),
+    }
+    if urdf:
+        overrides['urdf_path'] = urdf
+    parameters = ([params_file] if params_file else []) + [overrides]
+    return [Node(
+        package='ne_dynamics_ros',
+        executable='computed_torque_node',
+        name='computed_torque_node',
+        namespace=LaunchConfiguration('namespace'),
+        output='screen',
+        emulate_tty=True,
+        parameters=parameters,
+        remappings=[('effort_controller/commands', LaunchConfiguration('command_topic'))],
+        arguments=['--ros-args', '--log-level', LaunchConfiguration('log_level')],
+    )]
+
+
+def generate_launch_description():
+    """Declare the arguments and the node."""
+    return LaunchDescription([
+        DeclareLaunchArgument(
+            'urdf', default_value='',
+            description='Path of the URDF file of the arm (used when robot_description is '
+                        'empty). Empty: wait for the /robot_description topic.'),
+        DeclareLaunchArgument(
+            'robot_description', default_value='',
+            description='URDF XML of the arm; takes precedence over urdf.'),
+        DeclareLaunchArgument(
+            'params_file', default_value='',
+            description='YAML file with computed_torque_node parameters (mode, kp, kd, '
+                        'armature, joints, effort_limits...). Empty: node defaults.'),
+        DeclareLaunchArgument(
+            'command_topic', default_value='/effort_controller/commands',
+            description='Float64MultiArray topic of the effort controller the torques go to.'),
+        DeclareLaunchArgument(
+            'namespace', default_value='',
+            description='Namespace of the node (joint_states and robot_description are '
+                        'resolved in it).'),
+        DeclareLaunchArgument(
+            'use_sim_time', default_value='false',
+            description='Use the /clock topic (simulation) for trajectory timing.'),
+        DeclareLaunchArgument(
+            'log_level', default_value='info',
+            description='Logging level of the node: debug, info, warn, error.'),
+        OpaqueFunction(function=_node),
+    ])

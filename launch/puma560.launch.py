@@ -1,0 +1,46 @@
+"""Computed-torque control of the PUMA 560 (config/puma560.urdf, config/puma560.yaml).
+
+Gains K_p = 100, K_v = 20 on each joint as in Lee et al. (001_ccc6fd40c72dea18.txt
+section 5), armature from config/puma560.yaml.
+
+    ros2 launch ne_dynamics_ros puma560.launch.py
+"""
+from launch import LaunchDescription
+from launch.actions import DeclareLaunchArgument, IncludeLaunchDescription
+from launch.launch_description_sources import PythonLaunchDescriptionSource
+from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
+from launch_ros.substitutions import FindPackageShare
+
+PACKAGE = 'ne_dynamics_ros'
+
+
+def generate_launch_description():
+    """Include computed_torque.launch.py with the PUMA 560 files."""
+    share = FindPackageShare(PACKAGE)
+    return LaunchDescription([
+        DeclareLaunchArgument(
+            'urdf', default_value=PathJoinSubstitution([share, 'config', 'puma560.urdf']),
+            description='URDF of the PUMA 560.'),
+        DeclareLaunchArgument(
+            'params_file',
+            default_value=PathJoinSubstitution([share, 'config', 'puma560.yaml']),
+            description='Node parameters for the PUMA 560 (gains, armature).'),
+        DeclareLaunchArgument(
+            'command_topic', default_value='/effort_controller/commands',
+            description='Float64MultiArray topic of the effort controller.'),
+        DeclareLaunchArgument(
+            'namespace', default_value='', description='Namespace of the node.'),
+        DeclareLaunchArgument(
+            'use_sim_time', default_value='false',
+            description='Use the /clock topic (simulation) for trajectory timing.'),
+        IncludeLaunchDescription(
+            PythonLaunchDescriptionSource(
+                PathJoinSubstitution([share, 'launch', 'computed_torque.launch.py'])),
+            launch_arguments={
+                'urdf': LaunchConfiguration('urdf'),
+                'params_file': LaunchConfiguration('params_file'),
+                'command_topic': LaunchConfiguration('command_topic'),
+                'namespace': LaunchConfiguration('namespace'),
+                'use_sim_time': LaunchConfiguration('use_sim_time'),
+            }.items()),
+    ])
