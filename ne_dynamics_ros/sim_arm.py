@@ -1,0 +1,345 @@
+"""A simulated arm: the plant the computed-torque controller drives in the demo and tests.
+
+The plant is deliberately *not* our own dynamics code: it is built from the URDF by
+Pinocchio (``pin.buildModelFromXML``) and integrated with Pinocchio's articulated-body
+algorithm (``pin.aba``), so a closed loop through :mod:`ne_dynamics_ros.sim_arm_node`
+checks our Newton-Euler controller against an independent engine.
+
+Equation of motion integrated here (public joint order, URDF joint coordinates)::
+
+    (M(q) + diag(armature)) q'' + C(q, q') q' + g(q) = tau - b * q'
+
+``M`` is the rigid-body mass matrix of the links plus an optional point-mass payload at
+the tip link, ``armature`` the reflected rotor inertia per joint (Pinocchio's
+``model.armature``, the same per-joint term our RNEA adds), ``b`` the extra viscous
+friction per joint (Sasaki 002 eq 2.39 writes the same ``b_i q'_i`` term into the joint
+torque). The URDF ``<dynamics damping/friction>`` values are *not* applied; use
+``joint_friction`` to give the plant friction the controller does not know about.
+
+Time stepping: the applied torque is held constant over a step (zero-order hold, as a
+digital controller's D/A converter does) and the state is advanced with classical
+fourth-order Runge-Kutta at a fine internal step (``integration_rate``, 1 kHz by
+default; a step of ``dt`` is split into ``ceil(dt * integration_rate)`` equal sub-steps).
+
+Joint coordinates: every supported joint has one degree of freedom (revolute,
+continuous, prismatic). Pinocchio represents a continuous joint by ``(cos q, sin q)``
+(``nq = 2``, ``nv = 1``); this class keeps the unwrapped joint angle ``q`` as its state
+and builds Pinocchio's configuration vector from it, so positions in and out are always
+URDF joint values (a continuous joint that turns twice reads ``4 pi``).
+"""
+import math
+import os
+
+import numpy as np
+import pinocchio as pin
+
+from ne_dynamics_ros.errors import ModelError, StateError, URDFError
+
+DEFAULT_GRAVITY = (0.0, 0.0, -9.81)
+
+
+def _read_urdf(urdf):
+    """Return URDF XML text from an XML string or a file path."""
+    if not isinstance(urdf, (str, os.PathLike)):
+        raise URDFError(f'urdf must be an XML string or a file path, got {type(urdf).__name__}')
+    text = os.fspath(urdf)
+    if text.lstrip().startswith('<'):
+        return text
+    if not os.path.isfile(text):
+        raise URDFError(f'URDF file not found: {text}')
+    with open(text, encoding='utf-8') as stream:
+        return stream.read()
+
+
+def _per_joint(value, n, name, default=0.0, allow_inf=False):
+    """Broadcast a scalar / one-element / n-element value to a float array of shape (n,)."""
+    if value is None:
+        return np.full(n, float(default))
+    array = np.atleast_1d(np.asarray(value, dtype=float)).ravel()
+    if array.size == 0:
+        return np.full(n, float(default))
+    if array.size == 1:
+        array = np.full(n, array[0])
+    if array.size != n:
+        raise ModelError(f'{name} needs 1 or {n} values (one per joint), got {array.size}')
+    if np.any(np.isnan(array)) or not (allow_inf or np.all(np.isfinite(array))):
+        raise ModelError(f'{name} contains NaN or inf: {array.tolist()}')
+    return array
+
+
+class SimulatedArm:
+    """Forward dynamics of a fixed-base arm from a URDF, integrated with RK4 and ZOH torque.
+
+    Parameters
+    ----------
+    urdf : str or path
+        URDF XML text or a file path.
+    joints : list of str, optional
+        The actuated joints, in the order of every public array (positions, velocities,
+        efforts). Default: all movable joints in Pinocchio's (depth-first, chain) order.
+        Movable joints not listed are locked at zero.
+    armature : float or (n,) array
+        Reflected rotor inertia per joint, kg m^2 (revolute) or kg (prismatic).
+    payload_mass : float
+        A point mass (kg) rigidly attached at the origin of ``payload_link``.
+    payload_link : str, optional
+        Link carrying the payload; default: the tip link (the link farthest down the
+        fixed-joint chain hanging from the last actuated joint, e.g. ``tool0``).
+    joint_friction : float or (n,) array
+        Viscous friction coefficient per joint, N m s/rad (N s/m); torque ``-b q'``.
+    gravity : (3,) array
+        Gravitational acceleration in the base (URDF root) frame, m/s^2.
+    integration_rate : float
+        Internal RK4 rate, Hz (sub-step ``h <= 1 / integration_rate``).
+    initial_positions, initial_velocities : (n,) array, optional
+        Initial state (default zero).
+    effort_limits : (n,) array, optional
+        If given, applied efforts are clipped to ``[-limit, limit]`` (``inf``: no limit).
+    """
+
+    def __init__(self, urdf, joints=None, armature=None, payload_mass=0.0, payload_link=None,
+                 joint_friction=0.0, gravity=DEFAULT_GRAVITY, integration_rate=1000.0,
+                 initial_positions=None, initial_velocities=None, effort_limits=None):
+        xml = _read_urdf(urdf)
+        try:
+            full_model = pin.buildModelFromXML(xml)
+        except (RuntimeError, ValueError) as exc:
+            raise URDFError(f'Pinocchio cannot build a model from the URDF: {exc}') from exc
+        self.model = self._reduce(full_model, joints)
+        model = self.model
+        self.joint_names = list(joints) if joints else list(model.names[1:])
+        n = len(self.joint_names)
+        self.n = n
+        if n == 0:
+            raise ModelError('the URDF has no movable joint to simulate')
+
+        # Public index i <-> Pinocchio joint; only one-DoF joints are supported.
+        self._idx_v = np.empty(n, dtype=int)
+        scalar_q, scalar_src, cos_q, sin_q, circle_src = [], [], [], [], []
+        for i, name in enumerate(self.joint_names):
+            joint = model.joints[model.getJointId(name)]
+            if joint.nv != 1 or joint.nq not in (1, 2):
+                raise ModelError(f'joint {name!r} ({joint.shortname()}) is not a one-DoF '
+                                 'revolute, continuous or prismatic joint')
+            self._idx_v[i] = joint.idx_v
+            if joint.nq == 1:
+                scalar_q.append(joint.idx_q)
+                scalar_src.append(i)
+            else:
+                cos_q.append(joint.idx_q)
+                sin_q.append(joint.idx_q + 1)
+                circle_src.append(i)
+        self._scalar_q = np.array(scalar_q, dtype=int)
+        self._scalar_src = np.array(scalar_src, dtype=int)
+        self._cos_q = np.array(cos_q, dtype=int)
+        self._sin_q = np.array(sin_q, dtype=int)
+        self._circle_src = np.array(circle_src, dtype=int)
+        self._q_template = pin.neutral(model)
+
+        self.armature = _per_joint(armature, n, 'armature')
+        if np.any(self.armature < 0):
+            raise ModelError(f'armature must be >= 0, got {self.armature.tolist()}')
+        model.armature[self._idx_v] = self.armature
+
+        self.payload_mass = float(payload_mass)
+        if not math.isfinite(self.payload_mass) or self.payload_mass < 0:
+            raise ModelError(f'payload_mass must be a finite mass >= 0 kg, got {payload_mass}')
+        self.payload_link = payload_link or self._default_tip_link()
+        if self.payload_mass > 0:
+            self._attach_point_mass(self.payload_link, self.payload_mass)
+
+        self.joint_friction = _per_joint(joint_friction, n, 'joint_friction')
+        if np.any(self.joint_friction < 0):
+            raise ModelError(f'joint_friction must be >= 0, got {self.joint_friction.tolist()}')
+        gravity = np.asarray(gravity, dtype=float).ravel()
+        if gravity.shape != (3,) or not np.all(np.isfinite(gravity)):
+            raise ModelError(f'gravity must be 3 finite numbers, got {gravity.tolist()}')
+        model.gravity.linear = gravity
+        self.gravity = gravity
+
+        if not integration_rate > 0:
+            raise ModelError(f'integration_rate must be > 0 Hz, got {integration_rate}')
+        self.integration_rate = float(integration_rate)
+        self.effort_limits = (None if effort_limits is None or np.size(effort_limits) == 0
+                              else _per_joint(effort_limits, n, 'effort_limits', allow_inf=True))
+
+        self.data = model.createData()
+        self.time = 0.0
+        self._theta = np.zeros(model.nv)   # unwrapped joint coordinates, Pinocchio v order
+        self._v = np.zeros(model.nv)
+        self._tau = np.zeros(model.nv)     # applied effort (after clipping), v order
+        self.reset(initial_positions, initial_velocities)
+
+    # -- construction helpers -------------------------------------------------------------
+
+    @staticmethod
+    def _reduce(model, joints):
+        """Lock every movable joint not in ``joints`` at its neutral (zero) position."""
+        if not joints:
+            return model
+        names = list(model.names)
+        unknown = [j for j in joints if j not in names[1:]]
+        if unknown:
+            raise ModelError(f'joints {unknown} are not movable joints of the URDF '
+                             f'(movable joints: {names[1:]})')
+        if len(set(joints)) != len(joints):
+            raise ModelError(f'joints lists a joint twice: {list(joints)}')
+        locked = [model.getJointId(name) for name in names[1:] if name not in joints]
+        if not locked:
+            return model
+        return pin.buildReducedModel(model, locked, pin.neutral(model))
+
+    def _default_tip_link(self):
+        """The link deepest in the fixed-joint chain below the deepest actuated joint."""
+        model = self.model
+        last_joint = max(model.getJointId(name) for name in self.joint_names)
+        best, best_depth = None, -1
+        for frame_id, frame in enumerate(model.frames):
+            if frame.type != pin.FrameType.BODY or frame.parentJoint != last_joint:
+                continue
+            # Count the frames up to the joint. A reduced model's frames of locked joints
+            # can be their own parent frame, hence the guard against a self-loop.
+            depth, current = 0, frame_id
+            while model.frames[current].type != pin.FrameType.JOINT and depth < len(
+                    model.frames):
+                parent = model.frames[current].parentFrame
+                if parent == current:
+                    break
+                current, depth = parent, depth + 1
+            if depth >= best_depth:
+                best, best_depth = frame.name, depth
+        return best
+
+    def _attach_point_mass(self, link, mass):
+        """Add a point mass at the origin of ``link`` to the body inertia of its joint."""
+        if not self.model.existBodyName(link):
+            raise ModelError(f'payload_link {link!r} is not a link of the URDF')
+        frame = self.model.frames[self.model.getBodyId(link)]
+        point = pin.Inertia(mass, np.zeros(3), np.zeros((3, 3)))
+        joint = frame.parentJoint
+        self.model.inertias[joint] = self.model.inertias[joint] + frame.placement.act(point)
+
+    # -- state --------------------------------------------------------------------------
+
+    def _check(self, value, name):
+        array = np.asarray(value, dtype=float).ravel()
+        if array.shape != (self.n,):
+            raise StateError(f'{name} must have {self.n} values ({self.joint_names}), '
+                             f'got shape {np.shape(value)}')
+        if not np.all(np.isfinite(array)):
+            raise StateError(f'{name} contains NaN or inf: {array.tolist()}')
+        return array
+
+    def reset(self, positions=None, velocities=None, time=0.0):
+        """Set the state (public order; default zero) and the clock; zero the effort."""
+        q = np.zeros(self.n) if positions is None or np.size(positions) == 0 else \
+            self._check(positions, 'initial_positions')
+        qd = np.zeros(self.n) if velocities is None or np.size(velocities) == 0 else \
+            self._check(velocities, 'initial_velocities')
+        self._theta[self._idx_v] = q
+        self._v[self._idx_v] = qd
+        self._tau[:] = 0.0
+        self.time = float(time)
+
+    @property
+    def position(self):
+        """Joint positions q (n,), URDF joint coordinates, public order (a copy)."""
+        return self._theta[self._idx_v].copy()
+
+    @property
+    def velocity(self):
+        """Joint velocities q' (n,), public order (a copy)."""
+        return self._v[self._idx_v].copy()
+
+    @property
+    def effort(self):
+        """The effort applied over the last step (n,), after clipping, public order."""
+        return self._tau[self._idx_v].copy()
+
+    def configuration(self, positions=None):
+        """Pinocchio configuration vector (nq,) for joint positions (public order)."""
+        theta = self._theta if positions is None else self._to_v_order(
+            self._check(positions, 'positions'))
+        return self._pin_q(theta)
+
+    def _to_v_order(self, public):
+        out = np.zeros(self.model.nv)
+        out[self._idx_v] = public
+        return out
+
+    def _pin_q(self, theta):
+        """Map unwrapped joint coordinates (v order) to Pinocchio's q (nq,)."""
+        q = self._q_template.copy()
+        public = theta[self._idx_v]
+        q[self._scalar_q] = public[self._scalar_src]
+        angles = public[self._circle_src]
+        q[self._cos_q] = np.cos(angles)
+        q[self._sin_q] = np.sin(angles)
+        return q
+
+    # -- dynamics -----------------------------------------------------------------------
+
+    def _acceleration(self, theta, v, tau):
+        """Forward dynamics in v order: Pinocchio ABA with armature and viscous friction."""
+        friction = np.zeros(self.model.nv)
+        friction[self._idx_v] = self.joint_friction * v[self._idx_v]
+        return pin.aba(self.model, self.data, self._pin_q(theta), v, tau - friction)
+
+    def acceleration(self, positions, velocities, efforts):
+        """Joint accelerations q'' (n,) of the plant for a state and applied efforts."""
+        theta = self._to_v_order(self._check(positions, 'positions'))
+        v = self._to_v_order(self._check(velocities, 'velocities'))
+        tau = self._to_v_order(self._clip(self._check(efforts, 'efforts')))
+        return self._acceleration(theta, v, tau)[self._idx_v].copy()
+
+    def _clip(self, efforts):
+        if self.effort_limits is None:
+            return efforts
+        return np.clip(efforts, -self.effort_limits, self.effort_limits)
+
+    def step(self, efforts, dt):
+        """Hold ``efforts`` (n,) constant for ``dt`` seconds and advance the state (RK4).
+
+        The step is split into ``ceil(dt * integration_rate)`` equal RK4 sub-steps.
+        Returns the new simulated time.
+        """
+        if not dt > 0 or not math.isfinite(dt):
+            raise StateError(f'dt must be a finite time > 0 s, got {dt}')
+        tau = self._to_v_order(self._clip(self._check(efforts, 'efforts')))
+        self._tau = tau
+        substeps = max(1, math.ceil(dt * self.integration_rate - 1e-9))
+        h = dt / substeps
+        theta, v = self._theta, self._v
+        for _ in range(substeps):
+            a1 = self._acceleration(theta, v, tau)
+            v2 = v + 0.5 * h * a1
+            a2 = self._acceleration(theta + 0.5 * h * v, v2, tau)
+            v3 = v + 0.5 * h * a2
+            a3 = self._acceleration(theta + 0.5 * h * v2, v3, tau)
+            v4 = v + h * a3
+            a4 = self._acceleration(theta + h * v3, v4, tau)
+            theta = theta + h / 6.0 * (v + 2.0 * v2 + 2.0 * v3 + v4)
+            v = v + h / 6.0 * (a1 + 2.0 * a2 + 2.0 * a3 + a4)
+        if not (np.all(np.isfinite(theta)) and np.all(np.isfinite(v))):
+            raise StateError('the simulation diverged (non-finite state); '
+                             'lower the gains or raise integration_rate')
+        self._theta, self._v = theta, v
+        self.time += dt
+        return self.time
+
+    # -- energy (for tests and sanity checks) -------------------------------------------
+
+    def kinetic_energy(self):
+        """Kinetic energy 0.5 q'^T (M(q) + diag(armature)) q', J (links, payload, rotors)."""
+        mass = pin.crba(self.model, self.data, self._pin_q(self._theta))
+        mass = np.triu(mass) + np.triu(mass, 1).T
+        return 0.5 * float(self._v @ mass @ self._v)
+
+    def potential_energy(self):
+        """Gravitational potential energy, J, zero at the base origin height."""
+        return float(pin.computePotentialEnergy(self.model, self.data,
+                                                self._pin_q(self._theta)))
+
+    def energy(self):
+        """Total mechanical energy (kinetic + potential), J."""
+        return self.kinetic_energy() + self.potential_energy()
