@@ -190,7 +190,7 @@ class SimulatedArm:
         return pin.buildReducedModel(model, locked, pin.neutral(model))
 
     def _default_tip_link(self):
-        """The link deepest in the fixed-joint chain below the deepest actuated joint."""
+        """Return the link deepest in the fixed-joint chain below the last actuated joint."""
         model = self.model
         last_joint = max(model.getJointId(name) for name in self.joint_names)
         best, best_depth = None, -1
@@ -341,5 +341,5 @@ class SimulatedArm:
                                                 self._pin_q(self._theta)))
 
     def energy(self):
-        """Total mechanical energy (kinetic + potential), J."""
+        """Return the total mechanical energy, kinetic plus potential, J."""
         return self.kinetic_energy() + self.potential_energy()

@@ -1,0 +1,288 @@
+"""``sim_arm_node``: a simulated arm behind a ros2_control-like effort interface.
+
+It stands in for the robot plus ``ros2_control`` (``joint_state_broadcaster`` and an
+``effort_controllers/JointGroupEffortController`` named ``effort_controller``): it takes
+``std_msgs/Float64MultiArray`` efforts on ``/effort_controller/commands`` (ordered by the
+``joints`` parameter), holds each one constant (zero-order hold), integrates the arm's
+forward dynamics with Pinocchio's ABA (:class:`ne_dynamics_ros.sim_arm.SimulatedArm`,
+RK4 at ``integration_rate``), and publishes ``sensor_msgs/JointState`` (name, position,
+velocity, effort = the effort being applied) on ``/joint_states`` at ``publish_rate``.
+
+How simulated time advances
+---------------------------
+Every published state is exactly ``1 / publish_rate`` of simulated time after the
+previous one; the node never steps by a measured wall-clock interval, so timer jitter
+does not change the physics. What triggers a step depends on ``lockstep``:
+
+``lockstep: false`` (default) -- hardware-like. A wall-clock timer at ``publish_rate``
+    steps with whatever command arrived last and publishes; stamps are the node clock.
+    A controller that answers late is simply late, as on a real arm, so results depend
+    on the machine's load. Until the first command the applied effort is zero.
+``lockstep: true`` -- a sampled-data experiment, deterministic. The node publishes the
+    state at ``t_k`` and waits for the next command, which is the controller's answer to
+    that state; on its arrival it applies it over ``[t_k, t_k + 1/publish_rate)`` and
+    publishes ``t_(k+1)``. That is a digital controller sampling at ``publish_rate``
+    with a computation delay that is negligible against the sample time (Lee et al.
+    001 section 5: 0.01 s sampling, about 3 ms of computation). Simulated time runs as
+    fast as the loop allows. The node publishes ``rosgraph_msgs/Clock`` on ``/clock``
+    before each state and stamps states with simulated time, so other nodes run with
+    ``use_sim_time: true``. If no command answers within ``lockstep_timeout`` (wall
+    clock) the state is published again with a warning; nothing advances meanwhile.
+    No state is published before ``/joint_states`` has a subscriber.
+
+Bad commands (wrong length, NaN/inf) are dropped with a throttled warning; the previous
+command stays applied (wall-clock mode) or the state waits for a good one (lockstep).
+"""
+import math
+import time
+
+import numpy as np
+from rcl_interfaces.msg import ParameterDescriptor
+import rclpy
+from rclpy.clock import Clock as RclClock, ClockType
+from rclpy.executors import ExternalShutdownException
+from rclpy.node import Node
+from rclpy.qos import QoSDurabilityPolicy, QoSProfile, QoSReliabilityPolicy
+from rclpy.time import Time
+from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+
+from ne_dynamics_ros.errors import ModelError
+from ne_dynamics_ros.sim_arm import DEFAULT_GRAVITY, SimulatedArm
+
+MAX_PUBLISH_RATE = 1000.0
+COMMAND_TOPIC = '/effort_controller/commands'
+STATE_TOPIC = '/joint_states'
+WARN_PERIOD = 2.0  # seconds between repeats of the same warning
+
+
+class SimArmConfigError(ModelError):
+    """The node's parameters do not describe a simulation it can run."""
+
+
+def _floats(value, name):
+    """Return a parameter value (number or list of numbers) as a list of floats."""
+    if value is None:
+        return []
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return [float(value)]
+    try:
+        out = [float(v) for v in value]
+    except (TypeError, ValueError):
+        raise SimArmConfigError(f'parameter {name} must be numbers, got {value!r}') from None
+    if not all(math.isfinite(v) for v in out):
+        raise SimArmConfigError(f'parameter {name} contains NaN or inf: {out}')
+    return out
+
+
+def _float(value, name):
+    values = _floats(value, name)
+    if len(values) != 1:
+        raise SimArmConfigError(f'parameter {name} must be one number, got {value!r}')
+    return values[0]
+
+
+class SimArmNode(Node):
+    """Simulated arm with an effort command interface and a joint-state publisher."""
+
+    def __init__(self, **kwargs):
+        super().__init__('sim_arm_node', **kwargs)
+        self._declare_parameters()
+        self.arm = self._build_arm()
+        self.publish_period = 1.0 / self.publish_rate
+        self.command = np.zeros(self.arm.n)
+        self.commands_received = 0
+        self.commands_dropped = 0
+        self.states_published = 0
+        self.end_time = None
+
+        self.state_publisher = self.create_publisher(JointState, STATE_TOPIC, 10)
+        self.create_subscription(Float64MultiArray, COMMAND_TOPIC, self._on_command, 10)
+        if self.lockstep:
+            clock_qos = QoSProfile(depth=1, reliability=QoSReliabilityPolicy.RELIABLE,
+                                   durability=QoSDurabilityPolicy.VOLATILE)
+            self.clock_publisher = self.create_publisher(Clock, '/clock', clock_qos)
+            self._awaiting_answer = False
+            self._answer = None
+            self._last_publish_wall = None
+            # A steady clock: the watchdog must run while simulated time stands still.
+            self.create_timer(0.02, self._lockstep_watchdog,
+                              clock=RclClock(clock_type=ClockType.STEADY_TIME))
+        else:
+            self.create_timer(self.publish_period, self._on_timer)
+        self.get_logger().info(
+            f'simulating {self.arm.n} joints {self.arm.joint_names} with Pinocchio ABA + RK4 '
+            f'at {self.arm.integration_rate:g} Hz; states at {self.publish_rate:g} Hz '
+            f'({"lockstep, simulated time on /clock" if self.lockstep else "wall-clock timer"})'
+            f'; payload {self.arm.payload_mass:g} kg at {self.arm.payload_link}')
+
+    # -- configuration ------------------------------------------------------------------
+
+    def _declare_parameters(self):
+        def declare(name, default, description):
+            descriptor = ParameterDescriptor(description=description, dynamic_typing=True,
+                                             read_only=True)
+            return self.declare_parameter(name, default, descriptor).value
+
+        self._robot_description = declare(
+            'robot_description', '', 'URDF XML of the arm; if empty, urdf_path is read')
+        self._urdf_path = declare('urdf_path', '', 'path to the URDF file')
+        self._joints = declare(
+            'joints', [''],
+            'actuated joints, the order of the effort command array and of the joint '
+            'states; default: all movable joints in chain order (others are locked at 0)')
+        self._armature = declare(
+            'armature', [0.0], 'reflected rotor inertia per joint (kg m^2), or one value')
+        self._payload_mass = declare('payload_mass', 0.0,
+                                     'point mass (kg) at the tip link, unknown to the controller')
+        self._payload_link = declare('payload_link', '', 'link carrying the payload; '
+                                     'default: the tip link')
+        self._joint_friction = declare(
+            'joint_friction', [0.0], 'extra viscous friction per joint (N m s/rad), or one value')
+        self._initial_positions = declare('initial_positions', [0.0],
+                                          'initial joint positions (rad or m), or one value')
+        self._publish_rate = declare('publish_rate', 100.0,
+                                     f'joint state rate, Hz (at most {MAX_PUBLISH_RATE:g})')
+        self._integration_rate = declare('integration_rate', 1000.0,
+                                         'internal RK4 rate, Hz')
+        self._gravity = declare('gravity', list(DEFAULT_GRAVITY),
+                                'gravity in the URDF root frame, m/s^2')
+        self._effort_limits = declare('effort_limits', [0.0],
+                                      'clip applied efforts to +-limit per joint; 0 = no clip')
+        self._lockstep = declare('lockstep', False,
+                                 'step only when the command answering the last state '
+                                 'arrives; publish simulated time on /clock')
+        self._lockstep_timeout = declare('lockstep_timeout', 1.0,
+                                         'lockstep: republish the state after this many '
+                                         'wall-clock seconds without an answer')
+
+    def _build_arm(self):
+        description = self._robot_description or ''
+        source = description if description.strip() else (self._urdf_path or '')
+        if not str(source).strip():
+            raise SimArmConfigError('sim_arm_node needs robot_description or urdf_path')
+        joints = [j for j in (self._joints or []) if j]
+        self.publish_rate = _float(self._publish_rate, 'publish_rate')
+        if not 0 < self.publish_rate <= MAX_PUBLISH_RATE:
+            raise SimArmConfigError(f'publish_rate must be in (0, {MAX_PUBLISH_RATE:g}] Hz, '
+                                    f'got {self.publish_rate}')
+        self.lockstep = bool(self._lockstep)
+        self.lockstep_timeout = _float(self._lockstep_timeout, 'lockstep_timeout')
+        limits = [v if v > 0 else math.inf for v in _floats(self._effort_limits, 'effort_limits')]
+        if all(math.isinf(v) for v in limits):
+            limits = None
+        try:
+            arm = SimulatedArm(
+                source, joints=joints or None,
+                armature=_floats(self._armature, 'armature'),
+                payload_mass=_float(self._payload_mass, 'payload_mass'),
+                payload_link=self._payload_link or None,
+                joint_friction=_floats(self._joint_friction, 'joint_friction'),
+                gravity=_floats(self._gravity, 'gravity'),
+                integration_rate=_float(self._integration_rate, 'integration_rate'),
+                effort_limits=limits)
+            initial = _floats(self._initial_positions, 'initial_positions')
+            if len(initial) == 1:
+                initial = initial * arm.n
+            arm.reset(initial)
+        except ModelError as exc:
+            raise SimArmConfigError(f'sim_arm_node: {exc}') from exc
+        return arm
+
+    # -- messages -----------------------------------------------------------------------
+
+    def _on_command(self, msg):
+        data = np.asarray(msg.data, dtype=float)
+        if data.shape != (self.arm.n,) or not np.all(np.isfinite(data)):
+            self.commands_dropped += 1
+            reason = (f'{data.size} values, expected {self.arm.n} ({self.arm.joint_names})'
+                      if data.shape != (self.arm.n,) else 'NaN or inf in it')
+            self.get_logger().warning(f'dropped effort command: {reason}',
+                                      throttle_duration_sec=WARN_PERIOD)
+            return
+        self.command = data
+        self.commands_received += 1
+        if self.lockstep and self._awaiting_answer:
+            self._awaiting_answer = False
+            self._answer = data
+            self._advance()
+
+    def run_until(self, end_time):
+        """Lockstep: let simulated time run up to ``end_time`` (s; None = without end).
+
+        The demo holds the arm at t = 0 (``run_until(0.0)``) until the controller and the
+        trajectory are in place, then releases it for the whole experiment.
+        """
+        self.end_time = end_time
+        if self.lockstep:
+            self._advance()
+
+    def _advance(self):
+        """Lockstep: apply the answer to the current state for one period, publish next."""
+        if self._answer is None:
+            return
+        if self.end_time is not None and \
+                self.arm.time + self.publish_period > self.end_time + 1e-9:
+            return
+        command, self._answer = self._answer, None
+        self.arm.step(command, self.publish_period)
+        self._publish_state()
+
+    def _on_timer(self):
+        self.arm.step(self.command, self.publish_period)
+        self._publish_state()
+
+    def _lockstep_watchdog(self):
+        """Publish the first state once someone listens; republish an unanswered one."""
+        if self.state_publisher.get_subscription_count() == 0:
+            return
+        now = time.monotonic()
+        if self._last_publish_wall is None:
+            self._publish_state()
+        elif self._awaiting_answer and now - self._last_publish_wall > self.lockstep_timeout:
+            self.get_logger().warning(
+                f'no effort command answered the state at t = {self.arm.time:.3f} s within '
+                f'{self.lockstep_timeout:g} s; publishing it again',
+                throttle_duration_sec=WARN_PERIOD)
+            self._publish_state()
+
+    def _publish_state(self):
+        msg = JointState()
+        if self.lockstep:
+            stamp = Time(nanoseconds=round(self.arm.time * 1e9)).to_msg()
+            self.clock_publisher.publish(Clock(clock=stamp))
+            self._awaiting_answer = True
+            self._last_publish_wall = time.monotonic()
+        else:
+            stamp = self.get_clock().now().to_msg()
+        msg.header.stamp = stamp
+        msg.name = list(self.arm.joint_names)
+        msg.position = self.arm.position.tolist()
+        msg.velocity = self.arm.velocity.tolist()
+        msg.effort = self.arm.effort.tolist()
+        self.state_publisher.publish(msg)
+        self.states_published += 1
+
+
+def main(args=None):
+    """Run ``sim_arm_node`` until interrupted; exit 1 on a bad configuration."""
+    rclpy.init(args=args)
+    try:
+        node = SimArmNode()
+    except SimArmConfigError as exc:
+        rclpy.logging.get_logger('sim_arm_node').fatal(str(exc))
+        rclpy.try_shutdown()
+        return 1
+    try:
+        rclpy.spin(node)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown()
+    return 0
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())

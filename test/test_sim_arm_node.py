@@ -1,0 +1,186 @@
+"""sim_arm_node over real rclpy: joint states at the rate, commands applied, bad ones dropped."""
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+
+from conftest import REPO_ROOT, UR5E_URDF
+from ne_dynamics_ros.sim_arm import SimulatedArm
+from ne_dynamics_ros.sim_arm_node import SimArmConfigError, SimArmNode
+
+UR5E_JOINTS = ['shoulder_pan_joint', 'shoulder_lift_joint', 'elbow_joint',
+               'wrist_1_joint', 'wrist_2_joint', 'wrist_3_joint']
+
+
+class Probe(Node):
+    """Records joint states and /clock, publishes effort commands."""
+
+    def __init__(self, context, answer=None):
+        super().__init__('probe', context=context)
+        self.states = []
+        self.clock = []
+        self.answer = answer
+        self.commands = self.create_publisher(Float64MultiArray, '/effort_controller/commands',
+                                              10)
+        self.create_subscription(JointState, '/joint_states', self._on_state, 100)
+        self.create_subscription(Clock, '/clock', self._on_clock, 100)
+
+    def _on_state(self, msg):
+        self.states.append((time.monotonic(), msg))
+        if self.answer is not None:
+            self.send(self.answer(msg))
+
+    def _on_clock(self, msg):
+        self.clock.append(msg.clock.sec + 1e-9 * msg.clock.nanosec)
+
+    def send(self, values):
+        self.commands.publish(Float64MultiArray(data=[float(v) for v in values]))
+
+
+def _stamp(msg):
+    return msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+
+
+def _spin_until(executor, condition, timeout):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, 'timed out'
+        executor.spin_once(timeout_sec=0.01)
+
+
+def _spin_for(executor, seconds):
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        executor.spin_once(timeout_sec=0.01)
+
+
+@pytest.fixture
+def make_system(ros_context):
+    """Build a SimArmNode with parameter overrides plus a Probe on one executor."""
+    executor = SingleThreadedExecutor(context=ros_context)
+    nodes = []
+
+    def make(answer=None, **parameters):
+        parameters.setdefault('urdf_path', str(UR5E_URDF))
+        sim = SimArmNode(context=ros_context, parameter_overrides=[
+            Parameter(name, value=value) for name, value in parameters.items()])
+        probe = Probe(ros_context, answer)
+        for node in (sim, probe):
+            nodes.append(node)
+            executor.add_node(node)
+        return sim, probe, executor
+
+    yield make
+    for node in nodes:
+        executor.remove_node(node)
+        node.destroy_node()
+    executor.shutdown()
+
+
+def test_publishes_joint_states_at_the_rate(make_system):
+    sim, probe, executor = make_system(publish_rate=100.0, gravity=[0.0, 0.0, 0.0])
+    _spin_until(executor, lambda: len(probe.states) > 5, 10.0)
+    first = len(probe.states)
+    _spin_for(executor, 1.0)
+    received = len(probe.states) - first
+    assert 80 <= received <= 110, f'{received} joint states in 1 s at 100 Hz'
+    msg = probe.states[-1][1]
+    assert list(msg.name) == UR5E_JOINTS
+    assert len(msg.position) == len(msg.velocity) == len(msg.effort) == 6
+    stamps = [_stamp(m) for _, m in probe.states]
+    assert all(b > a for a, b in zip(stamps, stamps[1:]))
+    # Simulated time advances exactly 1/rate per published state.
+    np.testing.assert_allclose(sim.arm.time, sim.states_published * 0.01, rtol=1e-9)
+
+
+def test_applies_commands_with_zero_order_hold(make_system):
+    sim, probe, executor = make_system(publish_rate=200.0, gravity=[0.0, 0.0, 0.0])
+    _spin_until(executor, lambda: probe.states and probe.commands.get_subscription_count(),
+                10.0)
+    command = [3.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+    probe.send(command)
+    _spin_until(executor, lambda: sim.commands_received == 1, 5.0)
+    _spin_for(executor, 0.3)
+    last = probe.states[-1][1]
+    np.testing.assert_allclose(last.effort, command)       # held, not consumed
+    assert last.velocity[0] > 0.1 and last.position[0] > 0.0
+
+
+def test_drops_bad_commands_and_keeps_the_last_good_one(make_system):
+    sim, probe, executor = make_system(publish_rate=100.0)
+    _spin_until(executor, lambda: probe.states and probe.commands.get_subscription_count(),
+                10.0)
+    good = [1.0, -2.0, 0.5, 0.1, 0.0, 0.0]
+    probe.send(good)
+    _spin_until(executor, lambda: sim.commands_received == 1, 5.0)
+    probe.send([1.0, 2.0])                                  # wrong length
+    probe.send([float('nan')] * 6)                          # NaN
+    probe.send([1.0, float('inf'), 0, 0, 0, 0])             # inf
+    _spin_until(executor, lambda: sim.commands_dropped == 3, 5.0)
+    count = len(probe.states)
+    _spin_until(executor, lambda: len(probe.states) > count + 3, 5.0)
+    assert sim.commands_received == 1
+    np.testing.assert_allclose(sim.command, good)
+    assert all(np.all(np.isfinite(m.position)) for _, m in probe.states)
+    np.testing.assert_allclose(probe.states[-1][1].effort, good)
+
+
+def test_lockstep_steps_once_per_answer_on_simulated_time(make_system):
+    command = np.array([0.5, 20.0, 5.0, 0.2, 0.1, 0.05])
+    sim, probe, executor = make_system(answer=lambda msg: command, publish_rate=100.0,
+                                       lockstep=True, initial_positions=[0.1] * 6)
+    sim.run_until(0.5)
+    _spin_until(executor, lambda: len(probe.states) >= 51, 10.0)
+    _spin_for(executor, 0.2)                                # nothing beyond the end time
+    stamps = np.array([_stamp(m) for _, m in probe.states])
+    np.testing.assert_allclose(stamps, np.arange(51) * 0.01, atol=1e-9)
+    np.testing.assert_allclose(sorted(set(probe.clock)), np.arange(51) * 0.01, atol=1e-9)
+    # Exactly what the plant gives with the command held over every 0.01 s sample.
+    reference = SimulatedArm(str(UR5E_URDF), initial_positions=[0.1] * 6)
+    for _ in range(50):
+        reference.step(command, 0.01)
+    np.testing.assert_allclose(probe.states[-1][1].position, reference.position, atol=1e-12)
+    np.testing.assert_allclose(probe.states[-1][1].velocity, reference.velocity, atol=1e-12)
+
+
+def test_lockstep_waits_for_an_answer(make_system):
+    sim, probe, executor = make_system(publish_rate=100.0, lockstep=True,
+                                       lockstep_timeout=0.2)
+    _spin_until(executor, lambda: probe.states, 10.0)
+    _spin_for(executor, 0.5)          # no answers: the state is republished, time stands
+    assert {_stamp(m) for _, m in probe.states} == {0.0}
+    assert len(probe.states) >= 2
+    probe.send(np.zeros(6))
+    _spin_until(executor, lambda: any(_stamp(m) > 0 for _, m in probe.states), 5.0)
+    assert max(_stamp(m) for _, m in probe.states) == pytest.approx(0.01)
+
+
+def test_bad_parameters_are_refused(ros_context):
+    with pytest.raises(SimArmConfigError, match='publish_rate'):
+        SimArmNode(context=ros_context, parameter_overrides=[
+            Parameter('urdf_path', value=str(UR5E_URDF)), Parameter('publish_rate', value=5000.0)])
+    with pytest.raises(SimArmConfigError, match='armature'):
+        SimArmNode(context=ros_context, parameter_overrides=[
+            Parameter('urdf_path', value=str(UR5E_URDF)), Parameter('armature', value=[1.0, 2.0])])
+    with pytest.raises(SimArmConfigError, match='robot_description or urdf_path'):
+        SimArmNode(context=ros_context)
+
+
+def test_missing_urdf_exits_nonzero_with_a_message(domain_id):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(REPO_ROOT), os.environ.get('PYTHONPATH', '')]))
+    result = subprocess.run(
+        [sys.executable, '-m', 'ne_dynamics_ros.sim_arm_node', '--ros-args',
+         '-p', 'urdf_path:=/nonexistent/arm.urdf'],
+        capture_output=True, text=True, timeout=60, env=env)
+    assert result.returncode == 1
+    assert 'URDF file not found: /nonexistent/arm.urdf' in result.stdout + result.stderr
