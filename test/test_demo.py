@@ -1,0 +1,158 @@
+"""The closed loop end to end: trajectory source, the demo, Lee et al.'s PUMA experiment.
+
+The demo runs as a separate process (``python -m ne_dynamics_ros.demo``, what the
+``ne-dynamics-demo`` console script calls) on the test's private ROS_DOMAIN_ID.
+"""
+import json
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from rclpy.qos import QoSDurabilityPolicy, QoSProfile, QoSReliabilityPolicy
+from sensor_msgs.msg import JointState
+from trajectory_msgs.msg import JointTrajectory
+
+from conftest import REPO_ROOT
+from ne_dynamics_ros.profiles import trapezoidal
+from ne_dynamics_ros.trajectory_source_node import TrajectorySourceNode
+
+LEE_BOUND_RAD = 4.26e-4   # 001 section 5: one count of a 12-bit A/D converter
+
+
+def run_demo(tmp_path, *options, timeout=180):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(REPO_ROOT), os.environ.get('PYTHONPATH', '')]))
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    output = tmp_path / 'out'
+    result = subprocess.run(
+        [sys.executable, '-m', 'ne_dynamics_ros.demo', '--output', str(output), *options],
+        capture_output=True, text=True, timeout=timeout, env=env, cwd=tmp_path)
+    summary_path = output / 'summary.json'
+    summary = json.loads(summary_path.read_text()) if summary_path.exists() else None
+    return result, summary, output
+
+
+def test_lee_puma_experiment_stays_below_the_ad_resolution(tmp_path, domain_id):
+    """No options: PUMA 560, 3 s quintic, 0.01 s sampling, Kp=100, Kv=20, armature."""
+    result, summary, output = run_demo(tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert summary['robot'] == 'puma560'
+    assert summary['experiment'] == 'Lee, Chung, Mudge & Turney, 001 section 5'
+    assert (summary['rate_hz'], summary['kp'], summary['kd'], summary['duration_s'],
+            summary['payload_kg']) == (100.0, 100.0, 20.0, 3.0, 0.0)
+    assert summary['start_deg'] == [90.0, 0.0, 90.0, 0.0, 0.0, 0.0]
+    np.testing.assert_allclose(summary['goal_deg'], [45.0, 30.0, 0.0, 45.0, 60.0, 90.0])
+    assert min(summary['armature']) > 0.1
+    max_error = np.array(summary['max_abs_error_rad'])
+    assert max_error.shape == (6,) and len(summary['rms_error_rad']) == 6
+    assert np.all(max_error < LEE_BOUND_RAD), max_error
+    assert np.all(max_error > 0)
+    # One command per 0.01 s sample, and the controller's own q_d - q is the profile's.
+    assert summary['samples'] == 451
+    assert summary['controller_vs_reference_max_diff_rad'] < 1e-9
+    assert (output / 'tracking_error.png').read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
+    lines = (output / 'log.csv').read_text().splitlines()
+    assert len(lines) == 452 and lines[0].startswith('t_s,q_d_joint_1')
+    assert 'max |e|' in result.stdout and '[ne-dynamics-demo] t =' in result.stdout
+
+
+def test_unknown_payload_gives_a_larger_but_bounded_error(tmp_path, domain_id):
+    exact, exact_summary, _ = run_demo(tmp_path / 'exact', '--settle', '0.5')
+    loaded, loaded_summary, _ = run_demo(tmp_path / 'loaded', '--settle', '0.5',
+                                         '--payload', '2')
+    assert exact.returncode == 0 and loaded.returncode == 0, loaded.stdout + loaded.stderr
+    exact_error = np.array(exact_summary['max_abs_error_rad'])
+    loaded_error = np.array(loaded_summary['max_abs_error_rad'])
+    assert loaded_summary['payload_kg'] == 2.0
+    assert np.all(loaded_error >= exact_error)
+    assert loaded_error.max() > 10 * LEE_BOUND_RAD
+    # Bounded: the PD terms stiffen every joint to about D_jj * Kp, so 2 kg at the tip
+    # sags the elbow by tenths of a radian at most, and nothing diverges.
+    assert np.all(loaded_error < 0.2), loaded_error
+    assert np.all(np.isfinite(loaded_summary['rms_error_rad']))
+
+
+def test_missing_urdf_fails_with_a_readable_message(tmp_path):
+    result, summary, _ = run_demo(tmp_path, '--robot', str(tmp_path / 'no_such_arm.urdf'),
+                                  timeout=60)
+    assert result.returncode != 0
+    assert 'URDF not found' in result.stderr and 'no_such_arm.urdf' in result.stderr
+    assert 'Traceback' not in result.stderr
+    assert summary is None
+
+
+def test_an_arm_that_never_publishes_fails_with_a_readable_message(tmp_path, domain_id):
+    result, summary, _ = run_demo(tmp_path, '--arm', 'external', '--timeout', '2', timeout=90)
+    assert result.returncode != 0
+    assert 'no /joint_states from the arm within 2 s' in result.stderr
+    assert 'Traceback' not in result.stderr
+    assert summary is None
+
+
+def test_trajectory_source_waits_for_a_subscriber_and_starts_from_the_arm(ros_context):
+    """Start and joint names from /joint_states; sent once the controller's topic listens."""
+    executor = SingleThreadedExecutor(context=ros_context)
+    arm = Node('fake_arm', context=ros_context)
+    states = arm.create_publisher(JointState, '/joint_states', 10)
+    source = TrajectorySourceNode(context=ros_context, parameter_overrides=[
+        Parameter('goal', value=[1.0, -1.0]), Parameter('duration', value=0.5),
+        Parameter('profile', value='trapezoidal'), Parameter('sample_period', value=0.1)])
+    received = []
+    nodes = [arm, source]
+    for node in nodes:
+        executor.add_node(node)
+    try:
+        deadline = time.monotonic() + 10.0
+        while not source.start and time.monotonic() < deadline:
+            states.publish(JointState(name=['a', 'b'], position=[0.2, 0.4]))
+            executor.spin_once(timeout_sec=0.05)
+        end = time.monotonic() + 0.3
+        while time.monotonic() < end:
+            executor.spin_once(timeout_sec=0.05)
+        # Nobody listened yet, so nothing was sent.
+        assert source.trajectory is None and source.joint_names == ['a', 'b']
+        # A late subscriber (transient local, like the controller's) gets it.
+        listener = Node('listener', context=ros_context)
+        nodes.append(listener)
+        qos = QoSProfile(depth=1, reliability=QoSReliabilityPolicy.RELIABLE,
+                         durability=QoSDurabilityPolicy.TRANSIENT_LOCAL)
+        listener.create_subscription(JointTrajectory, '/computed_torque_node/joint_trajectory',
+                                     received.append, qos)
+        executor.add_node(listener)
+        deadline = time.monotonic() + 10.0
+        while not received and time.monotonic() < deadline:
+            executor.spin_once(timeout_sec=0.05)
+    finally:
+        for node in nodes:
+            executor.remove_node(node)
+            node.destroy_node()
+        executor.shutdown()
+    assert len(received) == 1
+    msg = received[0]
+    assert msg.joint_names == ['a', 'b']
+    assert (msg.header.stamp.sec, msg.header.stamp.nanosec) == (0, 0)   # start on receipt
+    times = [p.time_from_start.sec + 1e-9 * p.time_from_start.nanosec for p in msg.points]
+    np.testing.assert_allclose(times, np.arange(6) * 0.1, atol=1e-9)
+    q, qd, qdd = trapezoidal(np.array(times), [0.2, 0.4], [1.0, -1.0], 0.5)
+    np.testing.assert_allclose([p.positions for p in msg.points], q)
+    np.testing.assert_allclose([p.velocities for p in msg.points], qd)
+    np.testing.assert_allclose([p.accelerations for p in msg.points], qdd)
+
+
+def test_a_stranger_on_the_command_topic_stops_the_demo(tmp_path, ros_context):
+    """Cross-talk in the same ROS domain would corrupt the lockstep run: refuse it."""
+    from std_msgs.msg import Float64MultiArray
+    stranger = Node('stranger', context=ros_context)
+    stranger.create_publisher(Float64MultiArray, '/effort_controller/commands', 10)
+    try:
+        result, summary, _ = run_demo(tmp_path, timeout=90)
+    finally:
+        stranger.destroy_node()
+    assert result.returncode != 0
+    assert '2 publishers on /effort_controller/commands' in result.stderr, result.stderr
+    assert summary is None
