@@ -6,7 +6,8 @@ normalised shape ``s(tau)``, ``tau = t / T``::
     q(t) = q0 + (q1 - q0) s(tau),   q'(t) = (q1 - q0) s'(tau) / T,
     q''(t) = (q1 - q0) s''(tau) / T^2
 
-Before ``t = 0`` a profile rests at ``start``; after ``t = T`` it rests at ``goal``.
+Up to and including ``t = 0`` a profile rests at ``start``; from ``t = T`` on it rests at
+``goal`` (zero velocity and acceleration at both end points).
 
 ``quintic``
     ``s = 10 tau^3 - 15 tau^4 + 6 tau^5``: zero velocity and acceleration at both ends,
@@ -45,9 +46,10 @@ def _scale(t, start, goal, duration, shape):
     scalar = t.ndim == 0
     tau = np.clip(np.atleast_1d(t) / duration, 0.0, 1.0)
     s, ds, dds = shape(tau)
-    # Right-continuous at the ends: the motion (and a jump in acceleration) starts at
-    # t = 0 and has ended at t = T.
-    moving = (np.atleast_1d(t) >= 0) & (np.atleast_1d(t) < duration)
+    # At rest at both end points, t = 0 included: where the acceleration jumps there
+    # (Sasaki's profile), the rest value is the one a sampled trajectory must carry, or
+    # a spline through the points would start moving before t = 0.
+    moving = (np.atleast_1d(t) > 0) & (np.atleast_1d(t) < duration)
     ds = np.where(moving, ds, 0.0)
     dds = np.where(moving, dds, 0.0)
     delta = goal - start

@@ -156,3 +156,12 @@ def test_a_stranger_on_the_command_topic_stops_the_demo(tmp_path, ros_context):
     assert result.returncode != 0
     assert '2 publishers on /effort_controller/commands' in result.stderr, result.stderr
     assert summary is None
+
+
+def test_sasaki_profile_runs_through_the_loop_on_the_same_reference(tmp_path, domain_id):
+    """The trapezoid's acceleration jumps must not bend the controller's interpolation."""
+    result, summary, _ = run_demo(tmp_path, '--profile', 'trapezoidal', '--settle', '0.2')
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert summary['profile'] == 'trapezoidal'
+    assert summary['controller_vs_reference_max_diff_rad'] < 1e-9
+    assert np.all(np.array(summary['max_abs_error_rad']) < 1e-3)
