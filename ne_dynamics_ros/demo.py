@@ -599,17 +599,16 @@ def plot(path, setup, result):
     for j, name in enumerate(setup.joint_names):
         ax = axes[j // cols][j % cols]
         ax.axvspan(setup.t_start, setup.t_start + args.duration, color='0.92', lw=0)
-        ax.plot(t, result['e'][:, j], lw=1.0, color='tab:blue')
+        ax.plot(t, 1e3 * result['e'][:, j], lw=1.0, color='tab:blue')
         if setup.bound is not None:
             for sign in (1, -1):
-                ax.axhline(sign * setup.bound, color='tab:red', ls='--', lw=0.9,
+                ax.axhline(1e3 * sign * setup.bound, color='tab:red', ls='--', lw=0.9,
                            label='4.26e-4 rad (12-bit A/D)' if sign > 0 else None)
         ax.set_title(f'{name}: max |e| = {result["max_abs_error_rad"][j]:.2e} rad',
                      fontsize=9)
-        ax.ticklabel_format(axis='y', style='sci', scilimits=(-3, 3))
         ax.tick_params(labelsize=8)
         if j % cols == 0:
-            ax.set_ylabel('q_d - q [rad]', fontsize=9)
+            ax.set_ylabel('q_d - q [mrad]', fontsize=9)
         if j // cols == rows - 1:
             ax.set_xlabel('t [s]', fontsize=9)
     for j in range(n, rows * cols):
@@ -627,12 +626,13 @@ def plot(path, setup, result):
 def print_table(setup, result):
     """Print the per-joint figures as a short table."""
     bound = setup.bound
-    header = f'{"joint":<14}{"max |e| [rad]":>15}{"rms e [rad]":>14}{"max |tau|":>12}'
+    width = max(len(name) for name in setup.joint_names + ['joint']) + 2
+    header = f'{"joint":<{width}}{"max |e| [rad]":>15}{"rms e [rad]":>14}{"max |tau|":>12}'
     if bound is not None:
         header += f'{"< 4.26e-4":>11}'
     print(header)
     for j, name in enumerate(setup.joint_names):
-        line = (f'{name:<14}{result["max_abs_error_rad"][j]:>15.3e}'
+        line = (f'{name:<{width}}{result["max_abs_error_rad"][j]:>15.3e}'
                 f'{result["rms_error_rad"][j]:>14.3e}{result["max_abs_effort"][j]:>12.3f}')
         if bound is not None:
             line += f'{"yes" if result["max_abs_error_rad"][j] < bound else "NO":>11}'

@@ -28,7 +28,14 @@ does not change the physics. What triggers a step depends on ``lockstep``:
     before each state and stamps states with simulated time, so other nodes run with
     ``use_sim_time: true``. If no command answers within ``lockstep_timeout`` (wall
     clock) the state is published again with a warning; nothing advances meanwhile.
-    No state is published before ``/joint_states`` has a subscriber.
+    No state is published before ``/joint_states`` has a subscriber. In-process users
+    (the demo) can hold simulated time with :meth:`SimArmNode.run_until`.
+
+Why lockstep matters for a sampled experiment: with Lee et al.'s PUMA run (Kp = 100,
+Kv = 20, 0.01 s), applying each answer one sample late roughly triples the tracking
+error (joint 3: 2.5e-4 -> 7.8e-4 rad, past their 4.26e-4 rad), so a wall-clock loop
+whose answers sometimes miss the next step does not reproduce the paper; the RK4 step
+does not matter (250 Hz and 1 kHz agree to 1e-11 rad).
 
 Bad commands (wrong length, NaN/inf) are dropped with a throttled warning; the previous
 command stays applied (wall-clock mode) or the state waits for a good one (lockstep).
