@@ -42,7 +42,7 @@ PUMA_ARMATURE = yaml.safe_load((REPO / 'config' / 'puma560.yaml').read_text())[
     'computed_torque_node']['ros__parameters']['armature']
 PUMA_LIMITS = urdf_joint_values(PUMA_URDF, PUMA_JOINTS, 'limit', 'effort', math.inf)
 KP, KD = 100.0, 20.0
-TIMEOUT = 5.0
+TIMEOUT = 10.0
 
 
 def stamp(k):
@@ -150,7 +150,10 @@ class Harness:
 
 
 def puma_params(**extra):
-    params = {'urdf_path': str(PUMA_URDF), 'armature': PUMA_ARMATURE, 'kp': KP, 'kd': KD}
+    # A state timeout far above any pause a loaded CI machine makes between two states of
+    # a test; test_state_timeout_publishes_zero_effort_then_resumes sets its own.
+    params = {'urdf_path': str(PUMA_URDF), 'armature': PUMA_ARMATURE, 'kp': KP, 'kd': KD,
+              'state_timeout': 5.0}
     params.update(extra)
     return [Parameter(k, value=v) for k, v in params.items()]
 
@@ -464,16 +467,14 @@ def test_leaving_gravity_compensation_holds_the_current_position(make_harness):
 
 
 def test_state_timeout_publishes_zero_effort_then_resumes(make_harness):
-    h = make_harness(puma_params(state_timeout=0.2))
-    stream_hold = Q0
-    tau, _, _ = h.exchange(PUMA_JOINTS, stream_hold, QD0)
-    assert np.any(tau != 0.0)
-    stream_set_point(h)
+    h = make_harness(puma_params(state_timeout=0.3))
+    tau, _, _ = h.exchange(PUMA_JOINTS, Q0, QD0)
     t_last = time.monotonic()
+    assert np.any(tau != 0.0)
     n = len(h.efforts)
     h.spin_until(lambda: h.node.timed_out and len(h.efforts) > n, what='the timeout')
     waited = time.monotonic() - t_last
-    assert 0.15 <= waited < 1.0, waited
+    assert 0.25 <= waited < 3.0, waited
     np.testing.assert_array_equal(h.efforts[-1], np.zeros(6))
     # zeros keep coming while the timeout lasts
     n = len(h.efforts)
@@ -538,7 +539,8 @@ def test_main_exits_non_zero_on_bad_description(domain_id):
 
 
 def test_main_publishes_zero_effort_on_ctrl_c(ros_context, domain_id):
-    proc = _run_main(['-p', f'urdf_path:={PUMA_URDF}'], domain_id)
+    # long state timeout: the zero command can only come from the shutdown path
+    proc = _run_main(['-p', f'urdf_path:={PUMA_URDF}', '-p', 'state_timeout:=60.0'], domain_id)
     peer = rclpy.create_node('ctrl_c_peer', context=ros_context)
     executor = SingleThreadedExecutor(context=ros_context)
     executor.add_node(peer)

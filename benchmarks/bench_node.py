@@ -1,0 +1,259 @@
+#!/usr/bin/env python3
+"""Benchmark: latency of computed_torque_node from /joint_states to the effort command.
+
+Setup: the node runs in its own process (``python -m ne_dynamics_ros.computed_torque_node``,
+PUMA 560 URDF + config/puma560.yaml, computed_torque mode), as it would be deployed. This
+benchmark process publishes ``sensor_msgs/JointState`` on ``/joint_states`` at ``--rate``
+Hz (default 1 kHz) for ``--duration`` s (default 30) from one thread, and receives
+``/effort_controller/commands`` and ``~/tracking_error`` on a second thread. Both
+processes talk over Fast DDS on a private ROS_DOMAIN_ID, discovery limited to localhost.
+
+Per state message: latency = time the effort command is received here - time the state
+was published (both ``time.monotonic_ns``). Effort messages carry no stamp, so each
+received effort is matched to the state it answers by value: every state has a distinct
+q, and the expected effort of each state is computed afterwards with the same law
+(``load_model`` + ``compute_effort``, the reference being the held first position);
+efforts arrive in order, so a forward scan pairs them. A state is "without reply" if no
+effort matching it arrived by the end (1 s grace after the last publish).
+
+By default nothing subscribes to the node's ``~/tracking_error`` and ``~/desired``, which
+the node then does not publish (as in a deployment without rqt_plot);
+``--with-diagnostics`` subscribes to both to measure their cost.
+
+Reported: p50, p99, max, mean latency; states published, answered, without reply; the
+achieved publish rate. Receipt times include this process's executor (rclpy) overhead.
+
+Usage: python benchmarks/bench_node.py [--duration 30] [--rate 1000] [--with-diagnostics]
+       [--json]
+"""
+import argparse
+import json
+import os
+import pathlib
+import random
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+PUMA_JOINTS = [f'joint_{i}' for i in range(1, 7)]
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser.add_argument('--duration', type=float, default=30.0,
+                        help='seconds of publishing at --rate (default 30)')
+    parser.add_argument('--rate', type=float, default=1000.0,
+                        help='joint state rate in Hz (default 1000)')
+    parser.add_argument('--urdf', default=str(ROOT / 'config' / 'puma560.urdf'))
+    parser.add_argument('--params-file', default=str(ROOT / 'config' / 'puma560.yaml'))
+    parser.add_argument('--domain-id', type=int, default=None,
+                        help='ROS_DOMAIN_ID to use (default: random in 150..229)')
+    parser.add_argument('--with-diagnostics', action='store_true',
+                        help='also subscribe to ~/tracking_error and ~/desired')
+    parser.add_argument('--json', action='store_true', help='print the result as JSON')
+    return parser.parse_args(argv)
+
+
+def start_node(args, env):
+    cmd = [sys.executable, '-m', 'ne_dynamics_ros.computed_torque_node', '--ros-args',
+           '--params-file', args.params_file, '-p', f'urdf_path:={args.urdf}',
+           '-p', 'state_timeout:=5.0', '--log-level', 'warn']
+    return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+
+
+def match_efforts(args, receipts, states, q_hold):
+    """Receipt time (ns) of the effort answering each state, -1 where none did.
+
+    The expected effort of every state is computed with the node's law and parameters;
+    received efforts are in publishing order, so one forward scan pairs them.
+    """
+    import yaml
+
+    from ne_dynamics_ros import load_model
+    from ne_dynamics_ros.control_law import ControlLawConfig, ControlMode, compute_effort
+
+    params = yaml.safe_load(pathlib.Path(args.params_file).read_text())[
+        'computed_torque_node']['ros__parameters']
+    model = load_model(args.urdf, armature=params.get('armature'))
+    config = ControlLawConfig(
+        mode=ControlMode(params.get('mode', 'computed_torque')),
+        kp=np.full(model.n, float(params.get('kp', 100.0))),
+        kd=np.full(model.n, float(params.get('kd', 20.0))),
+        gravity=np.array(params.get('gravity', [0.0, 0.0, -9.81])),
+        effort_limits=model.effort_limits)
+    zero = np.zeros(model.n)
+    expected = np.array([compute_effort(model, config, q, qd, q_hold, zero, zero)
+                         for q, qd in states])
+    answered_at = np.full(len(states), -1, dtype=np.int64)
+    j = 0
+    for t, tau in receipts:
+        while j < len(states) and not np.allclose(tau, expected[j], rtol=1e-9, atol=1e-9):
+            j += 1
+        if j == len(states):
+            break
+        answered_at[j] = t
+        j += 1
+    return answered_at
+
+
+def percentile(values, p):
+    return float(np.percentile(values, p)) if len(values) else float('nan')
+
+
+def run(args):
+    domain_id = args.domain_id if args.domain_id is not None else random.randint(150, 229)
+    os.environ['ROS_DOMAIN_ID'] = str(domain_id)
+    os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
+    os.environ.pop('ROS_LOCALHOST_ONLY', None)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(ROOT), os.environ.get('PYTHONPATH', '')]))
+
+    import rclpy
+    from builtin_interfaces.msg import Time
+    from rclpy.executors import SingleThreadedExecutor
+    from sensor_msgs.msg import JointState
+    from std_msgs.msg import Float64MultiArray
+    from trajectory_msgs.msg import JointTrajectory
+
+    from ne_dynamics_ros.computed_torque_node import JOINT_STATE_QOS
+
+    node_proc = start_node(args, env)
+    context = rclpy.context.Context()
+    rclpy.init(context=context, domain_id=domain_id)
+    bench = rclpy.create_node('bench_node', context=context)
+    received = []      # (receipt time ns, effort)
+    lock = threading.Lock()
+
+    def on_effort(msg):
+        t = time.monotonic_ns()
+        with lock:
+            received.append((t, np.array(msg.data)))
+
+    bench.create_subscription(Float64MultiArray, '/effort_controller/commands', on_effort,
+                              10000)
+    if args.with_diagnostics:
+        bench.create_subscription(JointState, '/computed_torque_node/tracking_error',
+                                  lambda msg: None, 10000)
+        bench.create_subscription(JointTrajectory, '/computed_torque_node/desired',
+                                  lambda msg: None, 10000)
+    pub = bench.create_publisher(JointState, '/joint_states', JOINT_STATE_QOS)
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(bench)
+    stop = threading.Event()
+
+    def spin():
+        while not stop.is_set() and context.ok():
+            executor.spin_once(timeout_sec=0.05)
+
+    spinner = threading.Thread(target=spin, daemon=True)
+    spinner.start()
+
+    q0 = np.array([0.0, -0.5, 0.8, 0.1, 0.4, -0.2])
+
+    def state_at(phase):
+        return q0 + 0.1 * np.sin(phase + np.arange(6)), 0.1 * np.cos(phase + np.arange(6))
+
+    def make_state(t_ns, phase):
+        msg = JointState(name=PUMA_JOINTS)
+        msg.header.stamp = Time(sec=t_ns // 1_000_000_000, nanosec=t_ns % 1_000_000_000)
+        q, qd = state_at(phase)
+        msg.position = q.tolist()
+        msg.velocity = qd.tolist()
+        return msg
+
+    try:
+        # Wait for the node: discovery and a first answer (warm-up, not counted).
+        deadline = time.monotonic() + 30.0
+        while not received:
+            if node_proc.poll() is not None:
+                raise RuntimeError('node exited:\n' + node_proc.communicate()[0])
+            if time.monotonic() > deadline:
+                raise RuntimeError('node did not answer within 30 s')
+            pub.publish(make_state(time.monotonic_ns(), 0.0))
+            time.sleep(0.05)
+        warmup_end = time.monotonic() + 1.0
+        while time.monotonic() < warmup_end:
+            pub.publish(make_state(time.monotonic_ns(), 0.0))
+            time.sleep(1.0 / args.rate)
+        time.sleep(0.2)
+        with lock:
+            received.clear()
+
+        count = int(round(args.duration * args.rate))
+        period_ns = int(round(1e9 / args.rate))
+        sent = np.empty(count, dtype=np.int64)
+        phases = 2.0 * np.pi * 0.5 * np.arange(count) / args.rate
+        start = time.monotonic_ns()
+        for i in range(count):
+            target = start + i * period_ns
+            delay = (target - time.monotonic_ns()) * 1e-9
+            if delay > 0:
+                time.sleep(delay)
+            t = time.monotonic_ns()
+            msg = make_state(t, phases[i])
+            sent[i] = t
+            pub.publish(msg)
+        publish_span = (time.monotonic_ns() - start) * 1e-9
+        time.sleep(1.0)
+    finally:
+        stop.set()
+        spinner.join(timeout=2.0)
+        node_proc.send_signal(2)     # SIGINT: the node publishes zero effort and exits
+        try:
+            node_proc.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            node_proc.kill()
+        executor.shutdown(timeout_sec=1.0)
+        bench.destroy_node()
+        rclpy.shutdown(context=context)
+
+    with lock:
+        receipts = list(received)
+    answered_at = match_efforts(args, receipts, [state_at(p) for p in phases], state_at(0.0)[0])
+    replied = answered_at >= 0
+    latency_us = (answered_at[replied] - sent[replied]) * 1e-3
+    return {
+        'setup': 'node in a separate process (python -m ne_dynamics_ros.computed_torque_node, '
+                 'PUMA 560, computed_torque); publisher and receiver threads in this process',
+        'domain_id': domain_id,
+        'rate_hz': args.rate,
+        'duration_s': args.duration,
+        'published': int(count),
+        'achieved_rate_hz': count / publish_span,
+        'diagnostics_subscribed': bool(args.with_diagnostics),
+        'efforts_received': len(receipts),
+        'answered': int(replied.sum()),
+        'without_reply': int(count - replied.sum()),
+        'latency_us': {
+            'p50': percentile(latency_us, 50), 'p99': percentile(latency_us, 99),
+            'max': float(latency_us.max()) if len(latency_us) else float('nan'),
+            'mean': float(latency_us.mean()) if len(latency_us) else float('nan'),
+        },
+    }
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    result = run(args)
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0
+    lat = result['latency_us']
+    print(result['setup'])
+    print(f"{result['published']} joint states at {result['rate_hz']:.0f} Hz for "
+          f"{result['duration_s']:.1f} s (achieved {result['achieved_rate_hz']:.1f} Hz)")
+    print(f"~/tracking_error and ~/desired subscribed: {result['diagnostics_subscribed']}")
+    print(f"effort commands received: {result['efforts_received']}, states answered: "
+          f"{result['answered']}, without reply: {result['without_reply']}")
+    print(f"publish -> effort receipt latency: p50 {lat['p50']:.0f} us, p99 {lat['p99']:.0f} us, "
+          f"max {lat['max']:.0f} us, mean {lat['mean']:.0f} us")
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
