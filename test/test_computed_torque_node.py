@@ -605,3 +605,21 @@ def test_ros2_controllers_yaml_matches_the_node():
     assert controllers['effort_controller']['type'] == \
         'effort_controllers/JointGroupEffortController'
     assert config['effort_controller']['ros__parameters']['joints'] == PUMA_JOINTS
+
+
+def test_find_resource_and_relative_urdf_path(ros_context, tmp_path, monkeypatch):
+    from ne_dynamics_ros.resources import find_resource
+    assert find_resource('config/puma560.urdf').samefile(PUMA_URDF)
+    with pytest.raises(FileNotFoundError, match='searched|not found'):
+        find_resource('config/no_such.urdf')
+    with pytest.raises(FileNotFoundError):
+        find_resource('../setup.py')
+    # a relative urdf_path that is not under the working directory is looked up in the
+    # package's share directory (here: the source tree)
+    monkeypatch.chdir(tmp_path)
+    node = ComputedTorqueNode(context=ros_context, parameter_overrides=[
+        Parameter('urdf_path', value='config/puma560.urdf')])
+    try:
+        assert node.model.joint_names == PUMA_JOINTS
+    finally:
+        node.destroy_node()
