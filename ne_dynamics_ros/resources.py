@@ -27,7 +27,8 @@ def share_directories():
     else:
         try:
             candidates.append(pathlib.Path(get_package_share_directory(PACKAGE_NAME)))
-        except (PackageNotFoundError, ValueError, LookupError):
+        except (PackageNotFoundError, ValueError, LookupError, OSError):
+            # OSError: AMENT_PREFIX_PATH unset (no sourced ROS environment)
             pass
     candidates.append(pathlib.Path(sys.prefix) / 'share' / PACKAGE_NAME)
     candidates.append(pathlib.Path(__file__).resolve().parent.parent)
