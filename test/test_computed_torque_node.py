@@ -609,7 +609,7 @@ def test_ros2_controllers_yaml_matches_the_node():
 
 def test_find_resource_and_relative_urdf_path(ros_context, tmp_path, monkeypatch):
     from ne_dynamics_ros.resources import find_resource
-    assert find_resource('config/puma560.urdf').samefile(PUMA_URDF)
+    assert find_resource('config/puma560.urdf').read_bytes() == PUMA_URDF.read_bytes()
     with pytest.raises(FileNotFoundError, match='searched|not found'):
         find_resource('config/no_such.urdf')
     with pytest.raises(FileNotFoundError):
