@@ -10,15 +10,16 @@ velocity, effort = the effort being applied) on ``/joint_states`` at ``publish_r
 
 How simulated time advances
 ---------------------------
-Every published state is exactly ``1 / publish_rate`` of simulated time after the
-previous one; the node never steps by a measured wall-clock interval, so timer jitter
-does not change the physics. What triggers a step depends on ``lockstep``:
-
-``lockstep: false`` (default) -- hardware-like. A wall-clock timer at ``publish_rate``
-    steps with whatever command arrived last and publishes; stamps are the node clock.
-    A controller that answers late is simply late, as on a real arm, so results depend
-    on the machine's load. Until the first command the applied effort is zero.
-``lockstep: true`` -- a sampled-data experiment, deterministic. The node publishes the
+``lockstep: false`` (default) -- hardware-like, real time. A timer at ``publish_rate``
+    integrates from the previous step to *now* (the node clock) with whatever command
+    arrived last, and publishes the state stamped *now*; so simulated time is the node's
+    clock, as for a real arm, and timer jitter only changes when states are sampled
+    (a step is at most five periods long; if the process stalls longer, the arm's
+    time falls behind and a warning says so). A controller that answers late is simply
+    late, and results depend on the machine's load. Until the first command the
+    applied effort is zero.
+``lockstep: true`` -- a sampled-data experiment, deterministic. Every state is exactly
+    ``1 / publish_rate`` of simulated time after the previous one. The node publishes the
     state at ``t_k`` and waits for the next command, which is the controller's answer to
     that state; on its arrival it applies it over ``[t_k, t_k + 1/publish_rate)`` and
     publishes ``t_(k+1)``. That is a digital controller sampling at ``publish_rate``
@@ -103,6 +104,7 @@ class SimArmNode(Node):
         self.commands_dropped = 0
         self.states_published = 0
         self.end_time = None
+        self._last_step = None
 
         self.state_publisher = self.create_publisher(JointState, STATE_TOPIC, 10)
         self.create_subscription(Float64MultiArray, COMMAND_TOPIC, self._on_command, 10)
@@ -237,8 +239,23 @@ class SimArmNode(Node):
         self._publish_state()
 
     def _on_timer(self):
-        self.arm.step(self.command, self.publish_period)
-        self._publish_state()
+        now = self.get_clock().now()
+        if self._last_step is None:
+            self._last_step = now
+            self._publish_state(now)
+            return
+        elapsed = (now - self._last_step).nanoseconds * 1e-9
+        if elapsed <= 0:
+            return
+        limit = 5 * self.publish_period
+        if elapsed > limit:
+            self.get_logger().warning(
+                f'the timer was {elapsed:.3f} s late; simulating only {limit:.3f} s of it '
+                '(the arm falls behind the clock)', throttle_duration_sec=WARN_PERIOD)
+            elapsed = limit
+        self.arm.step(self.command, elapsed)
+        self._last_step = now
+        self._publish_state(now)
 
     def _lockstep_watchdog(self):
         """Publish the first state once someone listens; republish an unanswered one."""
@@ -254,7 +271,7 @@ class SimArmNode(Node):
                 throttle_duration_sec=WARN_PERIOD)
             self._publish_state()
 
-    def _publish_state(self):
+    def _publish_state(self, now=None):
         msg = JointState()
         if self.lockstep:
             stamp = Time(nanoseconds=round(self.arm.time * 1e9)).to_msg()
@@ -262,7 +279,7 @@ class SimArmNode(Node):
             self._awaiting_answer = True
             self._last_publish_wall = time.monotonic()
         else:
-            stamp = self.get_clock().now().to_msg()
+            stamp = now.to_msg()
         msg.header.stamp = stamp
         msg.name = list(self.arm.joint_names)
         msg.position = self.arm.position.tolist()
