@@ -28,8 +28,10 @@ topic                           type                                meaning
                                                                     accelerations
 ==============================  ==================================  ===========================
 
-Both outputs on ``~/`` are stamped with the ``header.stamp`` of the joint state they answer
-and list the joints in ``joints`` order.
+Effort commands and both ``~/`` outputs are computed on every valid ``joint_states``
+message. The ``~/`` outputs are stamped with the ``header.stamp`` of the joint state they
+answer, list the joints in ``joints`` order, and are only published while someone
+subscribes to them (each costs a DDS write).
 
 State timeout: once commanding, if no valid ``joint_states`` message arrives for
 ``state_timeout`` seconds (steady clock), the node logs an error and publishes an
@@ -53,6 +55,7 @@ from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 import rclpy
 from rclpy.clock import Clock, ClockType
 from rclpy.event_handler import PublisherEventCallbacks, SubscriptionEventCallbacks
+from rclpy.exceptions import ParameterException
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
@@ -225,8 +228,16 @@ class ComputedTorqueNode(Node):
         ``namespace``, ``cli_args``...).
         """
         super().__init__(node_name, **kwargs)
-        for name, (default, descriptor) in PARAMETERS.items():
-            self.declare_parameter(name, default, descriptor)
+        try:
+            for name, (default, descriptor) in PARAMETERS.items():
+                self.declare_parameter(name, default, descriptor)
+            # Runtime parameters are checked now even if the model comes later (topic).
+            self._config_from(None, None, {k: self.get_parameter_or(k)
+                                           for k in RUNTIME_PARAMETERS})
+        except (ParameterException, ValueError) as err:
+            self.get_logger().error(f'invalid parameter: {err}')
+            self.destroy_node()
+            raise NodeConfigurationError(f'invalid parameter: {err}') from err
 
         self._warnings = _ThrottledWarnings(self.get_logger())
         self._steady = Clock(clock_type=ClockType.STEADY_TIME)

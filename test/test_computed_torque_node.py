@@ -517,6 +517,9 @@ def test_robot_description_topic(make_harness, ros_context, puma_ref):
     (puma_params(convention='euler'), 'convention'),
     (puma_params(tip_link='no_such_link'), 'no_such_link'),
     (puma_params(effort_limits=[0.0] * 6), 'effort_limits'),
+    (puma_params(mode=5), 'mode'),                      # wrong type in a params file
+    ([Parameter('mode', value='position')], 'mode'),  # checked even before a model exists
+    ([Parameter('kd', value=-1.0)], 'kd'),
 ])
 def test_bad_configuration_fails_in_the_constructor(ros_context, params, match):
     with pytest.raises(NodeConfigurationError, match=match):
