@@ -32,7 +32,7 @@ def next_domain_id():
 
 @pytest.fixture
 def domain_id():
-    """A ROS_DOMAIN_ID private to this test; also exported for subprocesses."""
+    """Give the test a private ROS_DOMAIN_ID, also exported for subprocesses."""
     did = next_domain_id()
     old = os.environ.get('ROS_DOMAIN_ID')
     os.environ['ROS_DOMAIN_ID'] = str(did)
@@ -45,7 +45,7 @@ def domain_id():
 
 @pytest.fixture
 def ros_context(domain_id):
-    """An initialised ``rclpy`` context on a private domain, shut down after the test."""
+    """Yield an initialised ``rclpy`` context on a private domain; shut it down after."""
     import rclpy
     context = rclpy.context.Context()
     rclpy.init(context=context, domain_id=domain_id)

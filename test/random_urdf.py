@@ -53,7 +53,7 @@ def origins(draw):
 
 @st.composite
 def inertials(draw):
-    """An <inertial> element (or '' for a massless link) with a valid full inertia tensor."""
+    """Draw an <inertial> element (or '' for a massless link) with a valid full inertia tensor."""
     if draw(st.integers(0, 9)) == 0:
         return ''
     mass = draw(st.one_of(st.just(0.0), st.floats(0.01, 20.0)))
@@ -87,7 +87,7 @@ def _origin_xml(origin):
 
 @st.composite
 def random_chains(draw, min_joints=1, max_joints=9):
-    """A random chain URDF.
+    """Draw a random chain URDF.
 
     Returns:
         dict with ``xml`` (URDF text), ``tip`` (tip link name), ``joints`` (actuated joint
