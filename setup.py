@@ -27,7 +27,7 @@ setup(
         ],
         'sim': ['pin', 'matplotlib'],
         'test': ['pytest', 'pytest-timeout', 'hypothesis', 'pin', 'roboticstoolbox-python',
-                 'matplotlib', 'flake8', 'pydocstyle'],
+                 'matplotlib', 'flake8', 'pydocstyle', 'scipy', 'pyyaml'],
     },
     zip_safe=True,
     maintainer='ne_dynamics_ros developers',

@@ -76,6 +76,8 @@ from ne_dynamics_ros.trajectory import Trajectory, trajectory_from_points, Traje
 from ne_dynamics_ros.trajectory import TrajectoryPoint
 
 NODE_NAME = 'computed_torque_node'
+# A joint state stamped within this many seconds of receipt is taken to be on our clock.
+STAMP_TOLERANCE = 0.5
 
 #: QoS of ``joint_states``: what joint_state_broadcaster publishes with
 #: (``rclcpp::SystemDefaultsQoS``: reliable, volatile, keep last).
@@ -450,6 +452,19 @@ class ComputedTorqueNode(Node):
             self._stamp_origin_ns = ns
         return (ns - self._stamp_origin_ns) * 1e-9
 
+    def _sample_time(self, msg, now):
+        """Time (s) at which to sample the desired trajectory for a joint state.
+
+        The state's stamp when it is on this node's clock (within STAMP_TOLERANCE of
+        ``now``): the error e = q_d - q then compares positions of the same instant, also
+        under simulated time where /clock and /joint_states arrive separately.  Otherwise
+        (zero stamp, or a publisher on another clock) the time of receipt.
+        """
+        t = self._stamp_seconds(msg.header.stamp)
+        if t is None or abs(t - now) > STAMP_TOLERANCE:
+            return now
+        return t
+
     # ---- joint states -> control law -> effort ------------------------------------------------
 
     def _chain_index(self, names):
@@ -514,7 +529,7 @@ class ComputedTorqueNode(Node):
         q, qd = state
         if self.timed_out or self._rehold or self.trajectory is None:
             self._resume(q, now)
-        q_d, qd_d, qdd_d = self.trajectory.sample(now)
+        q_d, qd_d, qdd_d = self.trajectory.sample(self._sample_time(msg, now))
         try:
             tau = compute_effort(self.model, self.config, q, qd, q_d, qd_d, qdd_d)
         except (NonFiniteEffortError, StateError) as err:
