@@ -148,7 +148,7 @@ def _common_normal(p1, z1, p2, z2, foot_prev):
     if s > PARALLEL_TOL:
         w = p1 - p2
         b, d1, e = float(z1 @ z2), float(z1 @ w), float(z2 @ w)
-        den = 1.0 - b * b
+        den = s * s     # = 1 - b², without its cancellation for nearly parallel lines
         P = p1 + ((b * e - d1) / den) * z1
         Q = p2 + ((e - b * d1) / den) * z2
         # The common normal of non-parallel lines is along z1 × z2 whether they

@@ -116,6 +116,7 @@ class RobotModel:
             raise ModelError(f'coulomb_velocity must be a finite number > 0, '
                              f'got {coulomb_velocity!r}')
         self.coulomb_velocity = float(coulomb_velocity)
+        self._gravity_cache = (None, None)
 
     def __repr__(self):
         """Short description: name of chain ends, convention and joints."""
@@ -135,7 +136,7 @@ class RobotModel:
             want = f'({self.n},)' + (f' or (N, {self.n})' if allow_batch else '')
             raise StateError(f'{name} must have shape {want} for joints {self.joint_names}, '
                              f'got shape {arr.shape}')
-        if not np.all(np.isfinite(arr)):
+        if not np.isfinite(arr).all():
             raise StateError(f'{name} contains NaN or inf: {arr.tolist()}')
         return arr
 
@@ -150,10 +151,21 @@ class RobotModel:
 
     @staticmethod
     def _three(value, name):
-        arr = np.asarray(value, dtype=float) if value is not None else None
-        if arr is None or arr.shape != (3,) or not np.all(np.isfinite(arr)):
+        try:
+            values = [float(v) for v in value]
+        except (TypeError, ValueError):
+            values = []
+        if len(values) != 3 or not all(math.isfinite(v) for v in values):
             raise StateError(f'{name} must be a finite 3-vector, got {value!r}')
-        return arr
+        return np.array(values)
+
+    def _base_acceleration(self, gravity):
+        """v̇_0 = -g expressed in DH frame 0, as a 3-tuple (cached for a repeated g)."""
+        g = tuple(self._three(gravity, 'gravity').tolist())
+        if g != self._gravity_cache[0]:
+            R0 = self.base_transform[:3, :3]
+            self._gravity_cache = (g, tuple((-(R0.T @ np.array(g))).tolist()))
+        return self._gravity_cache[1]
 
     # ---- dynamics ---------------------------------------------------------------------------
 
@@ -188,8 +200,7 @@ class RobotModel:
 
     def _rigid_body(self, q, qd, qdd, gravity, f_tip):
         """Rigid-body RNEA on validated arrays (no armature)."""
-        R0 = self.base_transform[:3, :3]
-        base_acc = tuple((-(R0.T @ self._three(gravity, 'gravity'))).tolist())
+        base_acc = self._base_acceleration(gravity)
         f_end = n_end = (0.0, 0.0, 0.0)
         if f_tip is not None:
             w = np.asarray(f_tip, dtype=float)
@@ -204,8 +215,10 @@ class RobotModel:
         if q.ndim == 2 and q.shape[0] == 1:   # one state: the scalar path is faster
             return self._rigid_body(q[0], qd[0], qdd[0], gravity, f_tip)[None, :]
         if q.ndim == 1:
-            theta = (self._theta0 + np.where(self._prismatic, 0.0, q)).tolist()
-            d = (self._d0 + np.where(self._prismatic, q, 0.0)).tolist()
+            theta, d = [], []
+            for link, qi in zip(self.links, q.tolist()):
+                theta.append(link.theta if link.prismatic else link.theta + qi)
+                d.append(link.d + qi if link.prismatic else link.d)
             tau = self._recursion(self.links, [math.cos(t) for t in theta],
                                   [math.sin(t) for t in theta], d, qd.tolist(),
                                   qdd.tolist(), base_acc, f_end, n_end)

@@ -126,3 +126,20 @@ def test_prismatic_joint_moves_d(convention):
     assert model.convention is Convention(convention)
     assert fk_residual(model) < 1e-10
     assert np.isinf(model.lower_limits[0]) and model.upper_limits[1] == 0.5
+
+
+@pytest.mark.parametrize('tilt', [1e-12, 1e-9, 6e-8, 1e-5])
+@pytest.mark.parametrize('convention', ['dh', 'mdh'])
+def test_nearly_parallel_axes_stay_usable(tilt, convention):
+    """DH is ill-conditioned here (Hayati's objection); the model must still be sound."""
+    from random_urdf import PinocchioReference
+    joints = [('0 0 0', '0 0 0', '0 0 1'), ('0.4 0 0', f'0 {tilt} 0', '0 0 1'),
+              ('0.3 0.1 0', '0 0 0', '0 1 0')]
+    xml = _chain_xml(joints).replace('<link name="l2"/>', (
+        '<link name="l2"><inertial><mass value="2"/><origin xyz="0.1 0 0"/>'
+        '<inertia ixx="0.01" iyy="0.02" izz="0.02" ixy="0" ixz="0" iyz="0"/></inertial></link>'))
+    model = load_model(xml, tip_link='tip', convention=convention)
+    assert fk_residual(model) < 1e-7
+    ref = PinocchioReference(xml, model.joint_names, 'tip')
+    q, qd, qdd = np.array([[0.3, -0.7, 1.1], [0.5, 0.2, -0.4], [1.0, -2.0, 0.5]])
+    np.testing.assert_allclose(model.rnea(q, qd, qdd), ref.rnea(q, qd, qdd), atol=1e-6)
