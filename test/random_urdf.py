@@ -23,6 +23,8 @@ CONDITIONING = 1e-3
 def _snap_angle(angle):
     quarter = round(angle / (math.pi / 2)) * (math.pi / 2)
     return quarter if abs(angle - quarter) < CONDITIONING else angle
+
+
 AXES = [(1, 0, 0), (-1, 0, 0), (0, 1, 0), (0, -1, 0), (0, 0, 1), (0, 0, -1)]
 
 
