@@ -3,9 +3,9 @@
 
 For the PUMA 560 and the UR5e, prints per-call time of ``model.rnea`` (one state), batch
 time per state at N = 1, 100, 10 000, and the same work done by ``pinocchio.rnea`` called
-in a Python loop and by Robotics Toolbox ``rne`` (PUMA only: RTB's own DH model;
-UR5e: ``roboticstoolbox.models.DH.UR5``... is a different arm, so only the PUMA row has
-an RTB figure), with ratios.  Medians over repeats; wall-clock ``time.perf_counter``.
+in a Python loop and by Robotics Toolbox ``rne`` (PUMA 560 only: RTB ships that arm's
+published DH model, not the UR5e's), with ratios against Pinocchio.  Medians over
+repeats; wall-clock ``time.perf_counter``.
 
 Usage: python benchmarks/bench_rnea.py [--repeats R] [--quick]
 """
