@@ -165,3 +165,24 @@ def test_sasaki_profile_runs_through_the_loop_on_the_same_reference(tmp_path, do
     assert summary['profile'] == 'trapezoidal'
     assert summary['controller_vs_reference_max_diff_rad'] < 1e-9
     assert np.all(np.array(summary['max_abs_error_rad']) < 1e-3)
+
+
+def test_a_node_that_dies_mid_run_gives_exit_5_and_the_reason(tmp_path, domain_id, monkeypatch,
+                                                              capsys):
+    """The controller's callback raises after 20 joint states: the demo reports it, no hang."""
+    from ne_dynamics_ros import computed_torque_node, demo
+    original = computed_torque_node.ComputedTorqueNode._on_joint_state
+    calls = {'n': 0}
+
+    def failing(self, msg):
+        calls['n'] += 1
+        if calls['n'] > 20:
+            raise RuntimeError('simulated controller crash')
+        return original(self, msg)
+
+    monkeypatch.setattr(computed_torque_node.ComputedTorqueNode, '_on_joint_state', failing)
+    code = demo.main(['--duration', '0.5', '--settle', '0.2', '--output', str(tmp_path / 'o')])
+    err = capsys.readouterr().err
+    assert code == demo.EXIT_CRASH == 5
+    assert 'a node died while running: RuntimeError: simulated controller crash' in err
+    assert not (tmp_path / 'o' / 'summary.json').exists()
