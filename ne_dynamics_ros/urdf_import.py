@@ -252,24 +252,25 @@ def parse_urdf(urdf):
     return robot
 
 
+def _unique_names(root, tag):
+    """Names of the ``<tag>`` children of ``root``; each must exist and be unique."""
+    names = set()
+    for element in root.findall(tag):
+        name = element.get('name')
+        if not name:
+            raise URDFError(f'a <{tag}> element has no name')
+        if name in names:
+            raise URDFError(f'duplicate <{tag} name="{name}">')
+        names.add(name)
+    return names
+
+
 def _check_raw_elements(root):
     """Check what urdf_parser_py does not (it tolerates missing names and references)."""
-    links = set()
-    for link in root.findall('link'):
-        name = link.get('name')
-        if not name:
-            raise URDFError('a <link> element has no name')
-        if name in links:
-            raise URDFError(f'duplicate <link name="{name}">')
-        links.add(name)
-    joints = set()
+    links = _unique_names(root, 'link')
+    _unique_names(root, 'joint')
     for joint in root.findall('joint'):
         name = joint.get('name')
-        if not name:
-            raise URDFError('a <joint> element has no name')
-        if name in joints:
-            raise URDFError(f'duplicate <joint name="{name}">')
-        joints.add(name)
         for tag in ('parent', 'child'):
             el = joint.find(tag)
             if el is None or el.get('link') not in links:

@@ -157,3 +157,19 @@ def test_bad_gravity_and_wrench(ur5e):
         ur5e.rnea(z, z, z, f_tip=np.zeros(5))
     with pytest.raises(StateError, match='tau'):
         ur5e.forward_dynamics(z, z, [np.inf] * 6)
+
+
+@pytest.mark.parametrize('xml,match', [
+    ('<robot name="r"><link name="a"/><link name="a"/></robot>', 'duplicate <link name="a">'),
+    ('<robot name="r"><link/></robot>', 'a <link> element has no name'),
+    ('<robot name="r"><link name="a"/><link name="b"/>'
+     '<joint name="j" type="fixed"><parent link="a"/><child link="b"/></joint>'
+     '<joint name="j" type="fixed"><parent link="a"/><child link="b"/></joint></robot>',
+     'duplicate <joint name="j">'),
+    ('<robot name="r"><link name="a"/><link name="b"/>'
+     '<joint name="j"><parent link="a"/><child link="b"/></joint></robot>',
+     'joint "j" has no type'),
+])
+def test_duplicate_or_missing_names(xml, match):
+    with pytest.raises(URDFError, match=match):
+        load_model(xml)
