@@ -280,8 +280,8 @@ class RobotModel:
         Raises:
             StateError: bad arrays.
         """
-        s = self._states(q=q, qd=qd, tau=tau)
-        q, qd, tau = (self._vector(s[k], k, allow_batch=False) for k in ('q', 'qd', 'tau'))
+        q, qd, tau = (self._vector(value, name, allow_batch=False)
+                      for name, value in (('q', q), ('qd', qd), ('tau', tau)))
         bias = self.rnea(q, qd, np.zeros(self.n), gravity, f_tip)
         return np.linalg.solve(self.mass_matrix(q), tau - bias)
 
