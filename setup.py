@@ -38,11 +38,11 @@ setup(
     tests_require=['pytest'],
     entry_points={
         'console_scripts': [
-            'ne-dynamics = ne_dynamics_ros.cli:main',
-            'ne-dynamics-demo = ne_dynamics_ros.demo:main',
-            'computed_torque_node = ne_dynamics_ros.computed_torque_node:main',
-            'sim_arm_node = ne_dynamics_ros.sim_arm_node:main',
-            'trajectory_source = ne_dynamics_ros.trajectory_source_node:main',
+            'ne-dynamics = ne_dynamics_ros.tools.cli:main',
+            'ne-dynamics-demo = ne_dynamics_ros.tools.demo:main',
+            'computed_torque_node = ne_dynamics_ros.nodes.computed_torque_node:main',
+            'sim_arm_node = ne_dynamics_ros.nodes.sim_arm_node:main',
+            'trajectory_source = ne_dynamics_ros.nodes.trajectory_source_node:main',
         ],
     },
 )

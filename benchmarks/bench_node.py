@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Benchmark: latency of computed_torque_node from /joint_states to the effort command.
 
-Setup: the node runs in its own process (``python -m ne_dynamics_ros.computed_torque_node``,
+Setup: the node runs in its own process (``python -m ne_dynamics_ros.nodes.computed_torque_node``,
 PUMA 560 URDF + config/puma560.yaml, computed_torque mode), as it would be deployed. This
 benchmark process publishes ``sensor_msgs/JointState`` on ``/joint_states`` at ``--rate``
 Hz (default 1 kHz) for ``--duration`` s (default 30) from one thread, and receives
@@ -72,7 +72,7 @@ def serve_baseline():
     from sensor_msgs.msg import JointState
     from std_msgs.msg import Float64MultiArray
 
-    from ne_dynamics_ros.computed_torque_node import JOINT_STATE_QOS
+    from ne_dynamics_ros.nodes.computed_torque_node import JOINT_STATE_QOS
 
     rclpy.init()
     node = rclpy.create_node('computed_torque_node')
@@ -96,7 +96,7 @@ def start_node(args, env):
     if args.baseline:
         return subprocess.Popen([sys.executable, __file__, '--serve-baseline'], env=env,
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    cmd = [sys.executable, '-m', 'ne_dynamics_ros.computed_torque_node', '--ros-args',
+    cmd = [sys.executable, '-m', 'ne_dynamics_ros.nodes.computed_torque_node', '--ros-args',
            '--params-file', args.params_file, '-p', f'urdf_path:={args.urdf}',
            '-p', 'state_timeout:=5.0', '--log-level', 'warn']
     return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -113,7 +113,7 @@ def match_efforts(args, receipts, states, q_hold, window=2000):
     import yaml
 
     from ne_dynamics_ros import load_model
-    from ne_dynamics_ros.control_law import ControlLawConfig, ControlMode, compute_effort
+    from ne_dynamics_ros.control.laws import ControlLawConfig, ControlMode, compute_effort
 
     params = yaml.safe_load(pathlib.Path(args.params_file).read_text())[
         'computed_torque_node']['ros__parameters']
@@ -161,7 +161,7 @@ def run(args):
     from std_msgs.msg import Float64MultiArray
     from trajectory_msgs.msg import JointTrajectory
 
-    from ne_dynamics_ros.computed_torque_node import JOINT_STATE_QOS
+    from ne_dynamics_ros.nodes.computed_torque_node import JOINT_STATE_QOS
 
     node_proc = start_node(args, env)
     context = rclpy.context.Context()
@@ -263,7 +263,7 @@ def run(args):
     answered_at = match_efforts(args, receipts, [state_at(p) for p in phases], state_at(0.0)[0])
     replied = answered_at >= 0
     latency_us = (answered_at[replied] - sent[replied]) * 1e-3
-    setup = ('node in a separate process (python -m ne_dynamics_ros.computed_torque_node, '
+    setup = ('node in a separate process (python -m ne_dynamics_ros.nodes.computed_torque_node, '
              'PUMA 560, computed_torque)')
     if args.baseline:
         setup = 'BASELINE: minimal rclpy echo node in a separate process (no control law)'

@@ -1,14 +1,21 @@
 """ne_dynamics_ros: URDF -> DH/MDH models, recursive Newton–Euler dynamics, computed torque.
 
-The dynamics core (this package's top level) is pure Python + NumPy and imports no ROS:
+Layers (each imports only the ones before it; only ``nodes`` and ``tools`` import ROS):
+
+* :mod:`ne_dynamics_ros.dynamics`: URDF import, DH/MDH frames, the recursions,
+  :class:`RobotModel`;
+* :mod:`ne_dynamics_ros.control`: control laws, trajectories and profiles, the
+  :class:`~ne_dynamics_ros.control.controller.ComputedTorqueController`;
+* :mod:`ne_dynamics_ros.simulation`: the Pinocchio plant and an in-process closed loop;
+* :mod:`ne_dynamics_ros.nodes`: the ROS 2 nodes (message adapters only);
+* :mod:`ne_dynamics_ros.tools`: the ``ne-dynamics`` and ``ne-dynamics-demo`` commands.
 
 >>> from ne_dynamics_ros import load_model
 >>> model = load_model('config/ur5e.urdf', tip_link='tool0', convention='dh')
 >>> tau = model.rnea(q, qd, qdd)          # doctest: +SKIP
 """
-from .dh import Convention, DHRow, JointType
+from .dynamics import Convention, DHRow, fk_residual, JointType, load_model, RobotModel
 from .errors import InertiaError, ModelError, StateError, URDFError
-from .model import fk_residual, load_model, RobotModel
 
 __all__ = [
     'Convention', 'DHRow', 'JointType', 'InertiaError', 'ModelError', 'StateError',

@@ -8,7 +8,7 @@ from conftest import PUMA560_URDF, UR5E_URDF
 
 
 def run(*args):
-    return subprocess.run([sys.executable, '-m', 'ne_dynamics_ros.cli', *args],
+    return subprocess.run([sys.executable, '-m', 'ne_dynamics_ros.tools.cli', *args],
                           capture_output=True, text=True, timeout=60)
 
 

@@ -31,7 +31,7 @@ from test_control_law import PinocchioArm, urdf_joint_values
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 import yaml
 
-from ne_dynamics_ros.computed_torque_node import (
+from ne_dynamics_ros.nodes.computed_torque_node import (
     ComputedTorqueNode, JOINT_STATE_QOS, NodeConfigurationError)
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
@@ -129,11 +129,12 @@ class Harness:
         return self.efforts[-1], self.errors[key(s)], self.desired[key(s)]
 
     def send_trajectory(self, msg, accepted=True):
-        before = (id(self.node.trajectory), self.node.rejected_trajectories)
+        controller = self.node.controller
+        before = (id(controller.trajectory), controller.rejected_trajectories)
         self.trajectory_pub.publish(msg)
-        self.spin_until(lambda: (id(self.node.trajectory), self.node.rejected_trajectories)
+        self.spin_until(lambda: (id(controller.trajectory), controller.rejected_trajectories)
                         != before, what='the trajectory to be handled')
-        assert (self.node.rejected_trajectories == before[1]) == accepted
+        assert (controller.rejected_trajectories == before[1]) == accepted
 
     def set(self, **values):
         return self.node.set_parameters([Parameter(k, value=v) for k, v in values.items()])
@@ -351,11 +352,11 @@ def test_bad_trajectories_are_rejected_and_the_old_one_kept(make_harness):
     h = make_harness()
     h.exchange(PUMA_JOINTS, Q0, np.zeros(6))
     stream_set_point(h)
-    kept = h.node.trajectory
+    kept = h.node.controller.trajectory
     for name, msg in BAD_TRAJECTORIES.items():
         h.send_trajectory(msg, accepted=False)
-        assert h.node.trajectory is kept, name
-    assert h.node.rejected_trajectories == len(BAD_TRAJECTORIES)
+        assert h.node.controller.trajectory is kept, name
+    assert h.node.controller.rejected_trajectories == len(BAD_TRAJECTORIES)
     _, _, desired = h.exchange(PUMA_JOINTS, Q0, np.zeros(6))
     np.testing.assert_allclose(desired.points[0].positions, SET_Q)
 
@@ -387,7 +388,7 @@ def test_bad_joint_states_are_dropped(make_harness, puma_ref):
         bad = h.publish_state(names, q, qd, eff)
         tau, _, _ = h.exchange(PUMA_JOINTS, Q0, QD0)
         assert key(bad) not in h.errors, name
-        assert h.node.dropped_joint_states == i + 1, name
+        assert h.node.controller.dropped_joint_states == i + 1, name
         assert len(h.efforts) == n_efforts + i + 1, name   # one command per good state only
         _, want = expected_effort(puma_ref, 'computed_torque', Q0, QD0, Q0, 0 * Q0, 0 * Q0)
         np.testing.assert_allclose(tau, want, rtol=1e-9, atol=1e-9)
@@ -395,7 +396,7 @@ def test_bad_joint_states_are_dropped(make_harness, puma_ref):
     other = h.publish_state(['gripper'], [0.1], [0.0])
     h.exchange(PUMA_JOINTS, Q0, QD0)
     assert key(other) not in h.errors
-    assert h.node.dropped_joint_states == len(BAD_STATES)
+    assert h.node.controller.dropped_joint_states == len(BAD_STATES)
 
 
 def test_efforts_are_clamped_to_limits(make_harness, puma_ref):
@@ -472,7 +473,7 @@ def test_state_timeout_publishes_zero_effort_then_resumes(make_harness):
     t_last = time.monotonic()
     assert np.any(tau != 0.0)
     n = len(h.efforts)
-    h.spin_until(lambda: h.node.timed_out and len(h.efforts) > n, what='the timeout')
+    h.spin_until(lambda: h.node.controller.timed_out and len(h.efforts) > n, what='the timeout')
     waited = time.monotonic() - t_last
     assert 0.25 <= waited < 3.0, waited
     np.testing.assert_array_equal(h.efforts[-1], np.zeros(6))
@@ -485,7 +486,7 @@ def test_state_timeout_publishes_zero_effort_then_resumes(make_harness):
     # states return: resume, holding the position measured now (old set-point dropped)
     q_new = Q0 - 0.05
     tau, err, desired = h.exchange(PUMA_JOINTS, q_new, np.zeros(6))
-    assert not h.node.timed_out
+    assert not h.node.controller.timed_out
     np.testing.assert_allclose(desired.points[0].positions, q_new)
     np.testing.assert_allclose(err.position, 0.0, atol=1e-12)
 
@@ -500,7 +501,7 @@ def test_robot_description_topic(make_harness, ros_context, puma_ref):
         pub.publish(String(data=PUMA_URDF.read_text()))
         h = make_harness([Parameter('armature', value=PUMA_ARMATURE)])
         h.executor.add_node(publisher_node)
-        h.spin_until(lambda: h.node.model is not None, what='the model from the topic')
+        h.spin_until(lambda: h.node.controller is not None, what='the model from the topic')
         tau, _, _ = h.exchange(PUMA_JOINTS, Q0, QD0)
         _, want = expected_effort(puma_ref, 'computed_torque', Q0, QD0, Q0, 0 * Q0, 0 * Q0)
         np.testing.assert_allclose(tau, want, rtol=1e-9, atol=1e-9)
@@ -530,7 +531,7 @@ def _run_main(args, domain_id):
     env = dict(os.environ, ROS_DOMAIN_ID=str(domain_id), PYTHONUNBUFFERED='1',
                PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get('PYTHONPATH', '')]))
     return subprocess.Popen(
-        [sys.executable, '-m', 'ne_dynamics_ros.computed_torque_node', '--ros-args', *args],
+        [sys.executable, '-m', 'ne_dynamics_ros.nodes.computed_torque_node', '--ros-args', *args],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
@@ -584,16 +585,17 @@ def test_config_yaml_files_load_through_the_rcl_parser(ros_context, robot, urdf)
     node = ComputedTorqueNode(context=ros_context, cli_args=[
         '--ros-args', '--params-file', str(params_file), '-p', f'urdf_path:={urdf}'])
     try:
-        assert node.model is not None
-        assert node.config.mode.value == expected['mode']
-        np.testing.assert_array_equal(node.config.kp, expected['kp'])
-        np.testing.assert_array_equal(node.config.kd, expected['kd'])
-        np.testing.assert_array_equal(node.model.armature, expected.get('armature', 0.0))
+        assert node.controller is not None
+        assert node.controller.settings.mode.value == expected['mode']
+        np.testing.assert_array_equal(node.controller.settings.kp, expected['kp'])
+        np.testing.assert_array_equal(node.controller.settings.kd, expected['kd'])
+        model = node.controller.model
+        np.testing.assert_array_equal(model.armature, expected.get('armature', 0.0))
         if 'joints' in expected:
-            assert node._joints == expected['joints']
+            assert node.controller.joints == expected['joints']
         np.testing.assert_array_equal(
-            node.config.effort_limits,
-            urdf_joint_values(urdf, node.model.joint_names, 'limit', 'effort', math.inf))
+            node.controller.effort_limits,
+            urdf_joint_values(urdf, model.joint_names, 'limit', 'effort', math.inf))
     finally:
         node.destroy_node()
     if robot == 'puma560':
@@ -623,6 +625,6 @@ def test_find_resource_and_relative_urdf_path(ros_context, tmp_path, monkeypatch
     node = ComputedTorqueNode(context=ros_context, parameter_overrides=[
         Parameter('urdf_path', value='config/puma560.urdf')])
     try:
-        assert node.model.joint_names == PUMA_JOINTS
+        assert node.controller.model.joint_names == PUMA_JOINTS
     finally:
         node.destroy_node()

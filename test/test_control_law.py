@@ -1,4 +1,4 @@
-"""The control laws (ne_dynamics_ros.control_law) against Pinocchio on the same URDFs.
+"""The control laws (ne_dynamics_ros.control.laws) against Pinocchio on the same URDFs.
 
 Expected efforts come from ``pinocchio.rnea`` / ``crba`` / ``aba`` on a Pinocchio model
 built from the same URDF file with the same armature, never from our own RNEA. Effort
@@ -14,10 +14,10 @@ import pinocchio as pin
 import pytest
 
 from ne_dynamics_ros import load_model
-from ne_dynamics_ros.control_law import (
+from ne_dynamics_ros.control.laws import (
     check_effort_limits, check_gravity, clamp_effort, compute_effort, ControlLawConfig,
-    ControlMode, ControlParameterError, expand_gain, NonFiniteEffortError, parse_mode,
-    VelocityEstimator)
+    ControlMode, ControlParameterError, expand_gain, NonFiniteEffortError, parse_mode)
+from ne_dynamics_ros.control.velocity_estimator import VelocityEstimator
 from ne_dynamics_ros.errors import StateError
 
 CONFIG_DIR = pathlib.Path(__file__).resolve().parent.parent / 'config'

@@ -1,6 +1,6 @@
 """The closed loop end to end: trajectory source, the demo, Lee et al.'s PUMA experiment.
 
-The demo runs as a separate process (``python -m ne_dynamics_ros.demo``, what the
+The demo runs as a separate process (``python -m ne_dynamics_ros.tools.demo``, what the
 ``ne-dynamics-demo`` console script calls) on the test's private ROS_DOMAIN_ID.
 """
 import json
@@ -18,8 +18,8 @@ from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory
 
 from conftest import REPO_ROOT
-from ne_dynamics_ros.profiles import trapezoidal
-from ne_dynamics_ros.trajectory_source_node import TrajectorySourceNode
+from ne_dynamics_ros.control.profiles import trapezoidal
+from ne_dynamics_ros.nodes.trajectory_source_node import TrajectorySourceNode
 
 LEE_BOUND_RAD = 4.26e-4   # 001 section 5: one count of a 12-bit A/D converter
 
@@ -30,7 +30,7 @@ def run_demo(tmp_path, *options, timeout=180):
     tmp_path.mkdir(parents=True, exist_ok=True)
     output = tmp_path / 'out'
     result = subprocess.run(
-        [sys.executable, '-m', 'ne_dynamics_ros.demo', '--output', str(output), *options],
+        [sys.executable, '-m', 'ne_dynamics_ros.tools.demo', '--output', str(output), *options],
         capture_output=True, text=True, timeout=timeout, env=env, cwd=tmp_path)
     summary_path = output / 'summary.json'
     summary = json.loads(summary_path.read_text()) if summary_path.exists() else None
@@ -170,7 +170,8 @@ def test_sasaki_profile_runs_through_the_loop_on_the_same_reference(tmp_path, do
 def test_a_node_that_dies_mid_run_gives_exit_5_and_the_reason(tmp_path, domain_id, monkeypatch,
                                                               capsys):
     """The controller's callback raises after 20 joint states: the demo reports it, no hang."""
-    from ne_dynamics_ros import computed_torque_node, demo
+    from ne_dynamics_ros.nodes import computed_torque_node
+    from ne_dynamics_ros.tools import demo
     original = computed_torque_node.ComputedTorqueNode._on_joint_state
     calls = {'n': 0}
 

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from ne_dynamics_ros.profiles import evaluate, PROFILES, quintic, trapezoidal
+from ne_dynamics_ros.control.profiles import evaluate, PROFILES, quintic, trapezoidal
 
 START = np.array([np.pi / 2, 0.0, np.pi / 2, 0.0, 0.0, 0.0])
 GOAL = np.radians([45.0, 30.0, 0.0, 45.0, 60.0, 90.0])
@@ -99,7 +99,8 @@ def test_bad_arguments_are_refused():
 
 
 def test_trajectory_message_carries_the_profile():
-    from ne_dynamics_ros.trajectory_source_node import build_trajectory, sample_times
+    from ne_dynamics_ros.control.profiles import sample_times
+    from ne_dynamics_ros.nodes.trajectory_source_node import build_trajectory
     names = [f'joint_{i}' for i in range(1, 7)]
     msg = build_trajectory(names, START, GOAL, T, 'quintic', 0.01, start_time=0.5)
     assert msg.joint_names == names

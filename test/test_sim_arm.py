@@ -5,7 +5,7 @@ import pytest
 
 from conftest import PUMA560_URDF, UR5E_URDF
 from ne_dynamics_ros.errors import ModelError, StateError, URDFError
-from ne_dynamics_ros.sim_arm import SimulatedArm
+from ne_dynamics_ros.simulation.simulated_arm import SimulatedArm
 
 PUMA_ARMATURE = [0.784029968642, 2.324814845, 0.576873331938,
                  0.19079062612368, 0.170706291657, 0.194064505668]

@@ -14,8 +14,8 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from conftest import REPO_ROOT, UR5E_URDF
-from ne_dynamics_ros.sim_arm import SimulatedArm
-from ne_dynamics_ros.sim_arm_node import SimArmConfigError, SimArmNode
+from ne_dynamics_ros.simulation.simulated_arm import SimulatedArm
+from ne_dynamics_ros.nodes.sim_arm_node import SimArmConfigError, SimArmNode
 
 UR5E_JOINTS = ['shoulder_pan_joint', 'shoulder_lift_joint', 'elbow_joint',
                'wrist_1_joint', 'wrist_2_joint', 'wrist_3_joint']
@@ -182,7 +182,7 @@ def test_missing_urdf_exits_nonzero_with_a_message(domain_id):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [str(REPO_ROOT), os.environ.get('PYTHONPATH', '')]))
     result = subprocess.run(
-        [sys.executable, '-m', 'ne_dynamics_ros.sim_arm_node', '--ros-args',
+        [sys.executable, '-m', 'ne_dynamics_ros.nodes.sim_arm_node', '--ros-args',
          '-p', 'urdf_path:=/nonexistent/arm.urdf'],
         capture_output=True, text=True, timeout=60, env=env)
     assert result.returncode == 1

@@ -1,4 +1,4 @@
-"""Trajectory interpolation and validation (ne_dynamics_ros.trajectory).
+"""Trajectory interpolation and validation (ne_dynamics_ros.control.trajectory).
 
 References are independent of our formulas: ``numpy.interp`` for linear segments,
 ``scipy.interpolate.CubicHermiteSpline`` for cubic and ``scipy.interpolate.BPoly``
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from scipy.interpolate import BPoly, CubicHermiteSpline
 
-from ne_dynamics_ros.trajectory import (
+from ne_dynamics_ros.control.trajectory import (
     DesiredState, interpolate_segment, Trajectory, trajectory_from_points, TrajectoryError,
     TrajectoryPoint)
 

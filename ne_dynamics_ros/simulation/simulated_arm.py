@@ -2,7 +2,7 @@
 
 The plant is deliberately *not* our own dynamics code: it is built from the URDF by
 Pinocchio (``pin.buildModelFromXML``) and integrated with Pinocchio's articulated-body
-algorithm (``pin.aba``), so a closed loop through :mod:`ne_dynamics_ros.sim_arm_node`
+algorithm (``pin.aba``), so a closed loop through :mod:`ne_dynamics_ros.nodes.sim_arm_node`
 checks our Newton-Euler controller against an independent engine.
 
 Equation of motion integrated here (public joint order, URDF joint coordinates)::

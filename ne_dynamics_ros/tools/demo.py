@@ -9,16 +9,16 @@ error below 4.26e-4 rad, one count of a 12-bit A/D converter.
 
 What runs (one process, real rclpy over DDS, one single-threaded executor):
 
-* ``sim_arm_node`` (:mod:`ne_dynamics_ros.sim_arm_node`): the plant, Pinocchio ABA from
+* ``sim_arm_node`` (:mod:`ne_dynamics_ros.nodes.sim_arm_node`): the plant, Pinocchio ABA from
   the same URDF (+ armature, + an optional payload and friction the controller does not
   know about), in *lockstep*: it publishes the state at ``t_k``, applies the controller's
   answer to it over ``[t_k, t_k + 1/rate)`` and publishes ``t_(k+1)``. Simulated time is
   published on ``/clock`` and every other node runs with ``use_sim_time``. So the run is
   a sampled-data experiment with exactly one command per sample, like Lee et al.'s digital
   controller, and its result does not depend on the machine's speed or load.
-* ``computed_torque_node`` (:mod:`ne_dynamics_ros.computed_torque_node`), configured from
+* ``computed_torque_node`` (:mod:`ne_dynamics_ros.nodes.computed_torque_node`), configured from
   ``config/<robot>.yaml`` (armature) with ``kp``/``kd`` from the command line.
-* ``trajectory_source`` (:mod:`ne_dynamics_ros.trajectory_source_node`): the motion,
+* ``trajectory_source`` (:mod:`ne_dynamics_ros.nodes.trajectory_source_node`): the motion,
   stamped to start at ``--start-time`` of simulated time.
 * a recorder node subscribed to ``/joint_states`` (q), ``/effort_controller/commands``
   and ``/computed_torque_node/tracking_error`` (the controller's q_d - q and tau).
@@ -48,7 +48,7 @@ import time
 
 import numpy as np
 
-from ne_dynamics_ros.profiles import evaluate, PROFILES
+from ne_dynamics_ros.control.profiles import evaluate, PROFILES
 
 LEE_BOUND_RAD = 4.26e-4
 LEE_START_DEG = (90.0, 0.0, 90.0, 0.0, 0.0, 0.0)
@@ -179,7 +179,7 @@ class Setup:
         self.node_parameters = _read_node_parameters(self.params_file)
 
         from ne_dynamics_ros.errors import ModelError
-        from ne_dynamics_ros.sim_arm import SimulatedArm
+        from ne_dynamics_ros.simulation.simulated_arm import SimulatedArm
         try:
             probe = SimulatedArm(str(self.urdf_path))
         except ModelError as exc:
@@ -350,7 +350,7 @@ class Run:
         cli_args = (['--ros-args', '--params-file', str(setup.params_file)]
                     if setup.params_file else None)
         try:
-            from ne_dynamics_ros.computed_torque_node import ComputedTorqueNode
+            from ne_dynamics_ros.nodes.computed_torque_node import ComputedTorqueNode
             controller = ComputedTorqueNode(context=context, cli_args=cli_args,
                                             parameter_overrides=controller_overrides)
         except (Exception, SystemExit) as exc:  # its own configuration errors, or ImportError
@@ -360,7 +360,7 @@ class Run:
         executor.add_node(controller)
 
         if lockstep:
-            from ne_dynamics_ros.sim_arm_node import SimArmConfigError, SimArmNode
+            from ne_dynamics_ros.nodes.sim_arm_node import SimArmConfigError, SimArmNode
             sim_overrides = [
                 Parameter('urdf_path', value=str(setup.urdf_path)),
                 Parameter('joints', value=list(setup.joint_names)),
@@ -398,7 +398,7 @@ class Run:
         self.recorder = recorder
         self._check_no_cross_talk()
 
-        from ne_dynamics_ros.trajectory_source_node import TrajectorySourceNode
+        from ne_dynamics_ros.nodes.trajectory_source_node import TrajectorySourceNode
         source = TrajectorySourceNode(context=context, parameter_overrides=[
             Parameter('joint_names', value=list(setup.joint_names)),
             Parameter('start', value=setup.start.tolist()),

@@ -24,7 +24,7 @@ import defusedxml
 import defusedxml.ElementTree as SafeET
 import numpy as np
 
-from .errors import InertiaError, URDFError
+from ..errors import InertiaError, URDFError
 
 ACTUATED_TYPES = ('revolute', 'continuous', 'prismatic')
 

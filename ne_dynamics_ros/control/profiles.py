@@ -23,6 +23,8 @@ Up to and including ``t = 0`` a profile rests at ``start``; from ``t = T`` on it
 All functions are vectorised: ``t`` of shape ``(N,)`` gives arrays of shape ``(N, n)``
 for ``n`` joints; a scalar ``t`` gives ``(n,)``.
 """
+import math
+
 import numpy as np
 
 
@@ -110,3 +112,40 @@ def evaluate(profile, t, start, goal, duration):
         raise ValueError(f'unknown profile {profile!r}; choose one of {sorted(PROFILES)}') \
             from None
     return function(t, start, goal, duration)
+
+
+def sample_times(duration, sample_period):
+    """Return the times ``0, dt, 2 dt, ...`` up to and including ``duration`` (s).
+
+    A duration that is not a multiple of ``sample_period`` still ends exactly at it.
+
+    Raises:
+        ValueError: ``sample_period`` is not a finite time > 0.
+    """
+    if not (math.isfinite(sample_period) and sample_period > 0):
+        raise ValueError(f'sample_period must be > 0 s, got {sample_period}')
+    count = math.floor(duration / sample_period + 1e-9)
+    times = np.arange(count + 1) * sample_period
+    if duration - times[-1] > 1e-9:
+        times = np.append(times, duration)
+    return times
+
+
+def sample_profile(profile, start, goal, duration, sample_period=0.01):
+    """Sample a profile as trajectory waypoints every ``sample_period`` seconds.
+
+    Returns:
+        ``(times, q, qd, qdd)``: ``times`` (m,) in s from the start of the motion (from 0
+        up to and including ``duration``), and (m, n) positions (rad or m), velocities,
+        accelerations. Waypoints that carry all three are joined by quintic splines,
+        which reproduce a quintic profile exactly between them.
+
+    Raises:
+        ValueError: unknown profile, ``duration`` not > 0, mismatched ``start``/``goal``,
+            bad ``sample_period``.
+    """
+    if not (math.isfinite(duration) and duration > 0):
+        raise ValueError(f'duration must be > 0 s, got {duration}')
+    times = sample_times(duration, sample_period)
+    q, qd, qdd = evaluate(profile, times, start, goal, duration)
+    return times, q, qd, qdd

@@ -11,8 +11,8 @@ import sys
 
 import numpy as np
 
-from .errors import ModelError
-from .model import fk_residual, load_model
+from ne_dynamics_ros.errors import ModelError
+from ne_dynamics_ros.dynamics.model import fk_residual, load_model
 
 
 def _clean(value):

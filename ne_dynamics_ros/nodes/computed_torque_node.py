@@ -1,9 +1,10 @@
 """ROS 2 node ``computed_torque_node``: joint states + reference trajectory -> effort commands.
 
-The node only translates messages to arrays and back; the control law is in
-:mod:`ne_dynamics_ros.control_law` (001_ccc6fd40c72dea18.txt eqs 4.1, 4.4), the reference
-interpolation in :mod:`ne_dynamics_ros.trajectory`, the dynamics (RNEA) in
-:mod:`ne_dynamics_ros.model`.
+The node is an adapter: it declares and validates parameters, converts messages to arrays
+and back, publishes, logs (throttled) and shuts down cleanly. Every decision (the law,
+001_ccc6fd40c72dea18.txt eqs 4.1, 4.4; trajectory replacement and sampling; holding;
+velocity estimation; the state timeout; clamping and the NaN/inf guard) is made by
+:class:`ne_dynamics_ros.control.controller.ComputedTorqueController`, which imports no ROS.
 
 Topics (names relative to the node's namespace, so ``/joint_states`` etc. in the root
 namespace; remap as usual):
@@ -50,7 +51,6 @@ import math
 import signal
 import time
 
-import numpy as np
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 import rclpy
 from rclpy.clock import Clock, ClockType
@@ -65,19 +65,12 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from ne_dynamics_ros.control_law import (
-    check_cutoff, check_effort_limits, check_gravity, compute_effort, ControlLawConfig,
-    ControlMode, ControlParameterError, expand_gain, NonFiniteEffortError, parse_mode,
-    VelocityEstimator)
-from ne_dynamics_ros.errors import StateError
-from ne_dynamics_ros.model import load_model
+from ne_dynamics_ros.control.controller import (
+    ComputedTorqueController, ControllerSettings, DEFAULT_SETTINGS, NoCommand, SkipReason)
+from ne_dynamics_ros.control.trajectory import TrajectoryError, TrajectoryPoint
 from ne_dynamics_ros.resources import find_resource
-from ne_dynamics_ros.trajectory import Trajectory, trajectory_from_points, TrajectoryError
-from ne_dynamics_ros.trajectory import TrajectoryPoint
 
 NODE_NAME = 'computed_torque_node'
-# A joint state stamped within this many seconds of receipt is taken to be on our clock.
-STAMP_TOLERANCE = 0.5
 
 #: QoS of ``joint_states``: what joint_state_broadcaster publishes with
 #: (``rclcpp::SystemDefaultsQoS``: reliable, volatile, keep last).
@@ -91,19 +84,15 @@ ROBOT_DESCRIPTION_QOS = QoSProfile(history=QoSHistoryPolicy.KEEP_LAST, depth=1,
 
 _NO_PUBLISHER_EVENTS = PublisherEventCallbacks(use_default_callbacks=False)
 _NO_SUBSCRIPTION_EVENTS = SubscriptionEventCallbacks(use_default_callbacks=False)
-_NUMERIC_TYPES = (Parameter.Type.INTEGER, Parameter.Type.DOUBLE,
-                  Parameter.Type.INTEGER_ARRAY, Parameter.Type.DOUBLE_ARRAY)
-#: Parameters that can be changed while running (the others are read-only).
-RUNTIME_PARAMETERS = ('mode', 'kp', 'kd', 'friction_compensation', 'gravity',
-                      'state_timeout', 'velocity_filter_cutoff')
+#: Parameters that can be changed while running (the others are read-only); they are
+#: the controller's run-time settings.
+RUNTIME_PARAMETERS = tuple(DEFAULT_SETTINGS)
+_SKIP_WARNINGS = {SkipReason.INVALID_STATE: 'dropped a joint_states message: ',
+                  SkipReason.NO_VALID_EFFORT: 'no command for this joint state: '}
 
 
 class NodeConfigurationError(ValueError):
     """The node cannot start: bad or missing robot description or parameters."""
-
-
-class JointStateError(ValueError):
-    """A ``joint_states`` message cannot be used (the message says why)."""
 
 
 def _descriptor(description, read_only=False, dynamic_typing=False, constraints=''):
@@ -129,21 +118,21 @@ PARAMETERS = {
         'Frame convention of the Newton-Euler recursion: mdh (Craig) or dh (Luh-Walker-Paul, '
         '001 eqs 3.21-3.27). Both give the same torques.', read_only=True,
         constraints='one of: dh, mdh')),
-    'mode': (ControlMode.COMPUTED_TORQUE.value, _descriptor(
+    'mode': (DEFAULT_SETTINGS['mode'], _descriptor(
         'Control law: computed_torque (tau = RNEA(q, qd, qdd_d + kd*(qd_d - qd) + '
         'kp*(q_d - q)), 001 eqs 4.1, 4.4), feedforward (tau = RNEA(q_d, qd_d, qdd_d) + '
         'kp*e + kd*de) or gravity_compensation (tau = G(q)).',
         constraints='one of: computed_torque, feedforward, gravity_compensation')),
-    'kp': (100.0, _descriptor(
+    'kp': (DEFAULT_SETTINGS['kp'], _descriptor(
         'Position gain, one value or one per joint (chain order); 1/s^2 in computed_torque '
         'mode, N*m/rad (N/m) in feedforward mode.', dynamic_typing=True, constraints='>= 0')),
-    'kd': (20.0, _descriptor(
+    'kd': (DEFAULT_SETTINGS['kd'], _descriptor(
         'Velocity gain, one value or one per joint (chain order); 1/s in computed_torque '
         'mode, N*m*s/rad (N*s/m) in feedforward mode.', dynamic_typing=True,
         constraints='>= 0')),
-    'friction_compensation': (False, _descriptor(
+    'friction_compensation': (DEFAULT_SETTINGS['friction_compensation'], _descriptor(
         'Add the URDF <dynamics damping friction> torques to the command.')),
-    'gravity': ([0.0, 0.0, -9.81], _descriptor(
+    'gravity': (list(DEFAULT_SETTINGS['gravity']), _descriptor(
         'Gravity acceleration in the chain base frame, m/s^2.', dynamic_typing=True,
         constraints='3 finite numbers')),
     'effort_limits': (None, _descriptor(
@@ -158,10 +147,10 @@ PARAMETERS = {
         'Reflected rotor inertia per joint (chain order), kg*m^2 or kg, added as '
         'armature*qdd; unset = zero.', read_only=True, dynamic_typing=True,
         constraints='>= 0')),
-    'state_timeout': (0.1, _descriptor(
+    'state_timeout': (DEFAULT_SETTINGS['state_timeout'], _descriptor(
         'Seconds without a valid joint_states message after which the node stops '
         'commanding and publishes zero effort.', dynamic_typing=True, constraints='> 0')),
-    'velocity_filter_cutoff': (50.0, _descriptor(
+    'velocity_filter_cutoff': (DEFAULT_SETTINGS['velocity_filter_cutoff'], _descriptor(
         'Cut-off frequency (Hz) of the low-pass on finite-difference velocities, used when '
         'joint_states carries no velocity.', dynamic_typing=True, constraints='> 0')),
 }
@@ -187,35 +176,30 @@ class _ThrottledWarnings:
         self._state[key] = (now, 0)
 
 
-def _numeric(param, name):
-    """Return a parameter's numeric value; raise ControlParameterError if not numeric."""
-    if param.type_ not in _NUMERIC_TYPES:
-        raise ControlParameterError(
-            f'{name} must be a number or an array of numbers, got {param.value!r}')
+def _unset_to_none(param):
+    """Return a parameter's value; None if never set or set to an empty array."""
+    if param.type_ == Parameter.Type.NOT_SET:
+        return None
+    if param.type_.name.endswith('_ARRAY') and len(param.value) == 0:
+        return None
     return param.value
 
 
-def _scalar(param, name):
-    value = _numeric(param, name)
-    if param.type_ not in (Parameter.Type.INTEGER, Parameter.Type.DOUBLE):
-        raise ControlParameterError(f'{name} must be a single number, got {value!r}')
-    return float(value)
+def _nanoseconds(msg_time):
+    """Convert a builtin_interfaces Time to integer nanoseconds."""
+    return msg_time.sec * 1_000_000_000 + msg_time.nanosec
 
 
-def _is_unset(param):
-    """Return True for a parameter never set, or set to an empty array."""
-    if param.type_ == Parameter.Type.NOT_SET:
-        return True
-    return param.type_.name.endswith('_ARRAY') and len(param.value) == 0
-
-
-def _seconds(msg_time):
-    """Convert a builtin_interfaces Time/Duration to float seconds."""
-    return msg_time.sec + 1e-9 * msg_time.nanosec
+def _seconds(msg_duration):
+    """Convert a builtin_interfaces Duration to float seconds."""
+    return msg_duration.sec + 1e-9 * msg_duration.nanosec
 
 
 class ComputedTorqueNode(Node):
     """Computed-torque controller node; see the module docstring for topics and timeout.
+
+    ``controller`` is the :class:`ComputedTorqueController` (None until the robot
+    description has arrived).
 
     Raises:
         NodeConfigurationError: from the constructor when the robot description given by
@@ -224,7 +208,7 @@ class ComputedTorqueNode(Node):
     """
 
     def __init__(self, node_name=NODE_NAME, **kwargs):
-        """Declare parameters, build the model (if given by parameter) and the endpoints.
+        """Declare parameters, build the controller (if the URDF is given) and the endpoints.
 
         ``kwargs`` go to :class:`rclpy.node.Node` (``context``, ``parameter_overrides``,
         ``namespace``, ``cli_args``...).
@@ -233,9 +217,8 @@ class ComputedTorqueNode(Node):
         try:
             for name, (default, descriptor) in PARAMETERS.items():
                 self.declare_parameter(name, default, descriptor)
-            # Runtime parameters are checked now even if the model comes later (topic).
-            self._config_from(None, None, {k: self.get_parameter_or(k)
-                                           for k in RUNTIME_PARAMETERS})
+            # Run-time parameters are checked now even if the model comes later (topic).
+            ControllerSettings.from_values(self._runtime_values())
         except (ParameterException, ValueError) as err:
             self.get_logger().error(f'invalid parameter: {err}')
             self.destroy_node()
@@ -243,21 +226,7 @@ class ComputedTorqueNode(Node):
 
         self._warnings = _ThrottledWarnings(self.get_logger())
         self._steady = Clock(clock_type=ClockType.STEADY_TIME)
-        self._epoch_ns = self.get_clock().now().nanoseconds
-        self.model = None
-        self.config = None
-        self.trajectory = None
-        self.dropped_joint_states = 0
-        self.rejected_trajectories = 0
-        self.timed_out = False
-        self._joints = []
-        self._command_index = None
-        self._name_cache = (None, None)
-        self._velocity_estimator = None
-        self._last_valid_state = None
-        self._rehold = False
-        self._stamp_origin_ns = None
-
+        self.controller = None
         self._effort_pub = self.create_publisher(
             Float64MultiArray, 'effort_controller/commands', 10)
         # No QoS-event handlers on the diagnostic endpoints: each one is polled by the
@@ -295,6 +264,12 @@ class ComputedTorqueNode(Node):
 
     # ---- configuration ----------------------------------------------------------------------
 
+    def _runtime_values(self, changes=()):
+        """Run-time parameter values by name, with the ``Parameter`` list ``changes`` applied."""
+        values = {name: self.get_parameter_or(name).value for name in RUNTIME_PARAMETERS}
+        values.update((p.name, p.value) for p in changes if p.name in values)
+        return values
+
     def _description_from_parameters(self):
         """URDF XML text from robot_description / urdf_path, or None if both are empty."""
         xml = self.get_parameter('robot_description').value
@@ -317,109 +292,57 @@ class ComputedTorqueNode(Node):
             raise NodeConfigurationError(f'cannot read urdf_path {path!r}: {err}') from err
 
     def _build(self, urdf_xml):
-        """Build model and control configuration; raise NodeConfigurationError if invalid."""
+        """Build the controller from the URDF and the parameters.
+
+        Raises:
+            NodeConfigurationError: the URDF or a parameter is unusable.
+        """
         p = {name: self.get_parameter_or(name) for name in PARAMETERS}
         try:
-            convention = p['convention'].value
-            if convention not in ('dh', 'mdh'):
-                raise ControlParameterError(f'convention {convention!r} is not dh or mdh')
-            armature = None
-            if not _is_unset(p['armature']):
-                armature = np.asarray(_numeric(p['armature'], 'armature'), dtype=float)
-            model = load_model(urdf_xml, base_link=p['base_link'].value or None,
-                               tip_link=p['tip_link'].value or None,
-                               convention=convention, armature=armature)
-            if _is_unset(p['joints']):
-                joints = list(model.joint_names)
-            else:
-                joints = list(p['joints'].value)
-                if (p['joints'].type_ != Parameter.Type.STRING_ARRAY
-                        or sorted(joints) != sorted(model.joint_names)):
-                    raise ControlParameterError(
-                        f'joints {joints} must list each chain joint {model.joint_names} '
-                        'exactly once')
-            if _is_unset(p['effort_limits']):
-                limits = model.effort_limits.copy()
-            else:
-                limits = check_effort_limits(_numeric(p['effort_limits'], 'effort_limits'),
-                                             model.n)
-            config = self._config_from(model.n, limits, {k: p[k] for k in RUNTIME_PARAMETERS})
+            controller = ComputedTorqueController.from_urdf(
+                urdf_xml, base_link=p['base_link'].value or None,
+                tip_link=p['tip_link'].value or None, convention=p['convention'].value,
+                armature=_unset_to_none(p['armature']), settings=self._runtime_values(),
+                joints=_unset_to_none(p['joints']),
+                effort_limits=_unset_to_none(p['effort_limits']))
         except ValueError as err:
             # ModelError/URDFError/StateError and ControlParameterError are ValueErrors.
             raise NodeConfigurationError(f'cannot build the robot model: {err}') from err
-        self.model = model
-        self.config = config
-        self._joints = joints
-        self._command_index = np.array([model.joint_names.index(j) for j in joints])
-        self._velocity_estimator = VelocityEstimator(
-            model.n, self.get_parameter('velocity_filter_cutoff').value)
+        self.controller = controller
+        model = controller.model
         for note in model.warnings:
             self.get_logger().warning(f'URDF import: {note}')
         self.get_logger().info(
             f'model {model.base_link} -> {model.tip_link}, {model.n} joints {model.joint_names}, '
-            f'{convention}; mode {config.mode.value}, effort limits {limits.tolist()}')
-
-    def _config_from(self, n, effort_limits, values):
-        """Build the ControlLawConfig from runtime parameter values (name -> Parameter).
-
-        ``n`` None (no model yet) checks everything except the number of gains.
-        """
-        mode = values['mode']
-        if mode.type_ != Parameter.Type.STRING:
-            raise ControlParameterError(f'mode must be a string, got {mode.value!r}')
-        friction = values['friction_compensation']
-        if friction.type_ != Parameter.Type.BOOL:
-            raise ControlParameterError(
-                f'friction_compensation must be true or false, got {friction.value!r}')
-        timeout = _scalar(values['state_timeout'], 'state_timeout')
-        if not (math.isfinite(timeout) and timeout > 0.0):
-            raise ControlParameterError(f'state_timeout must be > 0 s, got {timeout}')
-        check_cutoff(_scalar(values['velocity_filter_cutoff'], 'velocity_filter_cutoff'))
-        kp, kd = _numeric(values['kp'], 'kp'), _numeric(values['kd'], 'kd')
-        return ControlLawConfig(
-            mode=parse_mode(mode.value),
-            kp=expand_gain(kp, n or np.size(kp), 'kp'),
-            kd=expand_gain(kd, n or np.size(kd), 'kd'),
-            gravity=check_gravity(_numeric(values['gravity'], 'gravity')),
-            effort_limits=effort_limits,
-            friction_compensation=friction.value)
+            f'{model.convention.value}; mode {controller.settings.mode.value}, effort limits '
+            f'{controller.effort_limits.tolist()}')
 
     def _validate_parameters(self, params):
-        """On-set callback: refuse invalid runtime values with a reason."""
-        values = {name: self.get_parameter_or(name) for name in RUNTIME_PARAMETERS}
-        for param in params:
-            if param.name in values:
-                values[param.name] = param
+        """On-set callback: refuse invalid run-time values with a reason."""
+        values = self._runtime_values(params)
         try:
-            if self.model is not None:
-                self._config_from(self.model.n, self.config.effort_limits, values)
+            if self.controller is not None:
+                self.controller.validate(**values)
             else:
-                self._config_from(None, None, values)
+                ControllerSettings.from_values(values)
         except ValueError as err:
             return SetParametersResult(successful=False, reason=str(err))
         return SetParametersResult(successful=True)
 
     def _apply_parameters(self, params):
-        """Post-set callback: rebuild the control configuration from the new values."""
+        """Post-set callback: hand the new run-time values to the controller."""
         names = {p.name for p in params}
-        if self.model is not None and names & set(RUNTIME_PARAMETERS):
-            old_mode = self.config.mode
-            values = {name: self.get_parameter(name) for name in RUNTIME_PARAMETERS}
-            self.config = self._config_from(self.model.n, self.config.effort_limits, values)
-            if old_mode is ControlMode.GRAVITY_COMPENSATION and self.config.mode is not old_mode:
-                # The arm may have been moved by hand: track from where it is now.
-                self._rehold = True
-            if 'velocity_filter_cutoff' in names:
-                self._velocity_estimator = VelocityEstimator(
-                    self.model.n, self.get_parameter('velocity_filter_cutoff').value)
+        if self.controller is not None and names & set(RUNTIME_PARAMETERS):
+            changed = {k: v for k, v in self._runtime_values().items() if k in names}
+            settings = self.controller.reconfigure(**changed)
             self.get_logger().info(
-                f'parameters {sorted(names)} set: mode {self.config.mode.value}, '
-                f'kp {self.config.kp.tolist()}, kd {self.config.kd.tolist()}')
+                f'parameters {sorted(names)} set: mode {settings.mode.value}, '
+                f'kp {settings.kp.tolist()}, kd {settings.kd.tolist()}')
         if 'state_timeout' in names:
             self._start_watchdog()
 
     def _on_robot_description(self, msg):
-        if self.model is not None:
+        if self.controller is not None:
             return
         try:
             self._build(msg.data)
@@ -428,162 +351,51 @@ class ComputedTorqueNode(Node):
             return
         self.destroy_subscription(self._description_sub)
 
-    # ---- time -------------------------------------------------------------------------------
-
-    def _now(self):
-        """ROS time (s) relative to the node's start (keeps float precision)."""
-        return (self.get_clock().now().nanoseconds - self._epoch_ns) * 1e-9
-
-    def _stamp_seconds(self, stamp):
-        """Convert a message stamp to the relative time axis; None for a zero stamp."""
-        ns = stamp.sec * 1_000_000_000 + stamp.nanosec
-        return None if ns == 0 else (ns - self._epoch_ns) * 1e-9
-
-    def _measurement_time(self, msg, now):
-        """Time (s) a joint state was measured: its stamp, or ``now`` if the stamp is zero.
-
-        Stamps are counted from the first stamp seen, so that float seconds keep
-        sub-microsecond resolution whatever clock the publisher stamps with.
-        """
-        ns = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
-        if ns == 0:
-            return now
-        if self._stamp_origin_ns is None:
-            self._stamp_origin_ns = ns
-        return (ns - self._stamp_origin_ns) * 1e-9
-
-    def _sample_time(self, msg, now):
-        """Time (s) at which to sample the desired trajectory for a joint state.
-
-        The state's stamp when it is on this node's clock (within STAMP_TOLERANCE of
-        ``now``): the error e = q_d - q then compares positions of the same instant, also
-        under simulated time where /clock and /joint_states arrive separately.  Otherwise
-        (zero stamp, or a publisher on another clock) the time of receipt.
-        """
-        t = self._stamp_seconds(msg.header.stamp)
-        if t is None or abs(t - now) > STAMP_TOLERANCE:
-            return now
-        return t
-
-    # ---- joint states -> control law -> effort ------------------------------------------------
-
-    def _chain_index(self, names):
-        """Return the indices into ``names`` of the chain joints (cached per name list)."""
-        key = tuple(names)
-        if self._name_cache[0] == key:
-            return self._name_cache[1]
-        position = {}
-        for i, name in enumerate(names):
-            if name in position:
-                raise JointStateError(f'joint {name!r} appears twice')
-            position[name] = i
-        chain = self.model.joint_names
-        if not any(name in position for name in chain):
-            index = None
-        else:
-            missing = [name for name in chain if name not in position]
-            if missing:
-                raise JointStateError(f'joints {missing} missing')
-            index = np.array([position[name] for name in chain])
-        self._name_cache = (key, index)
-        return index
-
-    def _state_from_message(self, msg, now):
-        """(q, qd) in chain order from a JointState; None if it has none of our joints.
-
-        Raises:
-            JointStateError: missing joints, mismatched lengths, NaN/inf.
-        """
-        k = len(msg.name)
-        for field in ('position', 'velocity', 'effort'):
-            size = len(getattr(msg, field))
-            if field == 'position' and size != k or size not in (0, k):
-                raise JointStateError(f'{field} has {size} values for {k} names')
-        index = self._chain_index(msg.name)
-        if index is None:
-            return None
-        q = np.asarray(msg.position, dtype=float)[index]
-        if not np.all(np.isfinite(q)):
-            raise JointStateError(f'position contains NaN or inf: {q.tolist()}')
-        if len(msg.velocity):
-            qd = np.asarray(msg.velocity, dtype=float)[index]
-            # All NaN: joint_state_broadcaster's filler for a missing velocity interface.
-            if not np.all(np.isnan(qd)):
-                if not np.all(np.isfinite(qd)):
-                    raise JointStateError(f'velocity contains NaN or inf: {qd.tolist()}')
-                return q, qd
-        return q, self._velocity_estimator.update(q, self._measurement_time(msg, now))
+    # ---- joint states -> controller -> effort ---------------------------------------------
 
     def _on_joint_state(self, msg):
-        if self.model is None:
+        controller = self.controller
+        if controller is None:
             return
-        now = self._now()
-        try:
-            state = self._state_from_message(msg, now)
-        except JointStateError as err:
-            self.dropped_joint_states += 1
-            self._warnings.warn('joint_states', f'dropped a joint_states message: {err}')
+        out = controller.update(
+            self.get_clock().now().nanoseconds, msg.name, msg.position, msg.velocity,
+            msg.effort, stamp_ns=_nanoseconds(msg.header.stamp), steady_ns=time.monotonic_ns())
+        if isinstance(out, NoCommand):
+            if out.reason is not SkipReason.NOT_CONTROLLED:
+                self._warnings.warn(out.reason.value, _SKIP_WARNINGS[out.reason] + out.message)
             return
-        if state is None:
-            return
-        q, qd = state
-        if self.timed_out or self._rehold or self.trajectory is None:
-            self._resume(q, now)
-        q_d, qd_d, qdd_d = self.trajectory.sample(self._sample_time(msg, now))
-        try:
-            tau = compute_effort(self.model, self.config, q, qd, q_d, qd_d, qdd_d)
-        except (NonFiniteEffortError, StateError) as err:
-            self.dropped_joint_states += 1
-            self._warnings.warn('effort', f'no command for this joint state: {err}')
-            return
-        self._last_valid_state = time.monotonic_ns()
-        order = self._command_index
-        tau_cmd = tau[order].tolist()
-        self._effort_pub.publish(Float64MultiArray(data=tau_cmd))
-        # The diagnostics cost a DDS write each (~0.1 ms): only when someone listens.
-        if self._tracking_error_pub.get_subscription_count():
-            error = JointState(header=msg.header, name=self._joints)
-            error.position = (q_d - q)[order].tolist()
-            error.velocity = (qd_d - qd)[order].tolist()
-            error.effort = tau_cmd
-            self._tracking_error_pub.publish(error)
-        if self._desired_pub.get_subscription_count():
-            desired = JointTrajectory(header=msg.header, joint_names=self._joints)
-            desired.points = [JointTrajectoryPoint(
-                positions=q_d[order].tolist(), velocities=qd_d[order].tolist(),
-                accelerations=qdd_d[order].tolist())]
-            self._desired_pub.publish(desired)
-
-    def _resume(self, q, now):
-        """Start (or restart after a timeout / mode change) by holding the measured q."""
-        if self.timed_out:
+        if out.resumed:
             self.get_logger().info('valid joint_states again: resuming, holding the current '
                                    'position (the previous trajectory is discarded)')
-        self.timed_out = False
-        self._rehold = False
-        self.trajectory = Trajectory.hold(q, now)
-
-    # ---- trajectories -----------------------------------------------------------------------
+        tau = out.effort.tolist()
+        self._effort_pub.publish(Float64MultiArray(data=tau))
+        # The diagnostics cost a DDS write each (~0.1 ms): only when someone listens.
+        if self._tracking_error_pub.get_subscription_count():
+            self._tracking_error_pub.publish(JointState(
+                header=msg.header, name=controller.joints,
+                position=out.position_error.tolist(), velocity=out.velocity_error.tolist(),
+                effort=tau))
+        if self._desired_pub.get_subscription_count():
+            desired = JointTrajectory(header=msg.header, joint_names=controller.joints)
+            desired.points = [JointTrajectoryPoint(
+                positions=out.desired.q.tolist(), velocities=out.desired.qd.tolist(),
+                accelerations=out.desired.qdd.tolist())]
+            self._desired_pub.publish(desired)
 
     def _on_trajectory(self, msg):
-        if self.model is None or self.trajectory is None or self.timed_out:
-            self.rejected_trajectories += 1
-            self._warnings.warn('trajectory', 'rejected a trajectory: no valid joint_states '
-                                'yet (the reference starts from the measured position)')
+        if self.controller is None:
+            self._warnings.warn('trajectory', 'rejected a trajectory: no robot model yet')
             return
-        now = self._now()
         points = [TrajectoryPoint(_seconds(p.time_from_start), p.positions, p.velocities,
                                   p.accelerations) for p in msg.points]
         try:
-            trajectory = trajectory_from_points(
-                msg.joint_names, points, self.model.joint_names,
-                self._stamp_seconds(msg.header.stamp), now, self.trajectory.sample(now))
+            trajectory = self.controller.set_trajectory(
+                msg.joint_names, points, _nanoseconds(msg.header.stamp),
+                self.get_clock().now().nanoseconds)
         except TrajectoryError as err:
-            self.rejected_trajectories += 1
             self._warnings.warn('trajectory', f'rejected a trajectory, keeping the previous '
                                 f'one: {err}')
             return
-        self.trajectory = trajectory
         log = self.get_logger().debug if len(points) == 1 else self.get_logger().info
         log(f'new trajectory: {len(points)} points, {trajectory.times[-1]:.3f} s')
 
@@ -598,23 +410,23 @@ class ComputedTorqueNode(Node):
                                            clock=self._steady)
 
     def _check_state_timeout(self):
-        if self._last_valid_state is None:
+        if self.controller is None:
             return
-        timeout = float(self.get_parameter('state_timeout').value)
-        silence = (time.monotonic_ns() - self._last_valid_state) * 1e-9
-        if silence <= timeout:
+        timeout = self.controller.check_timeout(time.monotonic_ns())
+        if timeout is None:
             return
-        if not self.timed_out:
-            self.timed_out = True
+        if timeout.started:
             self.get_logger().error(
-                f'no valid joint_states for {silence:.3f} s (state_timeout {timeout} s): '
-                'stopped commanding, publishing zero effort until states return')
-        self.publish_zero_effort()
+                f'no valid joint_states for {timeout.silence:.3f} s (state_timeout '
+                f'{self.controller.settings.state_timeout} s): stopped commanding, publishing '
+                'zero effort until states return')
+        self._effort_pub.publish(Float64MultiArray(data=timeout.effort.tolist()))
 
     def publish_zero_effort(self):
         """Publish an all-zero effort command (no-op before the model exists)."""
-        if self.model is not None:
-            self._effort_pub.publish(Float64MultiArray(data=[0.0] * self.model.n))
+        if self.controller is not None:
+            self._effort_pub.publish(
+                Float64MultiArray(data=self.controller.zero_effort().tolist()))
 
 
 def main(args=None):

@@ -4,8 +4,9 @@ It stands in for the robot plus ``ros2_control`` (``joint_state_broadcaster`` an
 ``effort_controllers/JointGroupEffortController`` named ``effort_controller``): it takes
 ``std_msgs/Float64MultiArray`` efforts on ``/effort_controller/commands`` (ordered by the
 ``joints`` parameter), holds each one constant (zero-order hold), integrates the arm's
-forward dynamics with Pinocchio's ABA (:class:`ne_dynamics_ros.sim_arm.SimulatedArm`,
-RK4 at ``integration_rate``), and publishes ``sensor_msgs/JointState`` (name, position,
+forward dynamics with Pinocchio's ABA
+(:class:`ne_dynamics_ros.simulation.simulated_arm.SimulatedArm`, RK4 at
+``integration_rate``), and publishes ``sensor_msgs/JointState`` (name, position,
 velocity, effort = the effort being applied) on ``/joint_states`` at ``publish_rate``.
 
 How simulated time advances
@@ -57,7 +58,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from ne_dynamics_ros.errors import ModelError
-from ne_dynamics_ros.sim_arm import DEFAULT_GRAVITY, SimulatedArm
+from ne_dynamics_ros.simulation.simulated_arm import DEFAULT_GRAVITY, SimulatedArm
 
 MAX_PUBLISH_RATE = 1000.0
 COMMAND_TOPIC = '/effort_controller/commands'

@@ -39,7 +39,7 @@ import math
 
 import numpy as np
 
-from .errors import ModelError
+from ..errors import ModelError
 
 PARALLEL_TOL = 1e-9
 DISTANCE_TOL = 1e-10
@@ -181,7 +181,7 @@ def dh_frames(chain, convention):
     """Place the DH frames of ``chain`` (see the module docstring for every choice).
 
     Args:
-        chain: :class:`~ne_dynamics_ros.urdf_import.Chain`.
+        chain: :class:`~ne_dynamics_ros.dynamics.urdf_import.Chain`.
         convention: :class:`Convention`.
 
     Returns:

@@ -10,7 +10,7 @@ import math
 import numpy as np
 
 from .dh import Convention, dh_frames, JointType, link_transform
-from .errors import ModelError, StateError
+from ..errors import ModelError, StateError
 from .rnea import LinkDynamics, rnea_dh, rnea_mdh
 from .urdf_import import build_chain, parse_urdf
 
@@ -25,7 +25,7 @@ def load_model(urdf, base_link=None, tip_link=None, convention='mdh', armature=N
         urdf: URDF XML text or a path to a URDF file.
         base_link: first link of the chain (fixed base); default the URDF root link.
         tip_link: last link; default the single end of the movable tree (see
-            :func:`ne_dynamics_ros.urdf_import.build_chain`).
+            :func:`ne_dynamics_ros.dynamics.urdf_import.build_chain`).
         convention: ``'mdh'`` (Craig's modified DH, recursion of 000) or ``'dh'``
             (standard DH, Luh–Walker–Paul recursion of 001 eqs 3.21–3.27).
         armature: None or (n,) reflected rotor inertia per actuated joint, G²·J_m
@@ -38,8 +38,8 @@ def load_model(urdf, base_link=None, tip_link=None, convention='mdh', armature=N
         RobotModel.
 
     Raises:
-        URDFError, InertiaError: see :func:`ne_dynamics_ros.urdf_import.parse_urdf` and
-            :func:`~ne_dynamics_ros.urdf_import.build_chain`.
+        URDFError, InertiaError: see :func:`ne_dynamics_ros.dynamics.urdf_import.parse_urdf` and
+            :func:`~ne_dynamics_ros.dynamics.urdf_import.build_chain`.
         ModelError: bad ``convention``, ``armature`` or ``coulomb_velocity``.
     """
     convention = Convention.parse(convention)
@@ -55,23 +55,23 @@ class RobotModel:
     Attributes:
         joint_names: list of the n actuated URDF joints, base to tip.
         n: number of actuated joints.
-        convention: :class:`~ne_dynamics_ros.dh.Convention`.
+        convention: :class:`~ne_dynamics_ros.dynamics.dh.Convention`.
         base_link, tip_link: URDF link names of the chain ends.
         base_transform: (4, 4) pose of DH frame 0 in the base link frame.
         tool_transform: (4, 4) pose of the tip link in DH frame n.
-        joint_types: list of :class:`~ne_dynamics_ros.dh.JointType`.
+        joint_types: list of :class:`~ne_dynamics_ros.dynamics.dh.JointType`.
         lower_limits, upper_limits: (n,) rad or m (-inf/inf when absent or continuous).
         effort_limits: (n,) N·m or N (inf when absent or zero in the URDF).
         velocity_limits: (n,) rad/s or m/s (inf when absent).
         damping: (n,) viscous coefficients from URDF ``<dynamics damping>``.
         friction: (n,) Coulomb levels from URDF ``<dynamics friction>``.
         armature: (n,) reflected rotor inertias (kg·m² or kg).
-        links: tuple of :class:`~ne_dynamics_ros.rnea.LinkDynamics` in DH frames.
+        links: tuple of :class:`~ne_dynamics_ros.dynamics.rnea.LinkDynamics` in DH frames.
         warnings: notes from the URDF import (e.g. side joints lumped at zero).
     """
 
     def __init__(self, chain, convention, armature=None, coulomb_velocity=0.01):
-        """Build from a :class:`~ne_dynamics_ros.urdf_import.Chain`; see :func:`load_model`."""
+        """Build from a :class:`~ne_dynamics_ros.dynamics.urdf_import.Chain` (see load_model)."""
         self._chain = chain
         self.convention = Convention.parse(convention)
         self.joint_names = [j.name for j in chain.joints]
@@ -307,7 +307,7 @@ class RobotModel:
     # ---- kinematics and tables ----------------------------------------------------------
 
     def dh_table(self):
-        """Return the DH (or MDH) table, one :class:`~ne_dynamics_ros.dh.DHRow` per joint.
+        """Return the DH (or MDH) table, one :class:`~ne_dynamics_ros.dynamics.dh.DHRow` per joint.
 
         Lengths in m, angles in rad.  For MDH rows ``a`` and ``alpha`` are a[i-1],
         alpha[i-1].  ``theta`` and ``d`` are offsets: the joint adds q to ``theta``

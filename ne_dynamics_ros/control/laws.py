@@ -35,7 +35,6 @@ Finally every command is checked finite and clamped to ``[-effort_limit, effort_
 """
 import enum
 from dataclasses import dataclass
-import math
 
 import numpy as np
 
@@ -209,57 +208,3 @@ def compute_effort(model, config: ControlLawConfig, q, qd, q_d, qd_d, qdd_d):
         if config.friction_compensation:
             tau = tau + model.friction_torques(friction_velocity)
     return clamp_effort(tau, config.effort_limits)
-
-
-def check_cutoff(value) -> float:
-    """Validate a filter cut-off frequency in Hz (> 0, inf allowed).
-
-    Raises:
-        ControlParameterError: NaN or <= 0.
-    """
-    value = float(value)
-    if math.isnan(value) or value <= 0.0:
-        raise ControlParameterError(f'velocity_filter_cutoff must be > 0 Hz, got {value}')
-    return value
-
-
-class VelocityEstimator:
-    """Joint velocities from positions: finite differences through a first-order low-pass.
-
-    Used when ``/joint_states`` carries no velocities. For samples ``q_k`` at times
-    ``t_k``: ``v_k = (q_k - q_{k-1}) / (t_k - t_{k-1})`` and
-    ``qd_k = qd_{k-1} + a (v_k - qd_{k-1})`` with ``a = dt / (dt + 1 / (2 pi f_c))``
-    (discretised RC filter, cut-off ``f_c`` in Hz; ``f_c = inf`` gives raw differences).
-    The first sample gives zero velocity. A sample whose time does not advance leaves the
-    estimate unchanged; a jump back in time restarts the estimator.
-    """
-
-    def __init__(self, n: int, cutoff_hz: float = 50.0):
-        """Create an estimator for ``n`` joints with cut-off frequency ``cutoff_hz`` (Hz > 0)."""
-        self.n = n
-        self.cutoff_hz = check_cutoff(cutoff_hz)
-        self.reset()
-
-    def reset(self):
-        """Forget the history: the next sample gives zero velocity."""
-        self._q = None
-        self._t = None
-        self._qd = np.zeros(self.n)
-
-    def update(self, q, t: float) -> np.ndarray:
-        """Feed positions ``q`` (n,) measured at time ``t`` (s); return the (n,) estimate."""
-        q = np.array(q, dtype=float)
-        if self._q is None or t < self._t:
-            self._q, self._t, self._qd = q, t, np.zeros(self.n)
-            return self._qd.copy()
-        dt = t - self._t
-        if dt <= 0.0:
-            return self._qd.copy()
-        raw = (q - self._q) / dt
-        if math.isinf(self.cutoff_hz):
-            alpha = 1.0
-        else:
-            alpha = dt / (dt + 1.0 / (2.0 * math.pi * self.cutoff_hz))
-        self._qd = self._qd + alpha * (raw - self._qd)
-        self._q, self._t = q, t
-        return self._qd.copy()

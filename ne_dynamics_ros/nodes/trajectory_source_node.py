@@ -1,6 +1,6 @@
 r"""``trajectory_source``: publish one point-to-point joint trajectory for the controller.
 
-Samples a profile of :mod:`ne_dynamics_ros.profiles` (``quintic`` or Sasaki's
+Samples a profile of :mod:`ne_dynamics_ros.control.profiles` (``quintic`` or Sasaki's
 ``trapezoidal``, 002 section 4) from ``start`` to ``goal`` over ``duration`` every
 ``sample_period`` seconds (and at the end), and publishes it once as a
 ``trajectory_msgs/JointTrajectory`` whose points carry positions, velocities and
@@ -21,7 +21,6 @@ Example::
     ros2 run ne_dynamics_ros trajectory_source --ros-args \\
         -p goal:="[0.785, 0.524, 0.0, 0.785, 1.047, 1.571]" -p duration:=3.0
 """
-import math
 import sys
 import time
 
@@ -37,7 +36,7 @@ from rclpy.time import Time
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from ne_dynamics_ros.profiles import evaluate, PROFILES
+from ne_dynamics_ros.control.profiles import PROFILES, sample_profile
 
 DEFAULT_TOPIC = '/computed_torque_node/joint_trajectory'
 TRAJECTORY_QOS = QoSProfile(depth=1, reliability=QoSReliabilityPolicy.RELIABLE,
@@ -46,17 +45,6 @@ TRAJECTORY_QOS = QoSProfile(depth=1, reliability=QoSReliabilityPolicy.RELIABLE,
 
 class TrajectorySourceError(ValueError):
     """The trajectory source's parameters cannot make a trajectory."""
-
-
-def sample_times(duration, sample_period):
-    """Return the times ``0, dt, 2 dt, ...`` up to and including ``duration`` (s)."""
-    if not (math.isfinite(sample_period) and sample_period > 0):
-        raise TrajectorySourceError(f'sample_period must be > 0 s, got {sample_period}')
-    count = math.floor(duration / sample_period + 1e-9)
-    times = np.arange(count + 1) * sample_period
-    if duration - times[-1] > 1e-9:
-        times = np.append(times, duration)
-    return times
 
 
 def build_trajectory(joint_names, start, goal, duration, profile='quintic',
@@ -71,12 +59,10 @@ def build_trajectory(joint_names, start, goal, duration, profile='quintic',
         raise TrajectorySourceError(
             f'{len(joint_names)} joint names, {start.size} start values and {goal.size} goal '
             'values: they must match')
-    if profile not in PROFILES:
-        raise TrajectorySourceError(f'unknown profile {profile!r}; choose {sorted(PROFILES)}')
-    if not (math.isfinite(duration) and duration > 0):
-        raise TrajectorySourceError(f'duration must be > 0 s, got {duration}')
-    times = sample_times(duration, sample_period)
-    q, qd, qdd = evaluate(profile, times, start, goal, duration)
+    try:
+        times, q, qd, qdd = sample_profile(profile, start, goal, duration, sample_period)
+    except ValueError as err:
+        raise TrajectorySourceError(str(err)) from None
     msg = JointTrajectory()
     msg.header.stamp = Time(nanoseconds=round(start_time * 1e9)).to_msg()
     msg.joint_names = list(joint_names)

@@ -1,0 +1,18 @@
+"""Joint-space control: laws, references, and the controller that decides.
+
+Pure Python + NumPy (no ROS import); imports only :mod:`ne_dynamics_ros.dynamics`.
+
+* :mod:`.laws`: computed torque (``001_*`` eqs 4.1, 4.4), feedforward + PD, gravity
+  compensation, effort clamping;
+* :mod:`.trajectory`: trajectories validated and interpolated like
+  joint_trajectory_controller;
+* :mod:`.profiles`: quintic and Sasaki's trapezoidal point-to-point profiles (``002_*`` §4);
+* :mod:`.velocity_estimator`: filtered finite differences for states without velocities;
+* :mod:`.controller`: :class:`ComputedTorqueController`, every decision of the node.
+"""
+from .controller import (Command, ComputedTorqueController, ControllerSettings, NoCommand,
+                         SkipReason, Timeout)
+from .laws import ControlMode
+
+__all__ = ['Command', 'ComputedTorqueController', 'ControllerSettings', 'ControlMode',
+           'NoCommand', 'SkipReason', 'Timeout']

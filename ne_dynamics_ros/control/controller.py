@@ -1,0 +1,531 @@
+"""The computed-torque controller: every decision of ``computed_torque_node``, without ROS.
+
+Pure module (no rclpy, no message types). It follows ros2_control's controllers
+(``controller_interface``): the object is configured once with a model and settings,
+can be reconfigured at run time, and its hot path is one call, :meth:`update`, which
+takes one measured joint state and answers with the effort command (or with the reason
+why it does not command). The ROS node around it (:mod:`ne_dynamics_ros.nodes.
+computed_torque_node`) only declares parameters, converts messages to arrays and back,
+publishes and logs.
+
+What it decides
+---------------
+* **The law** (:mod:`ne_dynamics_ros.control.laws`): computed torque (Lee, Chung, Mudge &
+  Turney, ``001_ccc6fd40c72dea18.txt`` eqs 4.1, 4.4), feedforward + PD, or gravity
+  compensation; optional friction compensation; every effort checked finite and clamped
+  to its limit, in the command order :attr:`joints`.
+* **The reference**: a :class:`~ne_dynamics_ros.control.trajectory.Trajectory`, replaced
+  as a whole by :meth:`set_trajectory` (a rejected one leaves the previous one in place),
+  sampled at the state's stamp when that stamp is on the controller's clock (within
+  :data:`STAMP_TOLERANCE_NS` of ``now``), else at ``now``.
+* **Holding**: before the first trajectory, after a state timeout, and when leaving
+  gravity compensation, the reference becomes "hold the position measured now".
+* **Velocity estimation**: a state without velocities (or with all-NaN velocities, as
+  ``joint_state_broadcaster`` sends for a missing interface) gets filtered finite
+  differences of its positions (:class:`~ne_dynamics_ros.control.velocity_estimator.
+  VelocityEstimator`), timed by the state's stamps.
+* **State timeout**: :meth:`check_timeout` reports when no valid state has arrived for
+  ``state_timeout`` seconds of the *steady* clock; the command is then all zeros, for the
+  reason given in the node's documentation (an effort controller keeps applying its last
+  command forever; zero effort adds no energy). Trajectories are refused meanwhile, and
+  the next valid state resumes by holding the position measured then.
+
+Times are integer nanoseconds, as ``builtin_interfaces/Time`` carries them: ``now_ns`` on
+the controller's (ROS) clock, which may be simulated time; ``stamp_ns`` the state's
+``header.stamp`` (0: none); ``steady_ns`` a monotonic clock for the timeout, which keeps
+running while simulated time stands still. Internally times are float seconds from the
+first ``now_ns`` seen, so they keep sub-microsecond resolution whatever the epoch.
+
+Units: q in rad (m for prismatic joints), qd in rad/s, qdd in rad/s^2, efforts in N*m (N).
+"""
+import array
+import enum
+import math
+from dataclasses import dataclass
+from typing import Mapping, NamedTuple, Optional, Sequence, Union
+
+import numpy as np
+
+from ne_dynamics_ros.control.laws import (
+    check_effort_limits, check_gravity, compute_effort, ControlLawConfig, ControlMode,
+    ControlParameterError, expand_gain, NonFiniteEffortError, parse_mode)
+from ne_dynamics_ros.control.trajectory import (
+    DesiredState, Trajectory, trajectory_from_points, TrajectoryError, TrajectoryPoint)
+from ne_dynamics_ros.control.velocity_estimator import check_cutoff, VelocityEstimator
+from ne_dynamics_ros.dynamics.model import load_model
+from ne_dynamics_ros.errors import StateError
+
+#: A state stamped within this many nanoseconds of ``now`` is taken to be on our clock.
+STAMP_TOLERANCE_NS = 500_000_000
+
+#: The settings that can change while running, with their defaults.
+DEFAULT_SETTINGS = {
+    'mode': ControlMode.COMPUTED_TORQUE.value,
+    'kp': 100.0,
+    'kd': 20.0,
+    'friction_compensation': False,
+    'gravity': (0.0, 0.0, -9.81),
+    'state_timeout': 0.1,
+    'velocity_filter_cutoff': 50.0,
+}
+
+
+class JointStateError(ValueError):
+    """A measured joint state cannot be used (the message says why)."""
+
+
+_SEQUENCES = (list, tuple, np.ndarray, array.array)
+
+
+def _numbers(value, name) -> np.ndarray:
+    """Return a number or sequence of numbers as a 1-D float array (no booleans, no text)."""
+    items = value if isinstance(value, _SEQUENCES) else [value]
+    if any(isinstance(v, (bool, np.bool_, str, bytes)) for v in items):
+        raise ControlParameterError(
+            f'{name} must be a number or an array of numbers, got {value!r}')
+    try:
+        return np.atleast_1d(np.asarray(value, dtype=float)).reshape(-1)
+    except (TypeError, ValueError):
+        raise ControlParameterError(
+            f'{name} must be a number or an array of numbers, got {value!r}') from None
+
+
+def _scalar(value, name) -> float:
+    values = _numbers(value, name)
+    if isinstance(value, _SEQUENCES) or values.size != 1:
+        raise ControlParameterError(f'{name} must be a single number, got {value!r}')
+    return float(values[0])
+
+
+@dataclass(frozen=True)
+class ControllerSettings:
+    """The run-time settings of :class:`ComputedTorqueController`, validated.
+
+    Attributes:
+        mode: the control law (:class:`~ne_dynamics_ros.control.laws.ControlMode`).
+        kp: (n,) position gains, 1/s^2 in computed_torque mode, N*m/rad in feedforward.
+        kd: (n,) velocity gains, 1/s in computed_torque mode, N*m*s/rad in feedforward.
+        gravity: (3,) gravity acceleration in the chain's base frame, m/s^2.
+        friction_compensation: add the URDF damping/Coulomb friction torques.
+        state_timeout: s of the steady clock without a valid state before zero effort.
+        velocity_filter_cutoff: Hz, low-pass of finite-difference velocities (inf: none).
+    """
+
+    mode: ControlMode
+    kp: np.ndarray
+    kd: np.ndarray
+    gravity: np.ndarray
+    friction_compensation: bool
+    state_timeout: float
+    velocity_filter_cutoff: float
+
+    @classmethod
+    def from_values(cls, values: Mapping, n: Optional[int] = None) -> 'ControllerSettings':
+        """Validate plain values (names as in :data:`DEFAULT_SETTINGS`; absent = default).
+
+        ``n`` is the number of joints; ``None`` (no model yet) checks everything except
+        the number of gains.
+
+        Raises:
+            ControlParameterError: an unknown name, a wrong type, or a value out of range;
+                the message names the setting.
+        """
+        unknown = sorted(set(values) - set(DEFAULT_SETTINGS))
+        if unknown:
+            raise ControlParameterError(f'unknown controller settings {unknown}')
+        v = dict(DEFAULT_SETTINGS, **values)
+        if not isinstance(v['mode'], str):
+            raise ControlParameterError(f'mode must be a string, got {v["mode"]!r}')
+        if not isinstance(v['friction_compensation'], (bool, np.bool_)):
+            raise ControlParameterError(
+                f'friction_compensation must be true or false, got {v["friction_compensation"]!r}')
+        timeout = _scalar(v['state_timeout'], 'state_timeout')
+        if not (math.isfinite(timeout) and timeout > 0.0):
+            raise ControlParameterError(f'state_timeout must be > 0 s, got {timeout}')
+        cutoff = check_cutoff(_scalar(v['velocity_filter_cutoff'], 'velocity_filter_cutoff'))
+        kp, kd = _numbers(v['kp'], 'kp'), _numbers(v['kd'], 'kd')
+        return cls(mode=parse_mode(v['mode']),
+                   kp=expand_gain(kp, n or kp.size, 'kp'),
+                   kd=expand_gain(kd, n or kd.size, 'kd'),
+                   gravity=check_gravity(_numbers(v['gravity'], 'gravity')),
+                   friction_compensation=bool(v['friction_compensation']),
+                   state_timeout=timeout, velocity_filter_cutoff=cutoff)
+
+    def as_values(self) -> dict:
+        """Return the settings as plain values, the inverse of :meth:`from_values`."""
+        return {'mode': self.mode.value, 'kp': self.kp.tolist(), 'kd': self.kd.tolist(),
+                'friction_compensation': self.friction_compensation,
+                'gravity': self.gravity.tolist(), 'state_timeout': self.state_timeout,
+                'velocity_filter_cutoff': self.velocity_filter_cutoff}
+
+
+class Command(NamedTuple):
+    """What :meth:`ComputedTorqueController.update` answers a valid state with.
+
+    Every array is (n,) in the command order :attr:`ComputedTorqueController.joints`.
+
+    Attributes:
+        effort: the command, N*m (N); finite and within the effort limits.
+        desired: the reference ``(q, qd, qdd)`` sampled for this state.
+        position_error: ``q_d - q``, rad (m).
+        velocity_error: ``qd_d - qd``, rad/s (m/s).
+        resumed: True when this state ended a state timeout (the reference now holds the
+            position it measured; the previous trajectory was discarded).
+    """
+
+    effort: np.ndarray
+    desired: DesiredState
+    position_error: np.ndarray
+    velocity_error: np.ndarray
+    resumed: bool = False
+
+
+class SkipReason(str, enum.Enum):
+    """Why a joint state got no command."""
+
+    #: The state names none of the controlled joints (e.g. a gripper): ignore it.
+    NOT_CONTROLLED = 'not_controlled'
+    #: The state is malformed (lengths, NaN/inf, missing or duplicated joints): dropped.
+    INVALID_STATE = 'invalid_state'
+    #: The law produced NaN/inf, or the model refused the state: dropped.
+    NO_VALID_EFFORT = 'no_valid_effort'
+
+
+class NoCommand(NamedTuple):
+    """:meth:`ComputedTorqueController.update`'s answer when it does not command.
+
+    ``reason`` classifies it; ``message`` says what was wrong, for a (throttled) warning.
+    Only ``NOT_CONTROLLED`` is normal; the other reasons count as dropped states.
+    """
+
+    reason: SkipReason
+    message: str
+
+
+class Timeout(NamedTuple):
+    """:meth:`ComputedTorqueController.check_timeout`'s answer while the state timeout lasts.
+
+    Attributes:
+        effort: (n,) zeros, the command to publish (again) now.
+        silence: seconds (steady clock) since the last valid state.
+        started: True on the first report of this timeout (log it once).
+    """
+
+    effort: np.ndarray
+    silence: float
+    started: bool
+
+
+class ComputedTorqueController:
+    """Computed-torque / feedforward / gravity-compensation controller for one serial chain.
+
+    Args:
+        model: a :class:`~ne_dynamics_ros.dynamics.model.RobotModel` (its armature is part
+            of the law's model).
+        settings: run-time settings: a :class:`ControllerSettings`, or a mapping of plain
+            values (see :data:`DEFAULT_SETTINGS`; absent names take the defaults).
+        joints: the command order, e.g. the effort controller's ``joints``; must list each
+            chain joint exactly once. ``None``: chain order.
+        effort_limits: (n,) symmetric limits in chain order, N*m (N), ``inf`` allowed;
+            ``None``: the URDF ``<limit effort>`` values.
+
+    Raises:
+        ControlParameterError: invalid settings, joints or limits (the message names which).
+
+    The controller is not thread-safe: call it from one thread (the node's executor).
+    """
+
+    def __init__(self, model, settings: Union[ControllerSettings, Mapping, None] = None,
+                 joints: Optional[Sequence[str]] = None, effort_limits=None):
+        self.model = model
+        n = model.n
+        if joints is None:
+            joints = list(model.joint_names)
+        else:
+            joints = list(joints)
+            if (not all(isinstance(j, str) for j in joints)
+                    or sorted(joints) != sorted(model.joint_names)):
+                raise ControlParameterError(
+                    f'joints {joints} must list each chain joint {model.joint_names} '
+                    'exactly once')
+        if effort_limits is None:
+            limits = np.array(model.effort_limits, dtype=float)
+        else:
+            limits = check_effort_limits(_numbers(effort_limits, 'effort_limits'), n)
+        self.joints = joints
+        self.effort_limits = limits
+        self._command_index = np.array([model.joint_names.index(j) for j in joints])
+        if not isinstance(settings, ControllerSettings):
+            settings = ControllerSettings.from_values(settings or {}, n)
+        elif settings.kp.size != n or settings.kd.size != n:
+            settings = ControllerSettings.from_values(settings.as_values(), n)
+        self._apply(settings)
+        self._velocity_estimator = VelocityEstimator(n, settings.velocity_filter_cutoff)
+        self.trajectory: Optional[Trajectory] = None
+        self.timed_out = False
+        self.dropped_joint_states = 0
+        self.rejected_trajectories = 0
+        self._rehold = False
+        self._epoch_ns = None
+        self._stamp_origin_ns = None
+        self._last_valid_steady_ns = None
+        self._name_cache = (None, None)
+
+    @classmethod
+    def from_urdf(cls, urdf, base_link=None, tip_link=None, convention='mdh', armature=None,
+                  settings=None, joints=None, effort_limits=None):
+        """Load the model with :func:`~ne_dynamics_ros.dynamics.model.load_model`, then build.
+
+        Args:
+            urdf: URDF XML text or a file path.
+            base_link, tip_link, convention, armature: as for ``load_model``.
+            settings, joints, effort_limits: as for the constructor.
+
+        Raises:
+            ne_dynamics_ros.errors.ModelError: the URDF or the armature is unusable.
+            ControlParameterError: invalid settings, joints or limits.
+        """
+        if convention not in ('dh', 'mdh'):
+            raise ControlParameterError(f'convention {convention!r} is not dh or mdh')
+        if armature is not None:
+            armature = _numbers(armature, 'armature')
+        model = load_model(urdf, base_link=base_link, tip_link=tip_link,
+                           convention=convention, armature=armature)
+        return cls(model, settings, joints=joints, effort_limits=effort_limits)
+
+    # ---- configuration ------------------------------------------------------------------
+
+    @property
+    def n(self) -> int:
+        """Number of controlled joints."""
+        return self.model.n
+
+    def _apply(self, settings: ControllerSettings):
+        self.settings = settings
+        self.law = ControlLawConfig(
+            mode=settings.mode, kp=settings.kp, kd=settings.kd, gravity=settings.gravity,
+            effort_limits=self.effort_limits,
+            friction_compensation=settings.friction_compensation)
+
+    def validate(self, **values) -> ControllerSettings:
+        """Check changed settings against the current ones without applying them.
+
+        Raises:
+            ControlParameterError: as :meth:`ControllerSettings.from_values`.
+        """
+        return ControllerSettings.from_values(dict(self.settings.as_values(), **values),
+                                              self.n)
+
+    def reconfigure(self, **values) -> ControllerSettings:
+        """Change run-time settings (all or nothing) and return the new settings.
+
+        Leaving gravity compensation makes the next state hold the position measured then
+        (the arm may have been moved by hand); a new ``velocity_filter_cutoff`` restarts
+        the velocity estimator.
+
+        Raises:
+            ControlParameterError: nothing is changed.
+        """
+        settings = self.validate(**values)
+        old_mode = self.settings.mode
+        self._apply(settings)
+        if old_mode is ControlMode.GRAVITY_COMPENSATION and settings.mode is not old_mode:
+            self._rehold = True
+        if 'velocity_filter_cutoff' in values:
+            self._velocity_estimator = VelocityEstimator(self.n, settings.velocity_filter_cutoff)
+        return settings
+
+    # ---- time -----------------------------------------------------------------------------
+
+    def _seconds(self, now_ns: int) -> float:
+        """``now_ns`` as float seconds from the first ``now_ns`` seen."""
+        if self._epoch_ns is None:
+            self._epoch_ns = now_ns
+        return (now_ns - self._epoch_ns) * 1e-9
+
+    def _sample_time(self, stamp_ns: int, now_ns: int, now: float) -> float:
+        """Return the stamp when it is on our clock (within STAMP_TOLERANCE_NS of now), else now.
+
+        Sampling at the stamp compares q_d and q of the same instant, also under
+        simulated time, where /clock and /joint_states arrive separately.
+        """
+        if stamp_ns == 0 or abs(stamp_ns - now_ns) > STAMP_TOLERANCE_NS:
+            return now
+        return (stamp_ns - self._epoch_ns) * 1e-9
+
+    def _measurement_time(self, stamp_ns: int, now: float) -> float:
+        """Time (s) a state was measured, for velocity estimation: its stamp, else ``now``.
+
+        Stamps count from the first stamp seen, so float seconds keep sub-microsecond
+        resolution whatever clock the publisher stamps with.
+        """
+        if stamp_ns == 0:
+            return now
+        if self._stamp_origin_ns is None:
+            self._stamp_origin_ns = stamp_ns
+        return (stamp_ns - self._stamp_origin_ns) * 1e-9
+
+    # ---- joint states -> law -> effort --------------------------------------------------
+
+    def _chain_index(self, names):
+        """Return the indices into ``names`` of the chain joints; None if it has none of them."""
+        key = tuple(names)
+        if self._name_cache[0] == key:
+            return self._name_cache[1]
+        position = {}
+        for i, name in enumerate(names):
+            if name in position:
+                raise JointStateError(f'joint {name!r} appears twice')
+            position[name] = i
+        chain = self.model.joint_names
+        if not any(name in position for name in chain):
+            index = None
+        else:
+            missing = [name for name in chain if name not in position]
+            if missing:
+                raise JointStateError(f'joints {missing} missing')
+            index = np.array([position[name] for name in chain])
+        self._name_cache = (key, index)
+        return index
+
+    def _measured_state(self, names, positions, velocities, efforts, stamp_ns, now):
+        """(q, qd) in chain order; None if the state names none of our joints.
+
+        Raises:
+            JointStateError: mismatched lengths, missing or duplicated joints, NaN/inf.
+        """
+        k = len(names)
+        for field, values in (('position', positions), ('velocity', velocities),
+                              ('effort', efforts)):
+            size = len(values)
+            if field == 'position' and size != k or size not in (0, k):
+                raise JointStateError(f'{field} has {size} values for {k} names')
+        index = self._chain_index(names)
+        if index is None:
+            return None
+        q = np.asarray(positions, dtype=float)[index]
+        if not np.all(np.isfinite(q)):
+            raise JointStateError(f'position contains NaN or inf: {q.tolist()}')
+        if len(velocities):
+            qd = np.asarray(velocities, dtype=float)[index]
+            # All NaN: joint_state_broadcaster's filler for a missing velocity interface.
+            if not np.all(np.isnan(qd)):
+                if not np.all(np.isfinite(qd)):
+                    raise JointStateError(f'velocity contains NaN or inf: {qd.tolist()}')
+                return q, qd
+        return q, self._velocity_estimator.update(q, self._measurement_time(stamp_ns, now))
+
+    def update(self, now_ns: int, joint_names: Sequence[str], positions: Sequence[float],
+               velocities: Sequence[float] = (), efforts: Sequence[float] = (),
+               stamp_ns: int = 0, steady_ns: Optional[int] = None
+               ) -> Union[Command, NoCommand]:
+        """Answer one measured joint state: the hot path, once per ``/joint_states``.
+
+        Args:
+            now_ns: the controller's clock now, ns (ROS time; simulated time under
+                ``use_sim_time``).
+            joint_names: (k,) names of the measured joints, any order; joints that are not
+                controlled are ignored.
+            positions: (k,) rad (m). velocities: (k,) rad/s (m/s), or empty / all NaN to
+                have them estimated. efforts: (k,) or empty; only checked for length.
+            stamp_ns: the state's ``header.stamp``, ns; 0 = unstamped.
+            steady_ns: a monotonic clock now, ns, for the state timeout; default
+                ``now_ns``.
+
+        Returns:
+            :class:`Command` (publish it) or :class:`NoCommand` (publish nothing; warn
+            unless the reason is ``NOT_CONTROLLED``).
+        """
+        now = self._seconds(now_ns)
+        try:
+            state = self._measured_state(joint_names, positions, velocities, efforts,
+                                         stamp_ns, now)
+        except JointStateError as err:
+            self.dropped_joint_states += 1
+            return NoCommand(SkipReason.INVALID_STATE, str(err))
+        if state is None:
+            return NoCommand(SkipReason.NOT_CONTROLLED,
+                             f'none of the controlled joints {self.model.joint_names}')
+        q, qd = state
+        resumed = self.timed_out
+        if self.timed_out or self._rehold or self.trajectory is None:
+            self._hold(q, now)
+        q_d, qd_d, qdd_d = self.trajectory.sample(self._sample_time(stamp_ns, now_ns, now))
+        try:
+            tau = compute_effort(self.model, self.law, q, qd, q_d, qd_d, qdd_d)
+        except (NonFiniteEffortError, StateError) as err:
+            self.dropped_joint_states += 1
+            return NoCommand(SkipReason.NO_VALID_EFFORT, str(err))
+        self._last_valid_steady_ns = now_ns if steady_ns is None else steady_ns
+        order = self._command_index
+        return Command(effort=tau[order],
+                       desired=DesiredState(q_d[order], qd_d[order], qdd_d[order]),
+                       position_error=(q_d - q)[order], velocity_error=(qd_d - qd)[order],
+                       resumed=resumed)
+
+    def _hold(self, q, now):
+        """Start (or restart after a timeout / mode change) by holding the measured q."""
+        self.timed_out = False
+        self._rehold = False
+        self.trajectory = Trajectory.hold(q, now)
+
+    # ---- trajectories ---------------------------------------------------------------------
+
+    def set_trajectory(self, joint_names: Sequence[str], points: Sequence[TrajectoryPoint],
+                       stamp_ns: int, now_ns: int) -> Trajectory:
+        """Replace the reference with a new trajectory, or keep the old one and raise.
+
+        Args:
+            joint_names: the trajectory's joints, any order; every controlled joint once.
+            points: waypoints (``time_from_start`` in s, values in ``joint_names`` order).
+            stamp_ns: ``header.stamp`` in ns on the controller's clock; 0 = start now.
+            now_ns: the controller's clock now, ns.
+
+        Returns:
+            The new :class:`~ne_dynamics_ros.control.trajectory.Trajectory` (chain order);
+            from now on it is sampled. It starts from the reference in force now.
+
+        Raises:
+            TrajectoryError: no valid joint state yet or a state timeout (the reference
+                must start from a measured position), or any reason of
+                :func:`~ne_dynamics_ros.control.trajectory.trajectory_from_points`. The
+                previous trajectory stays in force.
+        """
+        now = self._seconds(now_ns)
+        try:
+            if self.trajectory is None or self.timed_out:
+                raise TrajectoryError(
+                    'no valid joint_states ' + ('(state timeout)' if self.timed_out else 'yet')
+                    + ': the reference starts from the measured position')
+            start = None if stamp_ns == 0 else (stamp_ns - self._epoch_ns) * 1e-9
+            trajectory = trajectory_from_points(joint_names, points, self.model.joint_names,
+                                                start, now, self.trajectory.sample(now))
+        except TrajectoryError:
+            self.rejected_trajectories += 1
+            raise
+        self.trajectory = trajectory
+        return trajectory
+
+    # ---- timeout and stop -----------------------------------------------------------------
+
+    def check_timeout(self, steady_ns: int) -> Optional[Timeout]:
+        """Call periodically: a :class:`Timeout` (publish its zeros) or None (all well).
+
+        Nothing is reported before the first valid state.
+        """
+        if self._last_valid_steady_ns is None:
+            return None
+        silence = (steady_ns - self._last_valid_steady_ns) * 1e-9
+        if silence <= self.settings.state_timeout:
+            return None
+        started = not self.timed_out
+        self.timed_out = True
+        return Timeout(self.zero_effort(), silence, started)
+
+    def zero_effort(self) -> np.ndarray:
+        """(n,) zeros: the command for a state timeout and for shutting down."""
+        return np.zeros(self.n)
+
+
+__all__ = ['Command', 'ComputedTorqueController', 'ControllerSettings', 'DEFAULT_SETTINGS',
+           'JointStateError', 'NoCommand', 'SkipReason', 'STAMP_TOLERANCE_NS', 'Timeout']
