@@ -18,6 +18,7 @@ from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory
 
 from conftest import REPO_ROOT
+from test_closed_loop import lee_run
 from ne_dynamics_ros.control.profiles import trapezoidal
 from ne_dynamics_ros.nodes.trajectory_source_node import TrajectorySourceNode
 
@@ -59,6 +60,14 @@ def test_lee_puma_experiment_stays_below_the_ad_resolution(tmp_path, domain_id):
     lines = (output / 'log.csv').read_text().splitlines()
     assert len(lines) == 452 and lines[0].startswith('t_s,q_d_joint_1')
     assert 'max |e|' in result.stdout and '[ne-dynamics-demo] t =' in result.stdout
+    # Over real topics, the same figures as the controller driving the plant in-process
+    # (test_closed_loop), sample by sample.
+    _, in_process = lee_run()
+    np.testing.assert_allclose(max_error, np.abs(in_process).max(axis=0), rtol=0, atol=1e-9)
+    columns = lines[0].split(',')
+    logged = np.array([[float(v) for v in line.split(',')] for line in lines[1:]])
+    error_columns = [columns.index(f'e_joint_{i}') for i in range(1, 7)]
+    np.testing.assert_allclose(logged[:, error_columns], in_process, rtol=1e-8, atol=1e-12)
 
 
 def test_unknown_payload_gives_a_larger_but_bounded_error(tmp_path, domain_id):
@@ -74,6 +83,8 @@ def test_unknown_payload_gives_a_larger_but_bounded_error(tmp_path, domain_id):
     # Bounded: the PD terms stiffen every joint to about D_jj * Kp, so 2 kg at the tip
     # sags the elbow by tenths of a radian at most, and nothing diverges.
     assert np.all(loaded_error < 0.2), loaded_error
+    _, in_process = lee_run(payload=2.0, settle=0.5)
+    np.testing.assert_allclose(loaded_error, np.abs(in_process).max(axis=0), rtol=0, atol=1e-9)
     assert np.all(np.isfinite(loaded_summary['rms_error_rad']))
 
 

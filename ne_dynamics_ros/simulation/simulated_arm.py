@@ -135,6 +135,10 @@ class SimulatedArm:
         self._sin_q = np.array(sin_q, dtype=int)
         self._circle_src = np.array(circle_src, dtype=int)
         self._q_template = pin.neutral(model)
+        # Only one-DoF scalar joints with q and v laid out alike: q is theta itself.
+        self._q_is_theta = (not circle_src and model.nq == model.nv
+                            and all(model.joints[j].idx_q == model.joints[j].idx_v
+                                    for j in range(1, model.njoints)))
 
         self.armature = _per_joint(armature, n, 'armature')
         if np.any(self.armature < 0):
@@ -151,6 +155,7 @@ class SimulatedArm:
         self.joint_friction = _per_joint(joint_friction, n, 'joint_friction')
         if np.any(self.joint_friction < 0):
             raise ModelError(f'joint_friction must be >= 0, got {self.joint_friction.tolist()}')
+        self._frictionless = not np.any(self.joint_friction)
         gravity = np.asarray(gravity, dtype=float).ravel()
         if gravity.shape != (3,) or not np.all(np.isfinite(gravity)):
             raise ModelError(f'gravity must be 3 finite numbers, got {gravity.tolist()}')
@@ -269,6 +274,8 @@ class SimulatedArm:
 
     def _pin_q(self, theta):
         """Map unwrapped joint coordinates (v order) to Pinocchio's q (nq,)."""
+        if self._q_is_theta:
+            return theta
         q = self._q_template.copy()
         public = theta[self._idx_v]
         q[self._scalar_q] = public[self._scalar_src]
@@ -281,6 +288,8 @@ class SimulatedArm:
 
     def _acceleration(self, theta, v, tau):
         """Forward dynamics in v order: Pinocchio ABA with armature and viscous friction."""
+        if self._frictionless:
+            return pin.aba(self.model, self.data, self._pin_q(theta), v, tau)
         friction = np.zeros(self.model.nv)
         friction[self._idx_v] = self.joint_friction * v[self._idx_v]
         return pin.aba(self.model, self.data, self._pin_q(theta), v, tau - friction)

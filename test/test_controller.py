@@ -1,0 +1,457 @@
+"""ComputedTorqueController without DDS: every decision the node delegates to it.
+
+Expected efforts come from Pinocchio (``PinocchioArm`` of test_control_law) on the same
+URDF with the same armature; effort limits are read from the URDF with ElementTree. Each
+bad input that test_computed_torque_node sends over DDS is sent here too, straight into
+``update`` / ``set_trajectory`` / the constructor.
+"""
+import math
+
+import numpy as np
+import pytest
+from test_computed_torque_node import (
+    BAD_STATES, KP, KD, PUMA_ARMATURE, PUMA_JOINTS, PUMA_LIMITS, PUMA_URDF, Q0, QD0, SET_Q,
+    SET_QD, SET_QDD, UR5E_URDF)
+from test_control_law import PinocchioArm, urdf_joint_values
+
+from ne_dynamics_ros.control import (
+    Command, ComputedTorqueController, ControllerSettings, ControlMode, NoCommand, SkipReason)
+from ne_dynamics_ros.control.controller import DEFAULT_SETTINGS, STAMP_TOLERANCE_NS
+from ne_dynamics_ros.control.laws import ControlParameterError
+from ne_dynamics_ros.control.trajectory import TrajectoryError, TrajectoryPoint
+from ne_dynamics_ros.errors import ModelError, URDFError
+
+MS = 1_000_000          # one millisecond in ns
+S = 1_000_000_000       # one second in ns
+
+
+@pytest.fixture(scope='module')
+def puma_ref():
+    return PinocchioArm(PUMA_URDF, PUMA_JOINTS, PUMA_ARMATURE)
+
+
+def make(**settings):
+    options = {k: settings.pop(k) for k in ('joints', 'effort_limits') if k in settings}
+    values = dict({'kp': KP, 'kd': KD, 'state_timeout': 5.0}, **settings)
+    return ComputedTorqueController.from_urdf(str(PUMA_URDF), armature=PUMA_ARMATURE,
+                                              settings=values, **options)
+
+
+def expected(ref, mode, q, qd, q_d, qd_d, qdd_d, kp=KP, kd=KD, limits=PUMA_LIMITS):
+    q, qd, q_d, qd_d, qdd_d = (np.asarray(a, dtype=float) for a in (q, qd, q_d, qd_d, qdd_d))
+    zero = np.zeros_like(q)
+    if mode == 'computed_torque':
+        raw = ref.rnea(q, qd, qdd_d + kd * (qd_d - qd) + kp * (q_d - q))
+    elif mode == 'feedforward':
+        raw = ref.rnea(q_d, qd_d, qdd_d) + kp * (q_d - q) + kd * (qd_d - qd)
+    else:
+        raw = ref.rnea(q, zero, zero)
+    return raw, np.clip(raw, -limits, limits)
+
+
+def set_point(c, now_ns, q=SET_Q, qd=SET_QD, qdd=SET_QDD, names=PUMA_JOINTS):
+    """Stream one set-point (one point at time_from_start 0), as servoing tools do."""
+    return c.set_trajectory(names, [TrajectoryPoint(0.0, q, qd, qdd)], 0, now_ns)
+
+
+def check_command(out, limits=PUMA_LIMITS):
+    assert isinstance(out, Command), out
+    assert np.all(np.isfinite(out.effort))
+    assert np.all(np.abs(out.effort) <= limits + 1e-12)
+    return out
+
+
+# ---- configuration -----------------------------------------------------------------------
+
+def test_defaults_and_settings_round_trip():
+    c = ComputedTorqueController.from_urdf(str(PUMA_URDF))
+    assert c.joints == PUMA_JOINTS and c.n == 6
+    np.testing.assert_array_equal(c.effort_limits, PUMA_LIMITS)
+    assert c.settings.mode is ControlMode.COMPUTED_TORQUE
+    np.testing.assert_array_equal(c.settings.kp, np.full(6, DEFAULT_SETTINGS['kp']))
+    again = ControllerSettings.from_values(c.settings.as_values(), 6)
+    assert again.as_values() == c.settings.as_values()
+
+
+@pytest.mark.parametrize('kwargs, error, match', [
+    ({'urdf': '<robot name="x"><link name="a"/>'}, URDFError, ''),
+    ({'urdf': '/nonexistent/arm.urdf'}, ModelError, ''),
+    ({'settings': {'kp': [1.0, 2.0]}}, ControlParameterError, 'kp'),
+    ({'joints': ['joint_1', 'joint_2']}, ControlParameterError, 'joints'),
+    ({'joints': [1, 2, 3, 4, 5, 6]}, ControlParameterError, 'joints'),
+    ({'armature': [0.1] * 5}, ModelError, 'armature'),
+    ({'convention': 'euler'}, ControlParameterError, 'convention'),
+    ({'tip_link': 'no_such_link'}, URDFError, 'no_such_link'),
+    ({'effort_limits': [0.0] * 6}, ControlParameterError, 'effort_limits'),
+    ({'effort_limits': [1.0] * 5}, ControlParameterError, 'effort_limits'),
+    ({'settings': {'mode': 5}}, ControlParameterError, 'mode'),
+    ({'settings': {'mode': 'position'}}, ControlParameterError, 'mode'),
+    ({'settings': {'kd': -1.0}}, ControlParameterError, 'kd'),
+    ({'settings': {'kp': 'high'}}, ControlParameterError, 'number'),
+    ({'settings': {'kp': True}}, ControlParameterError, 'number'),
+    ({'settings': {'gravity': [0.0, 9.81]}}, ControlParameterError, 'gravity'),
+    ({'settings': {'state_timeout': 0.0}}, ControlParameterError, 'state_timeout'),
+    ({'settings': {'state_timeout': [0.1, 0.2]}}, ControlParameterError, 'single number'),
+    ({'settings': {'velocity_filter_cutoff': -1.0}}, ControlParameterError, 'cutoff'),
+    ({'settings': {'friction_compensation': 'yes'}}, ControlParameterError, 'friction'),
+    ({'settings': {'kq': 1.0}}, ControlParameterError, 'unknown'),
+])
+def test_bad_configuration_is_refused(kwargs, error, match):
+    args = dict({'urdf': str(PUMA_URDF)}, **kwargs)
+    with pytest.raises(error, match=match):
+        ComputedTorqueController.from_urdf(**args)
+
+
+def test_settings_are_checked_without_a_model():
+    """The node checks run-time parameters before the robot description arrives."""
+    settings = ControllerSettings.from_values({'kp': [1.0, 2.0, 3.0]})
+    assert settings.kp.tolist() == [1.0, 2.0, 3.0]
+    with pytest.raises(ControlParameterError, match='mode'):
+        ControllerSettings.from_values({'mode': 'position'})
+
+
+def test_integer_gains_as_ros2_param_set_gives_them(puma_ref):
+    c = make(kp=[10, 20, 30, 40, 50, 60], kd=3)
+    np.testing.assert_array_equal(c.settings.kp, [10.0, 20.0, 30.0, 40.0, 50.0, 60.0])
+    np.testing.assert_array_equal(c.settings.kd, np.full(6, 3.0))
+
+
+# ---- the three laws, command order, clamping ---------------------------------------------
+
+@pytest.mark.parametrize('mode', ['computed_torque', 'feedforward', 'gravity_compensation'])
+def test_effort_matches_pinocchio_in_every_mode(puma_ref, mode):
+    c = make(mode=mode)
+    check_command(c.update(0, PUMA_JOINTS, Q0, QD0))
+    set_point(c, 0)
+    for k, scale in enumerate((1.0, -0.5), start=1):
+        q, qd = Q0 + scale * 0.01, QD0 * scale
+        out = check_command(c.update(k * 10 * MS, PUMA_JOINTS, q, qd))
+        raw, want = expected(puma_ref, mode, q, qd, SET_Q, SET_QD, SET_QDD)
+        assert np.all(np.abs(raw) < PUMA_LIMITS), 'test state should not saturate'
+        np.testing.assert_allclose(out.effort, want, rtol=1e-9, atol=1e-9)
+        np.testing.assert_allclose(out.position_error, SET_Q - q, atol=1e-12)
+        np.testing.assert_allclose(out.velocity_error, SET_QD - qd, atol=1e-12)
+        np.testing.assert_allclose(out.desired.q, SET_Q)
+        np.testing.assert_allclose(out.desired.qd, SET_QD)
+        np.testing.assert_allclose(out.desired.qdd, SET_QDD)
+
+
+def test_ur5e_feedforward_in_dh(puma_ref):
+    names = ['shoulder_pan_joint', 'shoulder_lift_joint', 'elbow_joint', 'wrist_1_joint',
+             'wrist_2_joint', 'wrist_3_joint']
+    limits = urdf_joint_values(UR5E_URDF, names, 'limit', 'effort', math.inf)
+    armature = [0.1, 0.2, 0.3, 0.04, 0.05, 0.06]
+    c = ComputedTorqueController.from_urdf(
+        UR5E_URDF.read_text(), convention='dh', armature=armature,
+        settings={'mode': 'feedforward', 'kp': 50.0, 'kd': 5.0})
+    ref = PinocchioArm(UR5E_URDF, names, armature)
+    q = np.array([0.3, -1.2, 1.0, -0.5, 0.4, 0.1])
+    check_command(c.update(0, names, q, np.zeros(6)), limits)
+    set_point(c, 0, q + 0.05, 0.1 * np.ones(6), np.ones(6), names=names)
+    out = check_command(c.update(MS, names, q, 0.2 * np.ones(6)), limits)
+    _, want = expected(ref, 'feedforward', q, 0.2 * np.ones(6), q + 0.05, 0.1 * np.ones(6),
+                       np.ones(6), 50.0, 5.0, limits)
+    np.testing.assert_allclose(out.effort, want, rtol=1e-9, atol=1e-9)
+
+
+def test_shuffled_state_extra_joints_and_command_order(puma_ref):
+    command_order = ['joint_6', 'joint_5', 'joint_4', 'joint_1', 'joint_2', 'joint_3']
+    cmd = [PUMA_JOINTS.index(j) for j in command_order]
+    c = make(joints=command_order)
+    assert c.joints == command_order
+    names = ['gripper_left', 'joint_3', 'joint_1', 'joint_6', 'joint_2', 'joint_5',
+             'joint_4', 'gripper_right']
+    to_msg = [names.index(j) for j in PUMA_JOINTS]
+
+    def in_msg_order(values, extra=(0.7, -0.7)):
+        out = np.empty(len(names))
+        out[to_msg] = values
+        out[[0, 7]] = extra
+        return out
+
+    check_command(c.update(0, names, in_msg_order(Q0), in_msg_order(QD0)), PUMA_LIMITS[cmd])
+    set_point(c, 0, SET_Q[::-1], SET_QD[::-1], SET_QDD[::-1], names=PUMA_JOINTS[::-1])
+    out = check_command(c.update(MS, names, in_msg_order(Q0), in_msg_order(QD0),
+                                 in_msg_order(np.ones(6), (math.nan, math.nan))),
+                        PUMA_LIMITS[cmd])
+    _, want = expected(puma_ref, 'computed_torque', Q0, QD0, SET_Q, SET_QD, SET_QDD)
+    np.testing.assert_allclose(out.effort, want[cmd], rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(out.position_error, (SET_Q - Q0)[cmd], atol=1e-12)
+    np.testing.assert_allclose(out.desired.q, SET_Q[cmd])
+
+
+def test_efforts_are_clamped_to_the_limits(puma_ref):
+    c = make(kp=1e4, kd=200.0)
+    c.update(0, PUMA_JOINTS, Q0, np.zeros(6))
+    far = Q0 + np.array([1.0, -1.0, 1.0, -1.0, 1.0, -1.0])
+    set_point(c, 0, far, np.zeros(6), np.zeros(6))
+    out = check_command(c.update(MS, PUMA_JOINTS, Q0, np.zeros(6)))
+    raw, want = expected(puma_ref, 'computed_torque', Q0, np.zeros(6), far, 0 * far, 0 * far,
+                         1e4, 200.0)
+    assert np.all(np.abs(raw) > PUMA_LIMITS)
+    np.testing.assert_allclose(out.effort, want, rtol=1e-12)
+    np.testing.assert_allclose(np.abs(out.effort), PUMA_LIMITS)
+
+
+def test_effort_limits_override_the_urdf():
+    limits = np.array([5.0, 6.0, 7.0, 1.0, 1.0, 1.0])
+    c = make(effort_limits=limits.tolist())
+    out = check_command(c.update(0, PUMA_JOINTS, Q0 + 0.5, np.ones(6)), limits)
+    assert np.any(np.isclose(np.abs(out.effort), limits))
+
+
+def test_an_overflowing_law_commands_nothing():
+    """Absurd gains overflow to inf: the NaN/inf guard drops the state, never a full-limit
+    command."""
+    c = make(kp=1e308)
+    c.update(0, PUMA_JOINTS, Q0, np.zeros(6))
+    set_point(c, 0, Q0 + 1e10, np.zeros(6), np.zeros(6))
+    out = c.update(MS, PUMA_JOINTS, Q0, np.zeros(6))
+    assert isinstance(out, NoCommand) and out.reason is SkipReason.NO_VALID_EFFORT
+    assert 'NaN or inf' in out.message or 'non-finite' in out.message
+    assert c.dropped_joint_states == 1
+
+
+def test_friction_compensation_adds_the_urdf_friction():
+    """The PUMA URDF carries G^2 B and G tau_C per joint (damping, friction)."""
+    damping = urdf_joint_values(PUMA_URDF, PUMA_JOINTS, 'dynamics', 'damping', 0.0)
+    coulomb = urdf_joint_values(PUMA_URDF, PUMA_JOINTS, 'dynamics', 'friction', 0.0)
+    assert np.all(damping > 0) and np.all(coulomb > 0)
+    with_friction = make(mode='gravity_compensation', friction_compensation=True)
+    without = make(mode='gravity_compensation')
+    qd = np.array([1.0, -1.0, 2.0, -2.0, 0.5, -0.005])
+    a = with_friction.update(0, PUMA_JOINTS, Q0, qd).effort
+    b = without.update(0, PUMA_JOINTS, Q0, qd).effort
+    assert np.all(np.abs(a) < PUMA_LIMITS), 'test state should not saturate'
+    np.testing.assert_allclose(a - b, damping * qd + coulomb * np.tanh(qd / 0.01), atol=1e-9)
+
+
+# ---- holding, trajectories ----------------------------------------------------------------
+
+def test_holds_the_first_measured_position(puma_ref):
+    c = make()
+    out = check_command(c.update(0, PUMA_JOINTS, Q0, QD0))
+    _, want = expected(puma_ref, 'computed_torque', Q0, QD0, Q0, 0 * Q0, 0 * Q0)
+    np.testing.assert_allclose(out.effort, want, rtol=1e-9, atol=1e-9)
+    out = check_command(c.update(10 * MS, PUMA_JOINTS, Q0 + 0.01, QD0))
+    np.testing.assert_allclose(out.desired.q, Q0)
+    np.testing.assert_allclose(out.position_error, -0.01, atol=1e-12)
+
+
+def test_trajectory_is_interpolated_held_and_replaced():
+    c = make()
+    c.update(0, PUMA_JOINTS, Q0, np.zeros(6))
+    target = Q0 + 0.1
+    c.set_trajectory(PUMA_JOINTS, [TrajectoryPoint(0.0, Q0), TrajectoryPoint(0.3, target)],
+                     0, 0)
+    slope = (target - Q0) / 0.3
+    for t_ms in (50, 150, 299):
+        out = check_command(c.update(t_ms * MS, PUMA_JOINTS, Q0, np.zeros(6)))
+        np.testing.assert_allclose(out.desired.q, Q0 + slope * t_ms * 1e-3, atol=1e-12)
+        np.testing.assert_allclose(out.desired.qd, slope, rtol=1e-9)
+    out = check_command(c.update(400 * MS, PUMA_JOINTS, Q0, np.zeros(6)))
+    np.testing.assert_allclose(out.desired.q, target)
+    np.testing.assert_allclose(out.desired.qd, 0.0)
+    set_point(c, 400 * MS)
+    out = check_command(c.update(410 * MS, PUMA_JOINTS, Q0, np.zeros(6)))
+    np.testing.assert_allclose(out.desired.q, SET_Q)
+
+
+def test_stamped_trajectory_starts_at_its_stamp():
+    c = make()
+    c.update(10 * S, PUMA_JOINTS, Q0, np.zeros(6))
+    goal = Q0 + 0.2
+    c.set_trajectory(PUMA_JOINTS, [TrajectoryPoint(1.0, goal)], 11 * S, 10 * S)
+    # before the stamped start, the reference moves linearly from the hold to point 0,
+    # reached at 11 s + 1 s
+    out = check_command(c.update(11 * S, PUMA_JOINTS, Q0, np.zeros(6)))
+    np.testing.assert_allclose(out.desired.q, Q0 + 0.2 * 0.5, atol=1e-12)
+    out = check_command(c.update(12 * S, PUMA_JOINTS, Q0, np.zeros(6)))
+    np.testing.assert_allclose(out.desired.q, goal)
+
+
+def test_sampled_at_the_stamp_when_it_is_on_our_clock():
+    c = make()
+    c.update(0, PUMA_JOINTS, Q0, np.zeros(6))
+    c.set_trajectory(PUMA_JOINTS, [TrajectoryPoint(0.0, Q0), TrajectoryPoint(1.0, Q0 + 1.0)],
+                     0, 0)
+    # stamp 0.2 s, received at 0.3 s: within tolerance, sampled at the stamp
+    out = check_command(c.update(300 * MS, PUMA_JOINTS, Q0, np.zeros(6), stamp_ns=200 * MS))
+    np.testing.assert_allclose(out.desired.q, Q0 + 0.2, atol=1e-12)
+    # a stamp further away than the tolerance (another clock): sampled on receipt
+    far = 300 * MS + STAMP_TOLERANCE_NS + 400 * MS + 1
+    out = check_command(c.update(400 * MS, PUMA_JOINTS, Q0, np.zeros(6), stamp_ns=far))
+    np.testing.assert_allclose(out.desired.q, Q0 + 0.4, atol=1e-12)
+    # unstamped: on receipt
+    out = check_command(c.update(500 * MS, PUMA_JOINTS, Q0, np.zeros(6), stamp_ns=0))
+    np.testing.assert_allclose(out.desired.q, Q0 + 0.5, atol=1e-12)
+
+
+BAD_TRAJECTORIES = {
+    'non-increasing time': (PUMA_JOINTS, [(0.5, Q0), (0.5, Q0 + 0.1)], 0),
+    'decreasing time': (PUMA_JOINTS, [(0.5, Q0), (0.2, Q0 + 0.1)], 0),
+    'unknown joint': (PUMA_JOINTS[:5] + ['elbow'], [(0.0, Q0)], 0),
+    'missing joint': (PUMA_JOINTS[:5], [(0.0, Q0[:5])], 0),
+    'short positions': (PUMA_JOINTS, [(0.0, Q0[:5])], 0),
+    'short velocities': (PUMA_JOINTS, [(0.0, Q0, [0.0] * 4)], 0),
+    'NaN position': (PUMA_JOINTS, [(0.0, [math.nan] * 6)], 0),
+    'no points': (PUMA_JOINTS, [], 0),
+    'ends in the past': (PUMA_JOINTS, [(0.1, Q0)], 1 * S),
+}
+
+
+def test_bad_trajectories_are_rejected_and_the_old_one_kept():
+    c = make()
+    c.update(10 * S, PUMA_JOINTS, Q0, np.zeros(6))
+    set_point(c, 10 * S)
+    kept = c.trajectory
+    for name, (names, points, stamp) in BAD_TRAJECTORIES.items():
+        with pytest.raises(TrajectoryError):
+            c.set_trajectory(names, [TrajectoryPoint(*p) for p in points], stamp, 10 * S)
+        assert c.trajectory is kept, name
+    assert c.rejected_trajectories == len(BAD_TRAJECTORIES)
+    out = check_command(c.update(10 * S + MS, PUMA_JOINTS, Q0, np.zeros(6)))
+    np.testing.assert_allclose(out.desired.q, SET_Q)
+
+
+def test_trajectory_before_any_state_is_rejected():
+    c = make()
+    with pytest.raises(TrajectoryError, match='no valid joint_states yet'):
+        set_point(c, 0)
+    assert c.rejected_trajectories == 1 and c.trajectory is None
+    out = check_command(c.update(0, PUMA_JOINTS, Q0, np.zeros(6)))
+    np.testing.assert_allclose(out.desired.q, Q0)
+
+
+def test_leaving_gravity_compensation_holds_the_current_position():
+    c = make(mode='gravity_compensation')
+    c.update(0, PUMA_JOINTS, Q0, np.zeros(6))
+    moved = Q0 + 0.3                        # moved by hand while floating
+    c.update(10 * MS, PUMA_JOINTS, moved, np.zeros(6))
+    c.reconfigure(mode='computed_torque')
+    out = check_command(c.update(20 * MS, PUMA_JOINTS, moved, np.zeros(6)))
+    np.testing.assert_allclose(out.desired.q, moved)
+    np.testing.assert_allclose(out.position_error, 0.0, atol=1e-12)
+
+
+# ---- bad states, velocity estimation ----------------------------------------------------
+
+def test_bad_states_are_dropped_and_counted(puma_ref):
+    c = make()
+    check_command(c.update(0, PUMA_JOINTS, Q0, QD0))
+    for i, (name, (names, q, qd, effort)) in enumerate(BAD_STATES.items()):
+        out = c.update((i + 1) * MS, names, q, qd, effort)
+        assert isinstance(out, NoCommand), name
+        assert out.reason is SkipReason.INVALID_STATE, name
+        assert c.dropped_joint_states == i + 1, name
+        good = check_command(c.update((i + 1) * MS, PUMA_JOINTS, Q0, QD0))
+        _, want = expected(puma_ref, 'computed_torque', Q0, QD0, Q0, 0 * Q0, 0 * Q0)
+        np.testing.assert_allclose(good.effort, want, rtol=1e-9, atol=1e-9)
+    out = c.update(100 * MS, ['gripper'], [0.1], [0.0])
+    assert isinstance(out, NoCommand) and out.reason is SkipReason.NOT_CONTROLLED
+    assert c.dropped_joint_states == len(BAD_STATES)
+
+
+def test_missing_velocity_is_estimated_by_filtered_differences(puma_ref):
+    cutoff = 50.0
+    c = make(velocity_filter_cutoff=cutoff)
+    v = np.array([0.2, -0.1, 0.3, 0.0, 0.5, -0.4])
+    dt = 0.01
+    alpha = dt / (dt + 1.0 / (2.0 * math.pi * cutoff))
+    estimate = np.zeros(6)
+    for k in range(4):
+        q = Q0 + v * k * dt
+        stamp = 10 * S + k * 10 * MS
+        out = check_command(c.update(stamp, PUMA_JOINTS, q, (), stamp_ns=stamp))
+        if k > 0:
+            estimate = estimate + alpha * (v - estimate)
+        np.testing.assert_allclose(out.velocity_error, -estimate, atol=1e-9)
+        _, want = expected(puma_ref, 'computed_torque', q, estimate, Q0, 0 * q, 0 * q)
+        np.testing.assert_allclose(out.effort, want, rtol=1e-9, atol=1e-9)
+    # joint_state_broadcaster publishes NaN velocities for a missing velocity interface
+    q = Q0 + v * 4 * dt
+    estimate = estimate + alpha * (v - estimate)
+    out = check_command(c.update(10 * S + 40 * MS, PUMA_JOINTS, q, [math.nan] * 6,
+                                 stamp_ns=10 * S + 40 * MS))
+    np.testing.assert_allclose(out.velocity_error, -estimate, atol=1e-9)
+
+
+def test_a_new_cutoff_restarts_the_estimator():
+    c = make(velocity_filter_cutoff=math.inf)
+    c.update(0, PUMA_JOINTS, Q0, (), stamp_ns=S)
+    out = check_command(c.update(10 * MS, PUMA_JOINTS, Q0 + 0.01, (), stamp_ns=S + 10 * MS))
+    np.testing.assert_allclose(out.velocity_error, -1.0, atol=1e-9)   # raw difference
+    c.reconfigure(velocity_filter_cutoff=10.0)
+    out = check_command(c.update(20 * MS, PUMA_JOINTS, Q0 + 0.02, (), stamp_ns=S + 20 * MS))
+    np.testing.assert_allclose(out.velocity_error, 0.0, atol=1e-12)   # first sample again
+
+
+# ---- state timeout ------------------------------------------------------------------------
+
+def test_state_timeout_zero_effort_then_resume():
+    c = make(state_timeout=0.3)
+    assert c.check_timeout(100 * S) is None          # nothing before the first state
+    out = check_command(c.update(0, PUMA_JOINTS, Q0, QD0, steady_ns=S))
+    assert np.any(out.effort != 0.0) and not out.resumed
+    assert c.check_timeout(S + 299 * MS) is None
+    timeout = c.check_timeout(S + 301 * MS)
+    assert timeout.started and timeout.silence == pytest.approx(0.301)
+    np.testing.assert_array_equal(timeout.effort, np.zeros(6))
+    again = c.check_timeout(S + 400 * MS)
+    assert not again.started and np.all(again.effort == 0.0)
+    assert c.timed_out
+    with pytest.raises(TrajectoryError, match='state timeout'):
+        set_point(c, 400 * MS)
+    q_new = Q0 - 0.05
+    out = check_command(c.update(500 * MS, PUMA_JOINTS, q_new, np.zeros(6),
+                                 steady_ns=S + 500 * MS))
+    assert out.resumed and not c.timed_out
+    np.testing.assert_allclose(out.desired.q, q_new)
+    np.testing.assert_allclose(out.position_error, 0.0, atol=1e-12)
+    assert c.check_timeout(S + 700 * MS) is None
+
+
+def test_dropped_states_do_not_keep_the_controller_alive():
+    c = make(state_timeout=0.1)
+    c.update(0, PUMA_JOINTS, Q0, QD0, steady_ns=0)
+    c.update(50 * MS, PUMA_JOINTS, [math.nan] * 6, QD0, steady_ns=50 * MS)
+    assert c.check_timeout(150 * MS) is not None
+
+
+def test_steady_clock_defaults_to_now():
+    c = make(state_timeout=0.1)
+    c.update(S, PUMA_JOINTS, Q0, QD0)
+    assert c.check_timeout(S + 99 * MS) is None
+    assert c.check_timeout(S + 101 * MS) is not None
+
+
+# ---- reconfiguration -------------------------------------------------------------------------
+
+def test_reconfigure_and_refusals_change_nothing(puma_ref):
+    c = make()
+    c.update(0, PUMA_JOINTS, Q0, QD0)
+    set_point(c, 0)
+
+    def check(mode, kp, kd):
+        out = check_command(c.update(MS, PUMA_JOINTS, Q0, QD0))
+        _, want = expected(puma_ref, mode, Q0, QD0, SET_Q, SET_QD, SET_QDD, kp, kd)
+        np.testing.assert_allclose(out.effort, want, rtol=1e-9, atol=1e-9)
+
+    kp = [10, 20, 30, 40, 50, 60]
+    c.reconfigure(kp=kp, kd=3.5)
+    check('computed_torque', np.array(kp, dtype=float), 3.5)
+    c.reconfigure(mode='feedforward')
+    check('feedforward', np.array(kp, dtype=float), 3.5)
+    refusals = {'kp': ([1.0, 2.0], 'one value or 6'), 'kd': (-1.0, '>= 0'),
+                'mode': ('position', 'not one of'), 'gravity': ([0.0, 9.81], 'gravity'),
+                'state_timeout': (0.0, 'state_timeout')}
+    for name, (value, reason) in refusals.items():
+        with pytest.raises(ControlParameterError, match=reason):
+            c.reconfigure(**{name: value})
+    with pytest.raises(ControlParameterError):      # all or nothing
+        c.reconfigure(kd=1.0, kp=[1.0, 2.0])
+    check('feedforward', np.array(kp, dtype=float), 3.5)
+    assert c.validate(kd=1.0).kd.tolist() == [1.0] * 6
+    check('feedforward', np.array(kp, dtype=float), 3.5)      # validate applies nothing
+    c.reconfigure(mode='gravity_compensation')
+    check('gravity_compensation', 0.0, 0.0)
