@@ -10,7 +10,8 @@ import math
 import numpy as np
 import pytest
 from test_computed_torque_node import (
-    BAD_STATES, KP, KD, PUMA_ARMATURE, PUMA_JOINTS, PUMA_LIMITS, PUMA_URDF, Q0, QD0, SET_Q,
+    BAD_STATES, expected_effort as expected, KP, KD, PUMA_ARMATURE, PUMA_JOINTS, PUMA_LIMITS,
+    PUMA_URDF, Q0, QD0, SET_Q,
     SET_QD, SET_QDD, UR5E_URDF)
 from test_control_law import PinocchioArm, urdf_joint_values
 
@@ -35,18 +36,6 @@ def make(**settings):
     values = dict({'kp': KP, 'kd': KD, 'state_timeout': 5.0}, **settings)
     return ComputedTorqueController.from_urdf(str(PUMA_URDF), armature=PUMA_ARMATURE,
                                               settings=values, **options)
-
-
-def expected(ref, mode, q, qd, q_d, qd_d, qdd_d, kp=KP, kd=KD, limits=PUMA_LIMITS):
-    q, qd, q_d, qd_d, qdd_d = (np.asarray(a, dtype=float) for a in (q, qd, q_d, qd_d, qdd_d))
-    zero = np.zeros_like(q)
-    if mode == 'computed_torque':
-        raw = ref.rnea(q, qd, qdd_d + kd * (qd_d - qd) + kp * (q_d - q))
-    elif mode == 'feedforward':
-        raw = ref.rnea(q_d, qd_d, qdd_d) + kp * (q_d - q) + kd * (qd_d - qd)
-    else:
-        raw = ref.rnea(q, zero, zero)
-    return raw, np.clip(raw, -limits, limits)
 
 
 def set_point(c, now_ns, q=SET_Q, qd=SET_QD, qdd=SET_QDD, names=PUMA_JOINTS):
