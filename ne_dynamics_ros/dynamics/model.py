@@ -88,11 +88,14 @@ class RobotModel:
         for row, body, F, L in zip(frames.rows, chain.bodies, frames.frames[1:], poses[:-1]):
             # Both the DH frame i and the URDF child link frame are fixed to body i.
             in_dh = body.transformed(np.linalg.inv(F) @ L)
+            c = in_dh.com
+            inertia_origin = in_dh.inertia + in_dh.mass * (c @ c * np.eye(3) - np.outer(c, c))
             links.append(LinkDynamics(
                 prismatic=row.type is JointType.PRISMATIC, a=row.a, alpha=row.alpha,
                 d=row.d, theta=row.theta, cos_alpha=math.cos(row.alpha),
-                sin_alpha=math.sin(row.alpha), mass=in_dh.mass, com=tuple(in_dh.com.tolist()),
-                inertia=tuple(tuple(r) for r in in_dh.inertia.tolist())))
+                sin_alpha=math.sin(row.alpha), mass=in_dh.mass,
+                first_moment=tuple((in_dh.mass * c).tolist()),
+                inertia_origin=tuple(tuple(r) for r in inertia_origin.tolist())))
         self.links = tuple(links)
         self._recursion = rnea_mdh if self.convention is Convention.MDH else rnea_dh
 

@@ -31,13 +31,18 @@ class LinkDynamics:
     DH: ``a, alpha`` are a_i, alpha_i and the link transform is Rz(theta)Tz(d)Tx(a)Rx(alpha).
     MDH: ``a, alpha`` are a[i-1], alpha[i-1] and it is Rx(alpha)Tx(a)Rz(theta)Tz(d).
 
+    The body is described by its moments of order 0, 1 and 2 at the frame origin O_i
+    (Renaud, ``004_6b1448616b3233f9.txt``, "moments of body i at point O_i"; Khalil's
+    M, MS = (MX, MY, MZ), J with XX ... ZZ), so the recursions are linear in them.
+
     Attributes:
         prismatic: joint i is prismatic (q adds to d) rather than revolute (q adds to theta).
         a: m.  alpha: rad.  d: offset, m.  theta: offset, rad.
         cos_alpha, sin_alpha: of ``alpha``.
-        mass: kg.
-        com: centre of mass in DH frame i, m.
-        inertia: 3x3 nested tuples, inertia about the centre of mass, axes of frame i, kg·m².
+        mass: M, kg.
+        first_moment: MS = M c, c the centre of mass in DH frame i, kg·m.
+        inertia_origin: 3x3 nested tuples, J = I_c + M (|c|² E - c cᵀ), the inertia
+            tensor about origin i, axes of frame i, kg·m² (Huygens' theorem).
     """
 
     prismatic: bool
@@ -48,8 +53,8 @@ class LinkDynamics:
     cos_alpha: float
     sin_alpha: float
     mass: float
-    com: Vec
-    inertia: tuple
+    first_moment: Vec
+    inertia_origin: tuple
 
 
 def _add(u, v):
@@ -74,11 +79,17 @@ def _inertia_times(inertia, w):
 
 
 def _body_wrench(link, w, wd, vd):
-    """Inertial force F = m v̇_c and moment N = I ω̇ + ω × Iω of one link (000 step 5)."""
-    c = link.com
-    vdc = _add(_add(vd, _cross(wd, c)), _cross(w, _cross(w, c)))
-    Iw = _inertia_times(link.inertia, w)
-    return _scale(link.mass, vdc), _add(_inertia_times(link.inertia, wd), _cross(w, Iw))
+    """Inertial force and moment about origin i of one link, from its origin's motion.
+
+    ``F = M v̇ + ω̇ × MS + ω × (ω × MS)`` and ``N = J ω̇ + ω × (J ω) + MS × v̇`` (v̇ the
+    acceleration of origin i): Craig's F = m v̇_c, N_c = I ω̇ + ω × Iω (000 step 5) moved
+    to the origin, as 004 writes it with the moments at O_i.
+    """
+    ms = link.first_moment
+    J = link.inertia_origin
+    F = _add(_add(_scale(link.mass, vd), _cross(wd, ms)), _cross(w, _cross(w, ms)))
+    N = _add(_add(_inertia_times(J, wd), _cross(w, _inertia_times(J, w))), _cross(ms, vd))
+    return F, N
 
 
 # ---- modified DH (Craig) -------------------------------------------------------------------
@@ -138,7 +149,7 @@ def rnea_mdh(links, cos_theta, sin_theta, d, qd, qdd, base_acc, f_end, n_end):
         p, ct, st, F, N = frames[i]
         f_child = f
         f = _add(f_child, F)
-        nm = _add(_add(N, nm), _add(_cross(links[i].com, F), _cross(p_child, f_child)))
+        nm = _add(_add(N, nm), _cross(p_child, f_child))
         tau[i] = f[2] if links[i].prismatic else nm[2]
         f = _mdh_to_parent(links[i], ct, st, f)      # into frame i-1 for the next step
         nm = _mdh_to_parent(links[i], ct, st, nm)
@@ -193,8 +204,7 @@ def rnea_dh(links, cos_theta, sin_theta, d, qd, qdd, base_acc, f_end, n_end):
     f, nm = f_end, n_end          # f_{n+1}, n_{n+1} in frame n, about origin n
     for i in range(len(links) - 1, -1, -1):
         z, r, ct, st, F, N = frames[i]
-        nm = _add(_add(nm, _cross(r, f)),
-                  _add(_cross(_add(r, links[i].com), F), N))                          # 3.26
+        nm = _add(_add(nm, _cross(r, _add(f, F))), N)                                # 3.26
         f = _add(f, F)                                                                 # 3.25
         tau[i] = (f if links[i].prismatic else nm)                                     # 3.27
         tau[i] = z[1] * tau[i][1] + z[2] * tau[i][2]
