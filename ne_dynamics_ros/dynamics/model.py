@@ -12,6 +12,8 @@ import numpy as np
 from .dh import Convention, dh_frames, JointType, link_transform
 from ..errors import ModelError, StateError
 from .rnea import LinkDynamics, rnea_dh, rnea_mdh
+from .parameters import model_with_parameters, standard_parameters
+from .regressor import regressor
 from .urdf_import import build_chain, parse_urdf
 
 STANDARD_GRAVITY = (0.0, 0.0, -9.81)
@@ -287,6 +289,35 @@ class RobotModel:
                       for name, value in (('q', q), ('qd', qd), ('tau', tau)))
         bias = self.rnea(q, qd, np.zeros(self.n), gravity, f_tip)
         return np.linalg.solve(self.mass_matrix(q), tau - bias)
+
+    def standard_parameters(self):
+        """Khalil's standard parameters (13 n,): XX ... ZZ, MX, MY, MZ, M, Ia, Fv, Fc per joint.
+
+        Moments of link j at origin O_j in the model's DH/MDH frame j (see
+        :mod:`ne_dynamics_ros.dynamics.parameters` for names and units).
+        """
+        return standard_parameters(self)
+
+    def with_parameters(self, parameters):
+        """Return a copy of this model with the (13 n,) standard parameters replaced.
+
+        Raises:
+            ModelError: wrong length or NaN/inf (see
+                :func:`~ne_dynamics_ros.dynamics.parameters.model_with_parameters`).
+        """
+        return model_with_parameters(self, parameters)
+
+    def regressor(self, q, qd, qdd, gravity=STANDARD_GRAVITY):
+        """Joint-torque regressor W, ``W @ standard_parameters() = rnea + friction_torques``.
+
+        Args:
+            q, qd, qdd: (n,) or (N, n).
+            gravity: (3,) m/s², base link frame.
+
+        Returns:
+            (n, 13 n) or (N, n, 13 n); see :func:`ne_dynamics_ros.dynamics.regressor.regressor`.
+        """
+        return regressor(self, q, qd, qdd, gravity)
 
     def friction_torques(self, qd):
         """Joint friction efforts from URDF ``<dynamics damping friction>``.

@@ -109,20 +109,12 @@ def _mdh_to_parent(link, ct, st, v):
     return (ct * v[0] - st * v[1], ca * w - sa * v[2], sa * w + ca * v[2])
 
 
-def rnea_mdh(links, cos_theta, sin_theta, d, qd, qdd, base_acc, f_end, n_end):
-    """Craig's modified-DH Newton–Euler recursion (000 steps 1–5, inward 1–3).
+def forward_mdh(links, cos_theta, sin_theta, d, qd, qdd, base_acc):
+    """Outward recursion in modified-DH frames (000 steps 1–4).
 
-    Args:
-        links: n :class:`LinkDynamics` (MDH).
-        cos_theta, sin_theta, d: per joint, cos/sin of theta_i and d_i at this state
-            (floats or (N,) arrays).
-        qd, qdd: per joint, joint rates (rad/s or m/s) and accelerations.
-        base_acc: v̇_0 = -g in frame 0 (m/s²).
-        f_end, n_end: force (N) and moment about origin n (N·m), in frame n, exerted by
-            link n on the environment (the negative of the environment's wrench on it).
-
-    Returns:
-        list of n joint efforts: n_iᵀẐ_i (N·m) or f_iᵀẐ_i (N).
+    Arguments as :func:`rnea_mdh`. Returns, per link i, ``(p, w, wd, vd)``: ``p`` the
+    origin of frame i in frame i-1 (m), and ω_i, ω̇_i, v̇_i (acceleration of origin i,
+    gravity included as v̇_0 = -g) in frame i.
     """
     w = wd = (0.0, 0.0, 0.0)
     vd = base_acc
@@ -139,14 +131,33 @@ def rnea_mdh(links, cos_theta, sin_theta, d, qd, qdd, base_acc, f_end, n_end):
         else:
             w = (w_in[0], w_in[1], w_in[2] + qdi)
             wd = (wd_in[0] + w_in[1] * qdi, wd_in[1] - w_in[0] * qdi, wd_in[2] + qddi)
-        F, N = _body_wrench(link, w, wd, vd)
-        frames.append((p, ct, st, F, N))
+        frames.append((p, w, wd, vd))
+    return frames
 
+
+def rnea_mdh(links, cos_theta, sin_theta, d, qd, qdd, base_acc, f_end, n_end):
+    """Craig's modified-DH Newton–Euler recursion (000 steps 1–5, inward 1–3).
+
+    Args:
+        links: n :class:`LinkDynamics` (MDH).
+        cos_theta, sin_theta, d: per joint, cos/sin of theta_i and d_i at this state
+            (floats or (N,) arrays).
+        qd, qdd: per joint, joint rates (rad/s or m/s) and accelerations.
+        base_acc: v̇_0 = -g in frame 0 (m/s²).
+        f_end, n_end: force (N) and moment about origin n (N·m), in frame n, exerted by
+            link n on the environment (the negative of the environment's wrench on it).
+
+    Returns:
+        list of n joint efforts: n_iᵀẐ_i (N·m) or f_iᵀẐ_i (N).
+    """
+    frames = forward_mdh(links, cos_theta, sin_theta, d, qd, qdd, base_acc)
     tau = [None] * len(links)
     f, nm = f_end, n_end                 # in frame n, about origin n
     p_child = (0.0, 0.0, 0.0)
     for i in range(len(links) - 1, -1, -1):
-        p, ct, st, F, N = frames[i]
+        p, w, wd, vd = frames[i]
+        F, N = _body_wrench(links[i], w, wd, vd)
+        ct, st = cos_theta[i], sin_theta[i]
         f_child = f
         f = _add(f_child, F)
         nm = _add(_add(N, nm), _cross(p_child, f_child))
@@ -174,12 +185,12 @@ def _dh_to_parent(link, ct, st, v):
     return (ct * v[0] - st * y1, st * v[0] + ct * y1, sa * v[1] + ca * v[2])
 
 
-def rnea_dh(links, cos_theta, sin_theta, d, qd, qdd, base_acc, f_end, n_end):
-    """Luh–Walker–Paul Newton–Euler recursion in standard-DH frames (001 eqs 3.21–3.27).
+def forward_dh(links, cos_theta, sin_theta, d, qd, qdd, base_acc):
+    """Outward recursion in standard-DH frames (001 eqs 3.21–3.23).
 
-    Arguments and result as :func:`rnea_mdh`, with standard-DH ``links``.  Moments n_i
-    are taken about origin i-1 and expressed in frame i (eq 3.26); tau_i is their
-    component on z_{i-1} (eq 3.27).
+    Arguments as :func:`rnea_dh`. Returns, per link i, ``(z, r, w, wd, vd)``: z_{i-1} and
+    the vector r from origin i-1 to origin i, both in frame i (m), and ω_i, ω̇_i, v̇_i
+    (acceleration of origin i, gravity included) in frame i.
     """
     w = wd = (0.0, 0.0, 0.0)
     acc = base_acc
@@ -197,13 +208,24 @@ def rnea_dh(links, cos_theta, sin_theta, d, qd, qdd, base_acc, f_end, n_end):
                               (wd[0] + w[1] * qdi, wd[1] - w[0] * qdi, wd[2] + qddi))  # 3.22
             w = _dh_to_child(link, ct, st, (w[0], w[1], w[2] + qdi))                   # 3.21
         acc = _add(acc, _add(_cross(wd, r), _cross(w, _cross(w, r))))                  # 3.23
-        F, N = _body_wrench(link, w, wd, acc)                                          # 3.24
-        frames.append((z, r, ct, st, F, N))
+        frames.append((z, r, w, wd, acc))
+    return frames
 
+
+def rnea_dh(links, cos_theta, sin_theta, d, qd, qdd, base_acc, f_end, n_end):
+    """Luh–Walker–Paul Newton–Euler recursion in standard-DH frames (001 eqs 3.21–3.27).
+
+    Arguments and result as :func:`rnea_mdh`, with standard-DH ``links``.  Moments n_i
+    are taken about origin i-1 and expressed in frame i (eq 3.26); tau_i is their
+    component on z_{i-1} (eq 3.27).
+    """
+    frames = forward_dh(links, cos_theta, sin_theta, d, qd, qdd, base_acc)
     tau = [None] * len(links)
     f, nm = f_end, n_end          # f_{n+1}, n_{n+1} in frame n, about origin n
     for i in range(len(links) - 1, -1, -1):
-        z, r, ct, st, F, N = frames[i]
+        z, r, w, wd, acc = frames[i]
+        F, N = _body_wrench(links[i], w, wd, acc)                                      # 3.24
+        ct, st = cos_theta[i], sin_theta[i]
         nm = _add(_add(nm, _cross(r, _add(f, F))), N)                                # 3.26
         f = _add(f, F)                                                                 # 3.25
         tau[i] = (f if links[i].prismatic else nm)                                     # 3.27
