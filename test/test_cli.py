@@ -46,3 +46,25 @@ def test_errors_exit_2_with_message():
     assert 'cannot read URDF file' in out.stderr and 'Traceback' not in out.stderr
     out = run('dh', str(UR5E_URDF), '--tip', 'nope')
     assert out.returncode == 2 and 'tip_link "nope"' in out.stderr
+
+
+def test_base_params_json_for_the_puma():
+    out = run('base-params', str(PUMA560_URDF), '--json')
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data['joints'] == [f'joint_{i}' for i in range(1, 7)]
+    assert (data['standard_count'], data['base_count'], data['numeric_rank']) == (60, 36, 36)
+    assert data['method'] == 'closed_form' and data['convention'] == 'mdh'
+    assert len(data['base_parameters']) == 36 and len(data['drive_parameters']) == 18
+    first = data['base_parameters'][0]
+    assert first['name'] == 'ZZ1R' and first['expression'].startswith('ZZ1 + YY2')
+
+
+def test_base_params_table_and_errors():
+    out = run('base-params', str(UR5E_URDF), '--tip', 'tool0')
+    assert out.returncode == 0, out.stderr
+    assert 'standard: 60, base: 36, numeric rank: 36 (method: closed form)' in out.stdout
+    assert out.stdout.count(' = ') >= 36
+    out = run('base-params', '/nonexistent/robot.urdf')
+    assert out.returncode == 2 and 'cannot read URDF file' in out.stderr
+    assert 'Traceback' not in out.stderr

@@ -4,6 +4,11 @@
 the DH or MDH table like Table 1 of the papers (joint, type, a, alpha, d, theta offset;
 m and rad), the constant base and tool transforms, and the measured forward-kinematics
 residual between the DH chain and the URDF.
+
+``ne-dynamics base-params URDF [--base LINK] [--tip LINK] [--json]`` prints the base
+(minimal) inertial parameters: each one's name, its expression in Khalil's standard
+parameters (MDH frames) and its value, the counts (standard, base, numeric rank of the
+regressor) and which method gave them (closed-form rules or Gautier's QR).
 """
 import argparse
 import json
@@ -12,6 +17,7 @@ import sys
 import numpy as np
 
 from ne_dynamics_ros.errors import ModelError
+from ne_dynamics_ros.dynamics.base_parameters import base_parameters
 from ne_dynamics_ros.dynamics.model import fk_residual, load_model
 
 
@@ -69,6 +75,40 @@ def dh_command(args):
     return 0
 
 
+def base_params_command(args):
+    """Run ``ne-dynamics base-params``; return the process exit code."""
+    try:
+        model = load_model(args.urdf, base_link=args.base, tip_link=args.tip,
+                           convention='mdh')
+    except ModelError as exc:
+        print(f'ne-dynamics base-params: error: {exc}', file=sys.stderr)
+        return 2
+    result = base_parameters(model)
+    if args.json:
+        print(json.dumps({
+            'joints': result.joints, 'convention': result.convention,
+            'base_link': model.base_link, 'tip_link': model.tip_link,
+            'standard_count': result.standard_count, 'base_count': result.base_count,
+            'numeric_rank': result.numeric_rank, 'method': result.method,
+            'closed_form_complete': result.closed_form_complete,
+            'base_parameters': [{'name': p.name, 'expression': p.expression,
+                                 'value': p.value} for p in result.parameters],
+            'drive_parameters': result.drive_parameters, 'notes': result.notes}, indent=2))
+        return 0
+    print(f'base inertial parameters of {model.base_link} -> {model.tip_link} '
+          f'({result.convention.upper()} frames, SI units: kg, kg*m, kg*m^2)')
+    print(f'standard: {result.standard_count}, base: {result.base_count}, numeric rank: '
+          f'{result.numeric_rank} (method: {result.method.replace("_", " ")})')
+    width = max(len(p.name) for p in result.parameters) if result.parameters else 4
+    for p in result.parameters:
+        print(f'{p.name:<{width}} = {p.value:>14.6g}  = {p.expression}')
+    print('drive parameters, apart: Ia, Fv, Fc for each joint '
+          f'({len(result.drive_parameters)})')
+    for note in result.notes + model.warnings:
+        print(f'note: {note}')
+    return 0
+
+
 def build_parser():
     """Argument parser of ``ne-dynamics``."""
     parser = argparse.ArgumentParser(prog='ne-dynamics', description=__doc__.split('\n')[0])
@@ -81,6 +121,12 @@ def build_parser():
     dh.add_argument('--tip', default=None, help='tip link (default: end of the movable chain)')
     dh.add_argument('--json', action='store_true', help='print JSON instead of a table')
     dh.set_defaults(func=dh_command)
+    base = sub.add_parser('base-params', help='print the base (minimal) inertial parameters')
+    base.add_argument('urdf', help='URDF file path')
+    base.add_argument('--base', default=None, help='base link (default: URDF root)')
+    base.add_argument('--tip', default=None, help='tip link (default: end of the movable chain)')
+    base.add_argument('--json', action='store_true', help='print JSON instead of a table')
+    base.set_defaults(func=base_params_command)
     return parser
 
 
