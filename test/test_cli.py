@@ -68,3 +68,58 @@ def test_base_params_table_and_errors():
     out = run('base-params', '/nonexistent/robot.urdf')
     assert out.returncode == 2 and 'cannot read URDF file' in out.stderr
     assert 'Traceback' not in out.stderr
+
+
+def test_codegen_python_and_c_match_the_recursion(tmp_path):
+    import ctypes
+    import shutil
+    import numpy as np
+    from ne_dynamics_ros import load_model
+    from ne_dynamics_ros.dynamics.codegen import count_operations, load_python
+    armature = ['0.5', '1.0', '0.25', '0.1', '0.1', '0.1']
+    out = run('codegen', str(PUMA560_URDF), '--lang', 'python', '--output',
+              str(tmp_path / 'puma.py'), '--armature', *armature)
+    assert out.returncode == 0, out.stderr
+    assert '001 Table 2 general NE, n = 6' in out.stdout and '690' in out.stdout
+    source = (tmp_path / 'puma.py').read_text()
+    module = load_python(source)
+    assert module['OPERATIONS'] == count_operations(source)
+    assert str(module['OPERATIONS']['mul']) in out.stdout.splitlines()[2]
+    model = load_model(str(PUMA560_URDF), armature=[float(a) for a in armature])
+    rng = np.random.default_rng(4)
+    q, qd, qdd = rng.uniform(-2, 2, (3, 6))
+    expected = model.rnea(q, qd, qdd)
+    np.testing.assert_allclose(module['rnea'](q, qd, qdd), expected, rtol=1e-12, atol=1e-12)
+    out = run('codegen', str(PUMA560_URDF), '--lang', 'c', '--output', str(tmp_path / 'p.c'),
+              '--armature', *armature)
+    assert out.returncode == 0, out.stderr
+    compiler = shutil.which('cc') or shutil.which('gcc')
+    if compiler is None:
+        return          # the Python output is checked above; no compiler on this machine
+    library = tmp_path / 'libpuma.so'
+    build = subprocess.run([compiler, '-std=c99', '-Wall', '-Werror', '-O2', '-shared',
+                            '-fPIC', str(tmp_path / 'p.c'), '-o', str(library), '-lm'],
+                           capture_output=True, text=True)
+    assert build.returncode == 0, build.stderr
+    function = ctypes.CDLL(str(library)).ne_rnea
+    array = ctypes.c_double * 6
+    tau = array()
+    function(array(*q), array(*qd), array(*qdd), tau)
+    np.testing.assert_allclose(list(tau), expected, rtol=1e-12, atol=1e-12)
+
+
+def test_codegen_errors_write_nothing(tmp_path):
+    out = run('codegen', str(PUMA560_URDF), '--lang', 'python', '--output',
+              str(tmp_path / 'missing_dir' / 'x.py'))
+    assert out.returncode == 2 and 'cannot write' in out.stderr
+    assert not (tmp_path / 'missing_dir').exists()
+    target = tmp_path / 'x.py'
+    out = run('codegen', '/nonexistent/robot.urdf', '--lang', 'c', '--output', str(target))
+    assert out.returncode == 2 and 'cannot read URDF file' in out.stderr
+    out = run('codegen', str(PUMA560_URDF), '--tip', 'base_link', '--lang', 'c',
+              '--output', str(target))
+    assert out.returncode == 2 and 'Traceback' not in out.stderr
+    out = run('codegen', str(PUMA560_URDF), '--lang', 'c', '--output', str(target),
+              '--armature', '1', '2')
+    assert out.returncode == 2 and 'armature' in out.stderr
+    assert list(tmp_path.iterdir()) == []

@@ -319,6 +319,19 @@ class RobotModel:
         """
         return regressor(self, q, qd, qdd, gravity)
 
+    def compile(self):
+        """Return this model's generated inverse dynamics (Renaud 004's method).
+
+        Returns:
+            A module namespace (dict) with ``rnea(q, qd, qdd)`` (sequences of n floats ->
+            list of n efforts), ``rnea_batch`` ((N, n) arrays -> (N, n)), ``JOINT_NAMES``
+            and ``OPERATIONS``: the same efforts as :meth:`rnea` with the default gravity
+            (0, 0, -9.81) m/s² and no tip wrench (see
+            :mod:`ne_dynamics_ros.dynamics.codegen`).
+        """
+        from .codegen import generate, load_python, python_source
+        return load_python(python_source(generate(self), self.tip_link))
+
     def friction_torques(self, qd):
         """Joint friction efforts from URDF ``<dynamics damping friction>``.
 

@@ -9,15 +9,25 @@ residual between the DH chain and the URDF.
 (minimal) inertial parameters: each one's name, its expression in Khalil's standard
 parameters (MDH frames) and its value, the counts (standard, base, numeric rank of the
 regressor) and which method gave them (closed-form rules or Gautier's QR).
+
+``ne-dynamics codegen URDF [--base LINK] [--tip LINK] [--convention dh|mdh]
+[--armature A ...] --lang python|c --output FILE`` writes the robot-specific inverse
+dynamics as straight-line code (Renaud 004's method) and prints its operation count beside
+the general recursion's (001 Table 2) and Renaud's. The file is written whole or not at
+all.
 """
 import argparse
 import json
+import os
+import pathlib
 import sys
+import tempfile
 
 import numpy as np
 
 from ne_dynamics_ros.errors import ModelError
 from ne_dynamics_ros.dynamics.base_parameters import base_parameters
+from ne_dynamics_ros.dynamics.codegen import c_source, generate, python_source
 from ne_dynamics_ros.dynamics.model import fk_residual, load_model
 
 
@@ -109,6 +119,58 @@ def base_params_command(args):
     return 0
 
 
+def write_atomically(path, text):
+    """Write ``text`` to ``path`` through a temporary file in the same directory.
+
+    Raises:
+        OSError: the directory is missing or not writable; nothing is left behind.
+    """
+    path = pathlib.Path(path)
+    handle, temporary = tempfile.mkstemp(prefix=f'.{path.name}.', dir=path.parent or '.')
+    try:
+        with os.fdopen(handle, 'w', encoding='utf-8') as stream:
+            stream.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise
+
+
+def codegen_command(args):
+    """Run ``ne-dynamics codegen``; return the process exit code."""
+    try:
+        model = load_model(args.urdf, base_link=args.base, tip_link=args.tip,
+                           convention=args.convention, armature=args.armature)
+        program = generate(model)
+    except ModelError as exc:
+        print(f'ne-dynamics codegen: error: {exc}', file=sys.stderr)
+        return 2
+    robot = f'{pathlib.Path(args.urdf).name} ({model.base_link} -> {model.tip_link})'
+    text = (python_source(program, robot) if args.lang == 'python'
+            else c_source(program, robot))
+    try:
+        write_atomically(args.output, text)
+    except OSError as exc:
+        print(f'ne-dynamics codegen: error: cannot write {args.output}: '
+              f'{exc.strerror or exc}', file=sys.stderr)
+        return 2
+    n = model.n
+    ops = program.operations
+    print(f'wrote {args.output} ({args.lang}, {model.convention.value}, joints '
+          f'{model.joint_names})')
+    print(f'{"computation":<44}{"mul":>6}{"add":>6}{"total":>7}')
+    rows = [('generated (this file)', ops['mul'], ops['add']),
+            (f'001 Table 2 general NE, n = {n}', 119 * n - 24, 107 * n - 21)]
+    if n == 6:
+        rows += [('Renaud 004, 6R example (first form)', 181, 127),
+                 ('Renaud 004, 6R example (final)', 164, 115)]
+    for label, mul, add in rows:
+        print(f'{label:<44}{mul:>6}{add:>6}{mul + add:>7}')
+    print(f'sin/cos: {ops["trig"]} (apart)')
+    return 0
+
+
 def build_parser():
     """Argument parser of ``ne-dynamics``."""
     parser = argparse.ArgumentParser(prog='ne-dynamics', description=__doc__.split('\n')[0])
@@ -127,6 +189,17 @@ def build_parser():
     base.add_argument('--tip', default=None, help='tip link (default: end of the movable chain)')
     base.add_argument('--json', action='store_true', help='print JSON instead of a table')
     base.set_defaults(func=base_params_command)
+    gen = sub.add_parser('codegen', help='write robot-specific inverse dynamics code')
+    gen.add_argument('urdf', help='URDF file path')
+    gen.add_argument('--base', default=None, help='base link (default: URDF root)')
+    gen.add_argument('--tip', default=None, help='tip link (default: end of the movable chain)')
+    gen.add_argument('--convention', choices=['dh', 'mdh'], default='mdh',
+                     help='frames of the recursion (default mdh)')
+    gen.add_argument('--armature', type=float, nargs='+', default=None, metavar='KG_M2',
+                     help='reflected rotor inertia per joint (default: none)')
+    gen.add_argument('--lang', choices=['python', 'c'], required=True)
+    gen.add_argument('--output', required=True, help='file to write')
+    gen.set_defaults(func=codegen_command)
     return parser
 
 
