@@ -521,10 +521,36 @@ def test_robot_description_topic(make_harness, ros_context, puma_ref):
     (puma_params(mode=5), 'mode'),                      # wrong type in a params file
     ([Parameter('mode', value='position')], 'mode'),  # checked even before a model exists
     ([Parameter('kd', value=-1.0)], 'kd'),
+    (puma_params(dynamics_backend='fast'), 'dynamics_backend'),
 ])
 def test_bad_configuration_fails_in_the_constructor(ros_context, params, match):
     with pytest.raises(NodeConfigurationError, match=match):
         ComputedTorqueNode(context=ros_context, parameter_overrides=params)
+
+
+@pytest.mark.parametrize('backend', ['generated', 'recursive'])
+def test_both_dynamics_backends_match_pinocchio(make_harness, puma_ref, backend):
+    h = make_harness(puma_params(dynamics_backend=backend))
+    assert h.node.controller.dynamics_backend == backend
+    h.exchange(PUMA_JOINTS, Q0, QD0)
+    stream_set_point(h)
+    tau, _, _ = h.exchange(PUMA_JOINTS, Q0, QD0)
+    _, want = expected_effort(puma_ref, 'computed_torque', Q0, QD0, SET_Q, SET_QD, SET_QDD)
+    np.testing.assert_allclose(tau, want, rtol=1e-9, atol=1e-9)
+
+
+def test_a_generated_program_that_disagrees_stops_the_node(ros_context, monkeypatch):
+    from ne_dynamics_ros.dynamics import codegen
+    original = codegen.python_source
+
+    def corrupted(program, robot='robot'):
+        return original(program, robot).replace('    return [', '    return [1e-3 + ', 1)
+    monkeypatch.setattr(codegen, 'python_source', corrupted)
+    with pytest.raises(NodeConfigurationError, match='generated inverse dynamics differ'):
+        ComputedTorqueNode(context=ros_context, parameter_overrides=puma_params())
+    node = ComputedTorqueNode(context=ros_context, parameter_overrides=puma_params(
+        dynamics_backend='recursive'))
+    node.destroy_node()
 
 
 def _run_main(args, domain_id):

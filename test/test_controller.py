@@ -444,3 +444,30 @@ def test_reconfigure_and_refusals_change_nothing(puma_ref):
     check('feedforward', np.array(kp, dtype=float), 3.5)      # validate applies nothing
     c.reconfigure(mode='gravity_compensation')
     check('gravity_compensation', 0.0, 0.0)
+
+
+# ---- dynamics backend ------------------------------------------------------------------------
+
+def test_generated_and_recursive_backends_agree(puma_ref):
+    from ne_dynamics_ros.dynamics.codegen import CompiledDynamics
+    generated = make()
+    recursive = ComputedTorqueController.from_urdf(
+        str(PUMA_URDF), armature=PUMA_ARMATURE, settings={'kp': KP, 'kd': KD},
+        dynamics_backend='recursive')
+    assert isinstance(generated.dynamics, CompiledDynamics)
+    assert recursive.dynamics is recursive.model
+    for mode in ('computed_torque', 'feedforward', 'gravity_compensation'):
+        for c in (generated, recursive):
+            c.reconfigure(mode=mode)
+        a = check_command(generated.update(0, PUMA_JOINTS, Q0, QD0)).effort
+        b = check_command(recursive.update(0, PUMA_JOINTS, Q0, QD0)).effort
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+        _, want = expected(puma_ref, mode, Q0, QD0, Q0, 0 * Q0, 0 * Q0)
+        np.testing.assert_allclose(a, want, rtol=1e-9, atol=1e-9)
+    # another gravity falls back to the recursion, still right
+    generated.reconfigure(mode='gravity_compensation', gravity=[0.0, 9.81, 0.0])
+    out = check_command(generated.update(0, PUMA_JOINTS, Q0, QD0)).effort
+    np.testing.assert_allclose(out, np.clip(puma_ref.rnea(Q0, 0 * Q0, 0 * Q0, [0, 9.81, 0]),
+                                            -PUMA_LIMITS, PUMA_LIMITS), rtol=1e-9, atol=1e-9)
+    with pytest.raises(ControlParameterError, match='dynamics_backend'):
+        ComputedTorqueController.from_urdf(str(PUMA_URDF), dynamics_backend='fast')

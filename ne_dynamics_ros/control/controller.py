@@ -52,11 +52,16 @@ from ne_dynamics_ros.control.laws import (
 from ne_dynamics_ros.control.trajectory import (
     DesiredState, Trajectory, trajectory_from_points, TrajectoryError, TrajectoryPoint)
 from ne_dynamics_ros.control.velocity_estimator import check_cutoff, VelocityEstimator
+from ne_dynamics_ros.dynamics.codegen import CompiledDynamics
 from ne_dynamics_ros.dynamics.model import load_model
 from ne_dynamics_ros.errors import StateError
 
 #: A state stamped within this many nanoseconds of ``now`` is taken to be on our clock.
 STAMP_TOLERANCE_NS = 500_000_000
+
+#: How the law's inverse dynamics are computed: Renaud's generated straight-line program
+#: (004; checked against the recursion when the controller is built) or the recursion.
+DYNAMICS_BACKENDS = ('generated', 'recursive')
 
 #: The settings that can change while running, with their defaults.
 DEFAULT_SETTINGS = {
@@ -228,17 +233,29 @@ class ComputedTorqueController:
             chain joint exactly once. ``None``: chain order.
         effort_limits: (n,) symmetric limits in chain order, N*m (N), ``inf`` allowed;
             ``None``: the URDF ``<limit effort>`` values.
+        dynamics_backend: ``'generated'`` (default): the law's RNEA runs the model's
+            generated program (:class:`~ne_dynamics_ros.dynamics.codegen.CompiledDynamics`,
+            checked against the recursion on random states first); ``'recursive'``: the
+            recursion itself.
 
     Raises:
-        ControlParameterError: invalid settings, joints or limits (the message names which).
+        ControlParameterError: invalid settings, joints, limits or backend (the message
+            names which).
+        ne_dynamics_ros.errors.ModelError: the generated program disagrees with the
+            recursion (then nothing may be commanded with it).
 
     The controller is not thread-safe: call it from one thread (the node's executor).
     """
 
     def __init__(self, model, settings: Union[ControllerSettings, Mapping, None] = None,
-                 joints: Optional[Sequence[str]] = None, effort_limits=None):
+                 joints: Optional[Sequence[str]] = None, effort_limits=None,
+                 dynamics_backend: str = 'generated'):
         self.model = model
         n = model.n
+        if dynamics_backend not in DYNAMICS_BACKENDS:
+            raise ControlParameterError(
+                f'dynamics_backend {dynamics_backend!r} is not one of {DYNAMICS_BACKENDS}')
+        self.dynamics_backend = dynamics_backend
         if joints is None:
             joints = list(model.joint_names)
         else:
@@ -259,6 +276,8 @@ class ComputedTorqueController:
             settings = ControllerSettings.from_values(settings or {}, n)
         elif settings.kp.size != n or settings.kd.size != n:
             settings = ControllerSettings.from_values(settings.as_values(), n)
+        #: What the law calls for M, C, g: the model, or its generated program.
+        self.dynamics = CompiledDynamics(model) if dynamics_backend == 'generated' else model
         self._apply(settings)
         self._velocity_estimator = VelocityEstimator(n, settings.velocity_filter_cutoff)
         self.trajectory: Optional[Trajectory] = None
@@ -273,13 +292,14 @@ class ComputedTorqueController:
 
     @classmethod
     def from_urdf(cls, urdf, base_link=None, tip_link=None, convention='mdh', armature=None,
-                  settings=None, joints=None, effort_limits=None):
+                  settings=None, joints=None, effort_limits=None,
+                  dynamics_backend='generated'):
         """Load the model with :func:`~ne_dynamics_ros.dynamics.model.load_model`, then build.
 
         Args:
             urdf: URDF XML text or a file path.
             base_link, tip_link, convention, armature: as for ``load_model``.
-            settings, joints, effort_limits: as for the constructor.
+            settings, joints, effort_limits, dynamics_backend: as for the constructor.
 
         Raises:
             ne_dynamics_ros.errors.ModelError: the URDF or the armature is unusable.
@@ -291,7 +311,8 @@ class ComputedTorqueController:
             armature = _numbers(armature, 'armature')
         model = load_model(urdf, base_link=base_link, tip_link=tip_link,
                            convention=convention, armature=armature)
-        return cls(model, settings, joints=joints, effort_limits=effort_limits)
+        return cls(model, settings, joints=joints, effort_limits=effort_limits,
+                   dynamics_backend=dynamics_backend)
 
     # ---- configuration ------------------------------------------------------------------
 
@@ -452,7 +473,7 @@ class ComputedTorqueController:
             self._hold(q, now)
         q_d, qd_d, qdd_d = self.trajectory.sample(self._sample_time(stamp_ns, now_ns, now))
         try:
-            tau = compute_effort(self.model, self.law, q, qd, q_d, qd_d, qdd_d)
+            tau = compute_effort(self.dynamics, self.law, q, qd, q_d, qd_d, qdd_d)
         except (NonFiniteEffortError, StateError) as err:
             self.dropped_joint_states += 1
             return NoCommand(SkipReason.NO_VALID_EFFORT, str(err))
@@ -528,4 +549,5 @@ class ComputedTorqueController:
 
 
 __all__ = ['Command', 'ComputedTorqueController', 'ControllerSettings', 'DEFAULT_SETTINGS',
+           'DYNAMICS_BACKENDS',
            'JointStateError', 'NoCommand', 'SkipReason', 'STAMP_TOLERANCE_NS', 'Timeout']

@@ -410,5 +410,71 @@ def load_python(source):
     return namespace
 
 
-__all__ = ['c_source', 'count_operations', 'Emitter', 'generate', 'GeneratedDynamics',
+__all__ = ['c_source', 'CompiledDynamics', 'count_operations', 'Emitter', 'generate',
+           'GeneratedDynamics',
            'load_python', 'python_source', 'reduced_model', 'Symbol']
+
+
+class CompiledDynamics:
+    """A :class:`RobotModel` whose inverse dynamics run the generated program.
+
+    ``rnea`` and ``gravity_torques`` use the generated code for the gravity it was
+    generated for, (0, 0, -9.81) m/s², and no tip wrench; any other gravity or a tip
+    wrench falls back to the recursion. Everything else (names, limits, friction,
+    ``mass_matrix``...) is the wrapped model's. On construction the generated function is
+    checked against the recursion on random states; a mismatch raises.
+
+    Args:
+        model: the :class:`~ne_dynamics_ros.dynamics.model.RobotModel`.
+        states: how many random states to check (positions within the joint limits).
+        tolerance: largest accepted difference, relative to the largest effort.
+
+    Raises:
+        ModelError: the generated function differs from the recursion (the message gives
+            the difference and the state).
+    """
+
+    def __init__(self, model, states=50, tolerance=1e-9, seed=0):
+        self.model = model
+        namespace = load_python(python_source(generate(model), model.tip_link))
+        self._single = namespace['rnea']
+        self._batch = namespace['rnea_batch']
+        self.operations = namespace['OPERATIONS']
+        self.check(states, tolerance, seed)
+
+    def __getattr__(self, name):
+        return getattr(self.model, name)
+
+    def check(self, states=50, tolerance=1e-9, seed=0):
+        """Compare with the recursion on random states; raise ModelError on a mismatch."""
+        model = self.model
+        rng = np.random.default_rng(seed)
+        lower = np.where(np.isfinite(model.lower_limits), model.lower_limits, -math.pi)
+        upper = np.where(np.isfinite(model.upper_limits), model.upper_limits, math.pi)
+        q = rng.uniform(lower, upper, (states, model.n))
+        qd, qdd = rng.normal(0, 2, (2, states, model.n))
+        expected = model.rnea(q, qd, qdd)
+        got = self._batch(q, qd, qdd)
+        scale = max(1.0, float(np.abs(expected).max()))
+        error = np.abs(got - expected).max(axis=1) / scale
+        worst = int(np.argmax(error))
+        if not error[worst] <= tolerance:
+            raise ModelError(
+                f'the generated inverse dynamics differ from the recursion by '
+                f'{error[worst]:.3g} (relative) at q={q[worst].tolist()}, '
+                f'qd={qd[worst].tolist()}, qdd={qdd[worst].tolist()}')
+
+    def rnea(self, q, qd, qdd, gravity=GRAVITY, f_tip=None):
+        """Inverse dynamics as :meth:`RobotModel.rnea`, by the generated program."""
+        if f_tip is not None or tuple(float(g) for g in gravity) != GRAVITY:
+            return self.model.rnea(q, qd, qdd, gravity, f_tip)
+        s = self.model._states(q=q, qd=qd, qdd=qdd)
+        if s['q'].ndim == 1:
+            return np.array(self._single(s['q'].tolist(), s['qd'].tolist(), s['qdd'].tolist()))
+        return self._batch(s['q'], s['qd'], s['qdd'])
+
+    def gravity_torques(self, q, gravity=GRAVITY):
+        """Gravity efforts g(q) = rnea(q, 0, 0), by the generated program."""
+        q = self.model._vector(q, 'q')
+        zero = np.zeros_like(q)
+        return self.rnea(q, zero, zero, gravity)

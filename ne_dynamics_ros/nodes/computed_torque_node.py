@@ -118,6 +118,11 @@ PARAMETERS = {
         'Frame convention of the Newton-Euler recursion: mdh (Craig) or dh (Luh-Walker-Paul, '
         '001 eqs 3.21-3.27). Both give the same torques.', read_only=True,
         constraints='one of: dh, mdh')),
+    'dynamics_backend': ('generated', _descriptor(
+        'How the inverse dynamics are computed: generated (the robot-specific straight-line '
+        'program of Renaud 004, checked against the recursion at start-up; the node '
+        'refuses to start on a mismatch) or recursive (the Newton-Euler recursion).',
+        read_only=True, constraints='one of: generated, recursive')),
     'mode': (DEFAULT_SETTINGS['mode'], _descriptor(
         'Control law: computed_torque (tau = RNEA(q, qd, qdd_d + kd*(qd_d - qd) + '
         'kp*(q_d - q)), 001 eqs 4.1, 4.4), feedforward (tau = RNEA(q_d, qd_d, qdd_d) + '
@@ -304,7 +309,8 @@ class ComputedTorqueNode(Node):
                 tip_link=p['tip_link'].value or None, convention=p['convention'].value,
                 armature=_unset_to_none(p['armature']), settings=self._runtime_values(),
                 joints=_unset_to_none(p['joints']),
-                effort_limits=_unset_to_none(p['effort_limits']))
+                effort_limits=_unset_to_none(p['effort_limits']),
+                dynamics_backend=p['dynamics_backend'].value)
         except ValueError as err:
             # ModelError/URDFError/StateError and ControlParameterError are ValueErrors.
             raise NodeConfigurationError(f'cannot build the robot model: {err}') from err
@@ -315,7 +321,10 @@ class ComputedTorqueNode(Node):
         self.get_logger().info(
             f'model {model.base_link} -> {model.tip_link}, {model.n} joints {model.joint_names}, '
             f'{model.convention.value}; mode {controller.settings.mode.value}, effort limits '
-            f'{controller.effort_limits.tolist()}')
+            f'{controller.effort_limits.tolist()}; dynamics {controller.dynamics_backend}'
+            + (f' ({controller.dynamics.operations["mul"]} mul + '
+               f'{controller.dynamics.operations["add"]} add per call)'
+               if controller.dynamics_backend == 'generated' else ''))
 
     def _validate_parameters(self, params):
         """On-set callback: refuse invalid run-time values with a reason."""
