@@ -1,17 +1,26 @@
 #!/usr/bin/env python3
-"""Benchmark: our RNEA against Pinocchio and Robotics Toolbox, side by side.
+"""Benchmark: our RNEA (recursive and generated) against Pinocchio and Robotics Toolbox.
 
 For the PUMA 560 and the UR5e, prints per-call time of ``model.rnea`` (one state), batch
-time per state at N = 1, 100, 10 000, and the same work done by ``pinocchio.rnea`` called
-in a Python loop and by Robotics Toolbox ``rne`` (PUMA 560 only: RTB ships that arm's
+time per state at N = 1, 100, 10 000, the same for the generated robot-specific program
+(Renaud 004's method, :mod:`ne_dynamics_ros.dynamics.codegen`: Python single call and
+``rnea_batch``; its C99 source compiled through ``cffi`` and called from Python, when a C
+compiler and cffi are present), and the same work done by ``pinocchio.rnea`` called in a
+Python loop and by Robotics Toolbox ``rne`` (PUMA 560 only: RTB ships that arm's
 published DH model, not the UR5e's), with ratios against Pinocchio.  Medians over
-repeats; wall-clock ``time.perf_counter``.
+repeats; wall-clock ``time.perf_counter``. Then a table of operation counts: our general
+recursion (counted by running it on counting numbers), the generated program (counted from
+its own source), 001 Table 2, 003 eq 7.43 / Table 7.4, 004.
 
 Usage: python benchmarks/bench_rnea.py [--repeats R] [--quick]
 """
 import argparse
+import dataclasses
 import pathlib
+import shutil
 import statistics
+import sys
+import tempfile
 import time
 
 import numpy as np
@@ -19,6 +28,8 @@ import pinocchio as pin
 import yaml
 
 from ne_dynamics_ros import load_model
+from ne_dynamics_ros.dynamics.codegen import c_source, count_operations, generate, load_python
+from ne_dynamics_ros.dynamics.codegen import python_source
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 ARMS = {
@@ -44,6 +55,100 @@ def puma_armature():
         return yaml.safe_load(f)['computed_torque_node']['ros__parameters']['armature']
 
 
+def compile_c(model, workdir):
+    """Compile the generated C through cffi; return (function, ffi) or (None, reason)."""
+    try:
+        import cffi
+    except ImportError:
+        return None, 'cffi is not installed'
+    if shutil.which('cc') is None and shutil.which('gcc') is None:
+        return None, 'no C compiler on this machine'
+    ffi = cffi.FFI()
+    ffi.cdef('void ne_rnea(const double *q, const double *qd, const double *qdd, '
+             'double *tau);')
+    module = f'_ne_generated_{model.tip_link}_{model.convention.value}'
+    ffi.set_source(module, c_source(generate(model)), extra_compile_args=['-O2'])
+    ffi.compile(tmpdir=str(workdir), verbose=False)
+    sys.path.insert(0, str(workdir))
+    compiled = __import__(module)
+    return compiled.lib.ne_rnea, compiled.ffi
+
+
+def bench_generated(name, model, repeats, sizes, rng, workdir):
+    """Rows for the generated program: Python single and batch, C single through cffi."""
+    rows, notes = [], []
+    source = python_source(generate(model))
+    module = load_python(source)
+    q, qd, qdd = rng.uniform(-1, 1, (3, 6))
+    ql, qdl, qddl = q.tolist(), qd.tolist(), qdd.tolist()
+    impl = f'gen {model.convention.value}'
+    rows.append((name, impl, 'single call', 1,
+                 median_time(lambda: module['rnea'](ql, qdl, qddl), repeats, 2000)))
+    for N in sizes:
+        Q, QD, QDD = rng.uniform(-1, 1, (3, N, 6))
+        rows.append((name, impl, 'batch', N,
+                     median_time(lambda: module['rnea_batch'](Q, QD, QDD), repeats,
+                                 max(1, 2000 // N)) / N))
+    function, ffi = compile_c(model, workdir)
+    if function is None:
+        notes.append(f'C through cffi not measured: {ffi}')
+    else:
+        qc, qdc, qddc = (ffi.new('double[6]', v) for v in (ql, qdl, qddl))
+        tau = ffi.new('double[6]')
+        function(qc, qdc, qddc, tau)
+        expected = model.rnea(q, qd, qdd)
+        assert np.allclose(list(tau), expected, rtol=1e-12, atol=1e-12), 'C differs'
+        rows.append((name, f'gen C {model.convention.value}', 'single call', 1,
+                     median_time(lambda: function(qc, qdc, qddc, tau), repeats, 20000)))
+    return rows, notes, count_operations(source)
+
+
+class Counting:
+    """A number that counts the multiplications and additions made with it."""
+
+    counts = {'mul': 0, 'add': 0}
+
+    def __init__(self, value=0.0):
+        self.value = value
+
+    def _op(self, kind, other, result):
+        Counting.counts[kind] += 1
+        return Counting(result)
+
+    def __add__(self, other):
+        return self._op('add', other, 0.0)
+
+    __radd__ = __sub__ = __rsub__ = __add__
+
+    def __mul__(self, other):
+        return self._op('mul', other, 0.0)
+
+    __rmul__ = __mul__
+
+    def __neg__(self):
+        return self
+
+
+def count_recursion(model):
+    """Operations of our general recursion for one state: every quantity a counting number."""
+    from ne_dynamics_ros.dynamics.rnea import rnea_dh, rnea_mdh
+    C = Counting
+    links = [dataclasses.replace(
+        link, a=C(), d=C(), cos_alpha=C(), sin_alpha=C(), mass=C(),
+        first_moment=(C(), C(), C()), inertia_origin=tuple((C(), C(), C()) for _ in range(3)))
+        for link in model.links]
+    n = model.n
+    Counting.counts = {'mul': 0, 'add': 0}
+    recursion = rnea_mdh if model.convention.value == 'mdh' else rnea_dh
+    recursion(links, [C() for _ in range(n)], [C() for _ in range(n)],
+              [C() for _ in range(n)], [C() for _ in range(n)], [C() for _ in range(n)],
+              (C(), C(), C()), (C(), C(), C()), (C(), C(), C()))
+    counts = dict(Counting.counts)
+    counts['mul'] += n          # armature * qdd
+    counts['add'] += n
+    return counts
+
+
 def bench_arm(name, repeats, sizes):
     """Time our RNEA (both conventions), Pinocchio and RTB on one arm; return rows."""
     path, tip = ARMS[name]
@@ -57,6 +162,8 @@ def bench_arm(name, repeats, sizes):
         import roboticstoolbox as rtb_module
         rtb = rtb_module.models.DH.Puma560().nofriction(coulomb=True, viscous=True)
     rng = np.random.default_rng(0)
+    notes, operations = [], {}
+    workdir = pathlib.Path(tempfile.mkdtemp(prefix='ne_bench_'))
     for convention in ('mdh', 'dh'):
         model = load_model(str(path), tip_link=tip, convention=convention, armature=armature)
         q, qd, qdd = rng.uniform(-1, 1, (3, 6))
@@ -67,6 +174,11 @@ def bench_arm(name, repeats, sizes):
             inner = max(1, 2000 // N)
             t = median_time(lambda: model.rnea(Q, QD, QDD), repeats, inner) / N
             rows.append((name, convention, 'batch', N, t))
+        generated_rows, generated_notes, counted = bench_generated(
+            name, model, repeats, sizes, rng, workdir)
+        rows += generated_rows
+        notes += generated_notes
+        operations[convention] = (count_recursion(model), counted)
     q, qd, qdd = rng.uniform(-1, 1, (3, 6))
     rows.append((name, 'pinocchio', 'single call', 1,
                  median_time(lambda: pin.rnea(pm, pd, q, qd, qdd), repeats, 2000)))
@@ -87,7 +199,8 @@ def bench_arm(name, repeats, sizes):
             rows.append((name, 'rtb rne', 'batch', N,
                          median_time(lambda: rtb.rne(Q, QD, QDD, gravity=g), repeats,
                                      max(1, 200 // N)) / N))
-    return rows
+    shutil.rmtree(workdir, ignore_errors=True)
+    return rows, notes, operations
 
 
 def main():
@@ -100,12 +213,35 @@ def main():
     repeats = 3 if args.quick else args.repeats
     print(f'{"robot":<8} {"implementation":<15} {"mode":<12} {"N":>6} {"µs/state":>10} '
           f'{"vs pinocchio":>13}')
+    all_operations = {}
     for name in ARMS:
-        rows = bench_arm(name, repeats, sizes)
+        rows, notes, operations = bench_arm(name, repeats, sizes)
+        all_operations[name] = operations
         ref = {(r[2], r[3]): r[4] for r in rows if r[1].startswith('pinocchio')}
         for robot, impl, mode, N, t in rows:
             ratio = t / ref[(mode, N)]
             print(f'{robot:<8} {impl:<15} {mode:<12} {N:>6} {t * 1e6:>10.2f} {ratio:>12.2f}x')
+        for note in notes:
+            print(f'{name:<8} note: {note}')
+    print()
+    print('operation counts for one state, n = 6 (with armature where the arm has it)')
+    print(f'{"computation":<62}{"mul":>7}{"add":>7}{"total":>7}')
+    table = []
+    for name, operations in all_operations.items():
+        for convention, (recursive, generated) in operations.items():
+            table.append((f'{name} ours recursive {convention} (counted)', recursive))
+            table.append((f'{name} ours generated {convention} (from its source)', generated))
+    n = 6
+    table += [('001 Table 2, Newton-Euler (119n-24, 107n-21)',
+               {'mul': 119 * n - 24, 'add': 107 * n - 21}),
+              ('003 eq 7.43, Newton-Euler with kinematics (137n-22, 110n-14)',
+               {'mul': 137 * n - 22, 'add': 110 * n - 14}),
+              ('003 Table 7.4, Khalil et al. (1986)', {'mul': 538, 'add': 478}),
+              ('004 Renaud, 6R example (first form)', {'mul': 181, 'add': 127}),
+              ('004 Renaud, 6R example (final)', {'mul': 164, 'add': 115})]
+    for label, counts in table:
+        print(f'{label:<62}{counts["mul"]:>7}{counts["add"]:>7}'
+              f'{counts["mul"] + counts["add"]:>7}')
 
 
 if __name__ == '__main__':
