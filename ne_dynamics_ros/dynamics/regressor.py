@@ -124,9 +124,9 @@ def regressor(model, q, qd, qdd, gravity=STANDARD_GRAVITY):
                 p = (R @ _as_columns(frames[i + 1][1], B)[:, :, None])[:, :, 0]
             U = np.concatenate([f, m + _cross_matrix(p) @ f], axis=1)
         if mdh:
-            w, wd, vd = frames[i][1:]
+            w, wd, vd = frames[i][1:4]
         else:
-            w, wd, vd = frames[i][2:]
+            w, wd, vd = frames[i][2:5]
         col = PER_JOINT * i
         U[:, :, col:col + 10] += _link_block(_as_columns(w, B), _as_columns(wd, B),
                                              _as_columns(vd, B))

@@ -78,16 +78,29 @@ def _inertia_times(inertia, w):
             r2[0] * w[0] + r2[1] * w[1] + r2[2] * w[2])
 
 
-def _body_wrench(link, w, wd, vd):
+def _b_matrix(w, wd):
+    """Renaud's b = ω̇^ + ω^ ω^ (004, forward recursion): b·p = ω̇ × p + ω × (ω × p).
+
+    Formed once per link (6 products), it serves every vector of that link: the next
+    origin and the first moment MS.
+    """
+    wxx, wyy, wzz = w[0] * w[0], w[1] * w[1], w[2] * w[2]
+    wxy, wxz, wyz = w[0] * w[1], w[0] * w[2], w[1] * w[2]
+    return ((-(wyy + wzz), wxy - wd[2], wxz + wd[1]),
+            (wxy + wd[2], -(wxx + wzz), wyz - wd[0]),
+            (wxz - wd[1], wyz + wd[0], -(wxx + wyy)))
+
+
+def _body_wrench(link, w, wd, vd, b):
     """Inertial force and moment about origin i of one link, from its origin's motion.
 
-    ``F = M v̇ + ω̇ × MS + ω × (ω × MS)`` and ``N = J ω̇ + ω × (J ω) + MS × v̇`` (v̇ the
-    acceleration of origin i): Craig's F = m v̇_c, N_c = I ω̇ + ω × Iω (000 step 5) moved
-    to the origin, as 004 writes it with the moments at O_i.
+    ``F = M v̇ + b·MS`` (b·MS = ω̇ × MS + ω × (ω × MS)) and ``N = J ω̇ + ω × (J ω) + MS × v̇``
+    (v̇ the acceleration of origin i): Craig's F = m v̇_c, N_c = I ω̇ + ω × Iω (000 step 5)
+    moved to the origin, as 004 writes it with the moments at O_i.
     """
     ms = link.first_moment
     J = link.inertia_origin
-    F = _add(_add(_scale(link.mass, vd), _cross(wd, ms)), _cross(w, _cross(w, ms)))
+    F = _add(_scale(link.mass, vd), _inertia_times(b, ms))
     N = _add(_add(_inertia_times(J, wd), _cross(w, _inertia_times(J, w))), _cross(ms, vd))
     return F, N
 
@@ -112,17 +125,17 @@ def _mdh_to_parent(link, ct, st, v):
 def forward_mdh(links, cos_theta, sin_theta, d, qd, qdd, base_acc):
     """Outward recursion in modified-DH frames (000 steps 1–4).
 
-    Arguments as :func:`rnea_mdh`. Returns, per link i, ``(p, w, wd, vd)``: ``p`` the
+    Arguments as :func:`rnea_mdh`. Returns, per link i, ``(p, w, wd, vd, b)``: ``p`` the
     origin of frame i in frame i-1 (m), and ω_i, ω̇_i, v̇_i (acceleration of origin i,
-    gravity included as v̇_0 = -g) in frame i.
+    gravity included as v̇_0 = -g) and b_i (:func:`_b_matrix`) in frame i.
     """
     w = wd = (0.0, 0.0, 0.0)
+    b = ((0.0, 0.0, 0.0),) * 3
     vd = base_acc
     frames = []
     for link, ct, st, di, qdi, qddi in zip(links, cos_theta, sin_theta, d, qd, qdd):
         p = (link.a, -link.sin_alpha * di, link.cos_alpha * di)   # ^{i-1}P_i
-        vd = _mdh_to_child(link, ct, st,
-                           _add(vd, _add(_cross(wd, p), _cross(w, _cross(w, p)))))
+        vd = _mdh_to_child(link, ct, st, _add(vd, _inertia_times(b, p)))
         w_in = _mdh_to_child(link, ct, st, w)
         wd_in = _mdh_to_child(link, ct, st, wd)
         if link.prismatic:
@@ -131,7 +144,8 @@ def forward_mdh(links, cos_theta, sin_theta, d, qd, qdd, base_acc):
         else:
             w = (w_in[0], w_in[1], w_in[2] + qdi)
             wd = (wd_in[0] + w_in[1] * qdi, wd_in[1] - w_in[0] * qdi, wd_in[2] + qddi)
-        frames.append((p, w, wd, vd))
+        b = _b_matrix(w, wd)
+        frames.append((p, w, wd, vd, b))
     return frames
 
 
@@ -155,8 +169,8 @@ def rnea_mdh(links, cos_theta, sin_theta, d, qd, qdd, base_acc, f_end, n_end):
     f, nm = f_end, n_end                 # in frame n, about origin n
     p_child = (0.0, 0.0, 0.0)
     for i in range(len(links) - 1, -1, -1):
-        p, w, wd, vd = frames[i]
-        F, N = _body_wrench(links[i], w, wd, vd)
+        p, w, wd, vd, b = frames[i]
+        F, N = _body_wrench(links[i], w, wd, vd, b)
         ct, st = cos_theta[i], sin_theta[i]
         f_child = f
         f = _add(f_child, F)
@@ -188,9 +202,9 @@ def _dh_to_parent(link, ct, st, v):
 def forward_dh(links, cos_theta, sin_theta, d, qd, qdd, base_acc):
     """Outward recursion in standard-DH frames (001 eqs 3.21–3.23).
 
-    Arguments as :func:`rnea_dh`. Returns, per link i, ``(z, r, w, wd, vd)``: z_{i-1} and
-    the vector r from origin i-1 to origin i, both in frame i (m), and ω_i, ω̇_i, v̇_i
-    (acceleration of origin i, gravity included) in frame i.
+    Arguments as :func:`rnea_dh`. Returns, per link i, ``(z, r, w, wd, vd, b)``: z_{i-1}
+    and the vector r from origin i-1 to origin i, both in frame i (m), and ω_i, ω̇_i, v̇_i
+    (acceleration of origin i, gravity included) and b_i (:func:`_b_matrix`) in frame i.
     """
     w = wd = (0.0, 0.0, 0.0)
     acc = base_acc
@@ -207,8 +221,9 @@ def forward_dh(links, cos_theta, sin_theta, d, qd, qdd, base_acc):
             wd = _dh_to_child(link, ct, st,
                               (wd[0] + w[1] * qdi, wd[1] - w[0] * qdi, wd[2] + qddi))  # 3.22
             w = _dh_to_child(link, ct, st, (w[0], w[1], w[2] + qdi))                   # 3.21
-        acc = _add(acc, _add(_cross(wd, r), _cross(w, _cross(w, r))))                  # 3.23
-        frames.append((z, r, w, wd, acc))
+        b = _b_matrix(w, wd)
+        acc = _add(acc, _inertia_times(b, r))                                          # 3.23
+        frames.append((z, r, w, wd, acc, b))
     return frames
 
 
@@ -223,8 +238,8 @@ def rnea_dh(links, cos_theta, sin_theta, d, qd, qdd, base_acc, f_end, n_end):
     tau = [None] * len(links)
     f, nm = f_end, n_end          # f_{n+1}, n_{n+1} in frame n, about origin n
     for i in range(len(links) - 1, -1, -1):
-        z, r, w, wd, acc = frames[i]
-        F, N = _body_wrench(links[i], w, wd, acc)                                      # 3.24
+        z, r, w, wd, acc, b = frames[i]
+        F, N = _body_wrench(links[i], w, wd, acc, b)                                   # 3.24
         ct, st = cos_theta[i], sin_theta[i]
         nm = _add(_add(nm, _cross(r, _add(f, F))), N)                                # 3.26
         f = _add(f, F)                                                                 # 3.25
