@@ -15,6 +15,7 @@ from random_urdf import PinocchioReference, random_chains
 
 from conftest import PUMA560_URDF, UR5E_URDF
 from ne_dynamics_ros import load_model, ModelError, StateError
+from ne_dynamics_ros.dynamics import parameters
 from ne_dynamics_ros.dynamics.parameters import (
     inertial_index, model_with_parameters, parameter_names, PER_JOINT, standard_parameters)
 from ne_dynamics_ros.dynamics.regressor import regressor, tip_wrench_torques
@@ -72,25 +73,17 @@ def test_random_chains_with_prismatic_joints(robot, seed):
         check_against_rnea(model, rng, prismatic, gravity=tuple(rng.normal(0, 5, 3)))
 
 
-def frame_change(X):
-    """10x10 map of our parameters (frame A) to Pinocchio's (frame B), X = pose of A in B.
+#: Our order XX XY XZ YY YZ ZZ MX MY MZ M -> Pinocchio's m mx my mz Ixx Ixy Iyy Ixz Iyz Izz.
+TO_PINOCCHIO = [9, 6, 7, 8, 0, 1, 3, 2, 4, 5]
 
-    Ours: XX XY XZ YY YZ ZZ MX MY MZ M at origin A; Pinocchio's dynamic parameters:
-    m, mx, my, mz, Ixx, Ixy, Iyy, Ixz, Iyz, Izz at origin B. Points r_B = R r_A + p.
+
+def frame_change(X):
+    """Map our parameters in frame A to Pinocchio's in frame B (X = pose of A in B).
+
+    The library's map, checked here: the parameters it gives must be Pinocchio's own
+    (test_columns_match_pinocchio_joint_torque_regressor, last block).
     """
-    R, p = X[:3, :3], X[:3, 3]
-    T = np.zeros((10, 10))
-    for k in range(10):
-        e = np.zeros(10)
-        e[k] = 1.0
-        J = np.array([[e[0], e[1], e[2]], [e[1], e[3], e[4]], [e[2], e[4], e[5]]])
-        ms, m = e[6:9], e[9]
-        c = R @ ms
-        J_b = (R @ J @ R.T + 2.0 * (p @ c) * np.eye(3) - np.outer(c, p) - np.outer(p, c)
-               + m * ((p @ p) * np.eye(3) - np.outer(p, p)))
-        T[:, k] = [m, *(c + m * p), J_b[0, 0], J_b[0, 1], J_b[1, 1], J_b[0, 2], J_b[1, 2],
-                   J_b[2, 2]]
-    return T
+    return parameters.frame_change(X)[TO_PINOCCHIO]
 
 
 @pytest.mark.parametrize('convention', CONVENTIONS)

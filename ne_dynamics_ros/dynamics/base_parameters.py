@@ -42,7 +42,8 @@ import numpy as np
 
 from ne_dynamics_ros.dynamics.dh import Convention, link_transform
 from ne_dynamics_ros.dynamics.parameters import (
-    INERTIAL_NAMES, inertial_index, parameter_names, PER_JOINT, standard_parameters)
+    frame_change, INERTIAL_NAMES, inertial_index, parameter_names, PER_JOINT,
+    standard_parameters)
 
 #: Relative threshold (to the largest column norm) below which a column is dependent.
 RANK_TOLERANCE = 1e-8
@@ -154,23 +155,6 @@ def numeric_base(model, samples=None, seed=0):
     return kept, K, dependent, int(kept.size)
 
 
-def _frame_change(X):
-    """Return the 10x10 map of inertial parameters at frame A to B, X = pose of A in B."""
-    R, p = X[:3, :3], X[:3, 3]
-    T = np.zeros((10, 10))
-    for k in range(10):
-        e = np.zeros(10)
-        e[k] = 1.0
-        J = np.array([[e[0], e[1], e[2]], [e[1], e[3], e[4]], [e[2], e[4], e[5]]])
-        ms, m = e[6:9], e[9]
-        c = R @ ms
-        Jb = (R @ J @ R.T + 2.0 * (p @ c) * np.eye(3) - np.outer(c, p) - np.outer(p, c)
-              + m * ((p @ p) * np.eye(3) - np.outer(p, p)))
-        T[:, k] = [Jb[0, 0], Jb[0, 1], Jb[0, 2], Jb[1, 1], Jb[1, 2], Jb[2, 2],
-                   *(c + m * p), m]
-    return T
-
-
 def closed_form_grouping(model, gravity=(0.0, 0.0, -9.81)):
     """Regroup by Khalil–Gautier's rules in MDH frames: (G on inertial columns, kept, notes).
 
@@ -184,7 +168,7 @@ def closed_form_grouping(model, gravity=(0.0, 0.0, -9.81)):
     for j in range(n - 1, 0, -1):                # 0-based link j, folded into link j-1
         row = rows[j]
         X = link_transform(row, 0.0, Convention.MDH)   # frame j in frame j-1
-        T = _frame_change(X)
+        T = frame_change(X)
         sel = np.zeros((10, 10))
         block = slice(10 * j, 10 * j + 10)
         parent = slice(10 * (j - 1), 10 * j)

@@ -45,6 +45,33 @@ def inertial_index(n):
     return np.array([PER_JOINT * j + k for j in range(n) for k in range(len(INERTIAL_NAMES))])
 
 
+def frame_change(X):
+    """Return the 10x10 map of one link's inertial parameters from frame A to frame B.
+
+    Args:
+        X: (4, 4) pose of frame A in frame B (points: r_B = R r_A + p).
+
+    Returns:
+        T with ``pi_B = T pi_A`` for [XX, XY, XZ, YY, YZ, ZZ, MX, MY, MZ, M]:
+        ``M_B = M``, ``MS_B = R MS + M p``, and, with c = R MS,
+        ``J_B = R J Rᵀ + 2 (p·c) E - c pᵀ - p cᵀ + M (|p|² E - p pᵀ)`` (Huygens' theorem
+        for a moved origin, 004's moments at a point).
+    """
+    R, p = X[:3, :3], X[:3, 3]
+    T = np.zeros((10, 10))
+    for k in range(10):
+        e = np.zeros(10)
+        e[k] = 1.0
+        J = np.array([[e[0], e[1], e[2]], [e[1], e[3], e[4]], [e[2], e[4], e[5]]])
+        ms, m = e[6:9], e[9]
+        c = R @ ms
+        Jb = (R @ J @ R.T + 2.0 * (p @ c) * np.eye(3) - np.outer(c, p) - np.outer(p, c)
+              + m * ((p @ p) * np.eye(3) - np.outer(p, p)))
+        T[:, k] = [Jb[0, 0], Jb[0, 1], Jb[0, 2], Jb[1, 1], Jb[1, 2], Jb[2, 2],
+                   *(c + m * p), m]
+    return T
+
+
 def standard_parameters(model):
     """Return the model's (13 n,) standard parameter vector (see the module docstring)."""
     values = []
