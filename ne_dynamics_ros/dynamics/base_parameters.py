@@ -42,8 +42,7 @@ import numpy as np
 
 from ne_dynamics_ros.dynamics.dh import Convention, link_transform
 from ne_dynamics_ros.dynamics.parameters import (
-    frame_change, INERTIAL_NAMES, inertial_index, parameter_names, PER_JOINT,
-    standard_parameters)
+    frame_change, inertial_index, parameter_names, PER_JOINT, standard_parameters)
 
 #: Relative threshold (to the largest column norm) below which a column is dependent.
 RANK_TOLERANCE = 1e-8
@@ -192,8 +191,6 @@ def closed_form_grouping(model, gravity=(0.0, 0.0, -9.81)):
     notes = []
     if model._prismatic[0]:
         keep1 = {9}                              # only M1 (moves along z1, no rotation)
-        if abs(g0 @ z1) < 1e-12 * max(1.0, np.linalg.norm(g0)):
-            keep1 = {9}
     else:
         keep1 = {5}                              # ZZ1
         g_perp = g0 - (g0 @ z1) * z1
@@ -272,4 +269,4 @@ def base_parameters(model, samples=None, seed=0):
 
 
 __all__ = ['BaseParameter', 'BaseParameterSet', 'base_parameters', 'closed_form_grouping',
-           'INERTIAL_NAMES', 'numeric_base', 'RANK_TOLERANCE', 'stacked_regressor']
+           'numeric_base', 'RANK_TOLERANCE', 'stacked_regressor']
