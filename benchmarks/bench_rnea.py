@@ -65,13 +65,15 @@ def compile_c(model, workdir):
         return None, 'no C compiler on this machine'
     ffi = cffi.FFI()
     ffi.cdef('void ne_rnea(const double *q, const double *qd, const double *qdd, '
-             'double *tau);')
+             'double *tau);\n'
+             'void ne_rnea_batch(long count, const double *q, const double *qd, '
+             'const double *qdd, double *tau);')
     module = f'_ne_generated_{model.tip_link}_{model.convention.value}'
     ffi.set_source(module, c_source(generate(model)), extra_compile_args=['-O2'])
     ffi.compile(tmpdir=str(workdir), verbose=False)
     sys.path.insert(0, str(workdir))
     compiled = __import__(module)
-    return compiled.lib.ne_rnea, compiled.ffi
+    return compiled.lib, compiled.ffi
 
 
 def bench_generated(name, model, repeats, sizes, rng, workdir):
@@ -89,10 +91,11 @@ def bench_generated(name, model, repeats, sizes, rng, workdir):
         rows.append((name, impl, 'batch', N,
                      median_time(lambda: module['rnea_batch'](Q, QD, QDD), repeats,
                                  max(1, 2000 // N)) / N))
-    function, ffi = compile_c(model, workdir)
-    if function is None:
+    lib, ffi = compile_c(model, workdir)
+    if lib is None:
         notes.append(f'C through cffi not measured: {ffi}')
     else:
+        function = lib.ne_rnea
         qc, qdc, qddc = (ffi.new('double[6]', v) for v in (ql, qdl, qddl))
         tau = ffi.new('double[6]')
         function(qc, qdc, qddc, tau)
@@ -100,6 +103,16 @@ def bench_generated(name, model, repeats, sizes, rng, workdir):
         assert np.allclose(list(tau), expected, rtol=1e-12, atol=1e-12), 'C differs'
         rows.append((name, f'gen C {model.convention.value}', 'single call', 1,
                      median_time(lambda: function(qc, qdc, qddc, tau), repeats, 20000)))
+        for N in sizes:
+            Q, QD, QDD = (np.ascontiguousarray(a) for a in rng.uniform(-1, 1, (3, N, 6)))
+            out = np.empty((N, 6))
+            args = [ffi.from_buffer('double[]', a) for a in (Q, QD, QDD)]
+            target = ffi.from_buffer('double[]', out)
+            lib.ne_rnea_batch(N, *args, target)
+            assert np.allclose(out, model.rnea(Q, QD, QDD), rtol=1e-12, atol=1e-12), 'C differs'
+            rows.append((name, f'gen C {model.convention.value}', 'batch', N,
+                         median_time(lambda: lib.ne_rnea_batch(N, *args, target), repeats,
+                                     max(1, 20000 // N)) / N))
     return rows, notes, count_operations(source)
 
 

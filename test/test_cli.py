@@ -101,11 +101,18 @@ def test_codegen_python_and_c_match_the_recursion(tmp_path):
                             '-fPIC', str(tmp_path / 'p.c'), '-o', str(library), '-lm'],
                            capture_output=True, text=True)
     assert build.returncode == 0, build.stderr
-    function = ctypes.CDLL(str(library)).ne_rnea
+    library = ctypes.CDLL(str(library))
     array = ctypes.c_double * 6
     tau = array()
-    function(array(*q), array(*qd), array(*qdd), tau)
+    library.ne_rnea(array(*q), array(*qd), array(*qdd), tau)
     np.testing.assert_allclose(list(tau), expected, rtol=1e-12, atol=1e-12)
+    # the batch entry point: 5 states stored row by row
+    Q, QD, QDD = (np.ascontiguousarray(a) for a in rng.uniform(-2, 2, (3, 5, 6)))
+    out = np.zeros((5, 6))
+    pointer = ctypes.POINTER(ctypes.c_double)
+    library.ne_rnea_batch.argtypes = [ctypes.c_long] + [pointer] * 4
+    library.ne_rnea_batch(5, *(a.ctypes.data_as(pointer) for a in (Q, QD, QDD, out)))
+    np.testing.assert_allclose(out, model.rnea(Q, QD, QDD), rtol=1e-12, atol=1e-12)
 
 
 def test_codegen_errors_write_nothing(tmp_path):

@@ -40,7 +40,10 @@ def check_generated(model, rng, prismatic=None, count=8, use_base_parameters=Tru
     single = np.array([module['rnea'](list(q[k]), list(qd[k]), list(qdd[k]))
                        for k in range(count)])
     assert_rel(single, expected)
-    assert_rel(module['rnea_batch'](q, qd, qdd), expected)
+    assert_rel(module['rnea_batch'](q, qd, qdd), expected)        # the loop (< 64 states)
+    reps = -(-70 // count)                                         # NumPy's ufuncs (>= 64)
+    tiled = [np.tile(a, (reps, 1)) for a in (q, qd, qdd)]
+    assert_rel(module['rnea_batch'](*tiled), np.tile(expected, (reps, 1)))
     return program, module
 
 
@@ -59,6 +62,20 @@ def test_shipped_arms_match_the_recursion_and_pinocchio(robot, convention):
     # far fewer operations than the general recursion (001 Table 2: 690 M + 621 A)
     assert program.operations['mul'] < 300 and program.operations['add'] < 250
     assert program.operations['trig'] <= 12
+
+
+def test_batch_runs_block_by_block(monkeypatch):
+    from ne_dynamics_ros.dynamics import codegen
+    monkeypatch.setattr(codegen, 'BATCH_BLOCK', 100)     # 3 blocks for 250 states, one partial
+    model = load_model(str(UR5E_URDF), tip_link='tool0')
+    module = load_python(python_source(generate(model)))
+    rng = np.random.default_rng(5)
+    q, qd, qdd = rng.uniform(-2, 2, (3, 250, 6))
+    assert_rel(module['rnea_batch'](q, qd, qdd), model.rnea(q, qd, qdd))
+    # one state broadcast against many, and a wrong width
+    assert_rel(module['rnea_batch'](q[0], qd, qdd), model.rnea(np.tile(q[0], (250, 1)), qd, qdd))
+    with pytest.raises(ValueError, match=r'expected \(N, 6\) states'):
+        module['rnea_batch'](q[:, :5], qd[:, :5], qdd[:, :5])
 
 
 def test_base_parameters_shorten_the_program():

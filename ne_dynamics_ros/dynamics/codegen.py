@@ -32,11 +32,13 @@ import numpy as np
 from ne_dynamics_ros.dynamics.base_parameters import numeric_base
 from ne_dynamics_ros.dynamics.dh import Convention
 from ne_dynamics_ros.dynamics.parameters import inertial_index
-from ne_dynamics_ros.dynamics.rnea import rnea_dh, rnea_mdh
+from ne_dynamics_ros.dynamics.rnea import (_add, _body_wrench, _cross, _inertia_times, _scale,
+                                           rnea_dh, rnea_mdh)
 from ne_dynamics_ros.errors import ModelError
 
-#: Values within this of 0 or ±1 (relative to 1) are taken as exact.
-SNAP = 1e-12
+#: Values within this of 0 or ±1 (relative to 1) are taken as exact: the round-off of
+#: the URDF -> DH conversion (a few ulps), not a length anyone would write (1e-12 m is).
+SNAP = 1e-14
 GRAVITY = (0.0, 0.0, -9.81)
 
 
@@ -199,6 +201,60 @@ def _exact_links(model):
     return links
 
 
+def _differ(a, b):
+    """a - b, exactly 0 when equal to within 1e-12 of their size (a symmetric link)."""
+    return 0.0 if abs(a - b) <= SNAP * max(abs(a), abs(b)) else a - b
+
+
+def _body_wrench_products(link, w, wd, vd, b):
+    """The body wrench of :func:`~ne_dynamics_ros.dynamics.rnea._body_wrench`, for symbols.
+
+    Same F and N, but the gyroscopic moment ω × (J ω) is written on the products
+    ω_x ω_y, ω_x ω_z, ω_y ω_z, ω_x², ω_y², ω_z² that b already formed (Renaud 004, step 2:
+    δ = ω ⊗ ω), with the inertia differences as constants (Khalil's customised
+    Newton–Euler):
+
+        (ω × Jω)_x = J_xz ω_x ω_y + J_yz (ω_y² - ω_z²) + (J_zz - J_yy) ω_y ω_z - J_xy ω_x ω_z
+
+    and cyclically. With the base parameters' sparse J (YY grouped away, most products
+    zero) a term costs one multiplication instead of the 15 M + 9 A of Jω then ω × Jω.
+    """
+    ms = link.first_moment
+    J = link.inertia_origin
+    F = _add(_scale(link.mass, vd), _inertia_times(b, ms))
+    xx, yy, zz = w[0] * w[0], w[1] * w[1], w[2] * w[2]
+    xy, xz, yz = w[0] * w[1], w[0] * w[2], w[1] * w[2]
+    (jxx, jxy, jxz), (_, jyy, jyz), (_, _, jzz) = J
+    gyro = (jxz * xy + jyz * (yy - zz) + _differ(jzz, jyy) * yz - jxy * xz,
+            jxy * yz + jxz * (zz - xx) + _differ(jxx, jzz) * xz - jyz * xy,
+            jyz * xz + jxy * (xx - yy) + _differ(jyy, jxx) * xy - jxz * yz)
+    N = _add(_add(_inertia_times(J, wd), gyro), _cross(ms, vd))
+    return F, N
+
+
+def _axis_symmetric_tail(links):
+    """Index of a last revolute link whose rotation about its own axis cannot matter, or None.
+
+    When every link after it carries no inertia and its own (reduced) inertia is
+    symmetric about z (J = diag(XX, XX, ZZ) about its origin, MS along z), turning it
+    about its axis changes nothing: its theta rotation may be taken as the identity
+    (Renaud's intrinsic computation projects such a body on the previous frame).
+    """
+    for index in range(len(links) - 1, -1, -1):
+        link = links[index]
+        J = link.inertia_origin
+        if link.mass or any(link.first_moment) or any(any(row) for row in J):
+            break
+    else:
+        return None
+    if link.prismatic:
+        return None
+    symmetric = (J[0][1] == 0.0 and J[0][2] == 0.0 and J[1][2] == 0.0
+                 and _differ(J[0][0], J[1][1]) == 0.0
+                 and link.first_moment[0] == 0.0 and link.first_moment[1] == 0.0)
+    return index if symmetric else None
+
+
 @dataclasses.dataclass
 class GeneratedDynamics:
     """A straight-line inverse-dynamics program for one model.
@@ -228,10 +284,31 @@ def generate(model, use_base_parameters=True):
     """Generate the robot-specific Newton–Euler program of ``model`` (module docstring).
 
     Every model :func:`load_model` accepts can be generated; ``use_base_parameters=False``
-    keeps all standard parameters (a longer program, same efforts).
+    keeps all standard parameters (a longer program, same efforts). The gyroscopic moment
+    of each link is written in whichever of its two equal forms (ω × (Jω), or on the
+    products of ω: :func:`_body_wrench_products`) gives the shorter program, chosen link
+    by link from the outermost.
     """
     if use_base_parameters:
         model = reduced_model(model)
+    products = [True] * model.n
+    best = _program(model, products)
+    for index in range(model.n - 1, -1, -1):
+        products[index] = False
+        candidate = _program(model, products)
+        if _total(candidate) < _total(best):
+            best = candidate
+        else:
+            products[index] = True
+    return best
+
+
+def _total(program):
+    return program.operations['mul'] + program.operations['add']
+
+
+def _program(model, products):
+    """The program of ``model`` with link i's gyroscopic moment on ω's products if products[i]."""
     emitter = Emitter()
     links = _exact_links(model)
     n = model.n
@@ -265,7 +342,18 @@ def generate(model, use_base_parameters=True):
     base_acc = tuple(_snap(v) for v in (-(R0.T @ np.array(GRAVITY))).tolist())
     zero = (0.0, 0.0, 0.0)
     recursion = rnea_mdh if model.convention is Convention.MDH else rnea_dh
-    tau = recursion(links, cos_theta, sin_theta, d, qd, qdd, base_acc, zero, zero)
+    # In MDH frames joint i turns frame i about its own z (in DH, about z_{i-1}).
+    symmetric = _axis_symmetric_tail(links) if model.convention is Convention.MDH else None
+    if symmetric is not None:
+        cos_theta[symmetric], sin_theta[symmetric] = 1.0, 0.0
+    forms = {id(link): (_body_wrench_products if flag else _body_wrench)
+             for link, flag in zip(links, products)}
+
+    def body_wrench(link, *motion):
+        return forms[id(link)](link, *motion)
+
+    tau = recursion(links, cos_theta, sin_theta, d, qd, qdd, base_acc, zero, zero,
+                    body_wrench=body_wrench)
     outputs = []
     for i, t in enumerate(tau):
         total = (t if isinstance(t, Symbol) else Symbol(emitter, value=_snap(t)))
@@ -289,21 +377,106 @@ def generate(model, use_base_parameters=True):
                              emitter.lines, outputs, operations, model.standard_parameters())
 
 
+#: Deepest nesting of inlined single-use quantities in the Python single call.
+_INLINE_DEPTH = 6
+#: States per block in the generated ``rnea_batch`` (bounds its buffer's memory).
+BATCH_BLOCK = 16384
+#: Below this many states ``rnea_batch`` loops over the single call instead.
+_SMALL_BATCH = 64
+
+
+def _unpack(n, indent):
+    comma = ',' if n == 1 else ''
+    return [f'{indent}' + ', '.join(f'{v}{i + 1}' for i in range(n)) + f'{comma} = {v}'
+            for v in ('q', 'qd', 'qdd')]
+
+
+def _uses(program):
+    uses = {}
+    for _, left, _, right in program.lines:
+        for operand in (left, right):
+            uses[operand] = uses.get(operand, 0) + 1
+    for text in program.outputs:
+        word = text.lstrip('-')
+        uses[word] = uses.get(word, 0) + 2     # an output stays a name
+    return uses
+
+
 def _python_lines(program, indent='    '):
-    out = []
-    n = len(program.joint_names)
-    out.append(f'{indent}' + ', '.join(f'q{i + 1}' for i in range(n)) + (',' if n == 1 else '')
-               + ' = q')
-    out.append(f'{indent}' + ', '.join(f'qd{i + 1}' for i in range(n))
-               + (',' if n == 1 else '') + ' = qd')
-    out.append(f'{indent}' + ', '.join(f'qdd{i + 1}' for i in range(n))
-               + (',' if n == 1 else '') + ' = qdd')
+    """The single-call body: one statement per quantity used more than once.
+
+    A quantity used exactly once is written inside the expression that uses it (up to
+    ``_INLINE_DEPTH`` levels): the same operations in the same order, fewer loads and
+    stores for the interpreter.
+    """
+    out = _unpack(len(program.joint_names), indent)
     for name, function, joint, offset, _ in program.trig:
         argument = f'q{joint + 1}' if offset == 0.0 else f'q{joint + 1} + {_literal(offset)}'
         out.append(f'{indent}{name} = {function}({argument})')
+    uses = _uses(program)
+    inline = {}                      # name -> (text, depth) of a single-use quantity
     for name, left, operator, right in program.lines:
-        out.append(f'{indent}{name} = {left} {operator} {right}')
+        parts, depth = [], 0
+        for operand in (left, right):
+            text, level = inline.pop(operand, (operand, 0))
+            parts.append(text)
+            depth = max(depth, level)
+        text = f'{parts[0]} {operator} {parts[1]}'
+        if uses.get(name, 0) == 1 and depth < _INLINE_DEPTH:
+            inline[name] = (f'({text})', depth + 1)
+        else:
+            out.append(f'{indent}{name} = {text}')
     return out
+
+
+_UFUNC = {'*': 'mul', '+': 'add', '-': 'sub'}
+
+
+def _batch_lines(program, indent='    '):
+    """The block body of ``rnea_batch``: NumPy ufuncs writing into reused buffer rows.
+
+    Each quantity goes into a row of ``buf`` that is given back once its last use has
+    read it (an elementwise ufunc may write over its own operand), so a block needs only
+    as many rows as quantities alive at once. Returns (unpacking lines, body, rows).
+    """
+    steps = [(name, (f'q{joint + 1}',)) for name, _, joint, _, _ in program.trig]
+    steps += [(name, (left, right)) for name, left, _, right in program.lines]
+    last = {}
+    for index, (_, operands) in enumerate(steps):
+        for operand in operands:
+            last[operand] = index
+    outputs = {text.lstrip('-') for text in program.outputs}
+    row, free, body, rows = {}, [], [], 0
+
+    def ref(operand):
+        return f'buf[{row[operand]}]' if operand in row else operand
+
+    for index, (name, operands) in enumerate(steps):
+        args = [ref(operand) for operand in operands]
+        for operand in set(operands):
+            if operand in row and last[operand] == index and operand not in outputs:
+                free.append(row[operand])
+        if free:
+            row[name] = free.pop()
+        else:
+            row[name], rows = rows, rows + 1
+        target = f'buf[{row[name]}]'
+        if index < len(program.trig):
+            _, function, _, offset, _ = program.trig[index]
+            if offset != 0.0:
+                body.append(f'{indent}add({args[0]}, {_literal(offset)}, out={target})')
+                args = [target]
+            body.append(f'{indent}{function}({args[0]}, out={target})')
+        else:
+            operator = program.lines[index - len(program.trig)][2]
+            body.append(f'{indent}{_UFUNC[operator]}({args[0]}, {args[1]}, out={target})')
+    for i, text in enumerate(program.outputs):
+        source = ref(text.lstrip('-'))
+        if text.startswith('-'):
+            body.append(f'{indent}neg({source}, out=tau[{i}])')
+        else:
+            body.append(f'{indent}tau[{i}] = {source}')
+    return _unpack(len(program.joint_names), indent), body, max(rows, 1)
 
 
 def python_source(program, robot='robot'):
@@ -330,20 +503,42 @@ def python_source(program, robot='robot'):
         "Gautier's QR) so that parameters occurring together are gathered.\n"
         'Standard parameters (XX XY XZ YY YZ ZZ MX MY MZ M Ia Fv Fc per joint):\n'
         f'{names}\n"""\n')
+    unpack, batch_body, rows = _batch_lines(program, '        ')
     return (header + 'import math\n\n'
             f'JOINT_NAMES = {program.joint_names!r}\n'
             f"OPERATIONS = {{'mul': {ops['mul']}, 'add': {ops['add']}}}\n\n\n"
-            'def _rnea(q, qd, qdd, sin, cos):\n'
+            'def _rnea(q, qd, qdd, sin=math.sin, cos=math.cos):\n'
             + '\n'.join(body) + f'\n    return [{outputs}]\n\n\n'
             'def rnea(q, qd, qdd):\n'
             '    """Return the n joint efforts for one state (sequences of n floats)."""\n'
-            '    return _rnea(q, qd, qdd, math.sin, math.cos)\n\n\n'
+            '    return _rnea(q, qd, qdd)\n\n\n'
             'def rnea_batch(q, qd, qdd):\n'
-            '    """Return the (N, n) efforts for (N, n) arrays of states."""\n'
+            '    """Return the (N, n) efforts for (N, n) arrays of states.\n\n'
+            f'    The lines of ``_rnea`` as NumPy ufuncs, {BATCH_BLOCK} states at a time, each\n'
+            f'    quantity written into a reused row of one buffer (fewer than {_SMALL_BATCH} states:\n'
+            '    ``_rnea`` in a loop).\n'
+            '    """\n'
             '    import numpy as np\n'
-            '    q, qd, qdd = (np.asarray(a, dtype=float) for a in (q, qd, qdd))\n'
-            '    tau = _rnea(q.T, qd.T, qdd.T, np.sin, np.cos)\n'
-            f'    return np.stack([np.broadcast_to(t, q.shape[:1]) for t in tau], axis=-1)\n'
+            '    mul, add, sub, neg = np.multiply, np.add, np.subtract, np.negative\n'
+            '    sin, cos = np.sin, np.cos\n'
+            '    q_all, qd_all, qdd_all = np.broadcast_arrays(\n'
+            '        *(np.atleast_2d(np.asarray(a, dtype=float)) for a in (q, qd, qdd)))\n'
+            f'    if q_all.ndim != 2 or q_all.shape[1] != {n}:\n'
+            f"        raise ValueError(f'expected (N, {n}) states, got shape {{q_all.shape}}')\n"
+            '    count = q_all.shape[0]\n'
+            f'    if count < {_SMALL_BATCH}:    # a ufunc call per line costs more than a loop here\n'
+            '        return np.array([_rnea(*state) for state in zip(q_all.tolist(), qd_all.tolist(),\n'
+            f'                                                       qdd_all.tolist())]).reshape(count, {n})\n'
+            '    q_all, qd_all, qdd_all = (np.ascontiguousarray(a.T) for a in (q_all, qd_all, qdd_all))\n'
+            f'    result = np.empty(({n}, count))\n'
+            f'    buffer = np.empty(({rows}, min(count, {BATCH_BLOCK})))\n'
+            f'    for start in range(0, count, {BATCH_BLOCK}):\n'
+            f'        stop = min(count, start + {BATCH_BLOCK})\n'
+            '        q, qd, qdd = (a[:, start:stop] for a in (q_all, qd_all, qdd_all))\n'
+            '        tau = result[:, start:stop]\n'
+            '        buf = buffer[:, :stop - start]\n'
+            + '\n'.join(unpack) + '\n' + '\n'.join(batch_body) + '\n'
+            '    return result.T.copy()\n'
             + f'\n\nassert len(JOINT_NAMES) == {n}\n')
 
 
@@ -352,7 +547,9 @@ def c_source(program, robot='robot', function='ne_rnea'):
 
     Embed it in a C++ ros2_control controller: compile it with the controller (it needs
     only ``<math.h>``), call it once per ``update()`` with the state in ``JOINT_NAMES``
-    order; ``NE_N`` and ``ne_joint_names`` describe the arguments.
+    order; ``NE_N`` and ``ne_joint_names`` describe the arguments. A second function,
+    ``void <function>_batch(long count, q, qd, qdd, tau)``, runs ``count`` states stored
+    row by row ((count, n) arrays, C order), for offline work called through cffi or ctypes.
     """
     n = len(program.joint_names)
     ops = program.operations
@@ -388,7 +585,13 @@ def c_source(program, robot='robot', function='ne_rnea'):
         lines.append(f'    const double {name} = {left} {operator} {right};')
     for i, output in enumerate(program.outputs):
         lines.append(f'    tau[{i}] = {output};')
-    lines += ['    (void)ne_joint_names;', '}', '']
+    lines += ['    (void)ne_joint_names;', '}', '',
+              f'void {function}_batch(long count, const double *q, const double *qd,',
+              '                   const double *qdd, double *tau)',
+              '{',
+              '    for (long k = 0; k < count; ++k)',
+              f'        {function}(q + k * NE_N, qd + k * NE_N, qdd + k * NE_N, tau + k * NE_N);',
+              '}', '']
     return '\n'.join(lines)
 
 

@@ -149,7 +149,8 @@ def forward_mdh(links, cos_theta, sin_theta, d, qd, qdd, base_acc):
     return frames
 
 
-def rnea_mdh(links, cos_theta, sin_theta, d, qd, qdd, base_acc, f_end, n_end):
+def rnea_mdh(links, cos_theta, sin_theta, d, qd, qdd, base_acc, f_end, n_end,
+             body_wrench=None):
     """Craig's modified-DH Newton–Euler recursion (000 steps 1–5, inward 1–3).
 
     Args:
@@ -160,17 +161,20 @@ def rnea_mdh(links, cos_theta, sin_theta, d, qd, qdd, base_acc, f_end, n_end):
         base_acc: v̇_0 = -g in frame 0 (m/s²).
         f_end, n_end: force (N) and moment about origin n (N·m), in frame n, exerted by
             link n on the environment (the negative of the environment's wrench on it).
+        body_wrench: ``(link, w, wd, vd, b) -> (F, N)``, default :func:`_body_wrench`;
+            the code generator passes an equal form that is cheaper on symbols.
 
     Returns:
         list of n joint efforts: n_iᵀẐ_i (N·m) or f_iᵀẐ_i (N).
     """
     frames = forward_mdh(links, cos_theta, sin_theta, d, qd, qdd, base_acc)
+    body_wrench = body_wrench or _body_wrench
     tau = [None] * len(links)
     f, nm = f_end, n_end                 # in frame n, about origin n
     p_child = (0.0, 0.0, 0.0)
     for i in range(len(links) - 1, -1, -1):
         p, w, wd, vd, b = frames[i]
-        F, N = _body_wrench(links[i], w, wd, vd, b)
+        F, N = body_wrench(links[i], w, wd, vd, b)
         ct, st = cos_theta[i], sin_theta[i]
         f_child = f
         f = _add(f_child, F)
@@ -227,7 +231,8 @@ def forward_dh(links, cos_theta, sin_theta, d, qd, qdd, base_acc):
     return frames
 
 
-def rnea_dh(links, cos_theta, sin_theta, d, qd, qdd, base_acc, f_end, n_end):
+def rnea_dh(links, cos_theta, sin_theta, d, qd, qdd, base_acc, f_end, n_end,
+            body_wrench=None):
     """Luh–Walker–Paul Newton–Euler recursion in standard-DH frames (001 eqs 3.21–3.27).
 
     Arguments and result as :func:`rnea_mdh`, with standard-DH ``links``.  Moments n_i
@@ -235,11 +240,12 @@ def rnea_dh(links, cos_theta, sin_theta, d, qd, qdd, base_acc, f_end, n_end):
     component on z_{i-1} (eq 3.27).
     """
     frames = forward_dh(links, cos_theta, sin_theta, d, qd, qdd, base_acc)
+    body_wrench = body_wrench or _body_wrench
     tau = [None] * len(links)
     f, nm = f_end, n_end          # f_{n+1}, n_{n+1} in frame n, about origin n
     for i in range(len(links) - 1, -1, -1):
         z, r, w, wd, acc, b = frames[i]
-        F, N = _body_wrench(links[i], w, wd, acc, b)                                   # 3.24
+        F, N = body_wrench(links[i], w, wd, acc, b)                                    # 3.24
         ct, st = cos_theta[i], sin_theta[i]
         nm = _add(_add(nm, _cross(r, _add(f, F))), N)                                # 3.26
         f = _add(f, F)                                                                 # 3.25
