@@ -122,3 +122,69 @@ def test_layout_of_the_grouping_matrix():
     assert result.grouping.shape == (36, PER_JOINT * 6)
     drive = [k for k in range(PER_JOINT * 6) if k % PER_JOINT >= 10]
     assert not np.any(result.grouping[:, drive])
+
+
+def chain_urdf(joints):
+    """URDF of a serial chain: joints as (type, xyz, rpy, axis); every link has a full inertia."""
+    links = ['<link name="base"/>']
+    body = []
+    for i, (jtype, xyz, rpy, axis) in enumerate(joints):
+        links.append(
+            f'<link name="l{i}"><inertial><origin xyz="0.11 -0.07 0.05" rpy="0.3 0.2 0.1"/>'
+            '<mass value="1.5"/><inertia ixx="0.03" ixy="0.001" ixz="-0.002" iyy="0.04" '
+            'iyz="0.003" izz="0.05"/></inertial></link>')
+        parent = 'base' if i == 0 else f'l{i - 1}'
+        body.append(
+            f'<joint name="j{i}" type="{jtype}"><parent link="{parent}"/><child link="l{i}"/>'
+            f'<origin xyz="{" ".join(map(str, xyz))}" rpy="{" ".join(map(str, rpy))}"/>'
+            f'<axis xyz="{" ".join(map(str, axis))}"/>'
+            '<limit lower="-1" upper="1" effort="10" velocity="1"/></joint>')
+    return '<robot name="chain">' + ''.join(links) + ''.join(body) + '</robot>'
+
+
+Z, X = (0, 0, 1), (1, 0, 0)
+
+
+@pytest.mark.parametrize('joints, count', [
+    # horizontal planar 3R (axes along gravity): ZZ1R, then ZZjR, MXjR, MYj: 1 + 2*3
+    ([('revolute', (0, 0, 0), (0, 0, 0), Z), ('revolute', (0.4, 0, 0.1), (0, 0, 0), Z),
+      ('revolute', (0.3, 0, 0), (0, 0, 0), Z)], 7),
+    # vertical planar 3R (axes across gravity): link 1 keeps MX1R, MY1 too
+    ([('revolute', (0, 0, 0), (0, 0, 0), X), ('revolute', (0, 0.4, 0), (0, 0, 0), X),
+      ('revolute', (0, 0.3, 0.1), (0, 0, 0), X)], 9),
+    # three revolute joints on one vertical line: only ZZ of each
+    ([('revolute', (0, 0, 0), (0, 0, 0), Z), ('revolute', (0, 0, 0.2), (0, 0, 0), Z),
+      ('revolute', (0, 0, 0.3), (0, 0, 0), Z)], 3),
+    # a Cartesian PP stage carrying a revolute joint
+    ([('prismatic', (0, 0, 0), (0, 0, 0), X), ('prismatic', (0, 0, 0.1), (0, 0, 0), (0, 1, 0)),
+      ('revolute', (0.1, 0, 0), (0, 0, 0), Z)], 5),
+])
+def test_particular_cases_are_closed_form(joints, count):
+    model = load_model(chain_urdf(joints), tip_link=f'l{len(joints) - 1}', convention='mdh')
+    result = base_parameters(model)
+    assert result.numeric_rank == count
+    assert result.closed_form_complete and result.method == 'closed_form' and not result.notes
+    assert_same_torques(model, result)
+
+
+@st.composite
+def generic_chains(draw):
+    """Chains with random axes and offsets: no two axes parallel, none along gravity."""
+    n = draw(st.integers(2, 6))
+    joints = []
+    for _ in range(n):
+        jtype = draw(st.sampled_from(['revolute', 'revolute', 'prismatic']))
+        xyz = tuple(draw(st.floats(0.05, 0.5)) * draw(st.sampled_from([-1, 1]))
+                    for _ in range(3))
+        rpy = tuple(draw(st.floats(0.2, 1.3)) for _ in range(3))
+        joints.append((jtype, xyz, rpy, Z))
+    return joints
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(joints=generic_chains())
+def test_generic_chains_are_closed_form(joints):
+    model = load_model(chain_urdf(joints), tip_link=f'l{len(joints) - 1}', convention='mdh')
+    result = base_parameters(model)
+    assert result.closed_form_complete, (joints, result.notes)
+    assert_same_torques(model, result)

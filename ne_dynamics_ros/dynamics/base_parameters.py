@@ -21,13 +21,22 @@ the base, so later links' parameters fold into earlier ones, as Khalil's rules d
 * joint j prismatic: link j's six inertia-tensor entries (a free couple, the same rotation
   as link j-1) are added to link j-1's, rotated into frame j-1; they leave the model;
 
-and at the base, parameters whose columns vanish identically are dropped: for a first
-revolute joint, every parameter of link 1 but ZZ1 (and MX1, MY1 when gravity is not along
-z_1); for a first prismatic joint, all but M1. The rules cover general serial chains;
-special geometries (e.g. a second joint parallel to a vertical first joint, or axes that
-keep further combinations together) can leave more dependencies, which only the numeric
-method finds: :func:`base_parameters` then says the closed form is not complete and uses
-the numeric result.
+then the particular cases (Khalil & Dombre), from how each link can move (axes taken in
+the base frame at q = 0; parallel axes stay parallel):
+
+* a link behind prismatic joints only moves in translation: only its mass M_j acts;
+* a link whose revolute joints so far all have parallel axes turns about one fixed
+  direction: of its inertia tensor only ZZ_j acts (XX_j, XY_j, XZ_j, YZ_j do not); link 1
+  of a revolute first joint also loses MZ1 and M1;
+  the first moment of a prismatic link in such a chain acts only across that direction
+  u: MS_j - (MS_kj / u_k) u, two parameters instead of three (k: u's largest coordinate);
+* the first revolute link, and any link of a chain of revolute joints on one fixed line,
+  keeps MX_j, MY_j only if gravity or an earlier prismatic axis has a component across z_j.
+
+The rules cover general serial chains; other special geometries can leave more
+dependencies, which only the
+numeric method finds: :func:`base_parameters` then says the closed form is not complete
+and uses the numeric result.
 
 The drive parameters Ia, Fv, Fc are listed apart (each multiplies its own q̈_j, q̇_j,
 tanh(q̇_j/v_s); Ia1 of a first revolute joint about the gravity axis adds to ZZ1).
@@ -184,21 +193,64 @@ def closed_form_grouping(model, gravity=(0.0, 0.0, -9.81)):
             G[10 * j + 0] = G[10 * j + 0] - G[10 * j + 3]      # XXR_j = XX_j - YY_j
         G[parent] = G[parent] + T @ sel @ G[block]
         removed.update(10 * j + k for k in moved)
-    # Link 1: what survives of it, given how joint 1 moves and where gravity points.
+    # What survives of each link, given how it can move (Khalil & Dombre's particular
+    # cases): axes in the base frame at q = 0 (parallel axes stay parallel as it moves).
     g0 = model.base_transform[:3, :3].T @ np.asarray(gravity, dtype=float)
-    R1 = link_transform(rows[0], 0.0, Convention.MDH)[:3, :3]
-    z1 = R1[:, 2]
+    g_norm = np.linalg.norm(g0)
+    T = np.eye(4)
+    revolute_axes, prismatic_axes = [], []
+    coaxial = True                 # every joint so far revolute, all on one fixed line
     notes = []
-    if model._prismatic[0]:
-        keep1 = {9}                              # only M1 (moves along z1, no rotation)
-    else:
-        keep1 = {5}                              # ZZ1
-        g_perp = g0 - (g0 @ z1) * z1
-        if np.linalg.norm(g_perp) > 1e-12 * max(1.0, np.linalg.norm(g0)):
-            keep1 |= {6, 7}                      # MX1, MY1 feel the gravity torque
-    removed.update(k for k in range(10) if k not in keep1)
+    for j in range(n):
+        T = T @ link_transform(rows[j], 0.0, Convention.MDH)
+        z, origin = T[:3, 2], T[:3, 3]
+        (prismatic_axes if model._prismatic[j] else revolute_axes).append(z)
+        if j == 0:
+            line = (origin, z)
+        coaxial = coaxial and not model._prismatic[j] and _parallel(z, line[1]) and \
+            np.linalg.norm(np.cross(origin - line[0], line[1])) <= 1e-9 * max(
+                1.0, np.linalg.norm(origin))
+        if not revolute_axes:
+            # pure translation so far: only the mass acts (the tensor went to link j-1,
+            # the first moment never meets an angular velocity or a revolute axis)
+            removed.update(10 * j + k for k in range(9))
+            continue
+        common = revolute_axes[0]
+        if not all(_parallel(a, common) for a in revolute_axes):
+            continue
+        # every rotation so far is about one fixed direction: a planar rotation, in which
+        # only ZZ_j of the inertia tensor acts (XX_j, XY_j, XZ_j, YZ_j, YY_j do not)
+        removed.update(10 * j + k for k in (0, 1, 2, 3, 4))
+        if model._prismatic[j]:
+            # a first moment along the rotation direction u never acts (b·MS and the
+            # moment of MS × v̇ about u vanish for MS ∥ u): MS and MS - (MS_k/u_k) u act
+            # alike, and the latter has no k-th coordinate (k: u's largest one)
+            u = T[:3, :3].T @ common
+            k = int(np.argmax(np.abs(u)))
+            ms = 10 * j + 6
+            for i in range(3):
+                if i != k:
+                    G[ms + i] = G[ms + i] - (u[i] / u[k]) * G[ms + k]
+            removed.add(ms + k)
+        if j == 0:
+            removed.update((8, 9))        # MZ1, M1: link 1 turns about its fixed axis
+        if coaxial or (len(revolute_axes) == 1 and not model._prismatic[j]):
+            # the first revolute link (or any link of a chain of revolute joints on one
+            # fixed line) turns about z_j while its origin accelerates only along the
+            # earlier prismatic axes: MX_j, MY_j act only if one of those, or gravity, has
+            # a component across z_j
+            across = [a for a in prismatic_axes if not _parallel(a, z)]
+            if g_norm > 0 and not _parallel(g0, z):
+                across.append(g0)
+            if not across:
+                removed.update((10 * j + 6, 10 * j + 7))
     kept = np.array(sorted(set(range(10 * n)) - removed))
     return G, kept, notes
+
+
+def _parallel(a, b, tolerance=1e-9):
+    """True when unit-length-ish vectors a and b are parallel or anti-parallel."""
+    return np.linalg.norm(np.cross(a, b)) <= tolerance * np.linalg.norm(a) * np.linalg.norm(b)
 
 
 def _expression(row, names):
