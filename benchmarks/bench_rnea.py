@@ -16,6 +16,7 @@ Usage: python benchmarks/bench_rnea.py [--repeats R] [--quick]
 """
 import argparse
 import dataclasses
+import math
 import pathlib
 import shutil
 import statistics
@@ -216,6 +217,32 @@ def bench_arm(name, repeats, sizes):
     return rows, notes, operations
 
 
+def renaud_example_urdf():
+    """URDF of 004's 6R example: its MDH table, centres of mass on one frame axis each, no
+    inertia products (004's stated assumptions), generic masses and principal moments."""
+    h = math.pi / 2
+    # (alpha_{i-1}, a_{i-1}, r_i, centre of mass in frame i, mass, principal moments)
+    table = [(0, 0, 0, (0, 0, 0.1), 10, (0.3, 0.25, 0.2)),
+             (h, 0, 0, (0.2, 0, 0), 8, (0.1, 0.4, 0.45)),
+             (0, 0.4, 0, (0, 0.15, 0), 5, (0.2, 0.05, 0.21)),
+             (h, 0, 0.4, (0, 0, -0.1), 2, (0.02, 0.03, 0.01)),
+             (-h, 0, 0, (0, 0.05, 0), 1, (0.005, 0.004, 0.006)),
+             (h, 0, 0, (0, 0, 0.05), 0.5, (0.001, 0.0012, 0.0008))]
+    links, joints = ['<link name="base_link"/>'], []
+    for i, (alpha, a, r, com, mass, moments) in enumerate(table, 1):
+        links.append(
+            f'<link name="link_{i}"><inertial><origin xyz="{com[0]} {com[1]} {com[2]}"/>'
+            f'<mass value="{mass}"/><inertia ixx="{moments[0]}" ixy="0" ixz="0" '
+            f'iyy="{moments[1]}" iyz="0" izz="{moments[2]}"/></inertial></link>')
+        parent = 'base_link' if i == 1 else f'link_{i - 1}'
+        joints.append(
+            f'<joint name="joint_{i}" type="revolute"><parent link="{parent}"/>'
+            f'<child link="link_{i}"/><origin xyz="{a} {-r * math.sin(alpha)} '
+            f'{r * math.cos(alpha)}" rpy="{alpha} 0 0"/><axis xyz="0 0 1"/>'
+            '<limit lower="-3" upper="3" effort="100" velocity="2"/></joint>')
+    return '<robot name="renaud_6r">' + ''.join(links + joints) + '</robot>'
+
+
 def main():
     """Print the side-by-side table."""
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
@@ -252,6 +279,9 @@ def main():
               ('003 Table 7.4, Khalil et al. (1986)', {'mul': 538, 'add': 478}),
               ('004 Renaud, 6R example (first form)', {'mul': 181, 'add': 127}),
               ('004 Renaud, 6R example (final)', {'mul': 164, 'add': 115})]
+    renaud = load_model(renaud_example_urdf(), tip_link='link_6', convention='mdh')
+    table.append(("004's 6R example robot, ours generated mdh (from its source)",
+                  count_operations(python_source(generate(renaud)))))
     for label, counts in table:
         print(f'{label:<62}{counts["mul"]:>7}{counts["add"]:>7}'
               f'{counts["mul"] + counts["add"]:>7}')
