@@ -435,7 +435,8 @@ _UFUNC = {'*': 'mul', '+': 'add', '-': 'sub'}
 def _batch_lines(program, indent='    '):
     """The block body of ``rnea_batch``: NumPy ufuncs writing into reused buffer rows.
 
-    Each quantity goes into a row of ``buf`` that is given back once its last use has
+    Each quantity goes into a row of ``buf`` (bound once per block as ``b0, b1, ...``)
+    that is given back once its last use has
     read it (an elementwise ufunc may write over its own operand), so a block needs only
     as many rows as quantities alive at once. Returns (unpacking lines, body, rows).
     """
@@ -449,7 +450,7 @@ def _batch_lines(program, indent='    '):
     row, free, body, rows = {}, [], [], 0
 
     def ref(operand):
-        return f'buf[{row[operand]}]' if operand in row else operand
+        return f'b{row[operand]}' if operand in row else operand
 
     for index, (name, operands) in enumerate(steps):
         args = [ref(operand) for operand in operands]
@@ -460,7 +461,7 @@ def _batch_lines(program, indent='    '):
             row[name] = free.pop()
         else:
             row[name], rows = rows, rows + 1
-        target = f'buf[{row[name]}]'
+        target = f'b{row[name]}'
         if index < len(program.trig):
             _, function, _, offset, _ = program.trig[index]
             if offset != 0.0:
@@ -476,7 +477,11 @@ def _batch_lines(program, indent='    '):
             body.append(f'{indent}neg({source}, out=tau[{i}])')
         else:
             body.append(f'{indent}tau[{i}] = {source}')
-    return _unpack(len(program.joint_names), indent), body, max(rows, 1)
+    rows = max(rows, 1)
+    unpack = _unpack(len(program.joint_names), indent)
+    unpack.append(f'{indent}' + ', '.join(f'b{k}' for k in range(rows))
+                  + (',' if rows == 1 else '') + ' = buf')
+    return unpack, body, rows
 
 
 def python_source(program, robot='robot'):
