@@ -33,3 +33,19 @@ class StateError(ModelError):
 
     Arguments: ``q``, ``qd``, ``qdd``, ``tau``, ``gravity``, ``f_tip``, ``armature``.
     """
+
+
+class RecordingError(ValueError):
+    """A recording (rosbag2 directory or CSV) cannot be used for identification.
+
+    Raised for a missing file or topic, messages without efforts, joints missing from the
+    messages, too few samples, and stamps that do not increase; the message names the
+    file, topic or joint.
+    """
+
+
+class IdentificationError(ValueError):
+    """Identification cannot produce a model.
+
+    E.g. the data do not excite the parameters, or no physically consistent model is found.
+    """

@@ -119,11 +119,12 @@ class BaseParameterSet:
         return pi
 
 
-def stacked_regressor(model, samples=None, seed=0):
-    """Stack the inertial regressor columns over random states: (samples * n, 10 n).
+def stacked_regressor(model, samples=None, seed=0, inertial_only=True):
+    """Stack the regressor over random states: (samples * n, 10 n), or 13 n columns.
 
     Positions uniform in the joint limits (±pi where unlimited, ±0.5 m for prismatic
-    joints without limits), velocities and accelerations standard normal.
+    joints without limits), velocities and accelerations standard normal. With
+    ``inertial_only=False`` the drive columns (Ia, Fv, Fc) are kept too.
     """
     n = model.n
     samples = samples or max(30, 8 * n)
@@ -134,15 +135,22 @@ def stacked_regressor(model, samples=None, seed=0):
                      np.where(model._prismatic, 0.5, np.pi))
     q = rng.uniform(lower, upper, (samples, n))
     W = model.regressor(q, rng.normal(size=(samples, n)), rng.normal(size=(samples, n)))
-    return W.reshape(samples * n, -1)[:, inertial_index(n)]
+    W = W.reshape(samples * n, -1)
+    return W[:, inertial_index(n)] if inertial_only else W
 
 
-def numeric_base(model, samples=None, seed=0):
+def numeric_base(model, samples=None, seed=0, inertial_only=True):
     """Run Gautier's QR: return (kept columns, K with W_d = W_b K, dependent, rank).
 
-    Column indices are into the 10 n inertial columns.
+    Column indices are into the 10 n inertial columns (all 13 n columns, drive parameters
+    included, with ``inertial_only=False``: then e.g. Ia1 of a first joint about the
+    vertical folds into ZZ1R).
     """
-    W = stacked_regressor(model, samples, seed)
+    return column_base(stacked_regressor(model, samples, seed, inertial_only))
+
+
+def column_base(W):
+    """Gautier's QR of a stacked regressor W (rows, p): (kept, K, dependent, rank)."""
     scale = max(float(np.linalg.norm(W, axis=0).max()), 1e-300)
     # The QR decomposition column by column (Gram-Schmidt, orthogonalised twice): a
     # column is kept when its part orthogonal to the kept ones is not negligible. Unlike
@@ -249,7 +257,7 @@ def closed_form_grouping(model, gravity=(0.0, 0.0, -9.81)):
 
 
 def _parallel(a, b, tolerance=1e-9):
-    """True when unit-length-ish vectors a and b are parallel or anti-parallel."""
+    """Tell whether vectors a and b are parallel or anti-parallel."""
     return np.linalg.norm(np.cross(a, b)) <= tolerance * np.linalg.norm(a) * np.linalg.norm(b)
 
 

@@ -202,12 +202,12 @@ def _exact_links(model):
 
 
 def _differ(a, b):
-    """a - b, exactly 0 when equal to within 1e-12 of their size (a symmetric link)."""
+    """Return a - b, exactly 0 when equal to within SNAP of their size (a symmetric link)."""
     return 0.0 if abs(a - b) <= SNAP * max(abs(a), abs(b)) else a - b
 
 
 def _body_wrench_products(link, w, wd, vd, b):
-    """The body wrench of :func:`~ne_dynamics_ros.dynamics.rnea._body_wrench`, for symbols.
+    """Return the body wrench of :func:`~ne_dynamics_ros.dynamics.rnea._body_wrench`, symbolically.
 
     Same F and N, but the gyroscopic moment ω × (J ω) is written on the products
     ω_x ω_y, ω_x ω_z, ω_y ω_z, ω_x², ω_y², ω_z² that b already formed (Renaud 004, step 2:
@@ -308,7 +308,7 @@ def _total(program):
 
 
 def _program(model, products):
-    """The program of ``model`` with link i's gyroscopic moment on ω's products if products[i]."""
+    """Generate ``model``'s program, link i's gyroscopic moment on ω's products if products[i]."""
     emitter = Emitter()
     links = _exact_links(model)
     n = model.n
@@ -403,7 +403,7 @@ def _uses(program):
 
 
 def _python_lines(program, indent='    '):
-    """The single-call body: one statement per quantity used more than once.
+    """Write the single-call body: one statement per quantity used more than once.
 
     A quantity used exactly once is written inside the expression that uses it (up to
     ``_INLINE_DEPTH`` levels): the same operations in the same order, fewer loads and
@@ -433,7 +433,7 @@ _UFUNC = {'*': 'mul', '+': 'add', '-': 'sub'}
 
 
 def _batch_lines(program, indent='    '):
-    """The block body of ``rnea_batch``: NumPy ufuncs writing into reused buffer rows.
+    """Write the block body of ``rnea_batch``: NumPy ufuncs writing into reused buffer rows.
 
     Each quantity goes into a row of ``buf`` (bound once per block as ``b0, b1, ...``)
     that is given back once its last use has
@@ -520,8 +520,8 @@ def python_source(program, robot='robot'):
             'def rnea_batch(q, qd, qdd):\n'
             '    """Return the (N, n) efforts for (N, n) arrays of states.\n\n'
             f'    The lines of ``_rnea`` as NumPy ufuncs, {BATCH_BLOCK} states at a time, each\n'
-            f'    quantity written into a reused row of one buffer (fewer than {_SMALL_BATCH} states:\n'
-            '    ``_rnea`` in a loop).\n'
+            '    quantity written into a reused row of one buffer (fewer than\n'
+            f'    {_SMALL_BATCH} states: ``_rnea`` in a loop).\n'
             '    """\n'
             '    import numpy as np\n'
             '    mul, add, sub, neg = np.multiply, np.add, np.subtract, np.negative\n'
@@ -531,10 +531,11 @@ def python_source(program, robot='robot'):
             f'    if q_all.ndim != 2 or q_all.shape[1] != {n}:\n'
             f"        raise ValueError(f'expected (N, {n}) states, got shape {{q_all.shape}}')\n"
             '    count = q_all.shape[0]\n'
-            f'    if count < {_SMALL_BATCH}:    # a ufunc call per line costs more than a loop here\n'
-            '        return np.array([_rnea(*state) for state in zip(q_all.tolist(), qd_all.tolist(),\n'
-            f'                                                       qdd_all.tolist())]).reshape(count, {n})\n'
-            '    q_all, qd_all, qdd_all = (np.ascontiguousarray(a.T) for a in (q_all, qd_all, qdd_all))\n'
+            f'    if count < {_SMALL_BATCH}:    # a ufunc call per line costs more than a loop\n'
+            '        states = zip(q_all.tolist(), qd_all.tolist(), qdd_all.tolist())\n'
+            f'        return np.array([_rnea(*s) for s in states]).reshape(count, {n})\n'
+            '    q_all, qd_all, qdd_all = (np.ascontiguousarray(a.T)\n'
+            '                              for a in (q_all, qd_all, qdd_all))\n'
             f'    result = np.empty(({n}, count))\n'
             f'    buffer = np.empty(({rows}, min(count, {BATCH_BLOCK})))\n'
             f'    for start in range(0, count, {BATCH_BLOCK}):\n'

@@ -129,6 +129,7 @@ class Chain:
             frame.
         T_last_tip: (4, 4) pose of the tip link in the child link frame of the last joint.
         warnings: human-readable notes (e.g. movable side joints lumped at zero).
+        body_links: per joint, the URDF links lumped into its body (child link first).
     """
 
     base_link: str
@@ -137,6 +138,7 @@ class Chain:
     bodies: Tuple[RigidBody, ...]
     T_last_tip: np.ndarray
     warnings: Tuple[str, ...] = field(default_factory=tuple)
+    body_links: Tuple[Tuple[str, ...], ...] = field(default_factory=tuple)
 
     @property
     def n(self):
@@ -425,13 +427,15 @@ def build_chain(robot, base_link=None, tip_link=None):
                         f'"{base_link}" and "{tip_link}"')
 
     warnings = []
-    bodies = []
+    bodies, body_links = [], []
     for k, cj in enumerate(joints):
         stop = joints[k + 1].name if k + 1 < len(joints) else None
-        bodies.append(_lump(links, children, cj.child_link, on_path, stop, warnings))
+        body, names = _lump(links, children, cj.child_link, on_path, stop, warnings)
+        bodies.append(body)
+        body_links.append(names)
     T_last_tip = T_acc
     return Chain(base_link, tip_link, tuple(joints), tuple(bodies), T_last_tip,
-                 tuple(warnings))
+                 tuple(warnings), tuple(body_links))
 
 
 def _default_tip(base_link, children):
@@ -465,12 +469,15 @@ def _lump(links, children, start, on_path, stop_joint, warnings):
     """Lump ``start`` and everything rigidly attached to it into one body in start's frame.
 
     The walk stops at ``stop_joint`` (the next actuated joint of the chain); movable
-    side joints are frozen at their zero position with a warning.
+    side joints are frozen at their zero position with a warning. Returns (body, names of
+    the links lumped, ``start`` first).
     """
     body = RigidBody.massless()
     stack = [(start, np.eye(4))]
+    names = []
     while stack:
         link_name, T = stack.pop()
+        names.append(link_name)
         body = body.combined(link_body(links[link_name]).transformed(T))
         for joint in children[link_name]:
             if joint.name == stop_joint:
@@ -479,4 +486,4 @@ def _lump(links, children, start, on_path, stop_joint, warnings):
                 warnings.append(f'joint "{joint.name}" is not in the chain; link '
                                 f'"{joint.child}" is lumped as rigid at its zero position')
             stack.append((joint.child, T @ _pose(joint.origin, f'joint "{joint.name}"')))
-    return body
+    return body, tuple(names)

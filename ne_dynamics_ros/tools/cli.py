@@ -15,6 +15,17 @@ regressor) and which method gave them (closed-form rules or Gautier's QR).
 dynamics as straight-line code (Renaud 004's method) and prints its operation count beside
 the general recursion's (001 Table 2) and Renaud's. The file is written whole or not at
 all.
+
+``ne-dynamics excite URDF [--base] [--tip] --duration S [--harmonics L] [--margin F]
+--output FILE.yaml`` optimises a Fourier excitation trajectory for identification and
+prints the condition number it reaches (``trajectory_source`` plays the file with
+``profile: excitation``).
+
+``ne-dynamics identify --urdf NOMINAL.urdf --bag BAG_DIR --output-urdf OUT.urdf
+--output-params OUT.yaml [--topic /joint_states] [--base-link] [--tip-link] [--csv FILE]``
+identifies the base and drive parameters from a recording, prints them beside the nominal
+ones with their standard deviations and the effort residuals before and after, and writes
+a physically consistent URDF and the node parameter YAML (both, or nothing).
 """
 import argparse
 import json
@@ -25,7 +36,7 @@ import tempfile
 
 import numpy as np
 
-from ne_dynamics_ros.errors import ModelError
+from ne_dynamics_ros.errors import IdentificationError, ModelError, RecordingError
 from ne_dynamics_ros.dynamics.base_parameters import base_parameters
 from ne_dynamics_ros.dynamics.codegen import c_source, generate, python_source
 from ne_dynamics_ros.dynamics.model import fk_residual, load_model
@@ -171,6 +182,116 @@ def codegen_command(args):
     return 0
 
 
+def _write_all(files):
+    """Write every (path, text) through temporary files, then rename them all.
+
+    On an error nothing is left behind.
+    """
+    staged = []
+    try:
+        for path, text in files:
+            path = pathlib.Path(path)
+            handle, temporary = tempfile.mkstemp(prefix=f'.{path.name}.', dir=path.parent)
+            staged.append((temporary, path))
+            with os.fdopen(handle, 'w', encoding='utf-8') as stream:
+                stream.write(text)
+        for temporary, path in staged:
+            os.replace(temporary, path)
+    finally:
+        for temporary, _ in staged:
+            if os.path.exists(temporary):
+                os.unlink(temporary)
+
+
+def excite_command(args):
+    """Run ``ne-dynamics excite``; return the process exit code."""
+    import yaml
+    from ne_dynamics_ros.identification.excitation import design_excitation
+    try:
+        model = load_model(args.urdf, base_link=args.base, tip_link=args.tip)
+        print(f'optimising a {args.duration:g} s excitation of {model.joint_names} '
+              f'({args.harmonics} harmonics, {args.starts} starts)...', flush=True)
+        trajectory, condition = design_excitation(
+            model, args.duration, harmonics=args.harmonics, margin=args.margin,
+            starts=args.starts, iterations=args.iterations, seed=args.seed,
+            progress=lambda f: print(f'  {100 * f:.0f}%', flush=True))
+    except ModelError as exc:
+        print(f'ne-dynamics excite: error: {exc}', file=sys.stderr)
+        return 2
+    data = trajectory.to_dict()
+    data['condition_number'] = condition
+    data['urdf'] = str(args.urdf)
+    try:
+        write_atomically(args.output, yaml.safe_dump(data, sort_keys=False))
+    except OSError as exc:
+        print(f'ne-dynamics excite: error: cannot write {args.output}: '
+              f'{exc.strerror or exc}', file=sys.stderr)
+        return 2
+    print(f'wrote {args.output}: condition number of the base regressor {condition:.2f} '
+          '(unit-norm columns)')
+    return 0
+
+
+def identify_command(args):
+    """Run ``ne-dynamics identify``; return the process exit code."""
+    from ne_dynamics_ros.identification.consistency import consistent_parameters
+    from ne_dynamics_ros.identification.estimation import identify
+    from ne_dynamics_ros.identification.recording import read_recording
+    from ne_dynamics_ros.identification.urdf_writer import identified_urdf, parameters_yaml
+    if (args.bag is None) == (args.csv is None):
+        print('ne-dynamics identify: error: give one of --bag or --csv', file=sys.stderr)
+        return 2
+    try:
+        text = pathlib.Path(args.urdf).read_text(encoding='utf-8')
+    except (OSError, UnicodeDecodeError) as exc:
+        print(f'ne-dynamics identify: error: cannot read {args.urdf}: {exc}', file=sys.stderr)
+        return 2
+    try:
+        model = load_model(text, base_link=args.base_link, tip_link=args.tip_link,
+                           armature=args.armature)
+        recording = read_recording(args.bag or args.csv, model.joint_names, args.topic)
+        print(f'{recording.source}: {recording.t.size} samples over {recording.t[-1]:.2f} s '
+              f'({recording.rate:.1f} Hz), velocities '
+              f'{"recorded" if recording.qd is not None else "differentiated"}', flush=True)
+        result = identify(model, recording, cutoff=args.cutoff)
+        consistent = consistent_parameters(result.grouping, result.beta,
+                                           model.standard_parameters(), result.std)
+        header = (f'identified by ne-dynamics identify from {args.bag or args.csv} '
+                  f'({args.urdf})')
+        new_urdf = identified_urdf(text, model, consistent.parameters)
+        new_yaml = parameters_yaml(model, consistent.parameters, header)
+    except (ModelError, RecordingError, IdentificationError) as exc:
+        print(f'ne-dynamics identify: error: {exc}', file=sys.stderr)
+        return 2
+    width = max(len(name) for name in result.names)
+    print(f'\n{"parameter":<{width}} {"nominal":>12} {"identified":>12} {"± std":>10} '
+          f'{"rel. std":>9}')
+    for name, nom, value, std, rel in zip(result.names, result.nominal, result.beta,
+                                          result.std, result.relative_std):
+        print(f'{name:<{width}} {nom:>12.5g} {value:>12.5g} {std:>10.2g} {rel:>8.2g}%')
+    print(f'\ncondition number {result.condition:.3g}; {result.samples} samples per joint '
+          f'at {result.rate:.1f} Hz after decimation (low-pass {result.cutoff:g} Hz)')
+    print(f'\n{"joint":<16} {"effort RMS":>11} {"residual nominal":>17} '
+          f'{"residual identified":>20}')
+    for name, e, before, after in zip(model.joint_names, result.effort_rms,
+                                      result.nominal_rms, result.residual_rms):
+        print(f'{name:<16} {e:>11.4g} {before:>11.4g} ({100 * before / max(e, 1e-300):5.1f}%) '
+              f'{after:>12.4g} ({100 * after / max(e, 1e-300):5.1f}%)')
+    for warning in result.warnings:
+        print(f'warning: {warning}')
+    if not consistent.exact:
+        print(f'note: no physical model reproduces the identified values exactly; the '
+              f'closest one is off by {np.abs(consistent.base_error).max():.3g} at most '
+              f'(largest standard deviation {result.std.max():.3g})')
+    try:
+        _write_all([(args.output_urdf, new_urdf), (args.output_params, new_yaml)])
+    except OSError as exc:
+        print(f'ne-dynamics identify: error: cannot write: {exc}', file=sys.stderr)
+        return 2
+    print(f'\nwrote {args.output_urdf} and {args.output_params}')
+    return 0
+
+
 def build_parser():
     """Argument parser of ``ne-dynamics``."""
     parser = argparse.ArgumentParser(prog='ne-dynamics', description=__doc__.split('\n')[0])
@@ -200,6 +321,35 @@ def build_parser():
     gen.add_argument('--lang', choices=['python', 'c'], required=True)
     gen.add_argument('--output', required=True, help='file to write')
     gen.set_defaults(func=codegen_command)
+    exc = sub.add_parser('excite', help='optimise an excitation trajectory for identification')
+    exc.add_argument('urdf', help='URDF file path')
+    exc.add_argument('--base', default=None, help='base link (default: URDF root)')
+    exc.add_argument('--tip', default=None, help='tip link (default: end of the movable chain)')
+    exc.add_argument('--duration', type=float, required=True, help='period, s')
+    exc.add_argument('--harmonics', type=int, default=5, help='Fourier harmonics (default 5)')
+    exc.add_argument('--margin', type=float, default=0.1,
+                     help='fraction of each joint range kept free at both ends (default 0.1)')
+    exc.add_argument('--starts', type=int, default=4, help='optimiser starts (default 4)')
+    exc.add_argument('--iterations', type=int, default=400,
+                     help='optimiser iterations per start (default 400)')
+    exc.add_argument('--seed', type=int, default=0)
+    exc.add_argument('--output', required=True, help='YAML file to write')
+    exc.set_defaults(func=excite_command)
+    ide = sub.add_parser('identify', help='identify the dynamics from a recording')
+    ide.add_argument('--urdf', required=True, help='nominal URDF')
+    ide.add_argument('--bag', default=None, help='rosbag2 directory (MCAP or sqlite3)')
+    ide.add_argument('--csv', default=None, help='CSV recording instead of a bag')
+    ide.add_argument('--topic', default='/joint_states', help='JointState topic')
+    ide.add_argument('--base-link', default=None, help='base link (default: URDF root)')
+    ide.add_argument('--tip-link', default=None,
+                     help='tip link (default: end of the movable chain)')
+    ide.add_argument('--armature', type=float, nargs='+', default=None, metavar='KG_M2',
+                     help='nominal reflected rotor inertia per joint (default: none)')
+    ide.add_argument('--cutoff', type=float, default=None,
+                     help='low-pass cutoff, Hz (default min(10, rate / 5))')
+    ide.add_argument('--output-urdf', required=True, help='URDF to write')
+    ide.add_argument('--output-params', required=True, help='parameter YAML to write')
+    ide.set_defaults(func=identify_command)
     return parser
 
 
