@@ -218,8 +218,11 @@ def bench_arm(name, repeats, sizes):
 
 
 def renaud_example_urdf():
-    """URDF of 004's 6R example: its MDH table, centres of mass on one frame axis each, no
-    inertia products (004's stated assumptions), generic masses and principal moments."""
+    """Return the URDF of 004's 6R example robot.
+
+    Its MDH table, centres of mass on one frame axis each, no inertia products (004's
+    stated assumptions), generic masses and principal moments.
+    """
     h = math.pi / 2
     # (alpha_{i-1}, a_{i-1}, r_i, centre of mass in frame i, mass, principal moments)
     table = [(0, 0, 0, (0, 0, 0.1), 10, (0.3, 0.25, 0.2)),
