@@ -185,3 +185,67 @@ def test_excite_command_writes_a_playable_file(tmp_path, capsys):
     code = main(['excite', str(PUMA560_URDF), '--duration', '-1', '--output',
                  str(tmp_path / 'no.yaml')])
     assert code == 2 and not (tmp_path / 'no.yaml').exists()
+
+
+def test_trajectory_source_plays_an_excitation_file(ros_context, tmp_path):
+    """profile: excitation: a move from the measured start to q0, then the Fourier series."""
+    import time
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.node import Node
+    from rclpy.parameter import Parameter
+    from rclpy.qos import QoSDurabilityPolicy, QoSProfile, QoSReliabilityPolicy
+    from sensor_msgs.msg import JointState
+    from trajectory_msgs.msg import JointTrajectory
+    from ne_dynamics_ros.nodes.trajectory_source_node import (
+        TrajectorySourceError, TrajectorySourceNode)
+    excitation = FourierTrajectory(('a', 'b'), 2.0, np.array([0.1, -0.2]),
+                                   np.array([[0.3, -0.3], [0.2, -0.2]]),
+                                   np.array([[0.2, -0.1], [0.1, -0.05]]))
+    path = tmp_path / 'exc.yaml'
+    path.write_text(yaml.safe_dump(excitation.to_dict()))
+    executor = SingleThreadedExecutor(context=ros_context)
+    arm = Node('fake_arm_exc', context=ros_context)
+    states = arm.create_publisher(JointState, '/joint_states', 10)
+    source = TrajectorySourceNode(context=ros_context, parameter_overrides=[
+        Parameter('profile', value='excitation'), Parameter('file', value=str(path)),
+        Parameter('periods', value=2), Parameter('duration', value=0.5),
+        Parameter('sample_period', value=0.01)])
+    listener = Node('listener_exc', context=ros_context)
+    received = []
+    qos = QoSProfile(depth=1, reliability=QoSReliabilityPolicy.RELIABLE,
+                     durability=QoSDurabilityPolicy.TRANSIENT_LOCAL)
+    listener.create_subscription(JointTrajectory, '/computed_torque_node/joint_trajectory',
+                                 received.append, qos)
+    nodes = [arm, source, listener]
+    for node in nodes:
+        executor.add_node(node)
+    try:
+        deadline = time.monotonic() + 10.0
+        while not received and time.monotonic() < deadline:
+            states.publish(JointState(name=['b', 'a'], position=[0.4, 0.0]))
+            executor.spin_once(timeout_sec=0.05)
+    finally:
+        for node in nodes:
+            executor.remove_node(node)
+            node.destroy_node()
+        executor.shutdown()
+    assert len(received) == 1
+    msg = received[0]
+    assert msg.joint_names == ['a', 'b']
+    times = np.array([p.time_from_start.sec + 1e-9 * p.time_from_start.nanosec
+                      for p in msg.points])
+    q = np.array([p.positions for p in msg.points])
+    assert np.all(np.diff(times) > 0) and times[-1] == pytest.approx(0.5 + 2 * 2.0)
+    np.testing.assert_allclose(q[0], [0.0, 0.4])                       # the measured start
+    after = times >= 0.5 - 1e-9
+    expected = excitation.evaluate(times[after] - 0.5)[0]
+    np.testing.assert_allclose(q[after], expected, atol=1e-12)
+    np.testing.assert_allclose(q[-1], excitation.q0, atol=1e-9)
+    with pytest.raises(TrajectorySourceError, match='needs the parameter file'):
+        TrajectorySourceNode(context=ros_context, parameter_overrides=[
+            Parameter('profile', value='excitation')])
+    (tmp_path / 'bad.yaml').write_text('profile: quintic\n')
+    with pytest.raises(TrajectorySourceError, match='profile: excitation'):
+        TrajectorySourceNode(context=ros_context, parameter_overrides=[
+            Parameter('profile', value='excitation'),
+            Parameter('file', value=str(tmp_path / 'bad.yaml'))])

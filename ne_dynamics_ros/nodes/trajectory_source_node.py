@@ -16,10 +16,17 @@ profile exactly between points.
   topic has a subscriber (then kept for ``linger`` seconds for late joiners), so it is
   not lost to discovery.
 
+* ``profile: excitation`` with ``file:`` an ``ne-dynamics excite`` YAML: a quintic move
+  of ``duration`` s from the start to the excitation's rest pose, then ``periods``
+  periods of the Fourier excitation (for identification; record ``/joint_states`` with
+  ``ros2 bag record`` meanwhile); ``goal`` is not used.
+
 Example::
 
     ros2 run ne_dynamics_ros trajectory_source --ros-args \\
         -p goal:="[0.785, 0.524, 0.0, 0.785, 1.047, 1.571]" -p duration:=3.0
+    ros2 run ne_dynamics_ros trajectory_source --ros-args \\
+        -p profile:=excitation -p file:=excitation.yaml -p periods:=3
 """
 import sys
 import time
@@ -36,7 +43,8 @@ from rclpy.time import Time
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from ne_dynamics_ros.control.profiles import PROFILES, sample_profile
+from ne_dynamics_ros.control.profiles import PROFILES, sample_profile, sample_times
+from ne_dynamics_ros.identification.excitation import FourierTrajectory
 
 DEFAULT_TOPIC = '/computed_torque_node/joint_trajectory'
 TRAJECTORY_QOS = QoSProfile(depth=1, reliability=QoSReliabilityPolicy.RELIABLE,
@@ -63,6 +71,10 @@ def build_trajectory(joint_names, start, goal, duration, profile='quintic',
         times, q, qd, qdd = sample_profile(profile, start, goal, duration, sample_period)
     except ValueError as err:
         raise TrajectorySourceError(str(err)) from None
+    return _message(joint_names, times, q, qd, qdd, start_time)
+
+
+def _message(joint_names, times, q, qd, qdd, start_time):
     msg = JointTrajectory()
     msg.header.stamp = Time(nanoseconds=round(start_time * 1e9)).to_msg()
     msg.joint_names = list(joint_names)
@@ -73,6 +85,50 @@ def build_trajectory(joint_names, start, goal, duration, profile='quintic',
             time_from_start=Duration(sec=nanoseconds // 10**9,
                                      nanosec=nanoseconds % 10**9)))
     return msg
+
+
+def load_excitation(path):
+    """Read an ``ne-dynamics excite`` YAML file; raise TrajectorySourceError naming it."""
+    import yaml
+    try:
+        with open(path, encoding='utf-8') as stream:
+            data = yaml.safe_load(stream)
+        return FourierTrajectory.from_dict(data, where=str(path))
+    except OSError as exc:
+        raise TrajectorySourceError(f'cannot read excitation file {path}: '
+                                    f'{exc.strerror or exc}') from None
+    except (yaml.YAMLError, ValueError) as exc:
+        raise TrajectorySourceError(str(exc)) from None
+
+
+def build_excitation_trajectory(excitation, start, move_duration, periods=1,
+                                sample_period=0.01, start_time=0.0):
+    """Build a ``JointTrajectory``: a quintic move to the excitation's rest pose, then it.
+
+    Args:
+        excitation: :class:`~ne_dynamics_ros.identification.excitation.FourierTrajectory`.
+        start: (n,) positions now (rad or m), in the excitation's joint order.
+        move_duration: s for the move to ``excitation.q0`` (0: start at q0 directly).
+        periods: how many periods of the excitation.
+    """
+    start = np.asarray(start, dtype=float)
+    if start.size != len(excitation.joints):
+        raise TrajectorySourceError(f'{start.size} start values for the excitation\'s '
+                                    f'{len(excitation.joints)} joints')
+    if not (isinstance(periods, int) and periods >= 1):
+        raise TrajectorySourceError(f'periods must be an integer >= 1, got {periods!r}')
+    parts = []
+    offset = 0.0
+    if move_duration > 0:
+        times, q, qd, qdd = sample_profile('quintic', start, excitation.q0, move_duration,
+                                           sample_period)
+        parts.append((times[:-1], q[:-1], qd[:-1], qdd[:-1]))
+        offset = move_duration
+    t = sample_times(periods * excitation.duration, sample_period)
+    q, qd, qdd = excitation.evaluate(t)
+    parts.append((t + offset, q, qd, qdd))
+    times, q, qd, qdd = (np.concatenate(arrays) for arrays in zip(*parts))
+    return _message(excitation.joints, times, q, qd, qdd, start_time)
 
 
 class TrajectorySourceNode(Node):
@@ -92,15 +148,29 @@ class TrajectorySourceNode(Node):
             'start', [], 'start positions (rad or m); default: the measured ones')]
         self.goal = [float(v) for v in declare('goal', [], 'goal positions (rad or m)')]
         self.duration = float(declare('duration', 3.0, 'motion time, s'))
-        self.profile = declare('profile', 'quintic', f'one of {sorted(PROFILES)}')
+        self.profile = declare('profile', 'quintic',
+                               f'one of {sorted(PROFILES) + ["excitation"]}')
+        self.file = declare('file', '', 'excitation YAML (ne-dynamics excite) for '
+                            'profile excitation')
+        self.periods = declare('periods', 1, 'periods of the excitation to play')
         self.sample_period = float(declare('sample_period', 0.01, 'time between points, s'))
         self.start_time = float(declare('start_time', 0.0,
                                         'header.stamp in s; 0 = start on receipt'))
         topic = declare('topic', DEFAULT_TOPIC, 'trajectory topic')
-        if self.profile not in PROFILES:
-            raise TrajectorySourceError(f'unknown profile {self.profile!r}; '
-                                        f'choose one of {sorted(PROFILES)}')
-        if not self.goal:
+        self.excitation = None
+        if self.profile == 'excitation':
+            if not self.file:
+                raise TrajectorySourceError('profile excitation needs the parameter file '
+                                            '(an ne-dynamics excite YAML)')
+            self.excitation = load_excitation(self.file)
+            if self.joint_names and list(self.joint_names) != list(self.excitation.joints):
+                raise TrajectorySourceError(f'joint_names {self.joint_names} differ from the '
+                                            f'excitation\'s {list(self.excitation.joints)}')
+            self.joint_names = list(self.excitation.joints)
+        elif self.profile not in PROFILES:
+            raise TrajectorySourceError(f'unknown profile {self.profile!r}; choose one of '
+                                        f'{sorted(PROFILES) + ["excitation"]}')
+        elif not self.goal:
             raise TrajectorySourceError('parameter goal (one position per joint) is required')
         self.trajectory = None
         self.publisher = self.create_publisher(JointTrajectory, topic, TRAJECTORY_QOS)
@@ -128,13 +198,21 @@ class TrajectorySourceNode(Node):
             return
         if self.publisher.get_subscription_count() == 0:
             return
-        self.trajectory = build_trajectory(self.joint_names, self.start, self.goal,
-                                           self.duration, self.profile, self.sample_period,
-                                           self.start_time)
+        if self.excitation is not None:
+            self.trajectory = build_excitation_trajectory(
+                self.excitation, self.start, self.duration, self.periods, self.sample_period,
+                self.start_time)
+            what = (f'{self.duration:g} s move and {self.periods} x '
+                    f'{self.excitation.duration:g} s excitation')
+        else:
+            self.trajectory = build_trajectory(self.joint_names, self.start, self.goal,
+                                               self.duration, self.profile,
+                                               self.sample_period, self.start_time)
+            what = f'{self.duration:g} s {self.profile}'
         self.publisher.publish(self.trajectory)
         self.get_logger().info(
-            f'published a {self.duration:g} s {self.profile} trajectory with '
-            f'{len(self.trajectory.points)} points for {self.joint_names}')
+            f'published a {what} trajectory with {len(self.trajectory.points)} points for '
+            f'{self.joint_names}')
 
 
 def _publish_once(node, wait_timeout, linger):
