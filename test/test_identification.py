@@ -69,12 +69,21 @@ def test_excitation_starts_and_ends_at_rest_within_limits(setup):
     np.testing.assert_allclose(again.evaluate(t)[0], q)
 
 
-def test_identified_model_predicts_another_motion(setup, tmp_path, capsys):
-    urdf, params = tmp_path / 'identified.urdf', tmp_path / 'identified.yaml'
-    code = main(['identify', '--urdf', str(PUMA560_URDF), '--bag', str(setup['bag']),
-                 '--tip-link', 'flange', '--output-urdf', str(urdf),
-                 '--output-params', str(params)])
-    out = capsys.readouterr().out
+@pytest.fixture(scope='module')
+def identified(setup):
+    urdf, params = setup['folder'] / 'identified.urdf', setup['folder'] / 'identified.yaml'
+    import contextlib
+    import io
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(['identify', '--urdf', str(PUMA560_URDF), '--bag', str(setup['bag']),
+                     '--tip-link', 'flange', '--output-urdf', str(urdf),
+                     '--output-params', str(params)])
+    return code, out.getvalue(), urdf, params
+
+
+def test_identified_model_predicts_another_motion(setup, identified):
+    code, out, urdf, params = identified
     assert code == 0, out
     assert 'ZZ1R' in out and 'residual identified' in out
     values = yaml.safe_load(params.read_text())['/**']['ros__parameters']
@@ -97,6 +106,33 @@ def test_identified_model_predicts_another_motion(setup, tmp_path, capsys):
             if not any(tag in line for tag in ('<inertial', '</inertial', '<mass', '<inertia',
                                                '<dynamics', '<origin'))]
     assert all(line in nominal_lines for line in kept)
+
+
+def test_parameter_yaml_loads_in_both_nodes(ros_context, identified):
+    from ne_dynamics_ros.nodes.computed_torque_node import ComputedTorqueNode
+    from ne_dynamics_ros.nodes.sim_arm_node import SimArmNode
+    _, _, urdf, params = identified
+    values = yaml.safe_load(params.read_text())['/**']['ros__parameters']
+    args = ['--ros-args', '--params-file', str(params), '-p', f'urdf_path:={urdf}',
+            '-p', 'tip_link:=flange']
+    node = ComputedTorqueNode(context=ros_context, cli_args=args)
+    try:
+        model = node.controller.model
+        np.testing.assert_allclose(model.armature, values['armature'])
+        np.testing.assert_allclose(model.damping, values['damping'])
+        np.testing.assert_allclose(model.friction, values['friction'])
+        assert node.controller.joints == values['joints']
+    finally:
+        node.destroy_node()
+    sim = SimArmNode(context=ros_context, cli_args=['--ros-args', '--params-file', str(params),
+                                                    '-p', f'urdf_path:={urdf}'])
+    try:
+        np.testing.assert_allclose(sim.arm.joint_friction, values['damping'])
+        np.testing.assert_allclose(sim.arm.coulomb_friction, values['friction'])
+        np.testing.assert_allclose(sim.arm.model.armature[sim.arm._idx_v], values['armature'])
+        assert sim.arm.joint_names == values['joints']
+    finally:
+        sim.destroy_node()
 
 
 def test_csv_recording_gives_the_same_identification(setup, tmp_path):

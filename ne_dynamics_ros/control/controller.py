@@ -293,12 +293,13 @@ class ComputedTorqueController:
     @classmethod
     def from_urdf(cls, urdf, base_link=None, tip_link=None, convention='mdh', armature=None,
                   settings=None, joints=None, effort_limits=None,
-                  dynamics_backend='generated'):
+                  dynamics_backend='generated', damping=None, friction=None):
         """Load the model with :func:`~ne_dynamics_ros.dynamics.model.load_model`, then build.
 
         Args:
             urdf: URDF XML text or a file path.
-            base_link, tip_link, convention, armature: as for ``load_model``.
+            base_link, tip_link, convention, armature, damping, friction: as for
+                ``load_model`` (damping and friction replace the URDF's).
             settings, joints, effort_limits, dynamics_backend: as for the constructor.
 
         Raises:
@@ -309,8 +310,11 @@ class ComputedTorqueController:
             raise ControlParameterError(f'convention {convention!r} is not dh or mdh')
         if armature is not None:
             armature = _numbers(armature, 'armature')
+        damping = None if damping is None else _numbers(damping, 'damping')
+        friction = None if friction is None else _numbers(friction, 'friction')
         model = load_model(urdf, base_link=base_link, tip_link=tip_link,
-                           convention=convention, armature=armature)
+                           convention=convention, armature=armature, damping=damping,
+                           friction=friction)
         return cls(model, settings, joints=joints, effort_limits=effort_limits,
                    dynamics_backend=dynamics_backend)
 

@@ -20,7 +20,7 @@ STANDARD_GRAVITY = (0.0, 0.0, -9.81)
 
 
 def load_model(urdf, base_link=None, tip_link=None, convention='mdh', armature=None,
-               coulomb_velocity=0.01):
+               coulomb_velocity=0.01, damping=None, friction=None):
     """Read a URDF and build a :class:`RobotModel`.
 
     Args:
@@ -35,6 +35,9 @@ def load_model(urdf, base_link=None, tip_link=None, convention='mdh', armature=N
             ``armature * q̈`` (Pinocchio's convention).
         coulomb_velocity: velocity scale v_s (rad/s or m/s, > 0) of the Coulomb friction
             smoothing ``friction * tanh(q̇ / v_s)`` in :meth:`RobotModel.friction_torques`.
+        damping, friction: None (the URDF's ``<dynamics>``) or (n,) viscous (N·m·s/rad or
+            N·s/m) and Coulomb (N·m or N) friction per joint, >= 0, replacing the URDF's
+            (e.g. identified values from ``ne-dynamics identify``'s parameter YAML).
 
     Returns:
         RobotModel.
@@ -42,11 +45,19 @@ def load_model(urdf, base_link=None, tip_link=None, convention='mdh', armature=N
     Raises:
         URDFError, InertiaError: see :func:`ne_dynamics_ros.dynamics.urdf_import.parse_urdf` and
             :func:`~ne_dynamics_ros.dynamics.urdf_import.build_chain`.
-        ModelError: bad ``convention``, ``armature`` or ``coulomb_velocity``.
+        ModelError: bad ``convention``, ``armature``, ``coulomb_velocity``, ``damping`` or
+            ``friction``.
     """
     convention = Convention.parse(convention)
     chain = build_chain(parse_urdf(urdf), base_link, tip_link)
-    return RobotModel(chain, convention, armature, coulomb_velocity)
+    model = RobotModel(chain, convention, armature, coulomb_velocity)
+    for name, value in (('damping', damping), ('friction', friction)):
+        if value is not None:
+            values = model._vector(value, name, allow_batch=False)
+            if np.any(values < 0):
+                raise ModelError(f'{name} must be >= 0 per joint, got {values.tolist()}')
+            setattr(model, name, values)
+    return model
 
 
 class RobotModel:

@@ -152,6 +152,14 @@ PARAMETERS = {
         'Reflected rotor inertia per joint (chain order), kg*m^2 or kg, added as '
         'armature*qdd; unset = zero.', read_only=True, dynamic_typing=True,
         constraints='>= 0')),
+    'damping': (None, _descriptor(
+        'Viscous friction per joint (chain order), N*m*s/rad or N*s/m, replacing the URDF '
+        '<dynamics damping> (e.g. from ne-dynamics identify); unset = the URDF values.',
+        read_only=True, dynamic_typing=True, constraints='>= 0')),
+    'friction': (None, _descriptor(
+        'Coulomb friction per joint (chain order), N*m or N, replacing the URDF <dynamics '
+        'friction>; unset = the URDF values.', read_only=True, dynamic_typing=True,
+        constraints='>= 0')),
     'state_timeout': (DEFAULT_SETTINGS['state_timeout'], _descriptor(
         'Seconds without a valid joint_states message after which the node stops '
         'commanding and publishes zero effort.', dynamic_typing=True, constraints='> 0')),
@@ -307,7 +315,8 @@ class ComputedTorqueNode(Node):
             controller = ComputedTorqueController.from_urdf(
                 urdf_xml, base_link=p['base_link'].value or None,
                 tip_link=p['tip_link'].value or None, convention=p['convention'].value,
-                armature=_unset_to_none(p['armature']), settings=self._runtime_values(),
+                armature=_unset_to_none(p['armature']), damping=_unset_to_none(p['damping']),
+                friction=_unset_to_none(p['friction']), settings=self._runtime_values(),
                 joints=_unset_to_none(p['joints']),
                 effort_limits=_unset_to_none(p['effort_limits']),
                 dynamics_backend=p['dynamics_backend'].value)

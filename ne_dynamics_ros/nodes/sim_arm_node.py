@@ -150,6 +150,15 @@ class SimArmNode(Node):
                                      'default: the tip link')
         self._joint_friction = declare(
             'joint_friction', [0.0], 'extra viscous friction per joint (N m s/rad), or one value')
+        self._damping = declare(
+            'damping', [0.0], 'viscous friction per joint (N m s/rad), added to joint_friction '
+            '(the name ne-dynamics identify writes), or one value')
+        self._friction = declare(
+            'friction', [0.0], 'Coulomb friction per joint (N m), Fc tanh(qd / 0.01), or one '
+            'value')
+        self._effort_noise = declare(
+            'effort_noise', 0.0, 'standard deviation (N m) of noise added to the published '
+            'effort, as a measured effort has')
         self._initial_positions = declare('initial_positions', [0.0],
                                           'initial joint positions (rad or m), or one value')
         self._publish_rate = declare('publish_rate', 100.0,
@@ -179,6 +188,10 @@ class SimArmNode(Node):
                                     f'got {self.publish_rate}')
         self.lockstep = bool(self._lockstep)
         self.lockstep_timeout = _float(self._lockstep_timeout, 'lockstep_timeout')
+        self.effort_noise = _float(self._effort_noise, 'effort_noise')
+        if not (self.effort_noise >= 0 and math.isfinite(self.effort_noise)):
+            raise SimArmConfigError(f'effort_noise must be >= 0 N m, got {self.effort_noise}')
+        self._rng = np.random.default_rng()
         limits = [v if v > 0 else math.inf for v in _floats(self._effort_limits, 'effort_limits')]
         if all(math.isinf(v) for v in limits):
             limits = None
@@ -188,7 +201,8 @@ class SimArmNode(Node):
                 armature=_floats(self._armature, 'armature'),
                 payload_mass=_float(self._payload_mass, 'payload_mass'),
                 payload_link=self._payload_link or None,
-                joint_friction=_floats(self._joint_friction, 'joint_friction'),
+                joint_friction=self._viscous_friction(),
+                coulomb_friction=_floats(self._friction, 'friction'),
                 gravity=_floats(self._gravity, 'gravity'),
                 integration_rate=_float(self._integration_rate, 'integration_rate'),
                 effort_limits=limits)
@@ -272,6 +286,15 @@ class SimArmNode(Node):
                 throttle_duration_sec=WARN_PERIOD)
             self._publish_state()
 
+    def _viscous_friction(self):
+        """joint_friction + damping per joint (either may be one value for all)."""
+        extra = np.asarray(_floats(self._joint_friction, 'joint_friction'), dtype=float)
+        damping = np.asarray(_floats(self._damping, 'damping'), dtype=float)
+        if extra.size != damping.size and 1 not in (extra.size, damping.size):
+            raise SimArmConfigError(f'joint_friction ({extra.size} values) and damping '
+                                    f'({damping.size} values) do not match')
+        return (extra + damping).tolist()
+
     def _publish_state(self, now=None):
         msg = JointState()
         if self.lockstep:
@@ -285,7 +308,10 @@ class SimArmNode(Node):
         msg.name = list(self.arm.joint_names)
         msg.position = self.arm.position.tolist()
         msg.velocity = self.arm.velocity.tolist()
-        msg.effort = self.arm.effort.tolist()
+        effort = self.arm.effort
+        if self.effort_noise > 0:
+            effort = effort + self._rng.normal(0.0, self.effort_noise, effort.shape)
+        msg.effort = effort.tolist()
         self.state_publisher.publish(msg)
         self.states_published += 1
 

@@ -14,7 +14,9 @@ the tip link, ``armature`` the reflected rotor inertia per joint (Pinocchio's
 ``model.armature``, the same per-joint term our RNEA adds), ``b`` the extra viscous
 friction per joint (Sasaki 002 eq 2.39 writes the same ``b_i q'_i`` term into the joint
 torque). The URDF ``<dynamics damping/friction>`` values are *not* applied; use
-``joint_friction`` to give the plant friction the controller does not know about.
+``joint_friction`` (viscous) and ``coulomb_friction`` (``Fc tanh(q'/v_s)``, as
+:meth:`RobotModel.friction_torques` writes it) to give the plant friction the controller
+does not know about.
 
 Time stepping: the applied torque is held constant over a step (zero-order hold, as a
 digital controller's D/A converter does) and the state is advanced with classical
@@ -95,11 +97,16 @@ class SimulatedArm:
         Initial state (default zero).
     effort_limits : (n,) array, optional
         If given, applied efforts are clipped to ``[-limit, limit]`` (``inf``: no limit).
+    coulomb_friction : float or (n,) array
+        Coulomb friction per joint, N m (N); torque ``-Fc tanh(q' / coulomb_velocity)``.
+    coulomb_velocity : float
+        Velocity scale of the Coulomb smoothing, rad/s (m/s).
     """
 
     def __init__(self, urdf, joints=None, armature=None, payload_mass=0.0, payload_link=None,
                  joint_friction=0.0, gravity=DEFAULT_GRAVITY, integration_rate=1000.0,
-                 initial_positions=None, initial_velocities=None, effort_limits=None):
+                 initial_positions=None, initial_velocities=None, effort_limits=None,
+                 coulomb_friction=0.0, coulomb_velocity=0.01):
         xml = _read_urdf(urdf)
         try:
             full_model = pin.buildModelFromXML(xml)
@@ -155,7 +162,14 @@ class SimulatedArm:
         self.joint_friction = _per_joint(joint_friction, n, 'joint_friction')
         if np.any(self.joint_friction < 0):
             raise ModelError(f'joint_friction must be >= 0, got {self.joint_friction.tolist()}')
-        self._frictionless = not np.any(self.joint_friction)
+        self.coulomb_friction = _per_joint(coulomb_friction, n, 'coulomb_friction')
+        if np.any(self.coulomb_friction < 0):
+            raise ModelError(f'coulomb_friction must be >= 0, got '
+                             f'{self.coulomb_friction.tolist()}')
+        if not (coulomb_velocity > 0 and math.isfinite(coulomb_velocity)):
+            raise ModelError(f'coulomb_velocity must be > 0, got {coulomb_velocity}')
+        self.coulomb_velocity = float(coulomb_velocity)
+        self._frictionless = not (np.any(self.joint_friction) or np.any(self.coulomb_friction))
         gravity = np.asarray(gravity, dtype=float).ravel()
         if gravity.shape != (3,) or not np.all(np.isfinite(gravity)):
             raise ModelError(f'gravity must be 3 finite numbers, got {gravity.tolist()}')
@@ -291,7 +305,9 @@ class SimulatedArm:
         if self._frictionless:
             return pin.aba(self.model, self.data, self._pin_q(theta), v, tau)
         friction = np.zeros(self.model.nv)
-        friction[self._idx_v] = self.joint_friction * v[self._idx_v]
+        speed = v[self._idx_v]
+        friction[self._idx_v] = (self.joint_friction * speed + self.coulomb_friction
+                                 * np.tanh(speed / self.coulomb_velocity))
         return pin.aba(self.model, self.data, self._pin_q(theta), v, tau - friction)
 
     def acceleration(self, positions, velocities, efforts):
