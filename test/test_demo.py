@@ -198,3 +198,24 @@ def test_a_node_that_dies_mid_run_gives_exit_5_and_the_reason(tmp_path, domain_i
     assert code == demo.EXIT_CRASH == 5
     assert 'a node died while running: RuntimeError: simulated controller crash' in err
     assert not (tmp_path / 'o' / 'summary.json').exists()
+
+
+def test_identify_closes_the_payload_gap(tmp_path, domain_id):
+    """--payload 2 --identify: excitation on the arm, rosbag2, identification, rerun."""
+    from ne_dynamics_ros import load_model
+    from ne_dynamics_ros.identification.recording import read_bag
+    result, summary, output = run_demo(tmp_path, '--robot', 'puma560', '--payload', '2',
+                                       '--identify', timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    nominal = np.array(summary['max_abs_error_rad'])
+    identified = np.array(summary['identified']['max_abs_error_rad'])
+    assert nominal[2] > 1e-2                             # the payload's gap: ~9e-2 rad
+    assert np.all(identified < 4.26e-4), identified      # Lee et al.'s bound again
+    assert summary['identified']['below_bound'] == [True] * 6
+    for bag in ('run_bag', 'excitation_bag', 'identified_run_bag'):
+        recording = read_bag(output / bag, summary['joint_names'])
+        assert recording.effort.shape[1] == 6
+    model = load_model(str(output / 'identified.urdf'), tip_link='flange')
+    assert model.n == 6
+    assert (output / 'tracking_error.png').stat().st_size > 10000
+    assert 'with the identified model:' in result.stdout

@@ -18,6 +18,7 @@ the closest consistent beta is taken in the metric of beta's standard deviations
 result says how far it is.
 """
 from dataclasses import dataclass
+import warnings
 
 import numpy as np
 
@@ -51,6 +52,19 @@ def _scales(pi0, n):
     return np.maximum(np.abs(pi0), np.tile(floors, n))
 
 
+def _pseudo_matrix(p, j):
+    XX, XY, XZ, YY, YZ, ZZ, MX, MY, MZ, M = p[PER_JOINT * j:PER_JOINT * j + 10]
+    trace = (XX + YY + ZZ) / 2
+    return np.array([[trace - XX, -XY, -XZ, MX], [-XY, trace - YY, -YZ, MY],
+                     [-XZ, -YZ, trace - ZZ, MZ], [MX, MY, MZ, M]])
+
+
+def _physical(pi, congruences):
+    """Tell whether every scaled pseudo-inertia is positive definite (what load_model asks)."""
+    return all(np.linalg.eigvalsh(T @ _pseudo_matrix(pi, j) @ T).min() > 0
+               for j, T in enumerate(congruences))
+
+
 def _pseudo_inertia(cp, x, j):
     XX, XY, XZ, YY, YZ, ZZ, MX, MY, MZ, M = (x[PER_JOINT * j + k] for k in range(10))
     trace = (XX + YY + ZZ) / 2
@@ -82,15 +96,23 @@ def consistent_parameters(grouping, beta, nominal, std=None, n=None):
     pi0 = np.asarray(nominal, dtype=float)
     n = n or pi0.size // PER_JOINT
     scale = _scales(pi0, n)
-    x = cp.Variable(pi0.size)
-    constraints = []
+    # Unknowns scaled to the nominal sizes (pi = pi0 + scale * z), and each pseudo-inertia
+    # by a congruence T J T (T = diag of 1/sqrt of its inertia and mass scales), so that
+    # kg, kg·m and kg·m² of very different links meet the solver at similar sizes.
+    z = cp.Variable(pi0.size)
+    x = pi0 + cp.multiply(scale, z)
+    constraints, congruences = [], []
     for j in range(n):
-        size = max(1e-3, float(np.abs(pi0[PER_JOINT * j:PER_JOINT * j + 10]).max()))
+        block = pi0[PER_JOINT * j:PER_JOINT * j + 10]
+        inertia = max(1e-4, float(np.abs(block[:6]).max()))
+        mass = max(0.1, abs(float(block[9])))
+        T = np.diag([inertia ** -0.5] * 3 + [mass ** -0.5])
+        congruences.append(T)
         J = _pseudo_inertia(cp, x, j)
-        constraints.append((J + J.T) / 2 >> MARGIN * size * np.eye(4))
+        constraints.append(T @ ((J + J.T) / 2) @ T >> MARGIN * np.eye(4))
         constraints += [x[PER_JOINT * j + 10] >= 0, x[PER_JOINT * j + 11] >= 0,
                         x[PER_JOINT * j + 12] >= 0]
-    closeness = cp.sum_squares(cp.multiply(1.0 / scale, x - pi0))
+    closeness = cp.sum_squares(z)
     row_scale = np.maximum(np.abs(G) @ scale, 1e-9)
     exact_problem = cp.Problem(cp.Minimize(closeness), constraints + [
         cp.multiply(1.0 / row_scale, G @ x - beta) == 0])
@@ -102,10 +124,13 @@ def consistent_parameters(grouping, beta, nominal, std=None, n=None):
     def solve(problem):
         for solver in solvers:
             try:
-                problem.solve(solver=solver)
+                with warnings.catch_warnings():     # "may be inaccurate": checked below
+                    warnings.simplefilter('ignore', UserWarning)
+                    problem.solve(solver=solver)
             except cp.error.SolverError:
                 continue
-            if problem.status in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE) and x.value is not None:
+            if (problem.status in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE) and z.value is not None
+                    and _physical(pi0 + scale * z.value, congruences)):
                 return solver
             if problem.status in (cp.INFEASIBLE, cp.INFEASIBLE_INACCURATE):
                 return None
@@ -127,7 +152,12 @@ def consistent_parameters(grouping, beta, nominal, std=None, n=None):
         if solver is None:
             raise IdentificationError('no physically consistent parameter set found near '
                                       'the nominal one')
-    pi = np.asarray(x.value, dtype=float)
+    pi = pi0 + scale * np.asarray(z.value, dtype=float)
+    # the solver meets Ia, Fv, Fc >= 0 to its tolerance: make them exactly >= 0
+    drive = np.zeros(pi.size, dtype=bool)
+    for k in (10, 11, 12):
+        drive[k::PER_JOINT] = True
+    pi[drive] = np.maximum(pi[drive], 0.0)
     return ConsistentParameters(pi, exact, G @ pi - beta, solver)
 
 

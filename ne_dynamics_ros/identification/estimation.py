@@ -113,7 +113,8 @@ def filtered_states(recording, cutoff):
     return q, qd, qdd
 
 
-def identify(model, recording, cutoff=None, decimation=None, weighted=True, chunk=4096):
+def identify(model, recording, cutoff=None, decimation=None, weighted=True, chunk=4096,
+             effort_delay=0.0):
     """Identify the base and drive parameters of ``model``'s chain from ``recording``.
 
     Args:
@@ -126,6 +127,10 @@ def identify(model, recording, cutoff=None, decimation=None, weighted=True, chun
             largest r with rate / r >= 4 cutoff).
         weighted: weighted least squares (each joint by its residual deviation).
         chunk: states per regressor block (bounds memory).
+        effort_delay: s by which the recorded effort lags the recorded state (e.g. half a
+            sample when each message carries the effort held over the sample before it, as
+            ros2_control's read-update-write cycle reports it); the effort is taken at
+            ``t + effort_delay`` by linear interpolation.
 
     Returns:
         :class:`Identification`.
@@ -154,6 +159,9 @@ def identify(model, recording, cutoff=None, decimation=None, weighted=True, chun
         stop = min(N, start + chunk)
         W[start:stop] = model.regressor(q[start:stop], qd[start:stop], qdd[start:stop])[:, :, kept]
     tau = recording.effort
+    if effort_delay:
+        shifted = recording.t + float(effort_delay)
+        tau = np.column_stack([np.interp(shifted, recording.t, tau[:, j]) for j in range(n)])
     # parallel decimation: the same zero-phase low-pass on W and on tau, then every r-th
     if r > 1:
         sos = butter(4, min(cutoff, 0.8 * rate / (2 * r)), fs=rate, output='sos')

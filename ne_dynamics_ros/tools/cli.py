@@ -253,7 +253,8 @@ def identify_command(args):
         print(f'{recording.source}: {recording.t.size} samples over {recording.t[-1]:.2f} s '
               f'({recording.rate:.1f} Hz), velocities '
               f'{"recorded" if recording.qd is not None else "differentiated"}', flush=True)
-        result = identify(model, recording, cutoff=args.cutoff)
+        result = identify(model, recording, cutoff=args.cutoff,
+                          effort_delay=args.effort_delay)
         consistent = consistent_parameters(result.grouping, result.beta,
                                            model.standard_parameters(), result.std)
         header = (f'identified by ne-dynamics identify from {args.bag or args.csv} '
@@ -347,6 +348,8 @@ def build_parser():
                      help='nominal reflected rotor inertia per joint (default: none)')
     ide.add_argument('--cutoff', type=float, default=None,
                      help='low-pass cutoff, Hz (default min(10, rate / 5))')
+    ide.add_argument('--effort-delay', type=float, default=0.0,
+                     help='s by which the recorded effort lags the state (default 0)')
     ide.add_argument('--output-urdf', required=True, help='URDF to write')
     ide.add_argument('--output-params', required=True, help='parameter YAML to write')
     ide.set_defaults(func=identify_command)

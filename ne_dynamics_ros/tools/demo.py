@@ -113,6 +113,15 @@ def parse_args(argv):
                              'publishes /joint_states (wall-clock time)')
     parser.add_argument('--timeout', type=float, default=10.0,
                         help='wall-clock seconds to wait for the arm or the controller')
+    parser.add_argument('--identify', action='store_true',
+                        help='after the run, drive an excitation trajectory on the same arm '
+                        '(payload included) under the nominal model, record it as a rosbag2, '
+                        'identify the dynamics from it (ne-dynamics identify) and run the '
+                        'experiment again with the identified model (simulated arm only)')
+    parser.add_argument('--excitation-duration', type=float, default=8.0,
+                        help='period of the excitation trajectory, s (default 8)')
+    parser.add_argument('--excitation-periods', type=int, default=2,
+                        help='periods of the excitation played (default 2)')
     parser.add_argument('--output', default=DEFAULT_OUTPUT,
                         help=f'output directory (default ./{DEFAULT_OUTPUT})')
     args = parser.parse_args(argv)
@@ -207,6 +216,23 @@ class Setup:
         self.bound = LEE_BOUND_RAD if self.is_lee_experiment else None
         self.t_start = args.start_time
         self.t_end = args.start_time + args.duration + args.settle
+        # the controller's model: the URDF and armature above unless identified ones
+        self.controller_urdf = self.urdf_path
+        self.controller_armature = list(self.armature)
+        self.controller_damping = self.controller_friction = None
+        self.excitation = None          # (file, periods, move duration, period) when set
+
+    def use_excitation(self, path, periods, move, period):
+        """Make this run an excitation run: a move to the rest pose, then the periods."""
+        self.excitation = (str(path), int(periods), float(move), float(period))
+        self.t_end = self.t_start + move + periods * period + 0.5
+
+    def use_identified(self, urdf, values):
+        """Make the controller load the identified URDF and drive parameters."""
+        self.controller_urdf = pathlib.Path(urdf).resolve()
+        self.controller_armature = [float(v) for v in values['armature']]
+        self.controller_damping = [float(v) for v in values['damping']]
+        self.controller_friction = [float(v) for v in values['friction']]
 
     def _default_motion(self, probe):
         if self.robot == 'puma560' and self.args.robot == 'puma560':
@@ -335,14 +361,17 @@ class Run:
         executor.add_node(recorder)
 
         controller_overrides = [
-            Parameter('urdf_path', value=str(setup.urdf_path)),
+            Parameter('urdf_path', value=str(setup.controller_urdf)),
             Parameter('robot_description', value=''),
             Parameter('joints', value=list(setup.joint_names)),
             Parameter('kp', value=[float(args.kp)] * len(setup.joint_names)),
             Parameter('kd', value=[float(args.kd)] * len(setup.joint_names)),
-            Parameter('armature', value=list(setup.armature)),
+            Parameter('armature', value=list(setup.controller_armature)),
             Parameter('use_sim_time', value=lockstep),
         ]
+        if setup.controller_damping is not None:
+            controller_overrides += [Parameter('damping', value=setup.controller_damping),
+                                     Parameter('friction', value=setup.controller_friction)]
         if lockstep:
             # The arm is held at t = 0 (no new states) while the trajectory is delivered;
             # a steady-clock state timeout would fire then. Lockstep cannot go stale.
@@ -399,15 +428,21 @@ class Run:
         self._check_no_cross_talk()
 
         from ne_dynamics_ros.nodes.trajectory_source_node import TrajectorySourceNode
+        if setup.excitation is not None:
+            path, periods, move, _ = setup.excitation
+            motion = [Parameter('profile', value='excitation'), Parameter('file', value=path),
+                      Parameter('periods', value=periods),
+                      Parameter('duration', value=move)]
+        else:
+            motion = [Parameter('goal', value=setup.goal.tolist()),
+                      Parameter('duration', value=float(args.duration)),
+                      Parameter('profile', value=args.profile)]
         source = TrajectorySourceNode(context=context, parameter_overrides=[
             Parameter('joint_names', value=list(setup.joint_names)),
             Parameter('start', value=setup.start.tolist()),
-            Parameter('goal', value=setup.goal.tolist()),
-            Parameter('duration', value=float(args.duration)),
-            Parameter('profile', value=args.profile),
             Parameter('sample_period', value=1.0 / args.rate),
             Parameter('start_time', value=setup.t_start if lockstep else 0.0),
-        ])
+        ] + motion)
         nodes.append(source)
         executor.add_node(source)
         self._spin_until(executor, lambda: source.trajectory is not None, args.timeout,
@@ -415,10 +450,14 @@ class Run:
                          f'{args.timeout:g} s', EXIT_START)
         settle_until = time.monotonic() + 0.5   # let reliable delivery complete
         self._spin_until(executor, lambda: time.monotonic() > settle_until, 5.0, '', EXIT_START)
-        log(f'trajectory sent: {args.duration:g} s {args.profile}, '
-            f'{len(source.trajectory.points)} points, from '
-            f'{np.round(np.degrees(setup.start), 3).tolist()} deg to '
-            f'{np.round(np.degrees(setup.goal), 3).tolist()} deg')
+        if setup.excitation is not None:
+            log(f'trajectory sent: excitation, {len(source.trajectory.points)} points '
+                f'({setup.t_end - setup.t_start:g} s)')
+        else:
+            log(f'trajectory sent: {args.duration:g} s {args.profile}, '
+                f'{len(source.trajectory.points)} points, from '
+                f'{np.round(np.degrees(setup.start), 3).tolist()} deg to '
+                f'{np.round(np.degrees(setup.goal), 3).tolist()} deg')
 
     def _check_no_cross_talk(self):
         """Refuse to run when another process publishes on our topics (same domain).
@@ -525,8 +564,12 @@ def write_csv(path, setup, result):
             writer.writerow([f'{v:.9g}' for v in row])
 
 
-def write_summary(path, setup, run, result, wall_time):
-    """Write ``summary.json`` and return its content as a dict."""
+def write_summary(path, setup, run, result, wall_time, identified=None):
+    """Write ``summary.json`` and return its content as a dict.
+
+    ``identified``: for ``--identify``, the identification and the second run's figures,
+    stored under ``"identified"``.
+    """
     args = setup.args
 
     def floats(values):
@@ -570,7 +613,10 @@ def write_summary(path, setup, run, result, wall_time):
         'max_abs_effort': floats(result['max_abs_effort']),
         'wall_time_s': round(wall_time, 3),
         'ros_domain_id': run.domain_id,
+        'rosbag2': str(pathlib.Path(path).parent / 'run_bag'),
     }
+    if identified is not None:
+        summary['identified'] = identified
     with open(path, 'w', encoding='utf-8') as stream:
         json.dump(summary, stream, indent=2)
         stream.write('\n')
@@ -623,6 +669,123 @@ def plot(path, setup, result):
     plt.close(fig)
 
 
+def plot_comparison(path, setup, results):
+    """Write ``tracking_error.png`` for ``--identify``: one row per joint, one column per run."""
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+
+    args = setup.args
+    n = len(setup.joint_names)
+    fig, axes = plt.subplots(n, len(results), figsize=(5.0 * len(results), 1.9 * n),
+                             sharex=True, squeeze=False)
+    for c, (label, result) in enumerate(results):
+        for j, name in enumerate(setup.joint_names):
+            ax = axes[j][c]
+            ax.axvspan(setup.t_start, setup.t_start + args.duration, color='0.92', lw=0)
+            ax.plot(result['t'], 1e3 * result['e'][:, j], lw=1.0,
+                    color='tab:orange' if c == 0 else 'tab:blue')
+            if setup.bound is not None:
+                for sign in (1, -1):
+                    ax.axhline(1e3 * sign * setup.bound, color='tab:red', ls='--', lw=0.8)
+            ax.set_title(f'{label}: {name}, max |e| = {result["max_abs_error_rad"][j]:.2e} rad',
+                         fontsize=8)
+            ax.tick_params(labelsize=7)
+            if c == 0:
+                ax.set_ylabel('q_d - q [mrad]', fontsize=8)
+        axes[-1][c].set_xlabel('t [s]', fontsize=8)
+    fig.suptitle(f'{setup.robot} with a {args.payload:g} kg payload: computed torque with the '
+                 'nominal URDF (left) and with the model identified from a recording (right)'
+                 + ('; dashed: 4.26e-4 rad' if setup.bound is not None else ''), fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def write_run_bag(path, setup, run):
+    """Write every state the arm published as a rosbag2 (MCAP), replacing an older one."""
+    import shutil
+    from ne_dynamics_ros.identification.recording import write_bag
+    stamps = np.array(sorted(run.states))
+    if path.exists():
+        shutil.rmtree(path)      # the demo's own output of an earlier run
+    rows = [run.states[s] for s in stamps]
+    write_bag(path, setup.joint_names, stamps - stamps[0], np.array([r[0] for r in rows]),
+              np.array([r[1] for r in rows]), np.array([r[2] for r in rows]),
+              start_ns=int(round(stamps[0] * 1e9)))
+    return path
+
+
+def identify_and_rerun(args, output):
+    """Excite the arm, record it, identify, and run the experiment with the identified model.
+
+    Returns (setup, run, result, identification facts for summary.json).
+    """
+    import yaml
+    from ne_dynamics_ros import load_model
+    from ne_dynamics_ros.errors import IdentificationError, ModelError, RecordingError
+    from ne_dynamics_ros.identification.consistency import consistent_parameters
+    from ne_dynamics_ros.identification.estimation import identify
+    from ne_dynamics_ros.identification.excitation import design_excitation
+    from ne_dynamics_ros.identification.recording import read_bag
+    from ne_dynamics_ros.identification.urdf_writer import identified_urdf, parameters_yaml
+    nominal = Setup(args)
+    model = load_model(str(nominal.urdf_path), armature=nominal.armature)
+    log(f'identification: optimising a {args.excitation_duration:g} s excitation trajectory')
+    excitation, condition = design_excitation(model, args.excitation_duration, harmonics=4,
+                                              starts=1, iterations=150)
+    excitation_file = output / 'excitation.yaml'
+    excitation_file.write_text(yaml.safe_dump(excitation.to_dict(), sort_keys=False))
+    log(f'identification: condition number {condition:.2f}; playing it on the arm '
+        f'(payload {args.payload:g} kg) under the nominal model')
+    excite = Setup(args)
+    excite.use_excitation(excitation_file, args.excitation_periods, 2.0, excitation.duration)
+    excite_run = Run(excite)
+    excite_run.execute()
+    bag = write_run_bag(output / 'excitation_bag', excite, excite_run)
+    log(f'identification: recorded {len(excite_run.states)} joint states to {bag}')
+    try:
+        recording = read_bag(bag, model.joint_names, progress=False)
+        # each state carries the effort held over the sample before it (ros2_control's
+        # read-update-write): half a sample behind the state's central differences
+        found = identify(model, recording, effort_delay=0.5 / args.rate)
+        consistent = consistent_parameters(found.grouping, found.beta,
+                                           model.standard_parameters(), found.std)
+        urdf_text = identified_urdf(nominal.urdf_path.read_text(), model,
+                                    consistent.parameters)
+    except (ModelError, RecordingError, IdentificationError) as exc:
+        raise DemoError(f'identification failed: {exc}', EXIT_CRASH) from exc
+    urdf_path = output / 'identified.urdf'
+    urdf_path.write_text(urdf_text)
+    params = output / 'identified.yaml'
+    params.write_text(parameters_yaml(model, consistent.parameters, f'identified from {bag}'))
+    values = yaml.safe_load(params.read_text())['/**']['ros__parameters']
+    relative = found.residual_rms / found.effort_rms
+    log('identification: effort residual, % of RMS per joint: nominal '
+        + ' '.join(f'{100 * r:.1f}' for r in found.nominal_rms / found.effort_rms)
+        + ' -> identified ' + ' '.join(f'{100 * r:.2f}' for r in relative))
+    rerun = Setup(args)
+    rerun.use_identified(urdf_path, values)
+    log('identification: the experiment again, the controller now with the identified model')
+    run = Run(rerun)
+    wall = run.execute()
+    result = analyse(rerun, run)
+    write_run_bag(output / 'identified_run_bag', rerun, run)
+    facts = {
+        'excitation_file': str(excitation_file), 'excitation_bag': str(bag),
+        'condition_number': condition, 'identified_urdf': str(urdf_path),
+        'identified_params': str(params),
+        'effort_residual_nominal': (found.nominal_rms / found.effort_rms).tolist(),
+        'effort_residual_identified': relative.tolist(),
+        'consistent_exact': consistent.exact, 'wall_time_s': round(wall, 3),
+        'max_abs_error_rad': [float(v) for v in result['max_abs_error_rad']],
+        'rms_error_rad': [float(v) for v in result['rms_error_rad']],
+        'below_bound': (None if rerun.bound is None else
+                        [bool(v < rerun.bound) for v in result['max_abs_error_rad']]),
+    }
+    return rerun, run, result, facts
+
+
 def print_table(setup, result):
     """Print the per-joint figures as a short table."""
     bound = setup.bound
@@ -644,6 +807,8 @@ def main(argv=None):
     """Entry point of ``ne-dynamics-demo``; returns the exit status."""
     args = parse_args(argv)
     try:
+        if args.identify and args.arm != 'sim':
+            raise DemoError('--identify needs the simulated arm (--arm sim)', EXIT_USAGE)
         setup = Setup(args)
         output = pathlib.Path(args.output)
         output.mkdir(parents=True, exist_ok=True)
@@ -662,9 +827,26 @@ def main(argv=None):
         return 130
     result = analyse(setup, run)
     write_csv(output / 'log.csv', setup, result)
-    summary = write_summary(output / 'summary.json', setup, run, result, wall_time)
-    plot(output / 'tracking_error.png', setup, result)
-    print_table(setup, result)
+    write_run_bag(output / 'run_bag', setup, run)
+    identified = None
+    if args.identify:
+        try:
+            identified = identify_and_rerun(args, output)
+        except DemoError as exc:
+            print(f'ne-dynamics-demo: error: {exc}', file=sys.stderr, flush=True)
+            return exc.exit_code
+    summary = write_summary(output / 'summary.json', setup, run, result, wall_time,
+                            None if identified is None else identified[3])
+    if identified is None:
+        plot(output / 'tracking_error.png', setup, result)
+        print_table(setup, result)
+    else:
+        plot_comparison(output / 'tracking_error.png', setup,
+                        [('nominal URDF', result), ('identified', identified[2])])
+        print('with the nominal URDF:')
+        print_table(setup, result)
+        print('with the identified model:')
+        print_table(identified[0], identified[2])
     diff = summary['controller_vs_reference_max_diff_rad']
     if diff is not None:
         log(f"controller's own q_d - q agrees with the closed-form reference to {diff:.1e} rad")

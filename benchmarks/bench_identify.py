@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""Benchmark: identification of a 60 s, 500 Hz recording of a 6-joint arm.
+
+Makes the recording first (not timed): the simulated PUMA 560 (Pinocchio) with a hidden
+2 kg payload, rotor inertia and friction tracks an excitation trajectory under computed
+torque with the nominal model; joint states with 1 % effort noise go into a rosbag2 (MCAP)
+with ``rosbags``. Then runs ``ne-dynamics identify`` on it as a user would (a separate
+process, wall clock), and, in this process, each stage apart: reading the bag, filtering
+and least squares, the consistency SDP, writing the URDF. Goal of the identification
+issue: the whole command under 30 s on this 2-core machine.
+
+Usage: python benchmarks/bench_identify.py [--duration 60] [--rate 500]
+"""
+import argparse
+import pathlib
+import subprocess
+import sys
+import tempfile
+import time
+
+from ne_dynamics_ros import load_model
+from ne_dynamics_ros.identification.consistency import consistent_parameters
+from ne_dynamics_ros.identification.estimation import identify
+from ne_dynamics_ros.identification.excitation import design_excitation
+from ne_dynamics_ros.identification.recording import read_bag, write_bag
+from ne_dynamics_ros.identification.urdf_writer import identified_urdf
+from ne_dynamics_ros.simulation.recorder import record_tracking
+from ne_dynamics_ros.simulation.simulated_arm import SimulatedArm
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+URDF = ROOT / 'config' / 'puma560.urdf'
+
+
+def main():
+    """Make the recording, then time the identification."""
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--duration', type=float, default=60.0, help='recording length, s')
+    parser.add_argument('--rate', type=float, default=500.0, help='joint_states rate, Hz')
+    args = parser.parse_args()
+    model = load_model(str(URDF), tip_link='flange')
+    arm = SimulatedArm(str(URDF), joints=model.joint_names,
+                       armature=[0.5, 1.0, 0.25, 0.1, 0.1, 0.1], payload_mass=2.0,
+                       joint_friction=[3.0, 3.0, 2.0, 0.5, 0.5, 0.5],
+                       coulomb_friction=[2.0, 2.0, 1.0, 0.3, 0.3, 0.3])
+    print('making the recording (not timed)...', flush=True)
+    excitation, _ = design_excitation(model, 10.0, harmonics=5, starts=1, iterations=100)
+    record = record_tracking(arm, model, lambda t: tuple(a[0] for a in excitation.evaluate(t)),
+                             args.duration, rate=args.rate, position_noise=1e-5,
+                             effort_noise=0.01)
+    with tempfile.TemporaryDirectory() as folder:
+        folder = pathlib.Path(folder)
+        bag = write_bag(folder / 'bag', model.joint_names, record.t, record.q, record.qd,
+                        record.effort)
+        size = sum(p.stat().st_size for p in bag.iterdir()) / 1e6
+        print(f'recording: {record.t.size} JointState messages, {args.duration:g} s at '
+              f'{args.rate:g} Hz, {size:.1f} MB MCAP')
+        command = [str(pathlib.Path(sys.executable).parent / 'ne-dynamics'), 'identify',
+                   '--urdf', str(URDF), '--bag', str(bag), '--tip-link', 'flange',
+                   '--output-urdf', str(folder / 'out.urdf'),
+                   '--output-params', str(folder / 'out.yaml')]
+        start = time.perf_counter()
+        result = subprocess.run(command, capture_output=True, text=True)
+        total = time.perf_counter() - start
+        if result.returncode != 0:
+            print(result.stdout, result.stderr)
+            raise SystemExit('identify failed')
+        stages = []
+        t0 = time.perf_counter()
+        recording = read_bag(bag, model.joint_names, progress=False)
+        stages.append(('read the bag (rosbags)', time.perf_counter() - t0))
+        t0 = time.perf_counter()
+        found = identify(model, recording)
+        stages.append(('filter, regressor, decimate, least squares', time.perf_counter() - t0))
+        t0 = time.perf_counter()
+        consistent = consistent_parameters(found.grouping, found.beta,
+                                           model.standard_parameters(), found.std)
+        stages.append(('consistency SDP (cvxpy)', time.perf_counter() - t0))
+        t0 = time.perf_counter()
+        identified_urdf(URDF.read_text(), model, consistent.parameters)
+        stages.append(('write and check the URDF', time.perf_counter() - t0))
+    print(f'\n{"stage":<46}{"s":>8}')
+    for label, seconds in stages:
+        print(f'{label:<46}{seconds:>8.2f}')
+    print(f'{"ne-dynamics identify, whole command":<46}{total:>8.2f}   (goal < 30 s)')
+    relative = found.residual_rms / found.effort_rms
+    print('residual after identification, % of effort RMS per joint: '
+          + ' '.join(f'{100 * r:.2f}' for r in relative))
+
+
+if __name__ == '__main__':
+    main()
