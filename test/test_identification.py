@@ -20,7 +20,9 @@ from ne_dynamics_ros.simulation.recorder import record_tracking
 from ne_dynamics_ros.simulation.simulated_arm import SimulatedArm
 from ne_dynamics_ros.tools.cli import main
 
-ARMATURE = [0.5, 1.0, 0.25, 0.1, 0.1, 0.1]
+from test_codegen import PUMA_ARMATURE      # the motors' G^2 Jm, config/puma560.yaml
+
+ARMATURE = [1.3 * a for a in PUMA_ARMATURE]  # the plant's rotors: 30 % more than nominal
 FRICTION = [3.0, 3.0, 2.0, 0.5, 0.5, 0.5]
 
 
@@ -30,7 +32,7 @@ def follow(trajectory):
 
 @pytest.fixture(scope='module')
 def setup(tmp_path_factory):
-    model = load_model(str(PUMA560_URDF), tip_link='flange')
+    model = load_model(str(PUMA560_URDF), tip_link='flange', armature=PUMA_ARMATURE)
     arm = SimulatedArm(str(PUMA560_URDF), joints=model.joint_names, armature=ARMATURE,
                        payload_mass=2.0, joint_friction=FRICTION)
     excitation, condition = design_excitation(model, 10.0, harmonics=5, starts=1,
@@ -78,7 +80,8 @@ def identified(setup):
     with contextlib.redirect_stdout(out):
         code = main(['identify', '--urdf', str(PUMA560_URDF), '--bag', str(setup['bag']),
                      '--tip-link', 'flange', '--output-urdf', str(urdf),
-                     '--output-params', str(params)])
+                     '--output-params', str(params), '--armature',
+                     *(str(a) for a in PUMA_ARMATURE)])
     return code, out.getvalue(), urdf, params
 
 
@@ -91,7 +94,7 @@ def test_identified_model_predicts_another_motion(setup, identified):
     identified = load_model(str(urdf), tip_link='flange')
     run = setup['validation']
     ours = relative_rms(identified, values['armature'], run)
-    nominal = relative_rms(setup['model'], [0.0] * 6, run)
+    nominal = relative_rms(setup['model'], [0.0] * 6, run)   # its rnea has the armature
     assert np.all(ours < 0.02), ours
     assert nominal.max() > 0.3, nominal          # the nominal URDF is far off
     # Ia1, Ia2 fold into ZZ1R, ZZ2R (not identifiable apart); the others are found
@@ -285,3 +288,28 @@ def test_trajectory_source_plays_an_excitation_file(ros_context, tmp_path):
         TrajectorySourceNode(context=ros_context, parameter_overrides=[
             Parameter('profile', value='excitation'),
             Parameter('file', value=str(tmp_path / 'bad.yaml'))])
+
+
+def test_a_joint_that_never_moves_is_named_and_kept_nominal(setup):
+    from ne_dynamics_ros.identification.consistency import consistent_parameters
+    from ne_dynamics_ros.identification.estimation import identify
+    from ne_dynamics_ros.identification.recording import JointRecording
+    model, excitation = setup['model'], setup['excitation']
+
+    def frozen(t):
+        q, qd, qdd = (a[0] for a in excitation.evaluate(t))
+        q[5], qd[5], qdd[5] = excitation.q0[5], 0.0, 0.0
+        return q, qd, qdd
+
+    run = record_tracking(setup['arm'], model, frozen, 6.0, effort_noise=0.01)
+    recording = JointRecording(tuple(model.joint_names), run.t, run.q, run.qd, run.effort,
+                               'frozen joint 6')
+    result = identify(model, recording)
+    assert any("joints ['joint_6']" in w and 'nominal' in w for w in result.warnings)
+    assert any("hardly moves ['joint_6']" in w for w in result.warnings)
+    k = result.names.index('Fv6')
+    assert np.isnan(result.std[k]) and result.beta[k] == result.nominal[k]
+    assert np.all(np.isfinite(result.beta))
+    consistent = consistent_parameters(result.grouping, result.beta,
+                                       model.standard_parameters(), result.std)
+    assert np.all(np.isfinite(consistent.parameters))

@@ -117,6 +117,7 @@ def consistent_parameters(grouping, beta, nominal, std=None, n=None):
     exact_problem = cp.Problem(cp.Minimize(closeness), constraints + [
         cp.multiply(1.0 / row_scale, G @ x - beta) == 0])
     sigma = np.asarray(std, dtype=float) if std is not None else np.abs(beta) * 0.01
+    sigma = np.where(np.isfinite(sigma), sigma, 0.01 * np.abs(beta))   # nan: not identified
     sigma = np.maximum(sigma, 1e-9 * np.maximum(np.abs(beta), 1.0))
     misfit = cp.sum_squares(cp.multiply(1.0 / sigma, G @ x - beta))
     solvers = [s for s in ('CLARABEL', 'SCS') if s in cp.installed_solvers()]

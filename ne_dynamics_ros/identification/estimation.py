@@ -172,13 +172,28 @@ def identify(model, recording, cutoff=None, decimation=None, weighted=True, chun
     if index.size * n < 2 * p:
         raise IdentificationError(f'{index.size} samples after decimation by {r}: too few '
                                   f'for {p} parameters')
-    A = W[index].reshape(-1, p)
+    A_all = W[index].reshape(-1, p)
     y = tau[index].reshape(-1)
-    norms = np.linalg.norm(A, axis=0)
-    dead = [names[k] for k in np.flatnonzero(norms == 0)]
-    if dead:
-        raise IdentificationError(f'the recording does not excite {dead} at all')
-    sv = np.linalg.svd(A / norms, compute_uv=False)
+    pi0 = model.standard_parameters()
+    nominal = G @ pi0
+    vlimit = np.where(np.isfinite(model.velocity_limits), model.velocity_limits, 1.0)
+    speed = np.sqrt((qd ** 2).mean(axis=0))
+    still = speed < EXCITATION_FRACTION * vlimit
+    unexcited = [name for name, s in zip(model.joint_names, still) if s]
+    # Parameters the recording does not excite (zero columns, and the drive parameters Ia,
+    # Fv, Fc of a joint that hardly moves, whose columns hold only its noise) keep their
+    # nominal values and are reported.
+    norms = np.linalg.norm(A_all, axis=0)
+    dead = norms <= 1e-9 * max(float(norms.max()), 1e-300)
+    for i, k in enumerate(kept):
+        if k % PER_JOINT >= 10 and still[k // PER_JOINT]:
+            dead[i] = True
+    live = np.flatnonzero(~dead)
+    if live.size == 0:
+        raise IdentificationError('the recording excites no parameter: did the arm move?')
+    A = A_all[:, live]
+    y = y - A_all[:, dead] @ nominal[dead]
+    sv = np.linalg.svd(A / norms[live], compute_uv=False)
     condition = float(sv[0] / sv[-1]) if sv[-1] > 0 else math.inf
     if not math.isfinite(condition) or condition > 1e12:
         raise IdentificationError(f'the identification matrix is singular (condition '
@@ -186,7 +201,7 @@ def identify(model, recording, cutoff=None, decimation=None, weighted=True, chun
                                   'parameters; record an excitation trajectory')
     beta = np.linalg.lstsq(A, y, rcond=None)[0]
     rows = index.size
-    dof = max(1, rows - int(math.ceil(p / n)))
+    dof = max(1, rows - int(math.ceil(live.size / n)))
     if weighted:
         residual = (y - A @ beta).reshape(rows, n)
         sigma = np.sqrt((residual ** 2).sum(axis=0) / dof)
@@ -197,20 +212,24 @@ def identify(model, recording, cutoff=None, decimation=None, weighted=True, chun
     else:
         Aw, yw = A, y
     rw = yw - Aw @ beta
-    variance = float(rw @ rw) / max(1, Aw.shape[0] - p)
+    variance = float(rw @ rw) / max(1, Aw.shape[0] - live.size)
     covariance = variance * np.linalg.pinv(Aw.T @ Aw)
-    std = np.sqrt(np.clip(np.diag(covariance), 0.0, None))
-    pi0 = model.standard_parameters()
-    nominal = G @ pi0
-    measured = y.reshape(rows, n)
-    residual_rms = np.sqrt(((measured - (A @ beta).reshape(rows, n)) ** 2).mean(axis=0))
-    nominal_rms = np.sqrt(((measured - (A @ nominal).reshape(rows, n)) ** 2).mean(axis=0))
+    std = np.full(p, np.nan)                  # nan: not identified (kept nominal)
+    std[live] = np.sqrt(np.clip(np.diag(covariance), 0.0, None))
+    full = nominal.copy()
+    full[live] = beta
+    beta = full
+    measured = tau[index]
+    residual_rms = np.sqrt(((measured - (A_all @ beta).reshape(rows, n)) ** 2).mean(axis=0))
+    nominal_rms = np.sqrt(((measured - (A_all @ nominal).reshape(rows, n)) ** 2).mean(axis=0))
     effort_rms = np.sqrt((measured ** 2).mean(axis=0))
-    vlimit = np.where(np.isfinite(model.velocity_limits), model.velocity_limits, 1.0)
-    speed = np.sqrt((qd ** 2).mean(axis=0))
-    unexcited = [name for name, v, lim in zip(model.joint_names, speed, vlimit)
-                 if v < EXCITATION_FRACTION * lim]
     warnings = []
+    if np.any(dead):
+        fixed = [names[k] for k in np.flatnonzero(dead)]
+        joints = sorted({model.joint_names[int(G[k].nonzero()[0].max()) // PER_JOINT]
+                         for k in np.flatnonzero(dead)}, key=model.joint_names.index)
+        warnings.append(f'the recording does not excite {fixed} (joints {joints}): they keep '
+                        'their nominal values')
     if unexcited:
         warnings.append(f'the recording hardly moves {unexcited} (velocity RMS under '
                         f'{100 * EXCITATION_FRACTION:g}% of the limit): their parameters are '
