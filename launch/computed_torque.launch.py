@@ -1,8 +1,10 @@
 """Start computed_torque_node for any serial arm.
 
 The robot model comes from ``robot_description`` (URDF XML) if given, else from the file
-``urdf``; if both are empty the node waits for the ``/robot_description`` topic (as
-published by robot_state_publisher or a robot driver). ``params_file`` is a YAML file of
+``urdf``; with ``urdf:=robot_description`` (or both empty) the node waits for the
+``/robot_description`` topic (as published by robot_state_publisher or a robot driver).
+A ``urdf`` or ``params_file`` that does not exist stops the launch with an error naming
+the path, before any node runs (a typo must not leave an arm on default gains). ``params_file`` is a YAML file of
 node parameters (gains, mode, armature...; see config/puma560.yaml). The effort command
 goes to ``command_topic``: the ``~/commands`` topic of an
 ``effort_controllers/JointGroupEffortController`` (or ``forward_command_controller`` with
@@ -11,11 +13,18 @@ goes to ``command_topic``: the ``~/commands`` topic of an
     ros2 launch ne_dynamics_ros computed_torque.launch.py \
         urdf:=/path/arm.urdf params_file:=/path/arm.yaml command_topic:=/arm_effort/commands
 """
+import os
+
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
+
+
+#: ``urdf:=robot_description``: take the model from the /robot_description topic (Jazzy's
+#: ``ros2 launch`` does not accept an empty ``urdf:=''``).
+TOPIC = 'robot_description'
 
 
 def _node(context):
@@ -26,7 +35,14 @@ def _node(context):
                                             value_type=str),
         'use_sim_time': ParameterValue(LaunchConfiguration('use_sim_time'), value_type=bool),
     }
-    if urdf:
+    if params_file and not os.path.isfile(params_file):
+        raise RuntimeError(f'params_file not found: {params_file} (no such file)')
+    if urdf == TOPIC:
+        overrides['urdf_path'] = ''
+    elif urdf:
+        if not os.path.isfile(urdf):
+            raise RuntimeError(f'urdf not found: {urdf} (no such file; give '
+                               f'urdf:={TOPIC} to use the /robot_description topic)')
         overrides['urdf_path'] = urdf
     parameters = ([params_file] if params_file else []) + [overrides]
     return [Node(
@@ -48,7 +64,8 @@ def generate_launch_description():
         DeclareLaunchArgument(
             'urdf', default_value='',
             description='Path of the URDF file of the arm (used when robot_description is '
-                        'empty). Empty: wait for the /robot_description topic.'),
+                        'empty). robot_description (or empty): wait for the '
+                        '/robot_description topic.'),
         DeclareLaunchArgument(
             'robot_description', default_value='',
             description='URDF XML of the arm; takes precedence over urdf.'),

@@ -1,11 +1,17 @@
-"""Computed-torque control of a UR5e (config/ur5e.urdf, config/ur5e.yaml).
+"""Computed-torque control of a real UR5e through Universal Robots' ROS 2 driver.
 
-By default the model is read from config/ur5e.urdf. Beside the UR driver or a simulator
-that runs robot_state_publisher, pass ``urdf:=''`` to take the model from the
-``/robot_description`` topic instead (the calibrated description of your robot).
+Commands go to the driver's ``/forward_effort_controller/commands`` (direct torque
+control); config/ur5e.yaml tells the node that the robot compensates gravity and friction
+itself, so the torques sent leave them out. Switch the driver's controllers first::
 
+    ros2 control switch_controllers --deactivate scaled_joint_trajectory_controller \\
+        --activate forward_effort_controller
     ros2 launch ne_dynamics_ros ur5e.launch.py
-    ros2 launch ne_dynamics_ros ur5e.launch.py urdf:='' command_topic:=/effort_controller/commands
+
+The model is read from config/ur5e.urdf; pass ``urdf:=robot_description`` to take it from
+the driver's ``/robot_description`` topic instead (the calibrated description of your
+robot). For a simulated UR5e (full torque, gravity included, to an effort controller)
+use ur5e_sim.launch.py.
 """
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, IncludeLaunchDescription
@@ -22,12 +28,13 @@ def generate_launch_description():
     return LaunchDescription([
         DeclareLaunchArgument(
             'urdf', default_value=PathJoinSubstitution([share, 'config', 'ur5e.urdf']),
-            description="URDF of the UR5e; '' to use the /robot_description topic."),
+            description="URDF of the UR5e; robot_description to use that topic."),
         DeclareLaunchArgument(
             'params_file', default_value=PathJoinSubstitution([share, 'config', 'ur5e.yaml']),
-            description='Node parameters for the UR5e (gains, chain ends).'),
+            description='Node parameters for the UR5e (gains, chain ends, what the robot '
+                        'compensates).'),
         DeclareLaunchArgument(
-            'command_topic', default_value='/effort_controller/commands',
+            'command_topic', default_value='/forward_effort_controller/commands',
             description='Float64MultiArray topic of the effort controller.'),
         DeclareLaunchArgument(
             'namespace', default_value='', description='Namespace of the node.'),

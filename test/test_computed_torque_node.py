@@ -603,7 +603,8 @@ def test_main_publishes_zero_effort_on_ctrl_c(ros_context, domain_id):
         peer.destroy_node()
 
 
-@pytest.mark.parametrize('robot, urdf', [('puma560', PUMA_URDF), ('ur5e', UR5E_URDF)])
+@pytest.mark.parametrize('robot, urdf', [('puma560', PUMA_URDF), ('ur5e', UR5E_URDF),
+                                         ('ur5e_sim', UR5E_URDF)])
 def test_config_yaml_files_load_through_the_rcl_parser(ros_context, robot, urdf):
     params_file = REPO / 'config' / f'{robot}.yaml'
     expected = yaml.safe_load(params_file.read_text())['computed_torque_node'][
@@ -622,6 +623,9 @@ def test_config_yaml_files_load_through_the_rcl_parser(ros_context, robot, urdf)
         np.testing.assert_array_equal(
             node.controller.effort_limits,
             urdf_joint_values(urdf, model.joint_names, 'limit', 'effort', math.inf))
+        # a real UR adds g(q) and its friction itself; the simulated arms do not
+        assert node.controller.hardware_compensates_gravity == (robot == 'ur5e')
+        assert node.controller.hardware_compensates_friction == (robot == 'ur5e')
     finally:
         node.destroy_node()
     if robot == 'puma560':

@@ -215,6 +215,39 @@ def test_friction_compensation_adds_the_urdf_friction():
     np.testing.assert_allclose(a - b, damping * qd + coulomb * np.tanh(qd / 0.01), atol=1e-9)
 
 
+@pytest.mark.parametrize('mode', ['computed_torque', 'feedforward', 'gravity_compensation'])
+def test_hardware_that_compensates_gravity_gets_no_gravity(puma_ref, mode):
+    """UR direct torque control adds g(q) itself: the command leaves it out in every mode.
+
+    Pinocchio's g at the state the law evaluates (q, or q_d in feedforward) is the whole
+    difference; the friction model is left out even when friction_compensation is on.
+    """
+    options = {'mode': mode, 'friction_compensation': True}
+    full = ComputedTorqueController.from_urdf(
+        str(PUMA_URDF), armature=PUMA_ARMATURE, settings=dict({'kp': KP, 'kd': KD},
+                                                              **options))
+    hardware = ComputedTorqueController.from_urdf(
+        str(PUMA_URDF), armature=PUMA_ARMATURE, settings=dict({'kp': KP, 'kd': KD},
+                                                              **options),
+        hardware_compensates_gravity=True, hardware_compensates_friction=True)
+    qd = QD0 * 0.5
+    for c in (full, hardware):
+        check_command(c.update(0, PUMA_JOINTS, Q0, qd))
+        set_point(c, 0)
+    q = Q0 + 0.01
+    a = check_command(full.update(10 * MS, PUMA_JOINTS, q, qd)).effort
+    b = check_command(hardware.update(10 * MS, PUMA_JOINTS, q, qd)).effort
+    assert np.all(np.abs(a) < PUMA_LIMITS), 'test state should not saturate'
+    at = SET_Q if mode == 'feedforward' else q
+    friction = full.model.friction_torques(SET_QD if mode == 'feedforward' else qd)
+    gravity = puma_ref.rnea(at, np.zeros(6), np.zeros(6))
+    np.testing.assert_allclose(a - b, gravity + friction, rtol=1e-9, atol=1e-9)
+    if mode == 'gravity_compensation':
+        np.testing.assert_array_equal(b, 0.0)
+    with pytest.raises(ControlParameterError, match='hardware_compensates_gravity'):
+        ComputedTorqueController.from_urdf(str(PUMA_URDF), hardware_compensates_gravity='yes')
+
+
 # ---- holding, trajectories ----------------------------------------------------------------
 
 def test_holds_the_first_measured_position(puma_ref):

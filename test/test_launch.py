@@ -42,7 +42,8 @@ def load_description(path):
 
 def test_all_launch_files_found():
     assert {p.name for p in LAUNCH_FILES} >= {
-        'computed_torque.launch.py', 'puma560.launch.py', 'ur5e.launch.py'}
+        'computed_torque.launch.py', 'puma560.launch.py', 'ur5e.launch.py',
+        'ur5e_sim.launch.py'}
 
 
 @pytest.mark.parametrize('path', LAUNCH_FILES, ids=lambda p: p.name)
@@ -55,7 +56,7 @@ def test_every_argument_has_a_description(path):
             argument.name
 
 
-@pytest.mark.parametrize('name', ['puma560.launch.py', 'ur5e.launch.py'])
+@pytest.mark.parametrize('name', ['puma560.launch.py', 'ur5e.launch.py', 'ur5e_sim.launch.py'])
 def test_robot_launch_files_include_the_generic_one(name):
     description = load_description(LAUNCH_DIR / name)
     assert any(isinstance(e, IncludeLaunchDescription) for e in description.entities)

@@ -249,8 +249,16 @@ class ComputedTorqueController:
 
     def __init__(self, model, settings: Union[ControllerSettings, Mapping, None] = None,
                  joints: Optional[Sequence[str]] = None, effort_limits=None,
-                 dynamics_backend: str = 'generated'):
+                 dynamics_backend: str = 'generated', hardware_compensates_gravity=False,
+                 hardware_compensates_friction=False):
         self.model = model
+        for name, flag in (('hardware_compensates_gravity', hardware_compensates_gravity),
+                           ('hardware_compensates_friction', hardware_compensates_friction)):
+            if not isinstance(flag, (bool, np.bool_)):
+                raise ControlParameterError(f'{name} must be true or false, got {flag!r}')
+        #: Fixed at start-up (a change would jump the command by g(q)): see laws.py.
+        self.hardware_compensates_gravity = bool(hardware_compensates_gravity)
+        self.hardware_compensates_friction = bool(hardware_compensates_friction)
         n = model.n
         if dynamics_backend not in DYNAMICS_BACKENDS:
             raise ControlParameterError(
@@ -293,14 +301,16 @@ class ComputedTorqueController:
     @classmethod
     def from_urdf(cls, urdf, base_link=None, tip_link=None, convention='mdh', armature=None,
                   settings=None, joints=None, effort_limits=None,
-                  dynamics_backend='generated', damping=None, friction=None):
+                  dynamics_backend='generated', damping=None, friction=None,
+                  hardware_compensates_gravity=False, hardware_compensates_friction=False):
         """Load the model with :func:`~ne_dynamics_ros.dynamics.model.load_model`, then build.
 
         Args:
             urdf: URDF XML text or a file path.
             base_link, tip_link, convention, armature, damping, friction: as for
                 ``load_model`` (damping and friction replace the URDF's).
-            settings, joints, effort_limits, dynamics_backend: as for the constructor.
+            settings, joints, effort_limits, dynamics_backend, hardware_compensates_gravity,
+                hardware_compensates_friction: as for the constructor.
 
         Raises:
             ne_dynamics_ros.errors.ModelError: the URDF or the armature is unusable.
@@ -316,7 +326,9 @@ class ComputedTorqueController:
                            convention=convention, armature=armature, damping=damping,
                            friction=friction)
         return cls(model, settings, joints=joints, effort_limits=effort_limits,
-                   dynamics_backend=dynamics_backend)
+                   dynamics_backend=dynamics_backend,
+                   hardware_compensates_gravity=hardware_compensates_gravity,
+                   hardware_compensates_friction=hardware_compensates_friction)
 
     # ---- configuration ------------------------------------------------------------------
 
@@ -330,7 +342,9 @@ class ComputedTorqueController:
         self.law = ControlLawConfig(
             mode=settings.mode, kp=settings.kp, kd=settings.kd, gravity=settings.gravity,
             effort_limits=self.effort_limits,
-            friction_compensation=settings.friction_compensation)
+            friction_compensation=settings.friction_compensation,
+            hardware_compensates_gravity=self.hardware_compensates_gravity,
+            hardware_compensates_friction=self.hardware_compensates_friction)
 
     def validate(self, **values) -> ControllerSettings:
         """Check changed settings against the current ones without applying them.

@@ -30,8 +30,18 @@ at the measured velocity ``qd`` in ``computed_torque`` and ``gravity_compensatio
 modes (the law cancels the actual nonlinear terms), at ``qd_d`` in ``feedforward`` mode
 (the whole feedforward is evaluated on the reference).
 
+Hardware that compensates by itself (Universal Robots' direct torque control: the robot
+adds g(q), and its own friction model by default):
+
+``hardware_compensates_gravity``
+    g(q) is left out of the command in every mode: the inverse dynamics are evaluated with
+    zero gravity (``computed_torque``: ``tau = D qdd_cmd + H``; ``feedforward``:
+    ``D(q_d) qdd_d + H(q_d, qd_d)`` plus the PD; ``gravity_compensation``: zero).
+``hardware_compensates_friction``
+    the friction model is left out even with ``friction_compensation``.
+
 Finally every command is checked finite and clamped to ``[-effort_limit, effort_limit]``
-(:func:`clamp_effort`).
+(:func:`clamp_effort`): the limits apply to what is sent.
 """
 import enum
 from dataclasses import dataclass
@@ -128,6 +138,8 @@ class ControlLawConfig:
         gravity: (3,) gravity acceleration in the chain's base frame, m/s^2.
         effort_limits: (n,) symmetric limits |tau_i| <= effort_limits[i], N*m or N.
         friction_compensation: add the URDF damping/Coulomb friction torques.
+        hardware_compensates_gravity: leave g(q) out (the hardware adds it).
+        hardware_compensates_friction: leave the friction model out (the hardware adds it).
     """
 
     mode: ControlMode
@@ -136,6 +148,8 @@ class ControlLawConfig:
     gravity: np.ndarray
     effort_limits: np.ndarray
     friction_compensation: bool = False
+    hardware_compensates_gravity: bool = False
+    hardware_compensates_friction: bool = False
 
 
 def computed_torque(model, q, qd, q_d, qd_d, qdd_d, kp, kd, gravity):
@@ -193,18 +207,22 @@ def compute_effort(model, config: ControlLawConfig, q, qd, q_d, qd_d, qdd_d):
         ne_dynamics_ros.errors.StateError: from the model, for malformed arrays.
     """
     # Overflow (absurd gains) is caught below as a non-finite value or by the model.
+    gravity = np.zeros(3) if config.hardware_compensates_gravity else config.gravity
     with np.errstate(over='ignore', invalid='ignore'):
         if config.mode is ControlMode.COMPUTED_TORQUE:
             tau = computed_torque(model, q, qd, q_d, qd_d, qdd_d, config.kp, config.kd,
-                                  config.gravity)
+                                  gravity)
             friction_velocity = qd
         elif config.mode is ControlMode.FEEDFORWARD:
             tau = feedforward_pd(model, q, qd, q_d, qd_d, qdd_d, config.kp, config.kd,
-                                 config.gravity)
+                                 gravity)
             friction_velocity = qd_d
-        else:
-            tau = gravity_compensation(model, q, config.gravity)
+        elif config.hardware_compensates_gravity:
+            tau = np.zeros(len(q))
             friction_velocity = qd
-        if config.friction_compensation:
+        else:
+            tau = gravity_compensation(model, q, gravity)
+            friction_velocity = qd
+        if config.friction_compensation and not config.hardware_compensates_friction:
             tau = tau + model.friction_torques(friction_velocity)
     return clamp_effort(tau, config.effort_limits)

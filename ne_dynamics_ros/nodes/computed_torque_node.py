@@ -137,6 +137,13 @@ PARAMETERS = {
         constraints='>= 0')),
     'friction_compensation': (DEFAULT_SETTINGS['friction_compensation'], _descriptor(
         'Add the URDF <dynamics damping friction> torques to the command.')),
+    'hardware_compensates_gravity': (False, _descriptor(
+        'The hardware adds g(q) itself (Universal Robots direct torque control): leave '
+        'gravity out of the command in every mode. Fixed at start-up.', read_only=True)),
+    'hardware_compensates_friction': (False, _descriptor(
+        'The hardware adds its own friction model (UR direct torque control by default): '
+        'never add the URDF friction, whatever friction_compensation says. Fixed at '
+        'start-up.', read_only=True)),
     'gravity': (list(DEFAULT_SETTINGS['gravity']), _descriptor(
         'Gravity acceleration in the chain base frame, m/s^2.', dynamic_typing=True,
         constraints='3 finite numbers')),
@@ -317,6 +324,8 @@ class ComputedTorqueNode(Node):
                 tip_link=p['tip_link'].value or None, convention=p['convention'].value,
                 armature=_unset_to_none(p['armature']), damping=_unset_to_none(p['damping']),
                 friction=_unset_to_none(p['friction']), settings=self._runtime_values(),
+                hardware_compensates_gravity=p['hardware_compensates_gravity'].value,
+                hardware_compensates_friction=p['hardware_compensates_friction'].value,
                 joints=_unset_to_none(p['joints']),
                 effort_limits=_unset_to_none(p['effort_limits']),
                 dynamics_backend=p['dynamics_backend'].value)
