@@ -1,10 +1,10 @@
-"""Computed-torque control of a real UR5e through Universal Robots' ROS 2 driver.
+r"""Computed-torque control of a real UR5e through Universal Robots' ROS 2 driver.
 
 Commands go to the driver's ``/forward_effort_controller/commands`` (direct torque
 control); config/ur5e.yaml tells the node that the robot compensates gravity and friction
 itself, so the torques sent leave them out. Switch the driver's controllers first::
 
-    ros2 control switch_controllers --deactivate scaled_joint_trajectory_controller \\
+    ros2 control switch_controllers --deactivate scaled_joint_trajectory_controller \
         --activate forward_effort_controller
     ros2 launch ne_dynamics_ros ur5e.launch.py
 
