@@ -5,8 +5,8 @@ The robot model comes from ``robot_description`` (URDF XML) if given, else from 
 ``/robot_description`` topic (as published by robot_state_publisher or a robot driver).
 A ``urdf`` or ``params_file`` that does not exist stops the launch with an error naming
 the path, before any node runs (a typo must not leave an arm on default gains).
-``params_file`` is a YAML file of node parameters (gains, mode, armature...; see config/puma560.yaml). The effort command
-goes to ``command_topic``: the ``~/commands`` topic of an
+``params_file`` is a YAML file of node parameters (gains, mode, armature...; see
+config/puma560.yaml). The effort command goes to ``command_topic``: the ``~/commands`` topic of an
 ``effort_controllers/JointGroupEffortController`` (or ``forward_command_controller`` with
 ``interface_name: effort``).
 
