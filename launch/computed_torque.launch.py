@@ -4,7 +4,8 @@ The robot model comes from ``robot_description`` (URDF XML) if given, else from 
 ``urdf``; with ``urdf:=robot_description`` (or both empty) the node waits for the
 ``/robot_description`` topic (as published by robot_state_publisher or a robot driver).
 A ``urdf`` or ``params_file`` that does not exist stops the launch with an error naming
-the path, before any node runs (a typo must not leave an arm on default gains).
+the path, before any node runs (a typo must not leave an arm on default gains); a node
+that exits with an error makes ``ros2 launch`` exit non-zero.
 ``params_file`` is a YAML file of node parameters (gains, mode, armature...; see
 config/puma560.yaml). The effort command goes to ``command_topic``: the ``~/commands`` topic of an
 ``effort_controllers/JointGroupEffortController`` (or ``forward_command_controller`` with
@@ -16,7 +17,8 @@ config/puma560.yaml). The effort command goes to ``command_topic``: the ``~/comm
 import os
 
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, OpaqueFunction
+from launch.actions import DeclareLaunchArgument, OpaqueFunction, RegisterEventHandler
+from launch.event_handlers import OnProcessExit
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
@@ -45,7 +47,7 @@ def _node(context):
                                f'urdf:={TOPIC} to use the /robot_description topic)')
         overrides['urdf_path'] = urdf
     parameters = ([params_file] if params_file else []) + [overrides]
-    return [Node(
+    node = Node(
         package='ne_dynamics_ros',
         executable='computed_torque_node',
         name='computed_torque_node',
@@ -55,7 +57,15 @@ def _node(context):
         parameters=parameters,
         remappings=[('effort_controller/commands', LaunchConfiguration('command_topic'))],
         arguments=['--ros-args', '--log-level', LaunchConfiguration('log_level')],
-    )]
+    )
+    return [node, RegisterEventHandler(OnProcessExit(target_action=node, on_exit=_failed))]
+
+
+def _failed(event, context):
+    """Make ``ros2 launch`` fail (exit 1) when the node exits with an error."""
+    if event.returncode not in (0, None):
+        raise RuntimeError(f'computed_torque_node exited with code {event.returncode}; '
+                           'its error is printed above')
 
 
 def generate_launch_description():

@@ -1,34 +1,38 @@
-"""Launch files: every argument documented; with an installed package, the node starts.
+"""Launch files: every argument documented; ``ros2 launch`` starts nodes that answer.
 
-Needs ``launch`` and ``launch_ros``, which come with a ROS 2 installation and are not on
-PyPI: the whole module is skipped without them. Starting the node through the launch
-files also needs the package installed in the ament index (``colcon build`` and a sourced
-workspace), since the launch files find their files with ``FindPackageShare``.
+Needs ``launch``, ``launch_ros`` and the ``ros2`` command line, which come with a ROS 2
+installation and are not on PyPI: ``scripts/bootstrap.sh`` installs them from
+``../shared/wheels/ros2-jazzy-launch`` (built from their jazzy sources) when that folder
+is present, and installs this package into the ament prefix ``.venv/ament`` so that
+``FindPackageShare`` and ``ros2 launch ne_dynamics_ros ...`` find it. Without them the
+module (or the tests that start launches) is skipped, saying why.
 """
 import importlib.util
+import os
 import pathlib
-import threading
+import signal
+import subprocess
+import sys
 import time
 
 import numpy as np
 import pytest
 import rclpy
 from rclpy.executors import SingleThreadedExecutor
+from rclpy.qos import QoSDurabilityPolicy, QoSProfile, QoSReliabilityPolicy
 from sensor_msgs.msg import JointState
-from std_msgs.msg import Float64MultiArray
+from std_msgs.msg import Float64MultiArray, String
 
 try:
     import launch
     from launch.actions import DeclareLaunchArgument, IncludeLaunchDescription
-    from launch.actions import RegisterEventHandler
-    from launch.event_handlers import OnProcessExit
-    from launch.launch_description_sources import PythonLaunchDescriptionSource
     import launch_ros  # noqa: F401  (the launch files need it)
 except ImportError as err:
     pytest.skip(f'launch/launch_ros not importable ({err}); they come with a ROS 2 '
                 'installation (apt, colcon), not from PyPI', allow_module_level=True)
 
-LAUNCH_DIR = pathlib.Path(__file__).resolve().parent.parent / 'launch'
+REPO = pathlib.Path(__file__).resolve().parent.parent
+LAUNCH_DIR = REPO / 'launch'
 LAUNCH_FILES = sorted(LAUNCH_DIR.glob('*.launch.py'))
 PUMA_JOINTS = [f'joint_{i}' for i in range(1, 7)]
 
@@ -62,62 +66,118 @@ def test_robot_launch_files_include_the_generic_one(name):
     assert any(isinstance(e, IncludeLaunchDescription) for e in description.entities)
 
 
-def installed_share():
-    from ament_index_python.packages import get_package_share_directory
-    from ament_index_python.packages import PackageNotFoundError
-    try:
-        return pathlib.Path(get_package_share_directory('ne_dynamics_ros'))
-    except PackageNotFoundError:
-        pytest.skip('ne_dynamics_ros is not installed in the ament index (colcon build and '
-                    'source the workspace to run the launch files)')
+AMENT_PREFIX = pathlib.Path(sys.prefix) / 'ament'
+ROS2 = pathlib.Path(sys.executable).parent / 'ros2'
+UR_JOINTS = ['shoulder_pan_joint', 'shoulder_lift_joint', 'elbow_joint', 'wrist_1_joint',
+             'wrist_2_joint', 'wrist_3_joint']
 
 
-def run_launch(path, arguments, exit_codes):
-    service = launch.LaunchService(argv=[], noninteractive=True)
-    service.include_launch_description(launch.LaunchDescription([
-        RegisterEventHandler(OnProcessExit(
-            on_exit=lambda event, context: exit_codes.append(event.returncode))),
-        IncludeLaunchDescription(
-            PythonLaunchDescriptionSource(str(path)), launch_arguments=arguments.items()),
-    ]))
-    thread = threading.Thread(target=service.run, daemon=True)
-    thread.start()
-    return service, thread
+def launch_env(domain_id):
+    """Environment for ``ros2 launch`` with the package in the ament index, or skip."""
+    if not ROS2.exists():
+        pytest.skip(f'no ros2 command line at {ROS2} (scripts/bootstrap.sh installs it from '
+                    '../shared/wheels/ros2-jazzy-launch when that folder is present)')
+    if not (AMENT_PREFIX / 'share' / 'ne_dynamics_ros' / 'launch').is_dir():
+        pytest.skip(f'ne_dynamics_ros is not installed in the ament prefix {AMENT_PREFIX} '
+                    '(scripts/bootstrap.sh does it when ../shared/wheels/ros2-jazzy-launch '
+                    'is present; in a ROS workspace, colcon build and source it)')
+    prefixes = [str(AMENT_PREFIX)] + [p for p in os.environ.get(
+        'AMENT_PREFIX_PATH', '').split(os.pathsep) if p]
+    return dict(os.environ, AMENT_PREFIX_PATH=os.pathsep.join(prefixes),
+                ROS_DOMAIN_ID=str(domain_id), ROS_AUTOMATIC_DISCOVERY_RANGE='LOCALHOST',
+                PYTHONUNBUFFERED='1')
 
 
-def test_puma560_launch_starts_a_working_node(ros_context):
-    share = installed_share()
-    exit_codes = []
-    service, thread = run_launch(share / 'launch' / 'puma560.launch.py', {}, exit_codes)
+def ros2_launch(env, name, *arguments):
+    return subprocess.Popen([str(ROS2), 'launch', 'ne_dynamics_ros', name, *arguments],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, start_new_session=True)
+
+
+def stop(process):
+    """Ctrl-C the launch (its process group), as a user would; return its output."""
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGINT)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+    return process.communicate()[0]
+
+
+SHARE = AMENT_PREFIX / 'share' / 'ne_dynamics_ros'
+
+
+@pytest.mark.parametrize('name, arguments, joints, topic, gravity', [
+    ('puma560.launch.py', (), PUMA_JOINTS, '/effort_controller/commands', True),
+    ('ur5e.launch.py', (), UR_JOINTS, '/forward_effort_controller/commands', False),
+    ('ur5e_sim.launch.py', (), UR_JOINTS, '/effort_controller/commands', True),
+    ('computed_torque.launch.py', (f'urdf:={SHARE / "config" / "puma560.urdf"}',
+                                   f'params_file:={SHARE / "config" / "puma560.yaml"}'),
+     PUMA_JOINTS, '/effort_controller/commands', True),
+    ('puma560.launch.py', ('urdf:=robot_description',), PUMA_JOINTS,
+     '/effort_controller/commands', True),
+], ids=['puma560', 'ur5e-driver', 'ur5e-sim', 'generic', 'puma560-topic'])
+def test_every_launch_file_starts_a_node_that_answers(ros_context, domain_id, name, arguments,
+                                                      joints, topic, gravity):
+    """ros2 launch, for real: the node answers /joint_states on the right command topic.
+
+    Held at rest, it commands g(q) to a simulated arm, and nothing to a UR that adds
+    gravity itself.
+    """
+    env = launch_env(domain_id)
+    process = ros2_launch(env, name, *arguments)
     peer = rclpy.create_node('launch_test_peer', context=ros_context)
     executor = SingleThreadedExecutor(context=ros_context)
     executor.add_node(peer)
     efforts = []
     try:
-        peer.create_subscription(Float64MultiArray, '/effort_controller/commands',
+        peer.create_subscription(Float64MultiArray, topic,
                                  lambda m: efforts.append(np.array(m.data)), 10)
-        pub = peer.create_publisher(JointState, '/joint_states', 10)
-        deadline = time.monotonic() + 30.0
-        while not efforts:
-            assert time.monotonic() < deadline, 'launched node did not answer'
-            assert not exit_codes, f'node exited with {exit_codes}'
-            pub.publish(JointState(name=PUMA_JOINTS, position=[0.0] * 6, velocity=[0.0] * 6))
+        if 'urdf:=robot_description' in arguments:
+            latched = QoSProfile(depth=1, reliability=QoSReliabilityPolicy.RELIABLE,
+                                 durability=QoSDurabilityPolicy.TRANSIENT_LOCAL)
+            description = peer.create_publisher(String, '/robot_description', latched)
+            description.publish(String(data=(REPO / 'config' / 'puma560.urdf').read_text()))
+        states = peer.create_publisher(JointState, '/joint_states', 10)
+        q = [0.0, -1.2, 1.0, 0.0, 0.5, 0.0]
+        deadline = time.monotonic() + 40.0
+        while len(efforts) < 3:
+            assert time.monotonic() < deadline, 'launched node did not answer: ' + stop(process)
+            assert process.poll() is None, 'launch exited: ' + stop(process)
+            states.publish(JointState(name=joints, position=q, velocity=[0.0] * 6))
             executor.spin_once(timeout_sec=0.05)
-        assert np.all(np.isfinite(efforts[-1])) and efforts[-1].shape == (6,)
     finally:
-        service.shutdown()
-        thread.join(timeout=15.0)
+        output = stop(process)
         executor.shutdown(timeout_sec=1.0)
         peer.destroy_node()
+    effort = efforts[-1]
+    assert effort.shape == (6,) and np.all(np.isfinite(effort))
+    if gravity:
+        assert np.abs(effort).max() > 1.0         # g(q) of a 6-axis arm off its zero pose
+    else:
+        np.testing.assert_allclose(effort, 0.0, atol=1e-9)
+    assert 'Traceback' not in output
+    assert process.returncode == 0, output          # Ctrl-C is a clean exit
 
 
-def test_bad_urdf_makes_the_launched_node_exit_non_zero(domain_id):
-    share = installed_share()
-    exit_codes = []
-    service, thread = run_launch(share / 'launch' / 'computed_torque.launch.py',
-                                 {'urdf': '/nonexistent/arm.urdf'}, exit_codes)
-    thread.join(timeout=30.0)
-    if thread.is_alive():
-        service.shutdown()
-        thread.join(timeout=15.0)
-    assert exit_codes == [1]
+@pytest.mark.parametrize('name, arguments, message', [
+    ('computed_torque.launch.py', ('urdf:=/nonexistent/arm.urdf',),
+     'urdf not found: /nonexistent/arm.urdf'),
+    ('puma560.launch.py', ('params_file:=/nonexistent/params.yaml',),
+     'params_file not found: /nonexistent/params.yaml'),
+    ('puma560.launch.py', ('params_file:={bad}',), 'kp must be >= 0'),
+], ids=['missing-urdf', 'missing-params', 'bad-params'])
+def test_bad_arguments_fail_with_a_message_naming_the_problem(domain_id, tmp_path, name,
+                                                              arguments, message):
+    env = launch_env(domain_id)
+    bad = tmp_path / 'bad.yaml'
+    bad.write_text('computed_torque_node:\n  ros__parameters:\n    kp: -5.0\n')
+    process = ros2_launch(env, name, *(a.format(bad=bad) for a in arguments))
+    try:
+        output = process.communicate(timeout=60)[0]
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    assert process.returncode == 1, output
+    assert message in output, output

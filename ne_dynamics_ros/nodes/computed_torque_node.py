@@ -465,11 +465,18 @@ def main(args=None):
     for that: they would shut the context down before the node could publish.
     """
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    interrupted = []
 
     def _terminate(signum, frame):
-        raise KeyboardInterrupt
+        # Ctrl-C in a terminal reaches the whole process group: ros2 launch forwards it a
+        # second time. Only the first one stops the node; later ones must not interrupt
+        # the zero-effort command and the clean shutdown.
+        if not interrupted:
+            interrupted.append(signum)
+            raise KeyboardInterrupt
 
     previous_sigterm = signal.signal(signal.SIGTERM, _terminate)
+    previous_sigint = signal.signal(signal.SIGINT, _terminate)
     node = None
     try:
         node = ComputedTorqueNode()
@@ -485,10 +492,11 @@ def main(args=None):
             node.publish_zero_effort()
             node.get_logger().info('shutting down: published zero effort')
     finally:
-        signal.signal(signal.SIGTERM, previous_sigterm)
         if node is not None:
             node.destroy_node()
         rclpy.try_shutdown()
+        signal.signal(signal.SIGTERM, previous_sigterm)
+        signal.signal(signal.SIGINT, previous_sigint)
     return 0
 
 
