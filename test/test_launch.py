@@ -24,7 +24,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
 
 try:
-    import launch
+    import launch  # noqa: F401  (the launch files need it)
     from launch.actions import DeclareLaunchArgument, IncludeLaunchDescription
     import launch_ros  # noqa: F401  (the launch files need it)
 except ImportError as err:
