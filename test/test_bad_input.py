@@ -29,7 +29,7 @@ def test_errors_are_value_errors():
 @pytest.mark.parametrize('xml', ['<robot name="x"><link name="a"></robot>', 'not xml at all <',
                                  '<robot name="x"><link name="a"/>'])
 def test_malformed_xml(xml):
-    with pytest.raises(URDFError, match='malformed|cannot read'):
+    with pytest.raises(URDFError, match='malformed|cannot read|not found'):
         load_model(xml)
 
 
@@ -173,3 +173,135 @@ def test_bad_gravity_and_wrench(ur5e):
 def test_duplicate_or_missing_names(xml, match):
     with pytest.raises(URDFError, match=match):
         load_model(xml)
+
+
+# ---- hostile descriptions: only URDFError, never a hang, a RecursionError or a NaN --------
+
+def chain(n, joint='fixed', tip=''):
+    links = ''.join(f'<link name="l{i}"/>' for i in range(n + 1))
+    joints = ''.join(f'<joint name="j{i}" type="{joint}"><parent link="l{i}"/>'
+                     f'<child link="l{i + 1}"/><origin xyz="0 0 0.001"/></joint>'
+                     for i in range(n - 1))
+    last = (f'<joint name="j{n - 1}" type="revolute"><parent link="l{n - 1}"/>'
+            f'<child link="l{n}"/><axis xyz="0 0 1"/>'
+            '<limit effort="1" velocity="1" lower="-1" upper="1"/></joint>')
+    return f'<robot name="long">{links}{joints}{last}{tip}</robot>'
+
+
+def test_a_2000_link_chain_loads_without_recursion():
+    model = load_model(chain(2000))
+    assert model.n == 1 and model.tip_link == 'l2000'
+
+
+@pytest.mark.parametrize('extra, match', [
+    # a joint whose parent is its own child
+    ('<link name="x"/><joint name="loop" type="fixed"><parent link="x"/><child link="x"/>'
+     '</joint>', 'two parent joints|cycle|root'),
+    # a link with two parents
+    ('<joint name="again" type="fixed"><parent link="l0"/><child link="l2"/></joint>',
+     'link "l2" has two parent joints'),
+    # a cycle disconnected from the base (its own root-less loop)
+    ('<link name="a"/><link name="b"/><joint name="ab" type="fixed"><parent link="a"/>'
+     '<child link="b"/></joint><joint name="ba" type="fixed"><parent link="b"/>'
+     '<child link="a"/></joint>', 'cycle|two parent|root'),
+])
+def test_cycles_and_second_parents_are_errors(extra, match):
+    with pytest.raises(URDFError, match=match):
+        load_model(chain(3, tip=extra))
+    with pytest.raises(URDFError, match=match):      # also with the tip inside the loop
+        load_model(chain(3, tip=extra), base_link='l0', tip_link='l3')
+
+
+def test_tip_in_a_cycle_disconnected_from_the_base_does_not_hang():
+    extra = ('<link name="a"/><link name="b"/><joint name="ab" type="fixed"><parent link="a"/>'
+             '<child link="b"/></joint><joint name="ba" type="fixed"><parent link="b"/>'
+             '<child link="a"/></joint>')
+    start = time.monotonic()
+    with pytest.raises(URDFError, match='cycle|not below'):
+        load_model(chain(3, tip=extra), base_link='l0', tip_link='a')
+    assert time.monotonic() - start < 5
+
+
+def test_bytes_encodings_paths_and_argument_types(tmp_path):
+    binary = tmp_path / 'binary.urdf'
+    binary.write_bytes(bytes(range(256)) * 4)
+    with pytest.raises(URDFError, match='binary.urdf.*is not utf-8 text'):
+        load_model(str(binary))
+    latin = tmp_path / 'latin.urdf'
+    latin.write_bytes(('<?xml version="1.0" encoding="ISO-8859-1"?>\n'
+                       + two_link().replace('name="r"', 'name="r\u00e9sum\u00e9"'))
+                      .encode('iso-8859-1'))
+    assert load_model(str(latin)).n == 1                       # read as declared
+    with pytest.raises(URDFError, match='cannot be encoded'):
+        load_model(two_link().replace('name="r"', 'name="\ud800"'))   # a lone surrogate
+    with pytest.raises(URDFError, match='neither XML'):
+        load_model('robot\0.urdf')
+    with pytest.raises(URDFError, match='tip_link must be a link name'):
+        load_model(two_link(), tip_link=['arm'])
+    with pytest.raises(URDFError, match='must be an XML string or a file path'):
+        load_model(42)
+    with pytest.raises(URDFError, match='tried'):
+        load_model(str(tmp_path / 'missing.urdf'))
+
+
+def test_long_non_xml_text_is_cut_in_the_message():
+    with pytest.raises(URDFError) as info:
+        load_model('x' * 13000)
+    assert len(str(info.value)) < 300 and '13000 characters' in str(info.value)
+
+
+def test_size_bound_is_documented_and_overridable(tmp_path):
+    big = two_link().replace('</robot>', '<!--' + ' ' * 5000 + '--></robot>')
+    with pytest.raises(URDFError, match='more than the 1000 allowed'):
+        load_model(big, max_bytes=1000)
+    assert load_model(big).n == 1
+    path = tmp_path / 'big.urdf'
+    path.write_text(big)
+    with pytest.raises(URDFError, match='big.urdf.*more than the 1000 allowed'):
+        load_model(str(path), max_bytes=1000)
+
+
+@pytest.mark.parametrize('xml, error, match', [
+    (two_link(mass='1e308'), InertiaError, 'mass 1e\\+308 kg is beyond'),
+    (two_link().replace('<axis', '<origin xyz="1e300 0 0"/><axis'), URDFError,
+     'joint "j1".*beyond 10000 m'),
+    (two_link().replace('<inertia', '<origin xyz="0 1e200 0"/><inertia'), URDFError,
+     'link "arm" <inertial>.*beyond'),
+    (two_link(inertia='ixx="1e300" iyy="1e300" izz="1e300"'), InertiaError, 'beyond 1e\\+12'),
+    (two_link(extra='<dynamics damping="inf"/>'), URDFError,
+     'joint "j1": <dynamics damping="inf"> must be finite'),
+    (two_link(extra='<dynamics friction="inf"/>'), URDFError, 'friction="inf"'),
+    (two_link().replace('effort="5"', 'effort="-5"'), URDFError,
+     'joint "j1": <limit effort="-5.0"> must be > 0'),
+    (two_link().replace('effort="5"', 'effort="nan"'), URDFError, 'effort="nan"'),
+    (two_link().replace('lower="-1" upper="1"', 'lower="1" upper="-1"'), URDFError,
+     'joint "j1": <limit lower="1.0"> is above upper="-1.0"'),
+])
+def test_values_whose_dynamics_cannot_be_finite_are_refused(xml, error, match):
+    with pytest.raises(error, match=match):
+        load_model(xml)
+
+
+def test_xacro_is_recognised():
+    xacro = ('<robot name="r" xmlns:xacro="http://www.ros.org/wiki/xacro">'
+             '<xacro:property name="l" value="0.3"/><link name="base"/></robot>')
+    with pytest.raises(URDFError, match='run xacro first'):
+        load_model(xacro)
+    with pytest.raises(URDFError, match='run xacro first'):
+        load_model(two_link().replace('lower="-1"', 'lower="${-pi}"'))
+
+
+def test_vendor_extensions_give_one_log_line_and_no_stderr(capfd, caplog):
+    xml = two_link().replace('<link name="base"/>', '<link name="base">' + ''.join(
+        f'<vendor_tag_{i}/>' for i in range(20)) + '</link>')
+    with caplog.at_level('INFO', logger='ne_dynamics_ros'):
+        assert load_model(xml).n == 1
+    assert capfd.readouterr().err == ''
+    lines = [r for r in caplog.records if 'urdf_parser_py ignored' in r.getMessage()]
+    assert len(lines) == 1 and '20 unknown' in lines[0].getMessage()
+
+
+def test_overflowing_states_raise_instead_of_returning_inf(ur5e):
+    with pytest.raises(StateError, match='not finite in double precision'):
+        ur5e.rnea(np.zeros(6), np.full(6, 1e200), np.zeros(6))
+    assert np.all(np.isfinite(ur5e.rnea(np.zeros(6), np.full(6, 10.0), np.zeros(6))))

@@ -43,7 +43,7 @@ def test_mdh_header_shows_index_shift():
 def test_errors_exit_2_with_message():
     out = run('dh', '/nonexistent/robot.urdf')
     assert out.returncode == 2
-    assert 'cannot read URDF file' in out.stderr and 'Traceback' not in out.stderr
+    assert 'URDF file not found' in out.stderr and 'Traceback' not in out.stderr
     out = run('dh', str(UR5E_URDF), '--tip', 'nope')
     assert out.returncode == 2 and 'tip_link "nope"' in out.stderr
 
@@ -66,7 +66,7 @@ def test_base_params_table_and_errors():
     assert 'standard: 60, base: 36, numeric rank: 36 (method: closed form)' in out.stdout
     assert out.stdout.count(' = ') >= 36
     out = run('base-params', '/nonexistent/robot.urdf')
-    assert out.returncode == 2 and 'cannot read URDF file' in out.stderr
+    assert out.returncode == 2 and 'URDF file not found' in out.stderr
     assert 'Traceback' not in out.stderr
 
 
@@ -122,7 +122,7 @@ def test_codegen_errors_write_nothing(tmp_path):
     assert not (tmp_path / 'missing_dir').exists()
     target = tmp_path / 'x.py'
     out = run('codegen', '/nonexistent/robot.urdf', '--lang', 'c', '--output', str(target))
-    assert out.returncode == 2 and 'cannot read URDF file' in out.stderr
+    assert out.returncode == 2 and 'URDF file not found' in out.stderr
     out = run('codegen', str(PUMA560_URDF), '--tip', 'base_link', '--lang', 'c',
               '--output', str(target))
     assert out.returncode == 2 and 'Traceback' not in out.stderr

@@ -10,7 +10,7 @@ import math
 import numpy as np
 
 from .dh import Convention, dh_frames, JointType, link_transform
-from ..errors import ModelError, StateError
+from ..errors import ModelError, StateError, URDFError
 from .rnea import LinkDynamics, rnea_dh, rnea_mdh
 from .parameters import model_with_parameters, standard_parameters
 from .regressor import regressor
@@ -20,7 +20,7 @@ STANDARD_GRAVITY = (0.0, 0.0, -9.81)
 
 
 def load_model(urdf, base_link=None, tip_link=None, convention='mdh', armature=None,
-               coulomb_velocity=0.01, damping=None, friction=None):
+               coulomb_velocity=0.01, damping=None, friction=None, max_bytes=None):
     """Read a URDF and build a :class:`RobotModel`.
 
     Args:
@@ -38,6 +38,8 @@ def load_model(urdf, base_link=None, tip_link=None, convention='mdh', armature=N
         damping, friction: None (the URDF's ``<dynamics>``) or (n,) viscous (N·m·s/rad or
             N·s/m) and Coulomb (N·m or N) friction per joint, >= 0, replacing the URDF's
             (e.g. identified values from ``ne-dynamics identify``'s parameter YAML).
+        max_bytes: largest URDF accepted, bytes (default
+            :data:`~ne_dynamics_ros.dynamics.urdf_import.MAX_URDF_BYTES`, 16 MiB).
 
     Returns:
         RobotModel.
@@ -49,7 +51,10 @@ def load_model(urdf, base_link=None, tip_link=None, convention='mdh', armature=N
             ``friction``.
     """
     convention = Convention.parse(convention)
-    chain = build_chain(parse_urdf(urdf), base_link, tip_link)
+    for name, value in (('base_link', base_link), ('tip_link', tip_link)):
+        if value is not None and not isinstance(value, str):
+            raise URDFError(f'{name} must be a link name (text), got {type(value).__name__}')
+    chain = build_chain(parse_urdf(urdf, max_bytes), base_link, tip_link)
     model = RobotModel(chain, convention, armature, coulomb_velocity)
     for name, value in (('damping', damping), ('friction', friction)):
         if value is not None:
@@ -58,6 +63,14 @@ def load_model(urdf, base_link=None, tip_link=None, convention='mdh', armature=N
                 raise ModelError(f'{name} must be >= 0 per joint, got {values.tolist()}')
             setattr(model, name, values)
     return model
+
+
+def _finite(values, what):
+    """Return ``values`` if all finite, else raise StateError (overflow, not NaN input)."""
+    if not np.all(np.isfinite(values)):
+        raise StateError(f'{what}: the result is not finite in double precision for this '
+                         'state (velocities or accelerations far beyond any arm)')
+    return values
 
 
 class RobotModel:
@@ -208,11 +221,14 @@ class RobotModel:
             (n,) or (N, n) joint efforts, N·m (revolute) / N (prismatic).
 
         Raises:
-            StateError: wrong shapes, mismatched shapes, NaN or inf.
+            StateError: wrong shapes, mismatched shapes, NaN or inf; or efforts that are
+                not finite (a state so large that double precision overflows).
         """
         s = self._states(q=q, qd=qd, qdd=qdd)
-        tau = self._rigid_body(s['q'], s['qd'], s['qdd'], gravity, f_tip)
-        return tau + self.armature * s['qdd']
+        with np.errstate(over='ignore', invalid='ignore'):
+            tau = self._rigid_body(s['q'], s['qd'], s['qdd'], gravity, f_tip)
+            tau = tau + self.armature * s['qdd']
+        return _finite(tau, 'rnea')
 
     def _rigid_body(self, q, qd, qdd, gravity, f_tip):
         """Rigid-body RNEA on validated arrays (no armature)."""

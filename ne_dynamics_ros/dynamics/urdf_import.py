@@ -14,10 +14,21 @@ rigid at those joints' zero position, with a warning.
 Frames: every constant transform here is a 4x4 homogeneous matrix ``T_A_B`` giving the
 pose of frame B expressed in frame A (metres, radians).  URDF ``rpy`` is the fixed-axis
 roll-pitch-yaw ``R = Rz(yaw) Ry(pitch) Rx(roll)``.
+
+Only :class:`~ne_dynamics_ros.errors.URDFError` (and its :class:`InertiaError`) leaves this
+module for a bad description: files are read as bytes and decoded as their XML declaration
+says (UTF-8 otherwise); documents larger than :data:`MAX_URDF_BYTES` are refused before
+parsing; graph walks are iterative and detect cycles; a link with two parent joints is an
+error; values beyond :data:`MAX_LENGTH`, :data:`MAX_MASS` and :data:`MAX_INERTIA` (which no
+arm has, and whose dynamics overflow double precision) are refused naming the element;
+``urdf_parser_py``'s complaints about unknown tags and attributes (vendor extensions) are
+collected into one line on the ``ne_dynamics_ros`` logger.
 """
 from dataclasses import dataclass, field
+import logging
 import math
 import os
+import re
 from typing import Tuple
 
 import defusedxml
@@ -27,6 +38,23 @@ import numpy as np
 from ..errors import InertiaError, URDFError
 
 ACTUATED_TYPES = ('revolute', 'continuous', 'prismatic')
+
+#: Largest URDF accepted, bytes (a real arm's is well under 1 MB); ``load_model(...,
+#: max_bytes=...)`` overrides it.
+MAX_URDF_BYTES = 16 * 2**20
+#: Largest |length| (m), mass (kg) and inertia entry (kg·m²) accepted: far beyond any arm,
+#: far below where the recursion's products overflow double precision.
+MAX_LENGTH = 1e4
+MAX_MASS = 1e7
+MAX_INERTIA = 1e12
+LOGGER = logging.getLogger('ne_dynamics_ros')
+XACRO_NAMESPACE = 'http://www.ros.org/wiki/xacro'
+
+
+def _shorten(text, limit=80):
+    """Return ``text`` cut to ``limit`` characters for a message."""
+    text = str(text)
+    return text if len(text) <= limit else f'{text[:limit]}... ({len(text)} characters)'
 
 
 @dataclass(frozen=True)
@@ -198,34 +226,76 @@ def _pose(origin, where):
     if xyz.shape != (3,) or rpy.shape != (3,) or not (np.all(np.isfinite(xyz))
                                                       and np.all(np.isfinite(rpy))):
         raise URDFError(f'{where}: <origin> must have 3 finite xyz and 3 finite rpy values')
+    if np.abs(xyz).max() > MAX_LENGTH or np.abs(rpy).max() > 1e6:
+        raise URDFError(f'{where}: <origin xyz="{" ".join(map(str, xyz))}"> is beyond '
+                        f'{MAX_LENGTH:g} m (or rpy beyond 1e6 rad): no arm is that large, '
+                        'and its dynamics would not be finite')
     T[:3, :3] = rpy_matrix(rpy)
     T[:3, 3] = xyz
     return T
 
 
-def read_urdf_text(urdf):
+def read_urdf_text(urdf, max_bytes=None):
     """Return the URDF XML text: ``urdf`` is either XML (starts with '<') or a file path.
 
+    A file is read as bytes and decoded with the encoding its XML declaration names
+    (UTF-8 when none). Nothing larger than ``max_bytes`` (default :data:`MAX_URDF_BYTES`)
+    is read.
+
     Raises:
-        URDFError: the file cannot be read.
+        URDFError: wrong argument type, no such file (the path tried), unreadable, too
+            large, or not decodable as declared.
     """
-    if not isinstance(urdf, (str, os.PathLike)):
-        raise URDFError(f'urdf must be an XML string or a file path, got {type(urdf).__name__}')
-    text = os.fspath(urdf)
-    if text.lstrip().startswith('<'):
-        return text
+    limit = MAX_URDF_BYTES if max_bytes is None else max_bytes
+    if isinstance(urdf, bytes):
+        raw, where = urdf, 'the URDF bytes'
+    elif isinstance(urdf, (str, os.PathLike)):
+        text = os.fspath(urdf)
+        if not isinstance(text, str):
+            raise URDFError(f'urdf path must be text, got {type(text).__name__}')
+        if text.lstrip().startswith('<'):
+            if len(text) > limit:
+                raise URDFError(f'the URDF text has {len(text)} characters, more than the '
+                                f'{limit} allowed (max_bytes)')
+            return text
+        if '\0' in text or '\n' in text or len(text) > 4096:
+            raise URDFError(f'urdf is neither XML (it does not start with "<") nor a file '
+                            f'path: {_shorten(text)!r}')
+        where = f'URDF file {text!r}'
+        try:
+            size = os.path.getsize(text)
+            if size > limit:
+                raise URDFError(f'{where} has {size} bytes, more than the {limit} allowed '
+                                '(max_bytes)')
+            with open(text, 'rb') as f:
+                raw = f.read(limit + 1)
+        except FileNotFoundError:
+            raise URDFError(f'URDF file not found: {text!r} (tried '
+                            f'{os.path.abspath(text)!r})') from None
+        except OSError as exc:
+            raise URDFError(f'cannot read {where}: {exc.strerror or exc}') from None
+    else:
+        raise URDFError(f'urdf must be an XML string or a file path, got '
+                        f'{type(urdf).__name__}')
+    if len(raw) > limit:
+        raise URDFError(f'{where} is larger than the {limit} bytes allowed (max_bytes)')
+    declared = re.match(rb'\s*<\?xml[^>]*encoding\s*=\s*["\']([A-Za-z0-9._-]+)["\']', raw)
+    encoding = declared.group(1).decode('ascii') if declared else 'utf-8'
     try:
-        with open(text, encoding='utf-8') as f:
-            return f.read()
-    except OSError as exc:
-        raise URDFError(f'cannot read URDF file {text!r}: {exc.strerror}') from exc
+        return raw.decode(encoding)
+    except LookupError:
+        raise URDFError(f'{where} declares an unknown encoding {encoding!r}') from None
+    except UnicodeDecodeError as exc:
+        raise URDFError(f'{where} is not {encoding} text (byte {exc.start}: '
+                        f'{exc.reason}); is it a URDF?') from None
 
 
-def parse_urdf(urdf):
+def parse_urdf(urdf, max_bytes=None):
     """Parse a URDF safely.
 
     Args:
         urdf: XML string or file path.
+        max_bytes: size bound (default :data:`MAX_URDF_BYTES`).
 
     Returns:
         urdf_parser_py ``Robot``.
@@ -236,21 +306,43 @@ def parse_urdf(urdf):
     """
     from urdf_parser_py.urdf import URDF
 
-    text = read_urdf_text(urdf)
+    from urdf_parser_py.xml_reflection import core
+
+    text = read_urdf_text(urdf, max_bytes)
+    # the declaration was honoured when decoding; the parsers get text without it
+    text = re.sub(r'\A\s*<\?xml[^>]*\?>', '', text, count=1)
     try:
-        root = SafeET.fromstring(text.encode('utf-8'), forbid_dtd=True)
+        data = text.encode('utf-8')
+    except UnicodeEncodeError as exc:
+        raise URDFError(f'the URDF text cannot be encoded ({exc.reason} at character '
+                        f'{exc.start})') from None
+    try:
+        root = SafeET.fromstring(data, forbid_dtd=True)
     except defusedxml.DefusedXmlException as exc:
         raise URDFError(f'URDF rejected: {exc} (DTDs and entity declarations are not '
                         'allowed in a robot description)') from exc
     except SafeET.ParseError as exc:
         raise URDFError(f'malformed URDF XML: {exc}') from exc
     if root.tag != 'robot':
-        raise URDFError(f'URDF root element must be <robot>, got <{root.tag}>')
+        raise URDFError(f'URDF root element must be <robot>, got <{_shorten(root.tag)}>')
+    if any(XACRO_NAMESPACE in element.tag or any(
+            XACRO_NAMESPACE in value or '${' in value for value in element.attrib.values())
+            for element in root.iter()):
+        raise URDFError('this is a xacro document, not a URDF: run xacro first '
+                        '(xacro robot.urdf.xacro > robot.urdf)')
     _check_raw_elements(root)
+    complaints = []
+    previous = core.on_error
+    core.on_error = complaints.append
     try:
         robot = URDF.from_xml_string(text)
     except Exception as exc:  # urdf_parser_py raises assorted types on bad documents
-        raise URDFError(f'invalid URDF: {exc}') from exc
+        raise URDFError(f'invalid URDF: {_shorten(exc, 300)}') from None
+    finally:
+        core.on_error = previous
+    if complaints:
+        LOGGER.info('urdf_parser_py ignored %d unknown elements or attributes (vendor '
+                    'extensions), e.g. %s', len(complaints), _shorten(complaints[0], 120))
     return robot
 
 
@@ -297,11 +389,15 @@ def link_body(link):
     mass = inertial.mass if inertial.mass is not None else 0.0
     if not math.isfinite(mass) or mass < 0.0:
         raise InertiaError(f'{where}: mass must be finite and >= 0, got {mass}')
+    if mass > MAX_MASS:
+        raise InertiaError(f'{where}: mass {mass:g} kg is beyond {MAX_MASS:g} kg')
     if inertial.inertia is None:
         inertia = np.zeros((3, 3))
     else:
         inertia = np.asarray(inertial.inertia.to_matrix(), dtype=float)
     check_inertia(inertia, where)
+    if np.abs(inertia).max() > MAX_INERTIA:
+        raise InertiaError(f'{where}: inertia entries beyond {MAX_INERTIA:g} kg*m^2')
     T = _pose(inertial.origin, where)
     return RigidBody(float(mass), np.zeros(3), inertia).transformed(T)
 
@@ -327,24 +423,35 @@ def check_inertia(inertia, where):
 
 def _joint_limits(joint):
     lower, upper, effort, velocity = -math.inf, math.inf, math.inf, math.inf
+    where = f'joint "{joint.name}"'
     lim = joint.limit
-    if lim is not None:
-        if joint.type != 'continuous':
-            lower = lim.lower if lim.lower is not None else lower
-            upper = lim.upper if lim.upper is not None else upper
-        if lim.effort:
-            effort = abs(float(lim.effort))
-        if lim.velocity:
-            velocity = abs(float(lim.velocity))
-    damping = friction = 0.0
-    if joint.dynamics is not None:
-        damping = float(joint.dynamics.damping or 0.0)
-        friction = float(joint.dynamics.friction or 0.0)
-    values = (lower, upper, effort, velocity, damping, friction)
-    if any(math.isnan(v) for v in values) or damping < 0 or friction < 0:
-        raise URDFError(f'joint "{joint.name}": <limit>/<dynamics> values must be numbers, '
-                        'damping and friction >= 0')
-    return values
+    try:
+        if lim is not None:
+            if joint.type != 'continuous':
+                lower = float(lim.lower) if lim.lower is not None else lower
+                upper = float(lim.upper) if lim.upper is not None else upper
+            if lim.effort is not None and float(lim.effort) != 0.0:
+                effort = float(lim.effort)
+            if lim.velocity is not None and float(lim.velocity) != 0.0:
+                velocity = float(lim.velocity)
+        damping = friction = 0.0
+        if joint.dynamics is not None:
+            damping = float(joint.dynamics.damping or 0.0)
+            friction = float(joint.dynamics.friction or 0.0)
+    except (TypeError, ValueError):
+        raise URDFError(f'{where}: <limit>/<dynamics> values must be numbers') from None
+    for name, value in (('lower', lower), ('upper', upper)):
+        if math.isnan(value):
+            raise URDFError(f'{where}: <limit {name}> is NaN')
+    if lower > upper:
+        raise URDFError(f'{where}: <limit lower="{lower}"> is above upper="{upper}"')
+    for name, value in (('effort', effort), ('velocity', velocity)):
+        if not value > 0:            # NaN, negative (a zero means "absent", as ROS reads it)
+            raise URDFError(f'{where}: <limit {name}="{value}"> must be > 0')
+    for name, value in (('damping', damping), ('friction', friction)):
+        if not (math.isfinite(value) and value >= 0):
+            raise URDFError(f'{where}: <dynamics {name}="{value}"> must be finite and >= 0')
+    return lower, upper, effort, velocity, damping, friction
 
 
 def _joint_axis(joint):
@@ -379,11 +486,26 @@ def build_chain(robot, base_link=None, tip_link=None):
     parent_joint = {}
     for joint in robot.joints:
         children[joint.parent].append(joint)
+        if joint.child in parent_joint:
+            raise URDFError(f'link "{joint.child}" has two parent joints, '
+                            f'"{parent_joint[joint.child].name}" and "{joint.name}"; a URDF '
+                            'is a tree')
         parent_joint[joint.child] = joint
+    roots = [name for name in links if name not in parent_joint]
+    if len(roots) != 1:
+        raise URDFError(f'URDF must have exactly one root link, found {sorted(roots)[:10]}')
+    # a tree: every link reachable from the root (a loop is not, having no root of its own)
+    reached, stack = {roots[0]}, [roots[0]]
+    while stack:
+        for joint in children[stack.pop()]:
+            if joint.child not in reached:
+                reached.add(joint.child)
+                stack.append(joint.child)
+    if len(reached) != len(links):
+        lost = sorted(set(links) - reached)
+        raise URDFError(f'links {lost[:10]} are not below the root "{roots[0]}": their joints '
+                        'form a cycle; a URDF is a tree')
     if base_link is None:
-        roots = [name for name in links if name not in parent_joint]
-        if len(roots) != 1:
-            raise URDFError(f'URDF must have exactly one root link, found {sorted(roots)}')
         base_link = roots[0]
     if base_link not in links:
         raise URDFError(f'base_link "{base_link}" is not a link of robot "{robot.name}"')
@@ -394,12 +516,17 @@ def build_chain(robot, base_link=None, tip_link=None):
 
     path = []
     link = tip_link
+    seen = {link}
     while link != base_link:
         if link not in parent_joint:
             raise URDFError(f'tip_link "{tip_link}" is not below base_link "{base_link}"')
         joint = parent_joint[link]
         path.append(joint)
         link = joint.parent
+        if link in seen:
+            raise URDFError(f'the joints above tip_link "{tip_link}" form a cycle through '
+                            f'link "{link}"; a URDF is a tree')
+        seen.add(link)
     path.reverse()
     on_path = {j.name for j in path}
 
@@ -439,26 +566,38 @@ def build_chain(robot, base_link=None, tip_link=None):
 
 
 def _default_tip(base_link, children):
-    """Return the only terminal movable joint's child, extended through unbranched fixed joints."""
-    terminal = []
+    """Return the only terminal movable joint's child, extended through unbranched fixed joints.
 
-    def has_movable_below(link):
+    Iterative (no recursion limit on long chains); a cycle below the base is an error.
+    """
+    order, parent_of, seen, stack = [], {}, {base_link}, [base_link]
+    while stack:                                   # depth-first, each link once
+        link = stack.pop()
+        order.append(link)
+        for joint in children[link]:
+            if joint.child in seen:
+                raise URDFError(f'joint "{joint.name}" closes a cycle at link "{joint.child}"; '
+                                'a URDF is a tree')
+            seen.add(joint.child)
+            parent_of[joint.child] = joint
+            stack.append(joint.child)
+    movable_below = {}
+    terminal = []
+    for link in reversed(order):                   # children before their parents
         found = False
         for joint in children[link]:
-            below = has_movable_below(joint.child)
+            below = movable_below[joint.child]
             if joint.type != 'fixed':
                 if not below:
                     terminal.append(joint.child)
                 found = True
             found = found or below
-        return found
-
-    has_movable_below(base_link)
+        movable_below[link] = found
     if not terminal:
         raise URDFError(f'no movable joint below base_link "{base_link}"')
     if len(terminal) > 1:
         raise URDFError(f'the tree below "{base_link}" branches; give tip_link, one of '
-                        f'{sorted(terminal)}')
+                        f'{sorted(terminal)[:10]}' + (' ...' if len(terminal) > 10 else ''))
     tip = terminal[0]
     while len(children[tip]) == 1 and children[tip][0].type == 'fixed':
         tip = children[tip][0].child
@@ -477,6 +616,8 @@ def _lump(links, children, start, on_path, stop_joint, warnings):
     names = []
     while stack:
         link_name, T = stack.pop()
+        if link_name in names:
+            raise URDFError(f'link "{link_name}" is reached twice (a cycle); a URDF is a tree')
         names.append(link_name)
         body = body.combined(link_body(links[link_name]).transformed(T))
         for joint in children[link_name]:
