@@ -48,6 +48,7 @@ holding the position measured then (the old trajectory is discarded, since the a
 have moved). The same zero command is published on a clean shutdown (Ctrl-C, SIGTERM).
 """
 import math
+import os
 import signal
 import time
 
@@ -298,18 +299,20 @@ class ComputedTorqueNode(Node):
         path = self.get_parameter('urdf_path').value
         if not path.strip():
             return None
+        from ne_dynamics_ros.dynamics.urdf_import import read_urdf_text
+        if not os.path.exists(path):
+            if os.path.isabs(path):
+                raise NodeConfigurationError(f'urdf_path {path!r}: no such file')
+            try:
+                path = str(find_resource(path))      # a path inside the package's share
+            except FileNotFoundError as err:
+                raise NodeConfigurationError(
+                    f'urdf_path {path!r} not found: tried {os.path.abspath(path)!r}, then '
+                    f'{err}') from None
         try:
-            with open(path, encoding='utf-8') as f:
-                return f.read()
-        except FileNotFoundError:
-            pass
-        except OSError as err:
-            raise NodeConfigurationError(f'cannot read urdf_path {path!r}: {err}') from err
-        try:
-            with open(find_resource(path), encoding='utf-8') as f:
-                return f.read()
-        except (FileNotFoundError, OSError) as err:
-            raise NodeConfigurationError(f'cannot read urdf_path {path!r}: {err}') from err
+            return read_urdf_text(path)              # encoding as declared, size bound
+        except ValueError as err:
+            raise NodeConfigurationError(f'cannot read urdf_path {path!r}: {err}') from None
 
     def _build(self, urdf_xml):
         """Build the controller from the URDF and the parameters.
