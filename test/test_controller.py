@@ -504,3 +504,20 @@ def test_generated_and_recursive_backends_agree(puma_ref):
                                             -PUMA_LIMITS, PUMA_LIMITS), rtol=1e-9, atol=1e-9)
     with pytest.raises(ControlParameterError, match='dynamics_backend'):
         ComputedTorqueController.from_urdf(str(PUMA_URDF), dynamics_backend='fast')
+
+
+def test_absurd_positions_do_not_poison_the_velocity_estimate(puma_ref):
+    """Two states at +-1.7e308 without velocities, then valid ones: answered again."""
+    c = make()
+    assert isinstance(c.update(0, PUMA_JOINTS, Q0), Command)
+    for k, value in enumerate((1.7e308, -1.7e308), start=1):
+        out = c.update(k * MS, PUMA_JOINTS, np.full(6, value))
+        assert isinstance(out, NoCommand) and 'not a measurement' in out.message
+    answered = [c.update(k * MS, PUMA_JOINTS, Q0 + 1e-4 * k) for k in range(3, 10)]
+    assert all(isinstance(out, Command) for out in answered[1:]), answered
+    # a jump the arm cannot make in 1 ms: dropped, and the estimate starts afresh
+    out = c.update(10 * MS, PUMA_JOINTS, Q0 + 1000.0)
+    assert isinstance(out, NoCommand) and 'beyond 10 x its limit' in out.message
+    assert isinstance(c.update(11 * MS, PUMA_JOINTS, Q0 + 1e-3), Command)
+    out = c.update(20 * MS, PUMA_JOINTS, Q0, velocities=np.full(6, 1e6))
+    assert isinstance(out, NoCommand) and 'velocity of joint_1 is 1e+06' in out.message

@@ -63,6 +63,13 @@ STAMP_TOLERANCE_NS = 500_000_000
 #: (004; checked against the recursion when the controller is built) or the recursion.
 DYNAMICS_BACKENDS = ('generated', 'recursive')
 
+#: No joint of an arm measures beyond this, rad or m (a continuous joint would need
+#: 160 000 turns): a larger position is a glitch, not a state.
+MAX_POSITION = 1e6
+#: A measured or estimated speed more than this many times the URDF velocity limit is not
+#: believed either (no arm moves that fast; a glitch or a unit error does).
+SPEED_FACTOR = 10.0
+
 #: The settings that can change while running, with their defaults.
 DEFAULT_SETTINGS = {
     'mode': ControlMode.COMPUTED_TORQUE.value,
@@ -445,14 +452,37 @@ class ComputedTorqueController:
         q = np.asarray(positions, dtype=float)[index]
         if not np.all(np.isfinite(q)):
             raise JointStateError(f'position contains NaN or inf: {q.tolist()}')
+        if np.abs(q).max() > MAX_POSITION:
+            j = int(np.argmax(np.abs(q)))
+            raise JointStateError(f'position of {self.model.joint_names[j]} is {q[j]:.6g}, '
+                                  f'beyond {MAX_POSITION:g}: not a measurement')
         if len(velocities):
             qd = np.asarray(velocities, dtype=float)[index]
             # All NaN: joint_state_broadcaster's filler for a missing velocity interface.
             if not np.all(np.isnan(qd)):
                 if not np.all(np.isfinite(qd)):
                     raise JointStateError(f'velocity contains NaN or inf: {qd.tolist()}')
+                self._check_speed(qd, 'velocity')
                 return q, qd
-        return q, self._velocity_estimator.update(q, self._measurement_time(stamp_ns, now))
+        with np.errstate(over='ignore', invalid='ignore'):
+            qd = self._velocity_estimator.update(q, self._measurement_time(stamp_ns, now))
+        try:
+            self._check_speed(qd, 'estimated velocity')
+        except JointStateError:
+            # a glitch must not poison the finite differences of the states after it
+            self._velocity_estimator.reset()
+            raise
+        return q, qd
+
+    def _check_speed(self, qd, what):
+        """Raise JointStateError for speeds beyond SPEED_FACTOR x the URDF limits."""
+        limit = SPEED_FACTOR * self.model.velocity_limits
+        fast = ~(np.abs(qd) <= limit)                 # NaN and inf count as too fast
+        if np.any(fast):
+            j = int(np.flatnonzero(fast)[0])
+            raise JointStateError(
+                f'{what} of {self.model.joint_names[j]} is {qd[j]:.6g}, beyond '
+                f'{SPEED_FACTOR:g} x its limit {self.model.velocity_limits[j]:.6g}')
 
     def update(self, now_ns: int, joint_names: Sequence[str], positions: Sequence[float],
                velocities: Sequence[float] = (), efforts: Sequence[float] = (),
@@ -489,6 +519,9 @@ class ComputedTorqueController:
         resumed = self.timed_out
         if self.timed_out or self._rehold or self.trajectory is None:
             self._hold(q, now)
+            if resumed:
+                # differences across the silence are no velocity: start afresh
+                self._velocity_estimator.reset()
         q_d, qd_d, qdd_d = self.trajectory.sample(self._sample_time(stamp_ns, now_ns, now))
         try:
             tau = compute_effort(self.dynamics, self.law, q, qd, q_d, qd_d, qdd_d)
