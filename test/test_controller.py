@@ -521,3 +521,19 @@ def test_absurd_positions_do_not_poison_the_velocity_estimate(puma_ref):
     assert isinstance(c.update(11 * MS, PUMA_JOINTS, Q0 + 1e-3), Command)
     out = c.update(20 * MS, PUMA_JOINTS, Q0, velocities=np.full(6, 1e6))
     assert isinstance(out, NoCommand) and 'velocity of joint_1 is 1e+06' in out.message
+
+
+def test_oversized_trajectories_are_rejected_with_short_messages():
+    c = make()
+    assert isinstance(c.update(0, PUMA_JOINTS, Q0), Command)
+    names = PUMA_JOINTS + [f'stranger_{i}' for i in range(30000)]
+    point = TrajectoryPoint(0.5, [0.0] * len(names))
+    with pytest.raises(TrajectoryError) as info:
+        c.set_trajectory(names, [point], 0, MS)
+    assert 'unknown joints' in str(info.value) and '30000 in all' in str(info.value)
+    assert len(str(info.value)) < 1000
+    from ne_dynamics_ros.control.trajectory import MAX_POINTS
+    many = [TrajectoryPoint(0.001 * (k + 1), Q0) for k in range(MAX_POINTS + 1)]
+    with pytest.raises(TrajectoryError, match=f'more than {MAX_POINTS}'):
+        c.set_trajectory(PUMA_JOINTS, many, 0, MS)
+    assert c.rejected_trajectories == 2

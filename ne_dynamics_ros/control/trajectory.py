@@ -193,6 +193,16 @@ def _as_finite_vector(values, length, what):
     return arr
 
 
+#: Most waypoints accepted in one trajectory (100 s at 1 kHz).
+MAX_POINTS = 100_000
+
+
+def _first(items, count=10):
+    """Return at most ``count`` items for a message, saying how many there were."""
+    items = list(items)
+    return items if len(items) <= count else items[:count] + [f'... {len(items)} in all']
+
+
 def trajectory_from_points(joint_names: Sequence[str], points: Sequence[TrajectoryPoint],
                            chain_joint_names: Sequence[str], start_time: Optional[float],
                            receipt_time: float, state_before: DesiredState) -> Trajectory:
@@ -225,18 +235,27 @@ def trajectory_from_points(joint_names: Sequence[str], points: Sequence[Trajecto
         raise TrajectoryError('trajectory has no joint_names')
     if not points:
         raise TrajectoryError('trajectory has no points')
-    duplicates = sorted({name for name in names if names.count(name) > 1})
+    if len(points) > MAX_POINTS:
+        raise TrajectoryError(f'trajectory has {len(points)} points, more than {MAX_POINTS}')
+    # every check below is linear in the names (a message may carry thousands)
+    index, duplicates = {}, set()
+    for i, name in enumerate(names):
+        if name in index:
+            duplicates.add(name)
+        index[name] = i
     if duplicates:
-        raise TrajectoryError(f'duplicate joint names {duplicates}')
-    unknown = [name for name in names if name not in chain]
+        raise TrajectoryError(f'duplicate joint names {_first(sorted(duplicates))}')
+    chain_set = set(chain)
+    unknown = [name for name in names if name not in chain_set]
     if unknown:
-        raise TrajectoryError(f'unknown joints {unknown}; this controller drives {chain}')
-    missing = [name for name in chain if name not in names]
+        raise TrajectoryError(f'unknown joints {_first(unknown)}; this controller drives '
+                              f'{chain}')
+    missing = [name for name in chain if name not in index]
     if missing:
         raise TrajectoryError(f'joints {missing} missing; partial trajectories are not '
                               'supported, every controlled joint must be given')
     n = len(chain)
-    order = [names.index(name) for name in chain]
+    order = [index[name] for name in chain]
     times = np.empty(len(points))
     positions = np.empty((len(points), n))
     velocities, accelerations = [], []
