@@ -658,3 +658,22 @@ def test_find_resource_and_relative_urdf_path(ros_context, tmp_path, monkeypatch
         assert node.controller.model.joint_names == PUMA_JOINTS
     finally:
         node.destroy_node()
+
+
+def test_urdf_loader_notes_reach_the_ros_log(ros_context, capfd):
+    """urdf_parser_py's complaints about vendor tags: one line, through the node's logger."""
+    xml = PUMA_URDF.read_text().replace('<link name="base_link"/>', '<link name="base_link">'
+                                        + ''.join(f'<vendor_{i}/>' for i in range(12))
+                                        + '</link>', 1)
+    assert '<vendor_0/>' in xml
+    node = ComputedTorqueNode(context=ros_context, parameter_overrides=[
+        Parameter('robot_description', value=xml)])
+    try:
+        assert node.controller is not None
+    finally:
+        node.destroy_node()
+    err = capfd.readouterr().err
+    # not urdf_parser_py's own twelve lines: one, which quotes the first complaint
+    assert sum('Unknown tag' in line for line in err.splitlines()) == 1
+    lines = [line for line in err.splitlines() if 'urdf_parser_py ignored 12 unknown' in line]
+    assert len(lines) == 1 and 'computed_torque_node' in lines[0], err[-2000:]

@@ -537,3 +537,15 @@ def test_oversized_trajectories_are_rejected_with_short_messages():
     with pytest.raises(TrajectoryError, match=f'more than {MAX_POINTS}'):
         c.set_trajectory(PUMA_JOINTS, many, 0, MS)
     assert c.rejected_trajectories == 2
+
+
+def test_a_trajectory_whose_interpolation_overflows_is_refused_whole():
+    c = make()
+    assert isinstance(c.update(0, PUMA_JOINTS, Q0), Command)
+    points = [TrajectoryPoint(1e-200, Q0), TrajectoryPoint(2e-200, Q0 + 1e150),
+              TrajectoryPoint(1.0, Q0)]
+    with pytest.raises(TrajectoryError, match='point 0 -> 1: the interpolation is not finite'):
+        c.set_trajectory(PUMA_JOINTS, points, 0, MS)
+    out = c.update(2 * MS, PUMA_JOINTS, Q0)                       # the hold stays in force
+    assert isinstance(out, Command) and np.all(np.isfinite(out.effort))
+    np.testing.assert_allclose(out.desired.q, Q0)

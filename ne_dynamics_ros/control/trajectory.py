@@ -203,6 +203,37 @@ def _first(items, count=10):
     return items if len(items) <= count else items[:count] + [f'... {len(items)} in all']
 
 
+#: Largest acceleration bound the segment polynomials may reach before a trajectory is
+#: refused: far beyond any arm, far below double precision overflow.
+MAX_INTERPOLATED = 1e100
+
+
+def _check_interpolation(times, positions, velocities, accelerations):
+    """Refuse a trajectory whose segment polynomials cannot be evaluated finitely.
+
+    A quintic between waypoints ``T`` apart reaches at most about
+    ``60 |dq| / T^2 + 36 (|qd_a| + |qd_b|) / T + 9 (|qdd_a| + |qdd_b|)`` in acceleration
+    (the cubic and linear cases stay below it); all segments are checked at once.
+    """
+    if len(times) < 2:
+        return
+    zero = np.zeros(positions.shape[1])
+    qd = np.array([zero if v is None else v for v in velocities])
+    qdd = np.array([zero if a is None else a for a in accelerations])
+    with np.errstate(over='ignore', invalid='ignore', divide='ignore'):
+        T = np.diff(times)[:, None]
+        bound = (60.0 * np.abs(np.diff(positions, axis=0)) / T ** 2
+                 + 36.0 * (np.abs(qd[:-1]) + np.abs(qd[1:])) / T
+                 + 9.0 * (np.abs(qdd[:-1]) + np.abs(qdd[1:])))
+    bad = ~(bound.max(axis=1) <= MAX_INTERPOLATED)
+    if np.any(bad):
+        k = int(np.flatnonzero(bad)[0])
+        raise TrajectoryError(
+            f'point {k} -> {k + 1}: the interpolation is not finite ({T[k, 0]:.3g} s apart '
+            f'for a change of up to {np.abs(positions[k + 1] - positions[k]).max():.3g}); '
+            'the whole trajectory is refused')
+
+
 def trajectory_from_points(joint_names: Sequence[str], points: Sequence[TrajectoryPoint],
                            chain_joint_names: Sequence[str], start_time: Optional[float],
                            receipt_time: float, state_before: DesiredState) -> Trajectory:
@@ -293,5 +324,6 @@ def trajectory_from_points(joint_names: Sequence[str], points: Sequence[Trajecto
         if np.shape(arr) != (n,):
             raise TrajectoryError(
                 f'state_before.{what} has shape {np.shape(arr)}, expected ({n},)')
+    _check_interpolation(times, positions, velocities, accelerations)
     return Trajectory(start, times, positions, velocities, accelerations,
                       receipt_time, state_before)

@@ -47,6 +47,7 @@ during the outage also receives zero. When valid states return, the node resumes
 holding the position measured then (the old trajectory is discarded, since the arm may
 have moved). The same zero command is published on a clean shutdown (Ctrl-C, SIGTERM).
 """
+import logging
 import math
 import os
 import signal
@@ -216,6 +217,23 @@ def _seconds(msg_duration):
     return msg_duration.sec + 1e-9 * msg_duration.nanosec
 
 
+class _RosLogHandler(logging.Handler):
+    """Forward Python ``logging`` records to a ROS logger."""
+
+    def __init__(self, ros_logger):
+        super().__init__()
+        self._ros_logger = ros_logger
+
+    def emit(self, record):
+        message = record.getMessage()
+        if record.levelno >= logging.ERROR:
+            self._ros_logger.error(message)
+        elif record.levelno >= logging.WARNING:
+            self._ros_logger.warning(message)
+        else:
+            self._ros_logger.info(message)
+
+
 class ComputedTorqueNode(Node):
     """Computed-torque controller node; see the module docstring for topics and timeout.
 
@@ -235,6 +253,11 @@ class ComputedTorqueNode(Node):
         ``namespace``, ``cli_args``...).
         """
         super().__init__(node_name, **kwargs)
+        # the package's Python log lines (e.g. the URDF loader's summary of ignored vendor
+        # tags) go to this node's ROS logger
+        self._log_bridge = _RosLogHandler(self.get_logger())
+        logging.getLogger('ne_dynamics_ros').addHandler(self._log_bridge)
+        logging.getLogger('ne_dynamics_ros').setLevel(logging.INFO)
         try:
             for name, (default, descriptor) in PARAMETERS.items():
                 self.declare_parameter(name, default, descriptor)
@@ -284,6 +307,11 @@ class ComputedTorqueNode(Node):
         self._start_watchdog()
 
     # ---- configuration ----------------------------------------------------------------------
+
+    def destroy_node(self):
+        """Detach the log bridge, then destroy the node."""
+        logging.getLogger('ne_dynamics_ros').removeHandler(self._log_bridge)
+        return super().destroy_node()
 
     def _runtime_values(self, changes=()):
         """Run-time parameter values by name, with the ``Parameter`` list ``changes`` applied."""
