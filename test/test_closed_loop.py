@@ -5,6 +5,8 @@ is the closed-form profile at each sample minus the measured position, independe
 controller's own interpolation. test_demo checks that the demo over real topics gives the
 same figures.
 """
+import math
+
 import numpy as np
 import pytest
 import yaml
@@ -32,7 +34,9 @@ def lee_run(payload=0.0, settle=1.0, profile='quintic', start_time=0.5, duration
                        payload_mass=payload, initial_positions=LEE_START)
     controller = ComputedTorqueController.from_urdf(
         str(PUMA560_URDF), armature=PUMA_ARMATURE, joints=PUMA_JOINTS,
-        settings={'mode': mode, 'kp': [kp] * 6, 'kd': [kd] * 6, 'state_timeout': 10.0})
+        settings={'mode': mode, 'kp': [kp] * 6, 'kd': [kd] * 6, 'state_timeout': 10.0,
+                  # Lee's start (joint 3 at 90 deg) is outside RTB's joint 3 range
+                  'position_limit_margin': math.inf})
     trajectory = profile_trajectory(PUMA_JOINTS, profile, LEE_START, LEE_GOAL, duration,
                                     1.0 / rate, start_time)
     run = run_lockstep(controller, arm, start_time + duration + settle, rate, trajectory)

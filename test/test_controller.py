@@ -516,11 +516,30 @@ def test_absurd_positions_do_not_poison_the_velocity_estimate(puma_ref):
     answered = [c.update(k * MS, PUMA_JOINTS, Q0 + 1e-4 * k) for k in range(3, 10)]
     assert all(isinstance(out, Command) for out in answered[1:]), answered
     # a jump the arm cannot make in 1 ms: dropped, and the estimate starts afresh
-    out = c.update(10 * MS, PUMA_JOINTS, Q0 + 1000.0)
+    out = c.update(10 * MS, PUMA_JOINTS, Q0 + 0.1)       # 100 rad/s; limits 1.5-5.7 rad/s
     assert isinstance(out, NoCommand) and 'beyond 10 x its limit' in out.message
     assert isinstance(c.update(11 * MS, PUMA_JOINTS, Q0 + 1e-3), Command)
     out = c.update(20 * MS, PUMA_JOINTS, Q0, velocities=np.full(6, 1e6))
     assert isinstance(out, NoCommand) and 'velocity of joint_1 is 1e+06' in out.message
+
+
+def test_positions_beyond_the_joint_limits_by_more_than_the_margin_are_dropped():
+    """config/puma560.urdf joint_3: [-225, 45] deg; margin 0.2 rad by default."""
+    c = make()
+    upper = math.radians(45.0)
+    q = np.array(Q0, dtype=float)
+    q[2] = upper + 0.19                              # inside the margin: a state
+    assert isinstance(c.update(0, PUMA_JOINTS, q), Command)
+    q[2] = upper + 0.21
+    out = c.update(MS, PUMA_JOINTS, q)
+    assert isinstance(out, NoCommand) and out.reason is SkipReason.INVALID_STATE
+    assert 'joint_3' in out.message and 'position_limit_margin 0.2' in out.message
+    assert c.dropped_joint_states == 1
+    c.reconfigure(position_limit_margin=math.inf)    # no check
+    assert isinstance(c.update(2 * MS, PUMA_JOINTS, q), Command)
+    for bad in (-1.0, math.nan, 'wide', [0.1, 0.2]):
+        with pytest.raises(ControlParameterError, match='position_limit_margin'):
+            c.reconfigure(position_limit_margin=bad)
 
 
 def test_oversized_trajectories_are_rejected_with_short_messages():
@@ -549,3 +568,19 @@ def test_a_trajectory_whose_interpolation_overflows_is_refused_whole():
     out = c.update(2 * MS, PUMA_JOINTS, Q0)                       # the hold stays in force
     assert isinstance(out, Command) and np.all(np.isfinite(out.effort))
     np.testing.assert_allclose(out.desired.q, Q0)
+
+
+def test_a_trajectory_prepared_before_a_resume_is_refused():
+    """prepare_trajectory runs off the control path; a reference reset meanwhile wins."""
+    c = make(state_timeout=0.1)
+    assert isinstance(c.update(0, PUMA_JOINTS, Q0, steady_ns=0), Command)
+    goal = TrajectoryPoint(1.0, Q0 + 0.1)
+    prepared = c.prepare_trajectory(PUMA_JOINTS, [goal], 0, MS)
+    assert c.check_timeout(200 * MS) is not None                    # silence: timed out
+    assert isinstance(c.update(201 * MS, PUMA_JOINTS, Q0 + 0.05, steady_ns=201 * MS), Command)
+    with pytest.raises(TrajectoryError, match='while the trajectory was prepared'):
+        c.install_trajectory(prepared)
+    assert c.rejected_trajectories == 1
+    np.testing.assert_allclose(c.trajectory.sample(0.3).q, Q0 + 0.05)   # still holding
+    fresh = c.prepare_trajectory(PUMA_JOINTS, [goal], 0, 202 * MS)
+    assert c.install_trajectory(fresh) is c.trajectory

@@ -140,7 +140,7 @@ def test_every_launch_file_starts_a_node_that_answers(ros_context, domain_id, na
             description = peer.create_publisher(String, '/robot_description', latched)
             description.publish(String(data=(REPO / 'config' / 'puma560.urdf').read_text()))
         states = peer.create_publisher(JointState, '/joint_states', 10)
-        q = [0.0, -1.2, 1.0, 0.0, 0.5, 0.0]
+        q = [0.0, 0.5, -1.0, 0.0, 0.5, 0.0]      # inside the PUMA and UR5e joint limits
         deadline = time.monotonic() + 40.0
         while len(efforts) < 3:
             assert time.monotonic() < deadline, 'launched node did not answer: ' + stop(process)

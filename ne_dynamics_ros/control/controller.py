@@ -20,6 +20,10 @@ What it decides
   :data:`STAMP_TOLERANCE_NS` of ``now``), else at ``now``.
 * **Holding**: before the first trajectory, after a state timeout, and when leaving
   gravity compensation, the reference becomes "hold the position measured now".
+* **Plausibility**: a position beyond 1e6 (:data:`MAX_POSITION`), beyond a URDF joint
+  limit by more than ``position_limit_margin``, or a measured or estimated speed beyond
+  :data:`SPEED_FACTOR` x the URDF velocity limit is not a state of the arm: the state is
+  dropped with the reason (and the velocity estimator restarts).
 * **Velocity estimation**: a state without velocities (or with all-NaN velocities, as
   ``joint_state_broadcaster`` sends for a missing interface) gets filtered finite
   differences of its positions (:class:`~ne_dynamics_ros.control.velocity_estimator.
@@ -41,6 +45,7 @@ Units: q in rad (m for prismatic joints), qd in rad/s, qdd in rad/s^2, efforts i
 import array
 import enum
 import math
+import threading
 from dataclasses import dataclass
 from typing import Mapping, NamedTuple, Optional, Sequence, Union
 
@@ -79,6 +84,7 @@ DEFAULT_SETTINGS = {
     'gravity': (0.0, 0.0, -9.81),
     'state_timeout': 0.1,
     'velocity_filter_cutoff': 50.0,
+    'position_limit_margin': 0.2,
 }
 
 
@@ -121,6 +127,8 @@ class ControllerSettings:
         friction_compensation: add the URDF damping/Coulomb friction torques.
         state_timeout: s of the steady clock without a valid state before zero effort.
         velocity_filter_cutoff: Hz, low-pass of finite-difference velocities (inf: none).
+        position_limit_margin: rad (m for prismatic joints): a measured position beyond a
+            URDF joint limit by more than this is not believed (inf: never checked).
     """
 
     mode: ControlMode
@@ -130,6 +138,7 @@ class ControllerSettings:
     friction_compensation: bool
     state_timeout: float
     velocity_filter_cutoff: float
+    position_limit_margin: float = DEFAULT_SETTINGS['position_limit_margin']
 
     @classmethod
     def from_values(cls, values: Mapping, n: Optional[int] = None) -> 'ControllerSettings':
@@ -155,20 +164,26 @@ class ControllerSettings:
         if not (math.isfinite(timeout) and timeout > 0.0):
             raise ControlParameterError(f'state_timeout must be > 0 s, got {timeout}')
         cutoff = check_cutoff(_scalar(v['velocity_filter_cutoff'], 'velocity_filter_cutoff'))
+        margin = _scalar(v['position_limit_margin'], 'position_limit_margin')
+        if not margin >= 0.0:
+            raise ControlParameterError(
+                f'position_limit_margin must be >= 0 (inf: no check), got {margin}')
         kp, kd = _numbers(v['kp'], 'kp'), _numbers(v['kd'], 'kd')
         return cls(mode=parse_mode(v['mode']),
                    kp=expand_gain(kp, n or kp.size, 'kp'),
                    kd=expand_gain(kd, n or kd.size, 'kd'),
                    gravity=check_gravity(_numbers(v['gravity'], 'gravity')),
                    friction_compensation=bool(v['friction_compensation']),
-                   state_timeout=timeout, velocity_filter_cutoff=cutoff)
+                   state_timeout=timeout, velocity_filter_cutoff=cutoff,
+                   position_limit_margin=margin)
 
     def as_values(self) -> dict:
         """Return the settings as plain values, the inverse of :meth:`from_values`."""
         return {'mode': self.mode.value, 'kp': self.kp.tolist(), 'kd': self.kd.tolist(),
                 'friction_compensation': self.friction_compensation,
                 'gravity': self.gravity.tolist(), 'state_timeout': self.state_timeout,
-                'velocity_filter_cutoff': self.velocity_filter_cutoff}
+                'velocity_filter_cutoff': self.velocity_filter_cutoff,
+                'position_limit_margin': self.position_limit_margin}
 
 
 class Command(NamedTuple):
@@ -228,6 +243,16 @@ class Timeout(NamedTuple):
     started: bool
 
 
+class PreparedTrajectory(NamedTuple):
+    """A checked, interpolated trajectory from :meth:`ComputedTorqueController.prepare_trajectory`.
+
+    ``generation`` identifies the reference it starts from.
+    """
+
+    trajectory: Trajectory
+    generation: int
+
+
 class ComputedTorqueController:
     """Computed-torque / feedforward / gravity-compensation controller for one serial chain.
 
@@ -251,7 +276,12 @@ class ComputedTorqueController:
         ne_dynamics_ros.errors.ModelError: the generated program disagrees with the
             recursion (then nothing may be commanded with it).
 
-    The controller is not thread-safe: call it from one thread (the node's executor).
+    Threads: :meth:`update`, :meth:`check_timeout`, :meth:`reconfigure`,
+    :meth:`install_trajectory` and :meth:`set_trajectory` may be called from different
+    threads (the node runs its watchdog and its trajectory preparation on threads of their
+    own); each holds an internal lock only for its own short work.
+    :meth:`prepare_trajectory`, the expensive part of accepting a trajectory, holds it only
+    to read the reference it starts from.
     """
 
     def __init__(self, model, settings: Union[ControllerSettings, Mapping, None] = None,
@@ -304,6 +334,11 @@ class ComputedTorqueController:
         self._stamp_origin_ns = None
         self._last_valid_steady_ns = None
         self._name_cache = (None, None)
+        #: Incremented whenever the reference restarts from a measured position (first
+        #: state, resume after a timeout, leaving gravity compensation): a trajectory
+        #: prepared from an older reference is refused.
+        self._reference_generation = 0
+        self._lock = threading.RLock()
 
     @classmethod
     def from_urdf(cls, urdf, base_link=None, tip_link=None, convention='mdh', armature=None,
@@ -372,14 +407,16 @@ class ComputedTorqueController:
         Raises:
             ControlParameterError: nothing is changed.
         """
-        settings = self.validate(**values)
-        old_mode = self.settings.mode
-        self._apply(settings)
-        if old_mode is ControlMode.GRAVITY_COMPENSATION and settings.mode is not old_mode:
-            self._rehold = True
-        if 'velocity_filter_cutoff' in values:
-            self._velocity_estimator = VelocityEstimator(self.n, settings.velocity_filter_cutoff)
-        return settings
+        with self._lock:
+            settings = self.validate(**values)
+            old_mode = self.settings.mode
+            self._apply(settings)
+            if old_mode is ControlMode.GRAVITY_COMPENSATION and settings.mode is not old_mode:
+                self._rehold = True
+            if 'velocity_filter_cutoff' in values:
+                self._velocity_estimator = VelocityEstimator(self.n,
+                                                             settings.velocity_filter_cutoff)
+            return settings
 
     # ---- time -----------------------------------------------------------------------------
 
@@ -456,6 +493,14 @@ class ComputedTorqueController:
             j = int(np.argmax(np.abs(q)))
             raise JointStateError(f'position of {self.model.joint_names[j]} is {q[j]:.6g}, '
                                   f'beyond {MAX_POSITION:g}: not a measurement')
+        margin = self.settings.position_limit_margin
+        outside = (q < self.model.lower_limits - margin) | (q > self.model.upper_limits + margin)
+        if np.any(outside):
+            j = int(np.flatnonzero(outside)[0])
+            raise JointStateError(
+                f'position of {self.model.joint_names[j]} is {q[j]:.6g}, outside its limits '
+                f'[{self.model.lower_limits[j]:.6g}, {self.model.upper_limits[j]:.6g}] by more '
+                f'than position_limit_margin {margin:g}')
         if len(velocities):
             qd = np.asarray(velocities, dtype=float)[index]
             # All NaN: joint_state_broadcaster's filler for a missing velocity interface.
@@ -505,6 +550,12 @@ class ComputedTorqueController:
             :class:`Command` (publish it) or :class:`NoCommand` (publish nothing; warn
             unless the reason is ``NOT_CONTROLLED``).
         """
+        with self._lock:
+            return self._update(now_ns, joint_names, positions, velocities, efforts, stamp_ns,
+                                steady_ns)
+
+    def _update(self, now_ns, joint_names, positions, velocities, efforts, stamp_ns,
+                steady_ns):
         now = self._seconds(now_ns)
         try:
             state = self._measured_state(joint_names, positions, velocities, efforts,
@@ -540,12 +591,67 @@ class ComputedTorqueController:
         self.timed_out = False
         self._rehold = False
         self.trajectory = Trajectory.hold(q, now)
+        self._reference_generation += 1
 
     # ---- trajectories ---------------------------------------------------------------------
+
+    def prepare_trajectory(self, joint_names: Sequence[str],
+                           points: Sequence[TrajectoryPoint], stamp_ns: int,
+                           now_ns: int) -> 'PreparedTrajectory':
+        """Check and interpolate a new trajectory without replacing the reference yet.
+
+        The expensive part of accepting a trajectory (linear in its size): it may run on
+        another thread than :meth:`update`, which it blocks only while reading the
+        reference in force now (the new trajectory starts from it). Pass the result to
+        :meth:`install_trajectory`.
+
+        Args: as :meth:`set_trajectory`.
+
+        Raises:
+            TrajectoryError: as :meth:`set_trajectory` (counted in
+                :attr:`rejected_trajectories`).
+        """
+        try:
+            with self._lock:
+                now = self._seconds(now_ns)
+                if self.trajectory is None or self.timed_out:
+                    raise TrajectoryError(
+                        'no valid joint_states '
+                        + ('(state timeout)' if self.timed_out else 'yet')
+                        + ': the reference starts from the measured position')
+                start = None if stamp_ns == 0 else (stamp_ns - self._epoch_ns) * 1e-9
+                state_before = self.trajectory.sample(now)
+                generation = self._reference_generation
+            trajectory = trajectory_from_points(joint_names, points, self.model.joint_names,
+                                                start, now, state_before)
+        except TrajectoryError:
+            with self._lock:
+                self.rejected_trajectories += 1
+            raise
+        return PreparedTrajectory(trajectory, generation)
+
+    def install_trajectory(self, prepared: 'PreparedTrajectory') -> Trajectory:
+        """Make a trajectory from :meth:`prepare_trajectory` the reference.
+
+        Raises:
+            TrajectoryError: the reference restarted from a measured position since it was
+                prepared (a state timeout, a resume, leaving gravity compensation): its
+                start would no longer be where the arm is. The reference in force stays.
+        """
+        with self._lock:
+            if self.timed_out or prepared.generation != self._reference_generation:
+                self.rejected_trajectories += 1
+                raise TrajectoryError(
+                    'the reference restarted from the measured position while the '
+                    'trajectory was prepared (state timeout or resume): send it again')
+            self.trajectory = prepared.trajectory
+            return prepared.trajectory
 
     def set_trajectory(self, joint_names: Sequence[str], points: Sequence[TrajectoryPoint],
                        stamp_ns: int, now_ns: int) -> Trajectory:
         """Replace the reference with a new trajectory, or keep the old one and raise.
+
+        :meth:`prepare_trajectory` then :meth:`install_trajectory`.
 
         Args:
             joint_names: the trajectory's joints, any order; every controlled joint once.
@@ -563,20 +669,8 @@ class ComputedTorqueController:
                 :func:`~ne_dynamics_ros.control.trajectory.trajectory_from_points`. The
                 previous trajectory stays in force.
         """
-        now = self._seconds(now_ns)
-        try:
-            if self.trajectory is None or self.timed_out:
-                raise TrajectoryError(
-                    'no valid joint_states ' + ('(state timeout)' if self.timed_out else 'yet')
-                    + ': the reference starts from the measured position')
-            start = None if stamp_ns == 0 else (stamp_ns - self._epoch_ns) * 1e-9
-            trajectory = trajectory_from_points(joint_names, points, self.model.joint_names,
-                                                start, now, self.trajectory.sample(now))
-        except TrajectoryError:
-            self.rejected_trajectories += 1
-            raise
-        self.trajectory = trajectory
-        return trajectory
+        return self.install_trajectory(
+            self.prepare_trajectory(joint_names, points, stamp_ns, now_ns))
 
     # ---- timeout and stop -----------------------------------------------------------------
 
@@ -585,14 +679,15 @@ class ComputedTorqueController:
 
         Nothing is reported before the first valid state.
         """
-        if self._last_valid_steady_ns is None:
-            return None
-        silence = (steady_ns - self._last_valid_steady_ns) * 1e-9
-        if silence <= self.settings.state_timeout:
-            return None
-        started = not self.timed_out
-        self.timed_out = True
-        return Timeout(self.zero_effort(), silence, started)
+        with self._lock:
+            if self._last_valid_steady_ns is None:
+                return None
+            silence = (steady_ns - self._last_valid_steady_ns) * 1e-9
+            if silence <= self.settings.state_timeout:
+                return None
+            started = not self.timed_out
+            self.timed_out = True
+            return Timeout(self.zero_effort(), silence, started)
 
     def zero_effort(self) -> np.ndarray:
         """(n,) zeros: the command for a state timeout and for shutting down."""
@@ -600,5 +695,5 @@ class ComputedTorqueController:
 
 
 __all__ = ['Command', 'ComputedTorqueController', 'ControllerSettings', 'DEFAULT_SETTINGS',
-           'DYNAMICS_BACKENDS',
-           'JointStateError', 'NoCommand', 'SkipReason', 'STAMP_TOLERANCE_NS', 'Timeout']
+           'DYNAMICS_BACKENDS', 'JointStateError', 'NoCommand', 'PreparedTrajectory',
+           'SkipReason', 'STAMP_TOLERANCE_NS', 'Timeout']

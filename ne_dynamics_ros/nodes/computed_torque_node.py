@@ -34,6 +34,15 @@ message. The ``~/`` outputs are stamped with the ``header.stamp`` of the joint s
 answer, list the joints in ``joints`` order, and are only published while someone
 subscribes to them (each costs a DDS write).
 
+Threads: ``joint_states`` are answered on the executor's thread (the control path). The
+state-timeout watchdog runs on a thread of its own, so no callback, however long, can
+keep it from publishing. Trajectories are taken from DDS as serialized bytes; messages
+larger than :data:`MAX_TRAJECTORY_BYTES` are dropped unread, the others are deserialized,
+checked and interpolated on a third thread (a 20 000-point trajectory takes about half a
+second of rclpy deserialization alone), then swapped in; a trajectory arriving while
+another is being prepared waits, and a newer one replaces it. NumPy floating-point
+warnings raised while handling a message become the node's own throttled warnings.
+
 State timeout: once commanding, if no valid ``joint_states`` message arrives for
 ``state_timeout`` seconds (steady clock), the node logs an error and publishes an
 all-zero effort command, repeated every watchdog tick (at most 0.1 s) while the timeout
@@ -51,17 +60,20 @@ import logging
 import math
 import os
 import signal
+import sys
+import threading
 import time
 
+import numpy as np
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 import rclpy
-from rclpy.clock import Clock, ClockType
 from rclpy.event_handler import PublisherEventCallbacks, SubscriptionEventCallbacks
 from rclpy.exceptions import ParameterException
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import QoSDurabilityPolicy, QoSHistoryPolicy, QoSProfile, QoSReliabilityPolicy
+from rclpy.serialization import deserialize_message
 from rclpy.signals import SignalHandlerOptions
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
@@ -73,6 +85,15 @@ from ne_dynamics_ros.control.trajectory import TrajectoryError, TrajectoryPoint
 from ne_dynamics_ros.resources import find_resource
 
 NODE_NAME = 'computed_torque_node'
+
+#: Serialized size (bytes) beyond which a trajectory message is dropped without being
+#: deserialized: 32 MiB holds the 100 000 points that
+#: :data:`~ne_dynamics_ros.control.trajectory.MAX_POINTS` allows for a 7-joint arm with
+#: positions, velocities and accelerations.
+MAX_TRAJECTORY_BYTES = 32 * 1024 * 1024
+#: The GIL switch interval set by :func:`main`, s: a thread that prepares a trajectory
+#: delays the control path by at most about this much at a time (Python's default 5 ms).
+SWITCH_INTERVAL = 0.0005
 
 #: QoS of ``joint_states``: what joint_state_broadcaster publishes with
 #: (``rclcpp::SystemDefaultsQoS``: reliable, volatile, keep last).
@@ -172,6 +193,10 @@ PARAMETERS = {
     'state_timeout': (DEFAULT_SETTINGS['state_timeout'], _descriptor(
         'Seconds without a valid joint_states message after which the node stops '
         'commanding and publishes zero effort.', dynamic_typing=True, constraints='> 0')),
+    'position_limit_margin': (DEFAULT_SETTINGS['position_limit_margin'], _descriptor(
+        'rad (m for prismatic joints): a joint_states position beyond a URDF joint limit by '
+        'more than this is dropped as a glitch (.inf: no check).', dynamic_typing=True,
+        constraints='>= 0')),
     'velocity_filter_cutoff': (DEFAULT_SETTINGS['velocity_filter_cutoff'], _descriptor(
         'Cut-off frequency (Hz) of the low-pass on finite-difference velocities, used when '
         'joint_states carries no velocity.', dynamic_typing=True, constraints='> 0')),
@@ -215,6 +240,25 @@ def _nanoseconds(msg_time):
 def _seconds(msg_duration):
     """Convert a builtin_interfaces Duration to float seconds."""
     return msg_duration.sec + 1e-9 * msg_duration.nanosec
+
+
+class _FloatingPointErrors:
+    """Collect NumPy floating-point errors (``np.errstate(all='call')``) instead of warning."""
+
+    def __init__(self):
+        self.kinds = set()
+
+    def __call__(self, kind, flag):
+        self.kinds.add(kind)
+
+    def context(self):
+        """An ``np.errstate`` that reports here (NumPy keeps it per thread)."""
+        return np.errstate(all='call', call=self)
+
+    def take(self):
+        """Return the sorted kinds seen since the last call and forget them."""
+        kinds, self.kinds = sorted(self.kinds), set()
+        return kinds
 
 
 class _RosLogHandler(logging.Handler):
@@ -269,7 +313,17 @@ class ComputedTorqueNode(Node):
             raise NodeConfigurationError(f'invalid parameter: {err}') from err
 
         self._warnings = _ThrottledWarnings(self.get_logger())
-        self._steady = Clock(clock_type=ClockType.STEADY_TIME)
+        self._fp_errors = _FloatingPointErrors()
+        self._stopping = threading.Event()
+        self._command_lock = threading.Lock()
+        self._threads = []
+        self._trajectory_ready = threading.Condition()
+        self._pending_trajectory = None
+        #: Trajectory messages dropped before the controller saw them (too large,
+        #: undeserializable, superseded while waiting); the controller counts its own.
+        self.dropped_trajectories = 0
+        #: Trajectory messages that became the reference.
+        self.accepted_trajectories = 0
         self.controller = None
         self._effort_pub = self.create_publisher(
             Float64MultiArray, 'effort_controller/commands', 10)
@@ -300,16 +354,25 @@ class ComputedTorqueNode(Node):
         self.add_post_set_parameters_callback(self._apply_parameters)
         self._joint_state_sub = self.create_subscription(
             JointState, 'joint_states', self._on_joint_state, JOINT_STATE_QOS)
+        # Raw bytes: the size is bounded before anything is deserialized, and the
+        # deserialization (slow for long trajectories) runs on the preparing thread.
         self._trajectory_sub = self.create_subscription(
-            JointTrajectory, '~/joint_trajectory', self._on_trajectory, 10,
-            event_callbacks=_NO_SUBSCRIPTION_EVENTS)
-        self._watchdog = None
-        self._start_watchdog()
+            JointTrajectory, '~/joint_trajectory', self._on_trajectory_bytes, 10,
+            event_callbacks=_NO_SUBSCRIPTION_EVENTS, raw=True)
+        self._threads = [
+            threading.Thread(target=self._run_watchdog, name='state_timeout_watchdog',
+                             daemon=True),
+            threading.Thread(target=self._prepare_trajectories, name='trajectory_preparation',
+                             daemon=True)]
+        for thread in self._threads:
+            thread.start()
 
     # ---- configuration ----------------------------------------------------------------------
 
     def destroy_node(self):
-        """Detach the log bridge, then destroy the node."""
+        """Stop the node's threads, detach the log bridge, then destroy the node."""
+        if hasattr(self, '_stopping'):
+            self.stop_threads()
         logging.getLogger('ne_dynamics_ros').removeHandler(self._log_bridge)
         return super().destroy_node()
 
@@ -396,8 +459,6 @@ class ComputedTorqueNode(Node):
             self.get_logger().info(
                 f'parameters {sorted(names)} set: mode {settings.mode.value}, '
                 f'kp {settings.kp.tolist()}, kd {settings.kd.tolist()}')
-        if 'state_timeout' in names:
-            self._start_watchdog()
 
     def _on_robot_description(self, msg):
         if self.controller is not None:
@@ -415,9 +476,20 @@ class ComputedTorqueNode(Node):
         controller = self.controller
         if controller is None:
             return
-        out = controller.update(
-            self.get_clock().now().nanoseconds, msg.name, msg.position, msg.velocity,
-            msg.effort, stamp_ns=_nanoseconds(msg.header.stamp), steady_ns=time.monotonic_ns())
+        # one lock for "decide, then publish" here and in the watchdog: the watchdog's zero
+        # command can never overtake a command of a state that ended the timeout
+        with self._command_lock, self._fp_errors.context():
+            out = controller.update(
+                self.get_clock().now().nanoseconds, msg.name, msg.position, msg.velocity,
+                msg.effort, stamp_ns=_nanoseconds(msg.header.stamp),
+                steady_ns=time.monotonic_ns())
+            if not isinstance(out, NoCommand):
+                self._effort_pub.publish(Float64MultiArray(data=out.effort.tolist()))
+        kinds = self._fp_errors.take()
+        if kinds:
+            self._warnings.warn('floating_point', f'floating-point {", ".join(kinds)} while '
+                                'answering a joint_states message (the command, if any, was '
+                                'checked finite and within the limits)')
         if isinstance(out, NoCommand):
             if out.reason is not SkipReason.NOT_CONTROLLED:
                 self._warnings.warn(out.reason.value, _SKIP_WARNINGS[out.reason] + out.message)
@@ -426,7 +498,6 @@ class ComputedTorqueNode(Node):
             self.get_logger().info('valid joint_states again: resuming, holding the current '
                                    'position (the previous trajectory is discarded)')
         tau = out.effort.tolist()
-        self._effort_pub.publish(Float64MultiArray(data=tau))
         # The diagnostics cost a DDS write each (~0.1 ms): only when someone listens.
         if self._tracking_error_pub.get_subscription_count():
             self._tracking_error_pub.publish(JointState(
@@ -440,45 +511,112 @@ class ComputedTorqueNode(Node):
                 accelerations=out.desired.qdd.tolist())]
             self._desired_pub.publish(desired)
 
-    def _on_trajectory(self, msg):
+    def _on_trajectory_bytes(self, data):
+        """Executor thread: bound the size, then hand the bytes to the preparing thread."""
+        if len(data) > MAX_TRAJECTORY_BYTES:
+            self.dropped_trajectories += 1
+            self._warnings.warn('trajectory', f'dropped a trajectory message of {len(data)} '
+                                f'bytes unread: more than {MAX_TRAJECTORY_BYTES} bytes')
+            return
+        with self._trajectory_ready:
+            superseded = self._pending_trajectory is not None
+            self._pending_trajectory = (data, self.get_clock().now().nanoseconds)
+            self._trajectory_ready.notify()
+        if superseded:
+            self.dropped_trajectories += 1
+            self._warnings.warn('trajectory_superseded', 'a trajectory was replaced by a newer '
+                                'one before it could be prepared')
+
+    def _prepare_trajectories(self):
+        """Preparing thread: deserialize, check, interpolate and install trajectories."""
+        while True:
+            with self._trajectory_ready:
+                while self._pending_trajectory is None and not self._stopping.is_set():
+                    self._trajectory_ready.wait()
+                if self._stopping.is_set():
+                    return
+                data, received_ns = self._pending_trajectory
+                self._pending_trajectory = None
+            try:
+                self._on_trajectory(deserialize_message(data, JointTrajectory), received_ns)
+            except Exception as err:  # noqa: BLE001 - a bad message must not end the thread
+                self.dropped_trajectories += 1
+                self._warnings.warn('trajectory', f'dropped a trajectory message: '
+                                    f'{type(err).__name__}: {err}')
+
+    def _on_trajectory(self, msg, received_ns=None):
+        """Check, interpolate and install one trajectory (any thread)."""
         if self.controller is None:
             self._warnings.warn('trajectory', 'rejected a trajectory: no robot model yet')
             return
+        now_ns = self.get_clock().now().nanoseconds if received_ns is None else received_ns
         points = [TrajectoryPoint(_seconds(p.time_from_start), p.positions, p.velocities,
                                   p.accelerations) for p in msg.points]
+        fp_errors = _FloatingPointErrors()
         try:
-            trajectory = self.controller.set_trajectory(
-                msg.joint_names, points, _nanoseconds(msg.header.stamp),
-                self.get_clock().now().nanoseconds)
+            with fp_errors.context():
+                prepared = self.controller.prepare_trajectory(
+                    msg.joint_names, points, _nanoseconds(msg.header.stamp), now_ns)
+            trajectory = self.controller.install_trajectory(prepared)
         except TrajectoryError as err:
             self._warnings.warn('trajectory', f'rejected a trajectory, keeping the previous '
                                 f'one: {err}')
             return
+        finally:
+            kinds = fp_errors.take()
+            if kinds:
+                self._warnings.warn('floating_point', f'floating-point {", ".join(kinds)} '
+                                    'while preparing a trajectory')
+        self.accepted_trajectories += 1
         log = self.get_logger().debug if len(points) == 1 else self.get_logger().info
         log(f'new trajectory: {len(points)} points, {trajectory.times[-1]:.3f} s')
 
     # ---- timeout and shutdown -----------------------------------------------------------------
 
-    def _start_watchdog(self):
-        if self._watchdog is not None:
-            self.destroy_timer(self._watchdog)
+    def _watchdog_period(self):
         timeout = float(self.get_parameter('state_timeout').value)
-        period = min(max(timeout / 4.0, 0.005), 0.1)
-        self._watchdog = self.create_timer(period, self._check_state_timeout,
-                                           clock=self._steady)
+        return min(max(timeout / 4.0, 0.005), 0.1)
+
+    def _run_watchdog(self):
+        """Watchdog thread: check the state timeout every period until the node stops."""
+        while not self._stopping.wait(self._watchdog_period()):
+            try:
+                self._check_state_timeout()
+            except Exception as err:  # noqa: BLE001 - e.g. the context shut down meanwhile
+                if self._stopping.is_set() or not self.context.ok():
+                    return
+                self._warnings.warn('watchdog', f'watchdog: {type(err).__name__}: {err}')
 
     def _check_state_timeout(self):
         if self.controller is None:
             return
-        timeout = self.controller.check_timeout(time.monotonic_ns())
-        if timeout is None:
-            return
+        with self._command_lock:
+            timeout = self.controller.check_timeout(time.monotonic_ns())
+            if timeout is None:
+                return
+            self._effort_pub.publish(Float64MultiArray(data=timeout.effort.tolist()))
         if timeout.started:
             self.get_logger().error(
                 f'no valid joint_states for {timeout.silence:.3f} s (state_timeout '
                 f'{self.controller.settings.state_timeout} s): stopped commanding, publishing '
                 'zero effort until states return')
-        self._effort_pub.publish(Float64MultiArray(data=timeout.effort.tolist()))
+
+    def stop_threads(self, timeout=2.0):
+        """Stop the watchdog and the trajectory thread (idempotent); join them."""
+        self._stopping.set()
+        with self._trajectory_ready:
+            self._trajectory_ready.notify_all()
+        for thread in self._threads:
+            if thread is not threading.current_thread():
+                thread.join(timeout)
+
+    def drop_summary(self):
+        """One line: what the node refused since it started (logged on shutdown)."""
+        c = self.controller
+        return (f'{c.dropped_joint_states if c else 0} joint_states messages dropped, '
+                f'{c.rejected_trajectories if c else 0} trajectories rejected, '
+                f'{self.dropped_trajectories} trajectory messages dropped unread, '
+                f'{self.accepted_trajectories} trajectories accepted')
 
     def publish_zero_effort(self):
         """Publish an all-zero effort command (no-op before the model exists)."""
@@ -496,6 +634,7 @@ def main(args=None):
     for that: they would shut the context down before the node could publish.
     """
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    sys.setswitchinterval(SWITCH_INTERVAL)
     interrupted = []
 
     def _terminate(signum, frame):
@@ -520,8 +659,10 @@ def main(args=None):
         return 1
     except (KeyboardInterrupt, ExternalShutdownException):
         if node is not None and node.context.ok():
+            node.stop_threads()       # no watchdog publishing after the final zero command
             node.publish_zero_effort()
-            node.get_logger().info('shutting down: published zero effort')
+            node.get_logger().info('shutting down: published zero effort; '
+                                   + node.drop_summary())
     finally:
         if node is not None:
             node.destroy_node()

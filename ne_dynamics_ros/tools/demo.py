@@ -369,6 +369,11 @@ class Run:
             Parameter('armature', value=list(setup.controller_armature)),
             Parameter('use_sim_time', value=lockstep),
         ]
+        if setup.is_lee_experiment:
+            # Lee et al.'s start (joint 3 at 90 deg) lies outside RTB's joint 3 range
+            # [-225, 45] deg that config/puma560.urdf carries (their joint zeros differ);
+            # the simulated arm has no stops, so the range is not a plausibility bound here.
+            controller_overrides.append(Parameter('position_limit_margin', value=math.inf))
         if setup.controller_damping is not None:
             controller_overrides += [Parameter('damping', value=setup.controller_damping),
                                      Parameter('friction', value=setup.controller_friction)]
@@ -448,8 +453,10 @@ class Run:
         self._spin_until(executor, lambda: source.trajectory is not None, args.timeout,
                          'nobody subscribed to /computed_torque_node/joint_trajectory within '
                          f'{args.timeout:g} s', EXIT_START)
-        settle_until = time.monotonic() + 0.5   # let reliable delivery complete
-        self._spin_until(executor, lambda: time.monotonic() > settle_until, 5.0, '', EXIT_START)
+        # the controller prepares trajectories on a thread of its own: wait until it is in
+        self._spin_until(executor, lambda: controller.accepted_trajectories >= 1,
+                         args.timeout, 'the controller did not accept the trajectory within '
+                         f'{args.timeout:g} s (see its warnings)', EXIT_START)
         if setup.excitation is not None:
             log(f'trajectory sent: excitation, {len(source.trajectory.points)} points '
                 f'({setup.t_end - setup.t_start:g} s)')
