@@ -27,8 +27,19 @@ and Fast DDS set on this machine, for comparison.
 Reported: p50, p99, max, mean latency; states published, answered, without reply; the
 achieved publish rate. Receipt times include this process's executor (rclpy) overhead.
 
+Soak (``--soak SECONDS``, e.g. ``--soak 600``): the node, then the baseline, each for
+SECONDS of /joint_states at ``--rate`` while a trajectory stream arrives (every second a
+100-point, 1 s trajectory along a slow sine, on the node's ``~/joint_trajectory``; the
+baseline subscribes to it too and ignores it). Replies are matched by stamp: both nodes
+publish a ``sensor_msgs/JointState`` stamped like the state they answer (the node's
+``~/tracking_error``, the baseline an echo on the same topic) besides the effort command.
+Reported per ``--window`` seconds (default 60): p50/p99 latency and states without
+reply, and each process's resident memory (VmRSS) at the window's end; then start and end
+memory, and the p99 ratio node/baseline.
+
 Usage: python benchmarks/bench_node.py [--duration 30] [--rate 1000] [--with-diagnostics]
        [--json]
+       python benchmarks/bench_node.py --soak 600 [--window 60] [--rate 1000] [--json]
 """
 import argparse
 import json
@@ -60,6 +71,11 @@ def parse_args(argv=None):
                         help='also subscribe to ~/tracking_error and ~/desired')
     parser.add_argument('--baseline', action='store_true',
                         help='measure a minimal echo node instead of computed_torque_node')
+    parser.add_argument('--soak', type=float, default=None, metavar='SECONDS',
+                        help='soak test: node then baseline, SECONDS each, with a '
+                             'trajectory stream; per-window latency and memory')
+    parser.add_argument('--window', type=float, default=60.0,
+                        help='soak: seconds per reported window (default 60)')
     parser.add_argument('--serve-baseline', action='store_true', help=argparse.SUPPRESS)
     parser.add_argument('--json', action='store_true', help='print the result as JSON')
     return parser.parse_args(argv)
@@ -74,12 +90,20 @@ def serve_baseline():
 
     from ne_dynamics_ros.nodes.computed_torque_node import JOINT_STATE_QOS
 
+    from trajectory_msgs.msg import JointTrajectory
+
     rclpy.init()
     node = rclpy.create_node('computed_torque_node')
     pub = node.create_publisher(Float64MultiArray, 'effort_controller/commands', 10)
-    node.create_subscription(JointState, 'joint_states',
-                             lambda msg: pub.publish(Float64MultiArray(data=msg.position)),
-                             JOINT_STATE_QOS)
+    echo = node.create_publisher(JointState, '~/tracking_error', 10)
+
+    def answer(msg):
+        pub.publish(Float64MultiArray(data=msg.position))
+        if echo.get_subscription_count():
+            echo.publish(JointState(header=msg.header, name=msg.name, position=msg.position))
+
+    node.create_subscription(JointState, 'joint_states', answer, JOINT_STATE_QOS)
+    node.create_subscription(JointTrajectory, '~/joint_trajectory', lambda msg: None, 10)
     executor = SingleThreadedExecutor()
     executor.add_node(node)
     try:
@@ -286,10 +310,184 @@ def run(args):
     }
 
 
+def rss_mib(pid):
+    """Resident memory (VmRSS) of a process, MiB; NaN if it is gone."""
+    try:
+        with open(f'/proc/{pid}/status', encoding='ascii') as status:
+            for line in status:
+                if line.startswith('VmRSS:'):
+                    return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    return float('nan')
+
+
+def soak_one(args, baseline, domain_id):
+    """One soak run (the node, or the baseline); per-window latency, replies and memory."""
+    import rclpy
+    from builtin_interfaces.msg import Duration, Time
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.serialization import serialize_message
+    from sensor_msgs.msg import JointState
+    from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+    from ne_dynamics_ros.nodes.computed_torque_node import JOINT_STATE_QOS
+
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(ROOT), os.environ.get('PYTHONPATH', '')]))
+    node_proc = start_node(argparse.Namespace(**dict(vars(args), baseline=baseline)), env)
+    context = rclpy.context.Context()
+    rclpy.init(context=context, domain_id=domain_id)
+    bench = rclpy.create_node('bench_soak', context=context)
+    receipts = {}                     # state stamp (ns) -> receipt time (ns)
+
+    def on_reply(msg):
+        receipts[msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec] = \
+            time.time_ns()
+
+    bench.create_subscription(JointState, '/computed_torque_node/tracking_error', on_reply,
+                              10000)
+    pub = bench.create_publisher(JointState, '/joint_states', JOINT_STATE_QOS)
+    trajectory_pub = bench.create_publisher(
+        JointTrajectory, '/computed_torque_node/joint_trajectory', 10)
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(bench)
+    stop = threading.Event()
+
+    def spin():
+        while not stop.is_set() and context.ok():
+            executor.spin_once(timeout_sec=0.05)
+
+    spinner = threading.Thread(target=spin, daemon=True)
+    spinner.start()
+    q0 = np.array([0.0, 0.5, -1.0, 0.1, 0.4, -0.2])
+    # the trajectory stream: every second the same 1 s, 100-point sine (start on receipt)
+    trajectory = JointTrajectory(joint_names=PUMA_JOINTS)
+    for k in range(100):
+        t = 0.01 * (k + 1)
+        w = 2.0 * np.pi * 0.5
+        trajectory.points.append(JointTrajectoryPoint(
+            positions=(q0 + 0.05 * np.sin(w * t)).tolist(),
+            velocities=[0.05 * w * np.cos(w * t)] * 6,
+            accelerations=[-0.05 * w * w * np.sin(w * t)] * 6,
+            time_from_start=Duration(sec=0, nanosec=int(round(t * 1e9)) % 1_000_000_000)
+            if t < 1.0 else Duration(sec=1, nanosec=0)))
+    trajectory_bytes = serialize_message(trajectory)
+
+    def make_state(stamp_ns, phase):
+        msg = JointState(name=PUMA_JOINTS, position=(q0 + 0.05 * np.sin(phase)).tolist(),
+                         velocity=[0.05 * np.cos(phase)] * 6)
+        msg.header.stamp = Time(sec=stamp_ns // 1_000_000_000,
+                                nanosec=stamp_ns % 1_000_000_000)
+        return msg
+
+    per_window = int(round(args.window * args.rate))
+    count = int(round(args.soak * args.rate))
+    sent = np.zeros(count, dtype=np.int64)
+    rss = []
+    try:
+        deadline = time.monotonic() + 30.0
+        while not receipts:
+            if node_proc.poll() is not None:
+                raise RuntimeError('node exited:\n' + node_proc.communicate()[0])
+            if time.monotonic() > deadline:
+                raise RuntimeError('node did not answer within 30 s')
+            pub.publish(make_state(time.time_ns(), 0.0))
+            time.sleep(0.05)
+        warmup_end = time.monotonic() + 2.0
+        while time.monotonic() < warmup_end:
+            pub.publish(make_state(time.time_ns(), 0.0))
+            time.sleep(1.0 / args.rate)
+        time.sleep(0.5)
+        rss_start = rss_mib(node_proc.pid)
+        period_ns = int(round(1e9 / args.rate))
+        start = time.monotonic_ns()
+        for i in range(count):
+            delay = (start + i * period_ns - time.monotonic_ns()) * 1e-9
+            if delay > 0:
+                time.sleep(delay)
+            if i % int(args.rate) == 0:
+                trajectory_pub.publish(trajectory_bytes)
+            stamp_ns = time.time_ns()
+            pub.publish(make_state(stamp_ns, 2.0 * np.pi * 0.3 * i / args.rate))
+            sent[i] = stamp_ns
+            if (i + 1) % per_window == 0:
+                rss.append(rss_mib(node_proc.pid))
+        time.sleep(1.0)
+        rss_end = rss_mib(node_proc.pid)
+    finally:
+        stop.set()
+        spinner.join(timeout=2.0)
+        node_proc.send_signal(2)
+        try:
+            node_proc.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            node_proc.kill()
+        executor.shutdown(timeout_sec=1.0)
+        bench.destroy_node()
+        rclpy.shutdown(context=context)
+
+    windows = []
+    for w in range(count // per_window):
+        stamps = sent[w * per_window:(w + 1) * per_window]
+        latency_us = np.array([(receipts[s] - s) * 1e-3 for s in stamps if s in receipts])
+        windows.append({'window': w + 1,
+                        'p50_us': percentile(latency_us, 50),
+                        'p99_us': percentile(latency_us, 99),
+                        'without_reply': int(len(stamps) - len(latency_us)),
+                        'rss_mib': rss[w]})
+    all_latency = np.array([(receipts[s] - s) * 1e-3 for s in sent if s in receipts])
+    return {'rss_start_mib': rss_start, 'rss_end_mib': rss_end, 'windows': windows,
+            'p50_us': percentile(all_latency, 50), 'p99_us': percentile(all_latency, 99),
+            'without_reply': int(count - len(all_latency)), 'published': count}
+
+
+def run_soak(args):
+    """The soak: node then baseline, each ``args.soak`` s, in one run."""
+    domain_id = args.domain_id if args.domain_id is not None else random.randint(150, 229)
+    os.environ['ROS_DOMAIN_ID'] = str(domain_id)
+    os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
+    os.environ.pop('ROS_LOCALHOST_ONLY', None)
+    results = {}
+    for name, baseline in (('node', False), ('baseline', True)):
+        print(f'soak: {name}, {args.soak:g} s at {args.rate:g} Hz ...', file=sys.stderr,
+              flush=True)
+        results[name] = soak_one(args, baseline, domain_id)
+    results['p99_ratio'] = results['node']['p99_us'] / results['baseline']['p99_us']
+    results['setup'] = (f'/joint_states at {args.rate:g} Hz for {args.soak:g} s each, a '
+                        '100-point trajectory every second; PUMA 560 computed_torque_node '
+                        '(config/puma560.yaml) then the rclpy echo baseline; replies '
+                        'matched by stamp (~/tracking_error)')
+    return results
+
+
+def print_soak(result, window):
+    node, base = result['node'], result['baseline']
+    print(result['setup'])
+    print(f'{"window":>8} | {"node p50":>9} {"p99":>8} {"no reply":>8} {"RSS MiB":>8} | '
+          f'{"base p50":>9} {"p99":>8} {"no reply":>8} {"RSS MiB":>8}')
+    for a, b in zip(node['windows'], base['windows']):
+        print(f'{a["window"] * window:>7g}s | {a["p50_us"]:>7.0f}us {a["p99_us"]:>6.0f}us '
+              f'{a["without_reply"]:>8d} {a["rss_mib"]:>8.1f} | {b["p50_us"]:>7.0f}us '
+              f'{b["p99_us"]:>6.0f}us {b["without_reply"]:>8d} {b["rss_mib"]:>8.1f}')
+    for name, r in (('node', node), ('baseline', base)):
+        print(f'{name}: RSS {r["rss_start_mib"]:.1f} -> {r["rss_end_mib"]:.1f} MiB; p50 '
+              f'{r["p50_us"]:.0f} us, p99 {r["p99_us"]:.0f} us; {r["without_reply"]} of '
+              f'{r["published"]} without reply')
+    print(f'p99 node / baseline: {result["p99_ratio"]:.2f} (goal <= 1.2)')
+
+
 def main(argv=None):
     args = parse_args(argv)
     if args.serve_baseline:
         serve_baseline()
+        return 0
+    if args.soak is not None:
+        result = run_soak(args)
+        if args.json:
+            print(json.dumps(result, indent=2))
+        else:
+            print_soak(result, args.window)
         return 0
     result = run(args)
     if args.json:

@@ -381,6 +381,14 @@ class ComputedTorqueController:
 
     def _apply(self, settings: ControllerSettings):
         self.settings = settings
+        margin = settings.position_limit_margin
+        with np.errstate(invalid='ignore'):              # inf - inf: no limit, no margin
+            low = np.maximum(self.model.lower_limits - margin, -MAX_POSITION)
+            high = np.minimum(self.model.upper_limits + margin, MAX_POSITION)
+        #: Plain-float bounds of the plausibility checks on the hot path.
+        self._position_bounds = (np.where(np.isnan(low), -MAX_POSITION, low).tolist(),
+                                 np.where(np.isnan(high), MAX_POSITION, high).tolist())
+        self._speed_bounds = (SPEED_FACTOR * self.model.velocity_limits).tolist()
         self.law = ControlLawConfig(
             mode=settings.mode, kp=settings.kp, kd=settings.kd, gravity=settings.gravity,
             effort_limits=self.effort_limits,
@@ -487,27 +495,20 @@ class ComputedTorqueController:
         if index is None:
             return None
         q = np.asarray(positions, dtype=float)[index]
-        if not np.all(np.isfinite(q)):
-            raise JointStateError(f'position contains NaN or inf: {q.tolist()}')
-        if np.abs(q).max() > MAX_POSITION:
-            j = int(np.argmax(np.abs(q)))
-            raise JointStateError(f'position of {self.model.joint_names[j]} is {q[j]:.6g}, '
-                                  f'beyond {MAX_POSITION:g}: not a measurement')
-        margin = self.settings.position_limit_margin
-        outside = (q < self.model.lower_limits - margin) | (q > self.model.upper_limits + margin)
-        if np.any(outside):
-            j = int(np.flatnonzero(outside)[0])
-            raise JointStateError(
-                f'position of {self.model.joint_names[j]} is {q[j]:.6g}, outside its limits '
-                f'[{self.model.lower_limits[j]:.6g}, {self.model.upper_limits[j]:.6g}] by more '
-                f'than position_limit_margin {margin:g}')
+        # One pass of plain comparisons (NaN fails them all); the reason is worked out
+        # only for a state that fails.
+        low, high = self._position_bounds
+        if not all(lo <= v <= hi for v, lo, hi in zip(q.tolist(), low, high)):
+            self._position_error(q)
         if len(velocities):
             qd = np.asarray(velocities, dtype=float)[index]
             # All NaN: joint_state_broadcaster's filler for a missing velocity interface.
-            if not np.all(np.isnan(qd)):
-                if not np.all(np.isfinite(qd)):
-                    raise JointStateError(f'velocity contains NaN or inf: {qd.tolist()}')
-                self._check_speed(qd, 'velocity')
+            values = qd.tolist()
+            if not all(v != v for v in values):
+                if not all(-m <= v <= m for v, m in zip(values, self._speed_bounds)):
+                    if not np.all(np.isfinite(qd)):
+                        raise JointStateError(f'velocity contains NaN or inf: {values}')
+                    self._check_speed(qd, 'velocity')
                 return q, qd
         with np.errstate(over='ignore', invalid='ignore'):
             qd = self._velocity_estimator.update(q, self._measurement_time(stamp_ns, now))
@@ -518,6 +519,22 @@ class ComputedTorqueController:
             self._velocity_estimator.reset()
             raise
         return q, qd
+
+    def _position_error(self, q):
+        """Raise the JointStateError that explains why positions ``q`` are not believed."""
+        if not np.all(np.isfinite(q)):
+            raise JointStateError(f'position contains NaN or inf: {q.tolist()}')
+        if np.abs(q).max() > MAX_POSITION:
+            j = int(np.argmax(np.abs(q)))
+            raise JointStateError(f'position of {self.model.joint_names[j]} is {q[j]:.6g}, '
+                                  f'beyond {MAX_POSITION:g}: not a measurement')
+        margin = self.settings.position_limit_margin
+        outside = (q < self.model.lower_limits - margin) | (q > self.model.upper_limits + margin)
+        j = int(np.flatnonzero(outside)[0])
+        raise JointStateError(
+            f'position of {self.model.joint_names[j]} is {q[j]:.6g}, outside its limits '
+            f'[{self.model.lower_limits[j]:.6g}, {self.model.upper_limits[j]:.6g}] by more '
+            f'than position_limit_margin {margin:g}')
 
     def _check_speed(self, qd, what):
         """Raise JointStateError for speeds beyond SPEED_FACTOR x the URDF limits."""

@@ -25,6 +25,7 @@ without friction.
 """
 import ast
 import dataclasses
+import itertools
 import math
 
 import numpy as np
@@ -34,6 +35,7 @@ from ne_dynamics_ros.dynamics.dh import Convention
 from ne_dynamics_ros.dynamics.parameters import inertial_index
 from ne_dynamics_ros.dynamics.rnea import (_add, _body_wrench, _cross, _inertia_times, _scale,
                                            rnea_dh, rnea_mdh)
+from ne_dynamics_ros.dynamics.model import _finite
 from ne_dynamics_ros.errors import ModelError
 
 #: Values within this of 0 or ±1 (relative to 1) are taken as exact: the round-off of
@@ -685,6 +687,13 @@ class CompiledDynamics:
         """Inverse dynamics as :meth:`RobotModel.rnea`, by the generated program."""
         if f_tip is not None or tuple(float(g) for g in gravity) != GRAVITY:
             return self.model.rnea(q, qd, qdd, gravity, f_tip)
+        n = self.model.n
+        if (type(q) is np.ndarray and type(qd) is np.ndarray and type(qdd) is np.ndarray
+                and q.shape == qd.shape == qdd.shape == (n,)):
+            # the hot path (one state, as the controller calls it): plain-float checks
+            values = q.tolist(), qd.tolist(), qdd.tolist()
+            if all(math.isfinite(v) for v in itertools.chain(*values)):
+                return _finite(np.array(self._single(*values)), 'rnea')
         s = self.model._states(q=q, qd=qd, qdd=qdd)
         if s['q'].ndim == 1:
             return np.array(self._single(s['q'].tolist(), s['qd'].tolist(), s['qdd'].tolist()))
