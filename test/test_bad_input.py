@@ -1,6 +1,9 @@
 """Every bad input raises a documented ValueError subclass naming the element or argument."""
+import re
 import time
+from xml.sax.saxutils import escape
 
+from hypothesis import given, settings, strategies as st
 import numpy as np
 import pytest
 
@@ -305,3 +308,51 @@ def test_overflowing_states_raise_instead_of_returning_inf(ur5e):
     with pytest.raises(StateError, match='not finite in double precision'):
         ur5e.rnea(np.zeros(6), np.full(6, 1e200), np.zeros(6))
     assert np.all(np.isfinite(ur5e.rnea(np.zeros(6), np.full(6, 10.0), np.zeros(6))))
+
+
+@pytest.mark.parametrize('xml, match', [
+    (two_link(mass='abc'), '<link name="arm">/inertial/mass attribute value="abc": '
+                           "'abc' is not a number"),
+    (two_link(inertia='ixx="0.1" iyy="one" izz="0.1"'),
+     '<link name="arm">/inertial/inertia attribute iyy="one"'),
+    (two_link().replace('<axis xyz="0 0 1"/>', '<axis xyz="0 0"/>'),
+     '<joint name="j1">/axis attribute xyz="0 0": expected 3 numbers, got 2'),
+    (two_link().replace('velocity="1"', 'velocity="1,5"'),
+     '<joint name="j1">/limit attribute velocity="1,5"'),
+    (two_link(extra='<dynamics damping="0.1 0.2"/>'),
+     '<joint name="j1">/dynamics attribute damping="0.1 0.2": expected 1 number'),
+])
+def test_a_bad_number_names_its_element_and_attribute(xml, match):
+    with pytest.raises(URDFError) as info:
+        load_model(xml)
+    assert match in str(info.value)
+
+
+PUMA_TEXT = (UR5E_URDF.parent / 'puma560.urdf').read_text()
+NUMBER_SLOTS = [m for m in re.finditer(r'(\w+)="(-?[0-9][0-9.e+-]*(?: -?[0-9][0-9.e+-]*)*)"',
+                                       PUMA_TEXT)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(slot=st.integers(0, len(NUMBER_SLOTS) - 1),
+       value=st.one_of(st.floats(allow_nan=True, allow_infinity=True).map(repr),
+                       st.text(max_size=12),
+                       st.sampled_from(['1e308', '-1e308', '1e-320', '', ' ', '0x10', 'nan',
+                                        '-inf', '1 2 3 4', '٣'])))
+def test_any_number_of_the_puma_urdf_replaced_by_anything(slot, value):
+    """The loader answers with a model or its own ValueError, never another exception;
+    a model it answers with gives finite torques (or StateError) on a sane state."""
+    match = NUMBER_SLOTS[slot]
+    xml = PUMA_TEXT[:match.start(2)] + escape(value, {'"': '&quot;'}) + PUMA_TEXT[match.end(2):]
+    try:
+        model = load_model(xml)
+    except ValueError as err:            # URDFError, InertiaError, ModelError
+        assert isinstance(err, (URDFError, ModelError)), type(err)
+        assert len(str(err)) < 2000
+        return
+    q = np.clip(np.zeros(model.n), model.lower_limits, model.upper_limits)
+    try:
+        tau = model.rnea(q, np.ones(model.n), np.ones(model.n))
+    except StateError:
+        return
+    assert np.all(np.isfinite(tau))

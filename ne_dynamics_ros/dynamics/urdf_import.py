@@ -359,8 +359,47 @@ def _unique_names(root, tag):
     return names
 
 
+#: The numeric attributes this package reads, per element path below <link>/<joint>, with
+#: their count of numbers (None: one or more). urdf_parser_py reports a bad number in
+#: some of them without saying where (``could not convert string to float``); they are
+#: checked here first so that the message names the element.
+NUMERIC_ATTRIBUTES = {
+    ('link', 'inertial/origin'): {'xyz': 3, 'rpy': 3},
+    ('link', 'inertial/mass'): {'value': 1},
+    ('link', 'inertial/inertia'): {k: 1 for k in ('ixx', 'ixy', 'ixz', 'iyy', 'iyz', 'izz')},
+    ('joint', 'origin'): {'xyz': 3, 'rpy': 3},
+    ('joint', 'axis'): {'xyz': 3},
+    ('joint', 'limit'): {k: 1 for k in ('lower', 'upper', 'effort', 'velocity')},
+    ('joint', 'dynamics'): {'damping': 1, 'friction': 1},
+}
+
+
+def _check_numbers(root):
+    """Raise URDFError naming the element and attribute of a value that is no number."""
+    for (kind, path), attributes in NUMERIC_ATTRIBUTES.items():
+        for owner in root.findall(kind):
+            for element in owner.findall(path):
+                for attribute, count in attributes.items():
+                    text = element.get(attribute)
+                    if text is None:
+                        continue
+                    where = (f'<{kind} name="{_shorten(owner.get("name"))}">/{path} '
+                             f'attribute {attribute}="{_shorten(text)}"')
+                    words = text.split()
+                    if len(words) != count:
+                        raise URDFError(f'{where}: expected {count} number'
+                                        f'{"s" if count > 1 else ""}, got {len(words)}')
+                    for word in words:
+                        try:
+                            float(word)
+                        except ValueError:
+                            raise URDFError(f'{where}: {_shorten(word)!r} is not a '
+                                            'number') from None
+
+
 def _check_raw_elements(root):
     """Check what urdf_parser_py does not (it tolerates missing names and references)."""
+    _check_numbers(root)
     links = _unique_names(root, 'link')
     _unique_names(root, 'joint')
     for joint in root.findall('joint'):
@@ -395,9 +434,12 @@ def link_body(link):
         inertia = np.zeros((3, 3))
     else:
         inertia = np.asarray(inertial.inertia.to_matrix(), dtype=float)
-    check_inertia(inertia, where)
-    if np.abs(inertia).max() > MAX_INERTIA:
+    # the bound first: eigenvalues of entries near 1e308 do not converge
+    if not np.abs(inertia).max() <= MAX_INERTIA:
+        if not np.all(np.isfinite(inertia)):
+            raise InertiaError(f'{where}: inertia has non-finite entries')
         raise InertiaError(f'{where}: inertia entries beyond {MAX_INERTIA:g} kg*m^2')
+    check_inertia(inertia, where)
     T = _pose(inertial.origin, where)
     return RigidBody(float(mass), np.zeros(3), inertia).transformed(T)
 
