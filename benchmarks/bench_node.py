@@ -127,6 +127,59 @@ def start_node(args, env):
                             text=True)
 
 
+def spin_in_thread(node, context):
+    """Spin ``node`` on its own executor in a daemon thread: (executor, stop event, thread)."""
+    from rclpy.executors import SingleThreadedExecutor
+
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(node)
+    stop = threading.Event()
+
+    def spin():
+        while not stop.is_set() and context.ok():
+            executor.spin_once(timeout_sec=0.05)
+
+    spinner = threading.Thread(target=spin, daemon=True)
+    spinner.start()
+    return executor, stop, spinner
+
+
+def tear_down(node_proc, bench, context, executor, stop, spinner):
+    """Stop spinning, Ctrl-C the node (it publishes zero effort and exits), shut down."""
+    import rclpy
+
+    stop.set()
+    spinner.join(timeout=2.0)
+    node_proc.send_signal(2)
+    try:
+        node_proc.communicate(timeout=10)
+    except subprocess.TimeoutExpired:
+        node_proc.kill()
+    executor.shutdown(timeout_sec=1.0)
+    bench.destroy_node()
+    rclpy.shutdown(context=context)
+
+
+def warm_up(node_proc, answers, publish_state, rate, seconds):
+    """Publish states until ``answers()`` is non-empty, then for ``seconds`` at ``rate``.
+
+    Raises:
+        RuntimeError: the node exited, or did not answer within 30 s.
+    """
+    deadline = time.monotonic() + 30.0
+    while not answers():
+        if node_proc.poll() is not None:
+            raise RuntimeError('node exited:\n' + node_proc.communicate()[0])
+        if time.monotonic() > deadline:
+            raise RuntimeError('node did not answer within 30 s')
+        publish_state()
+        time.sleep(0.05)
+    warmup_end = time.monotonic() + seconds
+    while time.monotonic() < warmup_end:
+        publish_state()
+        time.sleep(1.0 / rate)
+
+
 def match_efforts(args, receipts, states, q_hold, window=2000):
     """Receipt time (ns) of the effort answering each state, -1 where none did.
 
@@ -180,7 +233,6 @@ def run(args):
 
     import rclpy
     from builtin_interfaces.msg import Time
-    from rclpy.executors import SingleThreadedExecutor
     from sensor_msgs.msg import JointState
     from std_msgs.msg import Float64MultiArray
     from trajectory_msgs.msg import JointTrajectory
@@ -207,18 +259,9 @@ def run(args):
         bench.create_subscription(JointTrajectory, '/computed_torque_node/desired',
                                   lambda msg: None, 10000)
     pub = bench.create_publisher(JointState, '/joint_states', JOINT_STATE_QOS)
-    executor = SingleThreadedExecutor(context=context)
-    executor.add_node(bench)
-    stop = threading.Event()
+    executor, stop, spinner = spin_in_thread(bench, context)
 
-    def spin():
-        while not stop.is_set() and context.ok():
-            executor.spin_once(timeout_sec=0.05)
-
-    spinner = threading.Thread(target=spin, daemon=True)
-    spinner.start()
-
-    q0 = np.array([0.0, -0.5, 0.8, 0.1, 0.4, -0.2])
+    q0 = np.array([0.0, -0.5, -0.8, 0.1, 0.4, -0.2])      # inside the PUMA joint limits
 
     def state_at(phase):
         # Distinct for every state of a run: a 0.5 Hz wave plus a slow drift of q.
@@ -235,18 +278,8 @@ def run(args):
 
     try:
         # Wait for the node: discovery and a first answer (warm-up, not counted).
-        deadline = time.monotonic() + 30.0
-        while not received:
-            if node_proc.poll() is not None:
-                raise RuntimeError('node exited:\n' + node_proc.communicate()[0])
-            if time.monotonic() > deadline:
-                raise RuntimeError('node did not answer within 30 s')
-            pub.publish(make_state(time.monotonic_ns(), 0.0))
-            time.sleep(0.05)
-        warmup_end = time.monotonic() + 1.0
-        while time.monotonic() < warmup_end:
-            pub.publish(make_state(time.monotonic_ns(), 0.0))
-            time.sleep(1.0 / args.rate)
+        warm_up(node_proc, lambda: received, lambda: pub.publish(
+            make_state(time.monotonic_ns(), 0.0)), args.rate, 1.0)
         drained = len(received) - 1
         while len(received) != drained:      # let the warm-up replies arrive
             drained = len(received)
@@ -271,16 +304,7 @@ def run(args):
         publish_span = (time.monotonic_ns() - start) * 1e-9
         time.sleep(1.0)
     finally:
-        stop.set()
-        spinner.join(timeout=2.0)
-        node_proc.send_signal(2)     # SIGINT: the node publishes zero effort and exits
-        try:
-            node_proc.communicate(timeout=10)
-        except subprocess.TimeoutExpired:
-            node_proc.kill()
-        executor.shutdown(timeout_sec=1.0)
-        bench.destroy_node()
-        rclpy.shutdown(context=context)
+        tear_down(node_proc, bench, context, executor, stop, spinner)
 
     with lock:
         receipts = list(received)
@@ -326,7 +350,6 @@ def soak_one(args, baseline, domain_id):
     """One soak run (the node, or the baseline); per-window latency, replies and memory."""
     import rclpy
     from builtin_interfaces.msg import Duration, Time
-    from rclpy.executors import SingleThreadedExecutor
     from rclpy.serialization import serialize_message
     from sensor_msgs.msg import JointState
     from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
@@ -350,16 +373,7 @@ def soak_one(args, baseline, domain_id):
     pub = bench.create_publisher(JointState, '/joint_states', JOINT_STATE_QOS)
     trajectory_pub = bench.create_publisher(
         JointTrajectory, '/computed_torque_node/joint_trajectory', 10)
-    executor = SingleThreadedExecutor(context=context)
-    executor.add_node(bench)
-    stop = threading.Event()
-
-    def spin():
-        while not stop.is_set() and context.ok():
-            executor.spin_once(timeout_sec=0.05)
-
-    spinner = threading.Thread(target=spin, daemon=True)
-    spinner.start()
+    executor, stop, spinner = spin_in_thread(bench, context)
     q0 = np.array([0.0, 0.5, -1.0, 0.1, 0.4, -0.2])
     # the trajectory stream: every second the same 1 s, 100-point sine (start on receipt)
     trajectory = JointTrajectory(joint_names=PUMA_JOINTS)
@@ -386,18 +400,8 @@ def soak_one(args, baseline, domain_id):
     sent = np.zeros(count, dtype=np.int64)
     rss = []
     try:
-        deadline = time.monotonic() + 30.0
-        while not receipts:
-            if node_proc.poll() is not None:
-                raise RuntimeError('node exited:\n' + node_proc.communicate()[0])
-            if time.monotonic() > deadline:
-                raise RuntimeError('node did not answer within 30 s')
-            pub.publish(make_state(time.time_ns(), 0.0))
-            time.sleep(0.05)
-        warmup_end = time.monotonic() + 2.0
-        while time.monotonic() < warmup_end:
-            pub.publish(make_state(time.time_ns(), 0.0))
-            time.sleep(1.0 / args.rate)
+        warm_up(node_proc, lambda: receipts, lambda: pub.publish(
+            make_state(time.time_ns(), 0.0)), args.rate, 2.0)
         time.sleep(0.5)
         rss_start = rss_mib(node_proc.pid)
         period_ns = int(round(1e9 / args.rate))
@@ -416,16 +420,7 @@ def soak_one(args, baseline, domain_id):
         time.sleep(1.0)
         rss_end = rss_mib(node_proc.pid)
     finally:
-        stop.set()
-        spinner.join(timeout=2.0)
-        node_proc.send_signal(2)
-        try:
-            node_proc.communicate(timeout=10)
-        except subprocess.TimeoutExpired:
-            node_proc.kill()
-        executor.shutdown(timeout_sec=1.0)
-        bench.destroy_node()
-        rclpy.shutdown(context=context)
+        tear_down(node_proc, bench, context, executor, stop, spinner)
 
     windows = []
     for w in range(count // per_window):

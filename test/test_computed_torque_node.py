@@ -677,3 +677,27 @@ def test_urdf_loader_notes_reach_the_ros_log(ros_context, capfd):
     assert sum('Unknown tag' in line for line in err.splitlines()) == 1
     lines = [line for line in err.splitlines() if 'urdf_parser_py ignored 12 unknown' in line]
     assert len(lines) == 1 and 'computed_torque_node' in lines[0], err[-2000:]
+
+
+def test_floating_point_errors_become_throttled_node_warnings(ros_context, capfd,
+                                                              monkeypatch):
+    """A NumPy overflow inside the control path: the node's warning, once a second."""
+    node = ComputedTorqueNode(context=ros_context, parameter_overrides=[
+        Parameter('urdf_path', value=str(PUMA_URDF))])
+    real_update = node.controller.update
+
+    def overflowing_update(*args, **kwargs):
+        np.float64(1e308) * np.array([10.0])           # overflow: RuntimeWarning by default
+        return real_update(*args, **kwargs)
+
+    monkeypatch.setattr(node.controller, 'update', overflowing_update)
+    try:
+        msg = JointState(name=PUMA_JOINTS, position=list(Q0), velocity=[0.0] * 6)
+        for _ in range(5):
+            node._on_joint_state(msg)
+    finally:
+        node.destroy_node()
+    err = capfd.readouterr().err
+    assert 'RuntimeWarning' not in err
+    lines = [line for line in err.splitlines() if 'floating-point overflow' in line]
+    assert len(lines) == 1 and '[WARN]' in lines[0], err[-2000:]

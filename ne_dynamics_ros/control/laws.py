@@ -124,7 +124,13 @@ def check_gravity(value) -> np.ndarray:
     if arr.size != 3 or not np.all(np.isfinite(arr)):
         raise ControlParameterError(
             f'gravity must be 3 finite numbers (m/s^2), got {arr.tolist()}')
+    arr = arr.copy()
+    arr.flags.writeable = False         # shared by the settings and the law: constant
     return arr
+
+
+_NO_GRAVITY = np.zeros(3)
+_NO_GRAVITY.flags.writeable = False
 
 
 @dataclass(frozen=True)
@@ -185,9 +191,9 @@ def clamp_effort(tau, effort_limits):
             overflow is never turned into a full-limit command).
     """
     tau = np.asarray(tau, dtype=float)
-    if not np.all(np.isfinite(tau)):
+    if not np.isfinite(tau).all():
         raise NonFiniteEffortError(f'control law produced a non-finite effort {tau.tolist()}')
-    return np.clip(tau, -effort_limits, effort_limits)
+    return np.minimum(np.maximum(tau, -effort_limits), effort_limits)
 
 
 def compute_effort(model, config: ControlLawConfig, q, qd, q_d, qd_d, qdd_d):
@@ -207,7 +213,7 @@ def compute_effort(model, config: ControlLawConfig, q, qd, q_d, qd_d, qdd_d):
         ne_dynamics_ros.errors.StateError: from the model, for malformed arrays.
     """
     # Overflow (absurd gains) is caught below as a non-finite value or by the model.
-    gravity = np.zeros(3) if config.hardware_compensates_gravity else config.gravity
+    gravity = _NO_GRAVITY if config.hardware_compensates_gravity else config.gravity
     with np.errstate(over='ignore', invalid='ignore'):
         if config.mode is ControlMode.COMPUTED_TORQUE:
             tau = computed_torque(model, q, qd, q_d, qd_d, qdd_d, config.kp, config.kd,

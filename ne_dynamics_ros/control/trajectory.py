@@ -23,6 +23,7 @@ Times are float seconds on one clock (the node uses its ROS clock). Joint values
 the model's joint coordinates: rad for revolute, m for prismatic joints; velocities and
 accelerations in rad/s, rad/s^2 (m/s, m/s^2).
 """
+import bisect
 from typing import List, NamedTuple, Optional, Sequence
 
 import numpy as np
@@ -145,6 +146,7 @@ class Trajectory:
         self.time_before = float(time_before)
         self.state_before = DesiredState(*(np.array(a, dtype=float) for a in state_before))
         self._abs_times = self.start_time + self.times
+        self._abs_list = self._abs_times.tolist()        # for bisect on the hot path
 
     @classmethod
     def hold(cls, q, time: float) -> 'Trajectory':
@@ -171,10 +173,10 @@ class Trajectory:
         """
         if t < self.time_before:
             return DesiredState(*(a.copy() for a in self.state_before))
-        if t < self._abs_times[0]:
+        if t < self._abs_list[0]:
             return interpolate_segment(t, self.time_before, self.state_before,
-                                       self._abs_times[0], self._point_state(0))
-        i = int(np.searchsorted(self._abs_times, t, side='right')) - 1
+                                       self._abs_list[0], self._point_state(0))
+        i = bisect.bisect_right(self._abs_list, t) - 1
         if i < len(self.times) - 1:
             return interpolate_segment(t, self._abs_times[i], self._point_state(i),
                                        self._abs_times[i + 1], self._point_state(i + 1))

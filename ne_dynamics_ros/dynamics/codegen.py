@@ -25,7 +25,6 @@ without friction.
 """
 import ast
 import dataclasses
-import itertools
 import math
 
 import numpy as np
@@ -658,6 +657,7 @@ class CompiledDynamics:
         namespace = load_python(python_source(generate(model), model.tip_link))
         self._single = namespace['rnea']
         self._batch = namespace['rnea_batch']
+        self._checked_gravity = (None, False)
         self.operations = namespace['OPERATIONS']
         self.check(states, tolerance, seed)
 
@@ -683,20 +683,36 @@ class CompiledDynamics:
                 f'{error[worst]:.3g} (relative) at q={q[worst].tolist()}, '
                 f'qd={qd[worst].tolist()}, qdd={qdd[worst].tolist()}')
 
+    def _is_default_gravity(self, gravity):
+        """True if ``gravity`` is (0, 0, -9.81), the program's; the last answer is cached."""
+        if gravity is self._checked_gravity[0]:
+            return self._checked_gravity[1]
+        answer = tuple(float(g) for g in gravity) == GRAVITY
+        if isinstance(gravity, np.ndarray) and not gravity.flags.writeable or \
+                isinstance(gravity, tuple):
+            self._checked_gravity = (gravity, answer)
+        return answer
+
     def rnea(self, q, qd, qdd, gravity=GRAVITY, f_tip=None):
         """Inverse dynamics as :meth:`RobotModel.rnea`, by the generated program."""
-        if f_tip is not None or tuple(float(g) for g in gravity) != GRAVITY:
+        if f_tip is not None or not self._is_default_gravity(gravity):
             return self.model.rnea(q, qd, qdd, gravity, f_tip)
         n = self.model.n
         if (type(q) is np.ndarray and type(qd) is np.ndarray and type(qdd) is np.ndarray
                 and q.shape == qd.shape == qdd.shape == (n,)):
-            # the hot path (one state, as the controller calls it): plain-float checks
-            values = q.tolist(), qd.tolist(), qdd.tolist()
-            if all(math.isfinite(v) for v in itertools.chain(*values)):
-                return _finite(np.array(self._single(*values)), 'rnea')
+            # The hot path (one state, as the controller calls it). A finite sum means
+            # finite efforts; NaN/inf inputs or an overflow (or sin(inf)'s ValueError) take
+            # the checked path below, which raises the right StateError.
+            try:
+                tau = self._single(q.tolist(), qd.tolist(), qdd.tolist())
+            except (ValueError, OverflowError):
+                tau = None
+            if tau is not None and math.isfinite(sum(tau)):
+                return np.array(tau)
         s = self.model._states(q=q, qd=qd, qdd=qdd)
         if s['q'].ndim == 1:
-            return np.array(self._single(s['q'].tolist(), s['qd'].tolist(), s['qdd'].tolist()))
+            return _finite(np.array(self._single(s['q'].tolist(), s['qd'].tolist(),
+                                                 s['qdd'].tolist())), 'rnea')
         return self._batch(s['q'], s['qd'], s['qdd'])
 
     def gravity_torques(self, q, gravity=GRAVITY):

@@ -327,6 +327,8 @@ class ComputedTorqueNode(Node):
         self.controller = None
         self._effort_pub = self.create_publisher(
             Float64MultiArray, 'effort_controller/commands', 10)
+        self._effort_msg = Float64MultiArray()
+        self._ros_clock = self.get_clock()
         # No QoS-event handlers on the diagnostic endpoints: each one is polled by the
         # executor on every wake-up (~8 us apiece in rclpy), which the 1 kHz loop notices.
         self._tracking_error_pub = self.create_publisher(
@@ -478,13 +480,16 @@ class ComputedTorqueNode(Node):
             return
         # one lock for "decide, then publish" here and in the watchdog: the watchdog's zero
         # command can never overtake a command of a state that ended the timeout
+        stamp = msg.header.stamp
         with self._command_lock, self._fp_errors.context():
             out = controller.update(
-                self.get_clock().now().nanoseconds, msg.name, msg.position, msg.velocity,
-                msg.effort, stamp_ns=_nanoseconds(msg.header.stamp),
+                self._ros_clock.now().nanoseconds, msg.name, msg.position, msg.velocity,
+                msg.effort, stamp_ns=stamp.sec * 1_000_000_000 + stamp.nanosec,
                 steady_ns=time.monotonic_ns())
             if not isinstance(out, NoCommand):
-                self._effort_pub.publish(Float64MultiArray(data=out.effort.tolist()))
+                # one message object, refilled: publish() serializes it at once
+                self._effort_msg.data = out.effort.tolist()
+                self._effort_pub.publish(self._effort_msg)
         kinds = self._fp_errors.take()
         if kinds:
             self._warnings.warn('floating_point', f'floating-point {", ".join(kinds)} while '

@@ -1,0 +1,28 @@
+"""The node benchmark's soak mode runs end to end (figures are reported, not asserted)."""
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+
+
+def test_bench_node_soak_reports_every_window_for_node_and_baseline(domain_id):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(REPO), os.environ.get('PYTHONPATH', '')]))
+    out = subprocess.run(
+        [sys.executable, str(REPO / 'benchmarks' / 'bench_node.py'), '--soak', '2',
+         '--window', '1', '--rate', '200', '--domain-id', str(domain_id), '--json'],
+        env=env, capture_output=True, text=True, timeout=180)
+    assert out.returncode == 0, out.stderr[-3000:]
+    result = json.loads(out.stdout)
+    for name in ('node', 'baseline'):
+        run = result[name]
+        assert run['published'] == 400
+        assert [w['window'] for w in run['windows']] == [1, 2]
+        assert run['rss_start_mib'] > 10 and run['rss_end_mib'] > 10
+        # the states were answered (most of them: DDS may lose a few under load)
+        assert run['without_reply'] < run['published'] / 2
+        assert 0 < run['p50_us'] <= run['p99_us']
+    assert result['p99_ratio'] > 0
