@@ -438,7 +438,7 @@ def soak_one(args, baseline, domain_id):
 
 
 def run_soak(args):
-    """The soak: node then baseline, each ``args.soak`` s, in one run."""
+    """Run the soak: node then baseline, each ``args.soak`` s, in one run."""
     domain_id = args.domain_id if args.domain_id is not None else random.randint(150, 229)
     os.environ['ROS_DOMAIN_ID'] = str(domain_id)
     os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'

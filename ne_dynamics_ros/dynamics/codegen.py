@@ -684,7 +684,7 @@ class CompiledDynamics:
                 f'qd={qd[worst].tolist()}, qdd={qdd[worst].tolist()}')
 
     def _is_default_gravity(self, gravity):
-        """True if ``gravity`` is (0, 0, -9.81), the program's; the last answer is cached."""
+        """Tell whether ``gravity`` is (0, 0, -9.81), the program's (last answer cached)."""
         if gravity is self._checked_gravity[0]:
             return self._checked_gravity[1]
         answer = tuple(float(g) for g in gravity) == GRAVITY

@@ -252,7 +252,7 @@ class _FloatingPointErrors:
         self.kinds.add(kind)
 
     def context(self):
-        """An ``np.errstate`` that reports here (NumPy keeps it per thread)."""
+        """Return an ``np.errstate`` that reports here (NumPy keeps it per thread)."""
         return np.errstate(all='call', call=self)
 
     def take(self):
@@ -533,7 +533,7 @@ class ComputedTorqueNode(Node):
                                 'one before it could be prepared')
 
     def _prepare_trajectories(self):
-        """Preparing thread: deserialize, check, interpolate and install trajectories."""
+        """Deserialize, check, interpolate and install trajectories (the preparing thread)."""
         while True:
             with self._trajectory_ready:
                 while self._pending_trajectory is None and not self._stopping.is_set():
