@@ -35,7 +35,8 @@ publish a ``sensor_msgs/JointState`` stamped like the state they answer (the nod
 ``~/tracking_error``, the baseline an echo on the same topic) besides the effort command.
 Reported per ``--window`` seconds (default 60): p50/p99 latency and states without
 reply, and each process's resident memory (VmRSS) at the window's end; then start and end
-memory, and the p99 ratio node/baseline.
+memory, the CPU time (user + system) each process used per state, and the p99 ratio
+node/baseline.
 
 Usage: python benchmarks/bench_node.py [--duration 30] [--rate 1000] [--with-diagnostics]
        [--json]
@@ -346,6 +347,16 @@ def rss_mib(pid):
     return float('nan')
 
 
+def cpu_seconds(pid):
+    """User + system CPU time a process has used so far, s (NaN if it is gone)."""
+    try:
+        with open(f'/proc/{pid}/stat', encoding='ascii') as stat:
+            fields = stat.read().rsplit(')', 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
+    except (OSError, IndexError, ValueError):
+        return float('nan')
+
+
 def soak_one(args, baseline, domain_id):
     """One soak run (the node, or the baseline); per-window latency, replies and memory."""
     import rclpy
@@ -404,6 +415,7 @@ def soak_one(args, baseline, domain_id):
             make_state(time.time_ns(), 0.0)), args.rate, 2.0)
         time.sleep(0.5)
         rss_start = rss_mib(node_proc.pid)
+        cpu_start = cpu_seconds(node_proc.pid)
         period_ns = int(round(1e9 / args.rate))
         start = time.monotonic_ns()
         for i in range(count):
@@ -419,6 +431,7 @@ def soak_one(args, baseline, domain_id):
                 rss.append(rss_mib(node_proc.pid))
         time.sleep(1.0)
         rss_end = rss_mib(node_proc.pid)
+        cpu_used = cpu_seconds(node_proc.pid) - cpu_start
     finally:
         tear_down(node_proc, bench, context, executor, stop, spinner)
 
@@ -433,6 +446,7 @@ def soak_one(args, baseline, domain_id):
                         'rss_mib': rss[w]})
     all_latency = np.array([(receipts[s] - s) * 1e-3 for s in sent if s in receipts])
     return {'rss_start_mib': rss_start, 'rss_end_mib': rss_end, 'windows': windows,
+            'cpu_us_per_state': cpu_used / count * 1e6,
             'p50_us': percentile(all_latency, 50), 'p99_us': percentile(all_latency, 99),
             'without_reply': int(count - len(all_latency)), 'published': count}
 
@@ -466,7 +480,8 @@ def print_soak(result, window):
               f'{a["without_reply"]:>8d} {a["rss_mib"]:>8.1f} | {b["p50_us"]:>7.0f}us '
               f'{b["p99_us"]:>6.0f}us {b["without_reply"]:>8d} {b["rss_mib"]:>8.1f}')
     for name, r in (('node', node), ('baseline', base)):
-        print(f'{name}: RSS {r["rss_start_mib"]:.1f} -> {r["rss_end_mib"]:.1f} MiB; p50 '
+        print(f'{name}: RSS {r["rss_start_mib"]:.1f} -> {r["rss_end_mib"]:.1f} MiB; CPU '
+              f'{r["cpu_us_per_state"]:.0f} us per state; p50 '
               f'{r["p50_us"]:.0f} us, p99 {r["p99_us"]:.0f} us; {r["without_reply"]} of '
               f'{r["published"]} without reply')
     print(f'p99 node / baseline: {result["p99_ratio"]:.2f} (goal <= 1.2)')

@@ -25,4 +25,5 @@ def test_bench_node_soak_reports_every_window_for_node_and_baseline(domain_id):
         # the states were answered (most of them: DDS may lose a few under load)
         assert run['without_reply'] < run['published'] / 2
         assert 0 < run['p50_us'] <= run['p99_us']
+        assert run['cpu_us_per_state'] > 0
     assert result['p99_ratio'] > 0
