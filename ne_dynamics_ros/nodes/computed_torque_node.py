@@ -641,25 +641,34 @@ def main(args=None):
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     sys.setswitchinterval(SWITCH_INTERVAL)
     interrupted = []
+    executor = None
 
     def _terminate(signum, frame):
         # Ctrl-C in a terminal reaches the whole process group: ros2 launch forwards it a
         # second time. Only the first one stops the node; later ones must not interrupt
         # the zero-effort command and the clean shutdown.
-        if not interrupted:
-            interrupted.append(signum)
-            raise KeyboardInterrupt
+        if interrupted:
+            return
+        interrupted.append(signum)
+        if executor is None:
+            raise KeyboardInterrupt             # still starting: abandon the start
+        # Spinning: only ask the loop to stop. An exception raised here could land inside
+        # rclpy's C++ message conversion, which turns it into a RuntimeError.
+        executor.wake()
 
     previous_sigterm = signal.signal(signal.SIGTERM, _terminate)
     previous_sigint = signal.signal(signal.SIGINT, _terminate)
     node = None
     try:
         node = ComputedTorqueNode()
-        executor = SingleThreadedExecutor()
-        executor.add_node(node)
-        while rclpy.ok():
+        spinning = SingleThreadedExecutor()
+        spinning.add_node(node)
+        executor = spinning
+        while rclpy.ok() and not interrupted:
             # A finite timeout lets Python run the signal handlers between waits.
             executor.spin_once(timeout_sec=0.1)
+        if interrupted:
+            raise KeyboardInterrupt
     except NodeConfigurationError:
         return 1
     except (KeyboardInterrupt, ExternalShutdownException):
