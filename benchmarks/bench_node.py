@@ -20,7 +20,8 @@ By default nothing subscribes to the node's ``~/tracking_error`` and ``~/desired
 the node then does not publish (as in a deployment without rqt_plot);
 ``--with-diagnostics`` subscribes to both to measure their cost.
 
-``--baseline`` replaces the node by a minimal rclpy node (same QoS, same executor loop)
+``--baseline`` replaces the node by a minimal rclpy node (same QoS, same executor, chosen
+by ``--executor``: ``events`` by default, the node's default, or ``single_threaded``)
 that only copies each state's positions into a Float64MultiArray: the floor that rclpy
 and Fast DDS set on this machine, for comparison.
 
@@ -77,21 +78,22 @@ def parse_args(argv=None):
                              'trajectory stream; per-window latency and memory')
     parser.add_argument('--window', type=float, default=60.0,
                         help='soak: seconds per reported window (default 60)')
+    parser.add_argument('--executor', choices=('events', 'single_threaded'), default='events',
+                        help='rclpy executor of both the node and the baseline (default '
+                             'events, the node\'s default)')
     parser.add_argument('--serve-baseline', action='store_true', help=argparse.SUPPRESS)
     parser.add_argument('--json', action='store_true', help='print the result as JSON')
     return parser.parse_args(argv)
 
 
-def serve_baseline():
+def serve_baseline(executor_kind):
     """Run the minimal echo node of ``--baseline``: positions in, same numbers out."""
     import rclpy
-    from rclpy.executors import SingleThreadedExecutor
     from sensor_msgs.msg import JointState
     from std_msgs.msg import Float64MultiArray
-
-    from ne_dynamics_ros.nodes.computed_torque_node import JOINT_STATE_QOS
-
     from trajectory_msgs.msg import JointTrajectory
+
+    from ne_dynamics_ros.nodes.computed_torque_node import JOINT_STATE_QOS, make_executor
 
     rclpy.init()
     node = rclpy.create_node('computed_torque_node')
@@ -105,7 +107,7 @@ def serve_baseline():
 
     node.create_subscription(JointState, 'joint_states', answer, JOINT_STATE_QOS)
     node.create_subscription(JointTrajectory, '~/joint_trajectory', lambda msg: None, 10)
-    executor = SingleThreadedExecutor()
+    executor = make_executor(executor_kind)
     executor.add_node(node)
     try:
         while rclpy.ok():
@@ -119,11 +121,13 @@ def serve_baseline():
 
 def start_node(args, env):
     if args.baseline:
-        return subprocess.Popen([sys.executable, __file__, '--serve-baseline'], env=env,
+        return subprocess.Popen([sys.executable, __file__, '--serve-baseline', '--executor',
+                                 args.executor], env=env,
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     cmd = [sys.executable, '-m', 'ne_dynamics_ros.nodes.computed_torque_node', '--ros-args',
            '--params-file', args.params_file, '-p', f'urdf_path:={args.urdf}',
-           '-p', 'state_timeout:=5.0', '--log-level', 'warn']
+           '-p', 'state_timeout:=5.0', '-p', f'executor:={args.executor}',
+           '--log-level', 'warn']
     return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True)
 
@@ -465,8 +469,9 @@ def run_soak(args):
     results['p99_ratio'] = results['node']['p99_us'] / results['baseline']['p99_us']
     results['setup'] = (f'/joint_states at {args.rate:g} Hz for {args.soak:g} s each, a '
                         '100-point trajectory every second; PUMA 560 computed_torque_node '
-                        '(config/puma560.yaml) then the rclpy echo baseline; replies '
-                        'matched by stamp (~/tracking_error)')
+                        f'(config/puma560.yaml) then the rclpy echo baseline, both on the '
+                        f'{args.executor} executor; replies matched by stamp '
+                        '(~/tracking_error)')
     return results
 
 
@@ -490,7 +495,7 @@ def print_soak(result, window):
 def main(argv=None):
     args = parse_args(argv)
     if args.serve_baseline:
-        serve_baseline()
+        serve_baseline(args.executor)
         return 0
     if args.soak is not None:
         result = run_soak(args)

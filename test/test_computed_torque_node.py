@@ -522,6 +522,7 @@ def test_robot_description_topic(make_harness, ros_context, puma_ref):
     ([Parameter('mode', value='position')], 'mode'),  # checked even before a model exists
     ([Parameter('kd', value=-1.0)], 'kd'),
     (puma_params(dynamics_backend='fast'), 'dynamics_backend'),
+    (puma_params(executor='multi'), 'executor'),
 ])
 def test_bad_configuration_fails_in_the_constructor(ros_context, params, match):
     with pytest.raises(NodeConfigurationError, match=match):

@@ -85,6 +85,8 @@ from ne_dynamics_ros.control.trajectory import TrajectoryError, TrajectoryPoint
 from ne_dynamics_ros.resources import find_resource
 
 NODE_NAME = 'computed_torque_node'
+#: Values of the ``executor`` parameter (see :func:`make_executor`).
+EXECUTORS = ('events', 'single_threaded')
 
 #: Serialized size (bytes) beyond which a trajectory message is dropped without being
 #: deserialized: 32 MiB holds the 100 000 points that
@@ -146,6 +148,11 @@ PARAMETERS = {
         'program of Renaud 004, checked against the recursion at start-up; the node '
         'refuses to start on a mismatch) or recursive (the Newton-Euler recursion).',
         read_only=True, constraints='one of: generated, recursive')),
+    'executor': ('events', _descriptor(
+        'rclpy executor of the node when run as a program: events (rclpy.experimental.'
+        'EventsExecutor, written in C++: about half the per-message overhead here) or '
+        'single_threaded (rclpy.executors.SingleThreadedExecutor).', read_only=True,
+        constraints='one of: events, single_threaded')),
     'mode': (DEFAULT_SETTINGS['mode'], _descriptor(
         'Control law: computed_torque (tau = RNEA(q, qd, qdd_d + kd*(qd_d - qd) + '
         'kp*(q_d - q)), 001 eqs 4.1, 4.4), feedforward (tau = RNEA(q_d, qd_d, qdd_d) + '
@@ -307,6 +314,9 @@ class ComputedTorqueNode(Node):
                 self.declare_parameter(name, default, descriptor)
             # Run-time parameters are checked now even if the model comes later (topic).
             ControllerSettings.from_values(self._runtime_values())
+            if self.get_parameter('executor').value not in EXECUTORS:
+                raise ValueError(f'executor {self.get_parameter("executor").value!r} is not '
+                                 f'one of {EXECUTORS}')
         except (ParameterException, ValueError) as err:
             self.get_logger().error(f'invalid parameter: {err}')
             self.destroy_node()
@@ -630,6 +640,23 @@ class ComputedTorqueNode(Node):
                 Float64MultiArray(data=self.controller.zero_effort().tolist()))
 
 
+def make_executor(kind, context=None):
+    """Return the rclpy executor named by the ``executor`` parameter.
+
+    ``events``: ``rclpy.experimental.EventsExecutor`` (C++; shipped with Jazzy's rclpy);
+    ``single_threaded``: ``rclpy.executors.SingleThreadedExecutor``.
+
+    Raises:
+        NodeConfigurationError: an unknown kind.
+    """
+    if kind == 'events':
+        from rclpy.experimental import EventsExecutor
+        return EventsExecutor(context=context)
+    if kind == 'single_threaded':
+        return SingleThreadedExecutor(context=context)
+    raise NodeConfigurationError(f'executor {kind!r} is not one of {EXECUTORS}')
+
+
 def main(args=None):
     """Run the node until Ctrl-C / SIGTERM; return the process exit code.
 
@@ -661,7 +688,7 @@ def main(args=None):
     node = None
     try:
         node = ComputedTorqueNode()
-        spinning = SingleThreadedExecutor()
+        spinning = make_executor(node.get_parameter('executor').value)
         spinning.add_node(node)
         executor = spinning
         while rclpy.ok() and not interrupted:
