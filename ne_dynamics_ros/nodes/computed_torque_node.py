@@ -34,7 +34,9 @@ message. The ``~/`` outputs are stamped with the ``header.stamp`` of the joint s
 answer, list the joints in ``joints`` order, and are only published while someone
 subscribes to them (each costs a DDS write).
 
-Threads: ``joint_states`` are answered on the executor's thread (the control path). The
+Threads: ``joint_states`` are answered on the executor's thread (the control path;
+:func:`main` spins on rclpy's C++ ``EventsExecutor`` unless ``executor`` says
+``single_threaded``). The
 state-timeout watchdog runs on a thread of its own, so no callback, however long, can
 keep it from publishing. Trajectories are taken from DDS as serialized bytes; messages
 larger than :data:`MAX_TRAJECTORY_BYTES` are dropped unread, the others are deserialized,
