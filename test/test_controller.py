@@ -63,8 +63,8 @@ def test_defaults_and_settings_round_trip():
 
 
 @pytest.mark.parametrize('kwargs, error, match', [
-    ({'urdf': '<robot name="x"><link name="a"/>'}, URDFError, ''),
-    ({'urdf': '/nonexistent/arm.urdf'}, ModelError, ''),
+    ({'urdf': '<robot name="x"><link name="a"/>'}, URDFError, 'malformed URDF XML'),
+    ({'urdf': '/nonexistent/arm.urdf'}, ModelError, "not found: '/nonexistent/arm.urdf'"),
     ({'settings': {'kp': [1.0, 2.0]}}, ControlParameterError, 'kp'),
     ({'joints': ['joint_1', 'joint_2']}, ControlParameterError, 'joints'),
     ({'joints': [1, 2, 3, 4, 5, 6]}, ControlParameterError, 'joints'),
