@@ -194,3 +194,41 @@ def test_trajectory_error_is_a_value_error():
 def test_state_before_shape_checked():
     with pytest.raises(TrajectoryError, match='state_before'):
         build([GOOD], before=at_rest([0.0, 0.0]))
+
+
+def _point_strategy():
+    value = st.one_of(finite, st.sampled_from([np.nan, np.inf, -np.inf]))
+    row = st.one_of(st.lists(finite, min_size=N, max_size=N), st.just([]),
+                    st.lists(value, min_size=0, max_size=4))
+    time = st.one_of(st.floats(0.01, 3.0), st.sampled_from([0.0, -0.5, np.nan, np.inf]))
+    return st.builds(TrajectoryPoint, time, row, row, row)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_point_strategy(), min_size=1, max_size=6),
+       st.permutations(range(N)), st.booleans())
+def test_fast_column_check_agrees_with_the_point_by_point_check(points, order, increasing):
+    """Trajectories are checked in a few array operations (the common case) or, when that
+    finds a fault or a mix, point by point; both must accept and reject alike."""
+    from ne_dynamics_ros.control.trajectory import _checked_columns, _well_formed_columns
+    if increasing:          # times as running sums: mostly valid trajectories
+        points = [p._replace(time_from_start=sum(abs(x.time_from_start) for x in points[:k + 1]))
+                  for k, p in enumerate(points)]
+    order = list(order)
+    fast = _well_formed_columns(points, N, order)
+    try:
+        slow = _checked_columns(points, N, order)
+    except TrajectoryError:
+        assert fast is None
+        return
+    if fast is None:          # allowed only for a mix of points with and without velocities
+        assert len({len(p.velocities) > 0 for p in points}) > 1 or \
+            len({len(p.accelerations) > 0 for p in points}) > 1
+        return
+    np.testing.assert_array_equal(fast[0], slow[0])
+    np.testing.assert_array_equal(fast[1], slow[1])
+    for got, expected in zip(fast[2:], slow[2:]):
+        assert [g is None for g in got] == [e is None for e in expected]
+        for g, e in zip(got, expected):
+            if e is not None:
+                np.testing.assert_array_equal(g, e)

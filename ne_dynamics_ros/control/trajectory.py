@@ -236,6 +236,71 @@ def _check_interpolation(times, positions, velocities, accelerations):
             'the whole trajectory is refused')
 
 
+def _well_formed_columns(points, n, order):
+    """Return (times, positions, velocities, accelerations) in chain order, all at once.
+
+    The common case, a few NumPy calls for the whole trajectory: every point has n finite
+    positions, times start at 0 or later and increase strictly, and velocities
+    (accelerations) are given by every point or by none. Returns None otherwise, and
+    :func:`_checked_columns` then finds and names the fault (or handles the mix).
+    """
+    try:
+        times = np.array([float(p.time_from_start) for p in points])
+        positions = np.array([p.positions for p in points], dtype=float)
+        given = [[len(p.velocities) > 0 for p in points],
+                 [len(p.accelerations) > 0 for p in points]]
+        if any(len(set(flags)) > 1 for flags in given) or given[1][0] and not given[0][0]:
+            return None
+        velocities = (np.array([p.velocities for p in points], dtype=float)
+                      if given[0][0] else None)
+        accelerations = (np.array([p.accelerations for p in points], dtype=float)
+                         if given[1][0] else None)
+    except (TypeError, ValueError):
+        return None
+    arrays = [a for a in (positions, velocities, accelerations) if a is not None]
+    if (any(a.shape != (len(points), n) for a in arrays)
+            or not all(np.isfinite(a).all() for a in arrays)
+            or not (np.isfinite(times).all() and times[0] >= 0.0)
+            or not np.all(np.diff(times) > 0.0)):
+        return None
+    none = [None] * len(points)
+    return (times, positions[:, order],
+            none if velocities is None else list(velocities[:, order]),
+            none if accelerations is None else list(accelerations[:, order]))
+
+
+def _checked_columns(points, n, order):
+    """Check the points one by one: (times, positions, velocities, accelerations).
+
+    Raises:
+        TrajectoryError: naming the first bad point and what is wrong with it.
+    """
+    times = np.empty(len(points))
+    positions = np.empty((len(points), n))
+    velocities, accelerations = [], []
+    for k, point in enumerate(points):
+        t = float(point.time_from_start)
+        if not np.isfinite(t) or t < 0.0:
+            raise TrajectoryError(f'point {k}: time_from_start {t} s is negative or not finite')
+        if k > 0 and t <= times[k - 1]:
+            raise TrajectoryError(
+                f'point {k}: time_from_start {t} s is not after point {k - 1}\'s '
+                f'{times[k - 1]} s (must be strictly increasing)')
+        times[k] = t
+        positions[k] = _as_finite_vector(point.positions, n, f'point {k} positions')[order]
+        has_vel = len(point.velocities) > 0
+        has_acc = len(point.accelerations) > 0
+        if has_acc and not has_vel:
+            raise TrajectoryError(f'point {k}: accelerations given without velocities')
+        velocities.append(
+            _as_finite_vector(point.velocities, n, f'point {k} velocities')[order]
+            if has_vel else None)
+        accelerations.append(
+            _as_finite_vector(point.accelerations, n, f'point {k} accelerations')[order]
+            if has_acc else None)
+    return times, positions, velocities, accelerations
+
+
 def trajectory_from_points(joint_names: Sequence[str], points: Sequence[TrajectoryPoint],
                            chain_joint_names: Sequence[str], start_time: Optional[float],
                            receipt_time: float, state_before: DesiredState) -> Trajectory:
@@ -289,29 +354,11 @@ def trajectory_from_points(joint_names: Sequence[str], points: Sequence[Trajecto
                               'supported, every controlled joint must be given')
     n = len(chain)
     order = [index[name] for name in chain]
-    times = np.empty(len(points))
-    positions = np.empty((len(points), n))
-    velocities, accelerations = [], []
-    for k, point in enumerate(points):
-        t = float(point.time_from_start)
-        if not np.isfinite(t) or t < 0.0:
-            raise TrajectoryError(f'point {k}: time_from_start {t} s is negative or not finite')
-        if k > 0 and t <= times[k - 1]:
-            raise TrajectoryError(
-                f'point {k}: time_from_start {t} s is not after point {k - 1}\'s '
-                f'{times[k - 1]} s (must be strictly increasing)')
-        times[k] = t
-        positions[k] = _as_finite_vector(point.positions, n, f'point {k} positions')[order]
-        has_vel = len(point.velocities) > 0
-        has_acc = len(point.accelerations) > 0
-        if has_acc and not has_vel:
-            raise TrajectoryError(f'point {k}: accelerations given without velocities')
-        velocities.append(
-            _as_finite_vector(point.velocities, n, f'point {k} velocities')[order]
-            if has_vel else None)
-        accelerations.append(
-            _as_finite_vector(point.accelerations, n, f'point {k} accelerations')[order]
-            if has_acc else None)
+    columns = _well_formed_columns(points, n, order)
+    if columns is None:
+        # something is wrong: go point by point to say what and where
+        columns = _checked_columns(points, n, order)
+    times, positions, velocities, accelerations = columns
     if start_time is None:
         start = float(receipt_time)
     elif not np.isfinite(start_time):
