@@ -132,11 +132,16 @@ def start_node(args, env):
                             text=True)
 
 
-def spin_in_thread(node, context):
-    """Spin ``node`` on its own executor in a daemon thread: (executor, stop event, thread)."""
-    from rclpy.executors import SingleThreadedExecutor
+def spin_in_thread(node, context, executor_kind):
+    """Spin ``node`` on its own executor in a daemon thread: (executor, stop event, thread).
 
-    executor = SingleThreadedExecutor(context=context)
+    The benchmark's own receiving side uses the same kind of executor as the node under
+    test (``--executor``): on two cores, a heavier load generator slows whatever it
+    measures.
+    """
+    from ne_dynamics_ros.nodes.computed_torque_node import make_executor
+
+    executor = make_executor(executor_kind, context=context)
     executor.add_node(node)
     stop = threading.Event()
 
@@ -264,7 +269,7 @@ def run(args):
         bench.create_subscription(JointTrajectory, '/computed_torque_node/desired',
                                   lambda msg: None, 10000)
     pub = bench.create_publisher(JointState, '/joint_states', JOINT_STATE_QOS)
-    executor, stop, spinner = spin_in_thread(bench, context)
+    executor, stop, spinner = spin_in_thread(bench, context, args.executor)
 
     q0 = np.array([0.0, -0.5, -0.8, 0.1, 0.4, -0.2])      # inside the PUMA joint limits
 
@@ -388,7 +393,7 @@ def soak_one(args, baseline, domain_id):
     pub = bench.create_publisher(JointState, '/joint_states', JOINT_STATE_QOS)
     trajectory_pub = bench.create_publisher(
         JointTrajectory, '/computed_torque_node/joint_trajectory', 10)
-    executor, stop, spinner = spin_in_thread(bench, context)
+    executor, stop, spinner = spin_in_thread(bench, context, args.executor)
     q0 = np.array([0.0, 0.5, -1.0, 0.1, 0.4, -0.2])
     # the trajectory stream: every second the same 1 s, 100-point sine (start on receipt)
     trajectory = JointTrajectory(joint_names=PUMA_JOINTS)

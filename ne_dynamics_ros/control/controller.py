@@ -316,7 +316,9 @@ class ComputedTorqueController:
             limits = check_effort_limits(_numbers(effort_limits, 'effort_limits'), n)
         self.joints = joints
         self.effort_limits = limits
-        self._command_index = np.array([model.joint_names.index(j) for j in joints])
+        # None: the command order is the chain order (the usual case), nothing to reorder
+        self._command_index = (None if list(joints) == list(model.joint_names) else
+                               np.array([model.joint_names.index(j) for j in joints]))
         if not isinstance(settings, ControllerSettings):
             settings = ControllerSettings.from_values(settings or {}, n)
         elif settings.kp.size != n or settings.kd.size != n:
@@ -598,6 +600,10 @@ class ComputedTorqueController:
             return NoCommand(SkipReason.NO_VALID_EFFORT, str(err))
         self._last_valid_steady_ns = now_ns if steady_ns is None else steady_ns
         order = self._command_index
+        if order is None:
+            return Command(effort=tau, desired=DesiredState(q_d, qd_d, qdd_d),
+                           position_error=q_d - q, velocity_error=qd_d - qd,
+                           resumed=resumed)
         return Command(effort=tau[order],
                        desired=DesiredState(q_d[order], qd_d[order], qdd_d[order]),
                        position_error=(q_d - q)[order], velocity_error=(qd_d - qd)[order],

@@ -340,6 +340,7 @@ class ComputedTorqueNode(Node):
         self._effort_pub = self.create_publisher(
             Float64MultiArray, 'effort_controller/commands', 10)
         self._effort_msg = Float64MultiArray()
+        self._tracking_error_msg = JointState()
         self._ros_clock = self.get_clock()
         # No QoS-event handlers on the diagnostic endpoints: each one is polled by the
         # executor on every wake-up (~8 us apiece in rclpy), which the 1 kHz loop notices.
@@ -517,10 +518,14 @@ class ComputedTorqueNode(Node):
         tau = out.effort.tolist()
         # The diagnostics cost a DDS write each (~0.1 ms): only when someone listens.
         if self._tracking_error_pub.get_subscription_count():
-            self._tracking_error_pub.publish(JointState(
-                header=msg.header, name=controller.joints,
-                position=out.position_error.tolist(), velocity=out.velocity_error.tolist(),
-                effort=tau))
+            error = self._tracking_error_msg          # refilled, like the effort message
+            if error.name != controller.joints:
+                error.name = controller.joints
+            error.header = msg.header
+            error.position = out.position_error.tolist()
+            error.velocity = out.velocity_error.tolist()
+            error.effort = tau
+            self._tracking_error_pub.publish(error)
         if self._desired_pub.get_subscription_count():
             desired = JointTrajectory(header=msg.header, joint_names=controller.joints)
             desired.points = [JointTrajectoryPoint(
