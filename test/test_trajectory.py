@@ -232,3 +232,33 @@ def test_fast_column_check_agrees_with_the_point_by_point_check(points, order, i
         for g, e in zip(got, expected):
             if e is not None:
                 np.testing.assert_array_equal(g, e)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.floats(0.05, 2.0), st.lists(finite, min_size=N, max_size=N),
+                          st.booleans(), st.booleans()), min_size=2, max_size=6),
+       st.floats(0.0, 0.999), st.integers(0, 2**32 - 1))
+def test_sampling_uses_each_segments_polynomial(waypoints, fraction, seed):
+    """Trajectory.sample evaluates coefficients worked out once per segment; they must
+    give what interpolate_segment gives for the same two waypoints (every mix of
+    waypoints with and without velocities/accelerations)."""
+    rng = np.random.default_rng(seed)
+    points, t = [], 0.0
+    for step, q, with_vel, with_acc in waypoints:
+        t += step
+        qd = rng.uniform(-2, 2, N).tolist() if with_vel else []
+        qdd = rng.uniform(-5, 5, N).tolist() if with_vel and with_acc else []
+        points.append(TrajectoryPoint(t, q, qd, qdd))
+    traj = build(points, receipt=0.0)
+    k = min(int(fraction * (len(points) - 1)), len(points) - 2)
+    t_a, t_b = points[k].time_from_start, points[k + 1].time_from_start
+    t = t_a + fraction * (t_b - t_a)
+
+    def state(p):
+        return (np.array(p.positions), np.array(p.velocities) if p.velocities else None,
+                np.array(p.accelerations) if p.accelerations else None)
+
+    expected = interpolate_segment(t, t_a, state(points[k]), t_b, state(points[k + 1]))
+    got = traj.sample(t)
+    for g, e in zip(got, expected):
+        np.testing.assert_allclose(g, e, rtol=1e-9, atol=1e-9)

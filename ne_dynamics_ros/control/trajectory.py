@@ -116,6 +116,51 @@ def interpolate_segment(t, t_a, state_a, t_b, state_b):
     return DesiredState(q, qd, qdd)
 
 
+def _segment_coefficients(times, positions, velocities, accelerations):
+    """Return the (m - 1, 6, n) polynomial coefficients of every segment, all at once.
+
+    Segment k runs from waypoint k to k + 1; ``q(s) = sum_j c[k, j] s**j`` for ``s`` in
+    ``[0, T_k]``, with the coefficients of :func:`interpolate_segment`
+    (joint_trajectory_controller's): quintic where both waypoints give velocities and
+    accelerations, cubic where both give velocities, linear otherwise (unused
+    coefficients are zero). ``times`` must increase strictly.
+    """
+    m, n = positions.shape
+    coefficients = np.zeros((max(m - 1, 0), 6, n))
+    if m < 2:
+        return coefficients
+    zero = np.zeros(n)
+    has_vel = np.array([v is not None for v in velocities])
+    has_acc = np.array([a is not None for a in accelerations]) & has_vel
+    qd = np.array([zero if v is None else v for v in velocities])
+    qdd = np.array([zero if a is None else a for a in accelerations])
+    T = np.diff(times)[:, None]
+    q_a, q_b, qd_a, qd_b, qdd_a, qdd_b = (positions[:-1], positions[1:], qd[:-1], qd[1:],
+                                          qdd[:-1], qdd[1:])
+    dq = q_b - q_a
+    cubic = (has_vel[:-1] & has_vel[1:])[:, None]
+    quintic = (has_acc[:-1] & has_acc[1:])[:, None]
+    linear = ~cubic
+    cubic = cubic & ~quintic
+    with np.errstate(over='ignore', invalid='ignore'):
+        coefficients[:, 0] = q_a
+        coefficients[:, 1] = np.where(linear, dq / T, qd_a)
+        coefficients[:, 2] = np.where(
+            quintic, 0.5 * qdd_a,
+            np.where(cubic, (3.0 * dq - (2.0 * qd_a + qd_b) * T) / T ** 2, 0.0))
+        coefficients[:, 3] = np.where(
+            quintic, (20.0 * dq - (8.0 * qd_b + 12.0 * qd_a) * T
+                      - (3.0 * qdd_a - qdd_b) * T ** 2) / (2.0 * T ** 3),
+            np.where(cubic, (2.0 * (-dq) + (qd_a + qd_b) * T) / T ** 3, 0.0))
+        coefficients[:, 4] = np.where(
+            quintic, (-30.0 * dq + (14.0 * qd_b + 16.0 * qd_a) * T
+                      + (3.0 * qdd_a - 2.0 * qdd_b) * T ** 2) / (2.0 * T ** 4), 0.0)
+        coefficients[:, 5] = np.where(
+            quintic, (12.0 * dq - 6.0 * (qd_b + qd_a) * T
+                      - (qdd_a - qdd_b) * T ** 2) / (2.0 * T ** 5), 0.0)
+    return coefficients
+
+
 class Trajectory:
     """A validated joint trajectory in chain order, sampled like joint_trajectory_controller.
 
@@ -147,6 +192,8 @@ class Trajectory:
         self.state_before = DesiredState(*(np.array(a, dtype=float) for a in state_before))
         self._abs_times = self.start_time + self.times
         self._abs_list = self._abs_times.tolist()        # for bisect on the hot path
+        self._coefficients = _segment_coefficients(
+            self.times, self.positions, self.velocities, self.accelerations)
 
     @classmethod
     def hold(cls, q, time: float) -> 'Trajectory':
@@ -178,8 +225,15 @@ class Trajectory:
                                        self._abs_list[0], self._point_state(0))
         i = bisect.bisect_right(self._abs_list, t) - 1
         if i < len(self.times) - 1:
-            return interpolate_segment(t, self._abs_times[i], self._point_state(i),
-                                       self._abs_times[i + 1], self._point_state(i + 1))
+            # the segment's polynomial, coefficients worked out once (see __init__)
+            s = t - self._abs_list[i]
+            s2 = s * s
+            s3 = s2 * s
+            basis = np.array(((1.0, s, s2, s3, s3 * s, s3 * s2),
+                              (0.0, 1.0, 2.0 * s, 3.0 * s2, 4.0 * s3, 5.0 * s3 * s),
+                              (0.0, 0.0, 2.0, 6.0 * s, 12.0 * s2, 20.0 * s3)))
+            q, qd, qdd = basis @ self._coefficients[i]
+            return DesiredState(q, qd, qdd)
         q, qd, qdd = self._point_state(len(self.times) - 1)
         zeros = np.zeros_like(q)
         return DesiredState(q.copy(), zeros if qd is None else qd.copy(),
