@@ -262,3 +262,9 @@ def test_sampling_uses_each_segments_polynomial(waypoints, fraction, seed):
     got = traj.sample(t)
     for g, e in zip(got, expected):
         np.testing.assert_allclose(g, e, rtol=1e-9, atol=1e-9)
+    # and the way in, from the state at receipt (t = 0, at rest at ZERO) to the first point
+    t_in = fraction * points[0].time_from_start
+    expected = interpolate_segment(t_in, 0.0, at_rest(ZERO), points[0].time_from_start,
+                                   state(points[0]))
+    for g, e in zip(traj.sample(t_in), expected):
+        np.testing.assert_allclose(g, e, rtol=1e-9, atol=1e-9)

@@ -194,6 +194,14 @@ class Trajectory:
         self._abs_list = self._abs_times.tolist()        # for bisect on the hot path
         self._coefficients = _segment_coefficients(
             self.times, self.positions, self.velocities, self.accelerations)
+        # the way in, from state_before to the first waypoint (when that lies ahead)
+        self._first_coefficients = None
+        if self._abs_list[0] > self.time_before:
+            self._first_coefficients = _segment_coefficients(
+                np.array([self.time_before, self._abs_list[0]]),
+                np.stack([self.state_before.q, self.positions[0]]),
+                [self.state_before.qd, self.velocities[0]],
+                [self.state_before.qdd, self.accelerations[0]])[0]
 
     @classmethod
     def hold(cls, q, time: float) -> 'Trajectory':
@@ -221,23 +229,23 @@ class Trajectory:
         if t < self.time_before:
             return DesiredState(*(a.copy() for a in self.state_before))
         if t < self._abs_list[0]:
-            return interpolate_segment(t, self.time_before, self.state_before,
-                                       self._abs_list[0], self._point_state(0))
-        i = bisect.bisect_right(self._abs_list, t) - 1
-        if i < len(self.times) - 1:
-            # the segment's polynomial, coefficients worked out once (see __init__)
-            s = t - self._abs_list[i]
-            s2 = s * s
-            s3 = s2 * s
-            basis = np.array(((1.0, s, s2, s3, s3 * s, s3 * s2),
-                              (0.0, 1.0, 2.0 * s, 3.0 * s2, 4.0 * s3, 5.0 * s3 * s),
-                              (0.0, 0.0, 2.0, 6.0 * s, 12.0 * s2, 20.0 * s3)))
-            q, qd, qdd = basis @ self._coefficients[i]
-            return DesiredState(q, qd, qdd)
-        q, qd, qdd = self._point_state(len(self.times) - 1)
-        zeros = np.zeros_like(q)
-        return DesiredState(q.copy(), zeros if qd is None else qd.copy(),
-                            zeros if qdd is None else qdd.copy())
+            coefficients, s = self._first_coefficients, t - self.time_before
+        else:
+            i = bisect.bisect_right(self._abs_list, t) - 1
+            if i == len(self.times) - 1:
+                q, qd, qdd = self._point_state(i)
+                zeros = np.zeros_like(q)
+                return DesiredState(q.copy(), zeros if qd is None else qd.copy(),
+                                    zeros if qdd is None else qdd.copy())
+            coefficients, s = self._coefficients[i], t - self._abs_list[i]
+        # the segment's polynomial, its coefficients worked out once (see __init__)
+        s2 = s * s
+        s3 = s2 * s
+        basis = np.array(((1.0, s, s2, s3, s3 * s, s3 * s2),
+                          (0.0, 1.0, 2.0 * s, 3.0 * s2, 4.0 * s3, 5.0 * s3 * s),
+                          (0.0, 0.0, 2.0, 6.0 * s, 12.0 * s2, 20.0 * s3)))
+        q, qd, qdd = basis @ coefficients
+        return DesiredState(q, qd, qdd)
 
 
 def _as_finite_vector(values, length, what):
