@@ -101,7 +101,9 @@ class Harness:
                         and self.trajectory_pub.get_subscription_count() >= 1
                         and self.node._effort_pub.get_subscription_count() >= 1
                         and self.node._tracking_error_pub.get_subscription_count() >= 1
-                        and self.node._desired_pub.get_subscription_count() >= 1,
+                        and self.node._desired_pub.get_subscription_count() >= 1
+                        # the node's watchdog thread has noticed the diagnostics' readers
+                        and self.node._diagnostics_wanted == (True, True),
                         what='discovery')
 
     def spin_until(self, predicate, timeout=TIMEOUT, what='condition'):
@@ -702,3 +704,31 @@ def test_floating_point_errors_become_throttled_node_warnings(ros_context, capfd
     assert 'RuntimeWarning' not in err
     lines = [line for line in err.splitlines() if 'floating-point overflow' in line]
     assert len(lines) == 1 and '[WARN]' in lines[0], err[-2000:]
+
+
+@pytest.mark.parametrize('first_after', [0.0, 0.02, 0.2])
+def test_main_survives_a_storm_of_ctrl_c(domain_id, first_after):
+    """ros2 launch forwards Ctrl-C a second time, and a user may press it again: however
+    many SIGINTs arrive, early or late, the node exits 0 without a traceback or an abort
+    (an exception thrown into rclpy's C++ executor ends in std::terminate)."""
+    proc = _run_main(['-p', f'urdf_path:={PUMA_URDF}'], domain_id)
+    try:
+        out = ''
+        deadline = time.monotonic() + 20.0
+        while 'dynamics generated' not in out:          # the node is built, about to spin
+            assert time.monotonic() < deadline and proc.poll() is None, out
+            out += proc.stdout.readline()
+        time.sleep(first_after)
+        deadline = time.monotonic() + 15.0
+        while proc.poll() is None:
+            assert time.monotonic() < deadline, 'the node did not exit'
+            proc.send_signal(signal.SIGINT)
+            time.sleep(0.002)
+        out += proc.communicate(timeout=10)[0]
+        assert proc.returncode == 0, out
+        for sign in ('Traceback', 'terminate called', 'Fatal Python error'):
+            assert sign not in out, out
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()

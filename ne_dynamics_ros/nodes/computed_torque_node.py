@@ -32,7 +32,8 @@ topic                           type                                meaning
 Effort commands and both ``~/`` outputs are computed on every valid ``joint_states``
 message. The ``~/`` outputs are stamped with the ``header.stamp`` of the joint state they
 answer, list the joints in ``joints`` order, and are only published while someone
-subscribes to them (each costs a DDS write).
+subscribes to them (each costs a DDS write); a new subscriber is noticed within the
+watchdog period (state_timeout / 4, between 5 ms and 0.1 s).
 
 Threads: ``joint_states`` are answered on the executor's thread (the control path;
 :func:`main` spins on rclpy's C++ ``EventsExecutor`` unless ``executor`` says
@@ -58,6 +59,7 @@ during the outage also receives zero. When valid states return, the node resumes
 holding the position measured then (the old trajectory is discarded, since the arm may
 have moved). The same zero command is published on a clean shutdown (Ctrl-C, SIGTERM).
 """
+import gc
 import logging
 import math
 import os
@@ -341,6 +343,8 @@ class ComputedTorqueNode(Node):
             Float64MultiArray, 'effort_controller/commands', 10)
         self._effort_msg = Float64MultiArray()
         self._tracking_error_msg = JointState()
+        #: (~/tracking_error, ~/desired) have subscribers; refreshed by the watchdog thread
+        self._diagnostics_wanted = (False, False)
         self._ros_clock = self.get_clock()
         # No QoS-event handlers on the diagnostic endpoints: each one is polled by the
         # executor on every wake-up (~8 us apiece in rclpy), which the 1 kHz loop notices.
@@ -516,8 +520,9 @@ class ComputedTorqueNode(Node):
             self.get_logger().info('valid joint_states again: resuming, holding the current '
                                    'position (the previous trajectory is discarded)')
         tau = out.effort.tolist()
-        # The diagnostics cost a DDS write each (~0.1 ms): only when someone listens.
-        if self._tracking_error_pub.get_subscription_count():
+        # The diagnostics cost a DDS write each: only when someone listens (the watchdog
+        # thread refreshes who listens, see _run_watchdog).
+        if self._diagnostics_wanted[0]:
             error = self._tracking_error_msg          # refilled, like the effort message
             if error.name != controller.joints:
                 error.name = controller.joints
@@ -526,7 +531,7 @@ class ComputedTorqueNode(Node):
             error.velocity = out.velocity_error.tolist()
             error.effort = tau
             self._tracking_error_pub.publish(error)
-        if self._desired_pub.get_subscription_count():
+        if self._diagnostics_wanted[1]:
             desired = JointTrajectory(header=msg.header, joint_names=controller.joints)
             desired.points = [JointTrajectoryPoint(
                 positions=out.desired.q.tolist(), velocities=out.desired.qd.tolist(),
@@ -604,6 +609,10 @@ class ComputedTorqueNode(Node):
         while not self._stopping.wait(self._watchdog_period()):
             try:
                 self._check_state_timeout()
+                # off the control path: whether anyone subscribes to the diagnostics
+                self._diagnostics_wanted = (
+                    self._tracking_error_pub.get_subscription_count() > 0,
+                    self._desired_pub.get_subscription_count() > 0)
             except Exception as err:  # noqa: BLE001 - e.g. the context shut down meanwhile
                 if self._stopping.is_set() or not self.context.ok():
                     return
@@ -670,7 +679,10 @@ def main(args=None):
     Exit code 1 when the robot description or parameters are invalid (logged). On
     Ctrl-C/SIGTERM a final zero-effort command is published before shutting down, for
     the reason given in the module docstring. rclpy's own signal handlers are disabled
-    for that: they would shut the context down before the node could publish.
+    for that: they would shut the context down before the node could publish. Signals
+    after the first are ignored (``ros2 launch`` forwards Ctrl-C a second time); after a
+    signal-ended run SIGINT and SIGTERM stay ignored until the process exits, otherwise
+    the previous handlers are restored.
     """
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     sys.setswitchinterval(SWITCH_INTERVAL)
@@ -712,11 +724,23 @@ def main(args=None):
             node.get_logger().info('shutting down: published zero effort; '
                                    + node.drop_summary())
     finally:
+        # Tear down while our handlers still swallow late signals (ros2 launch forwards a
+        # second SIGINT): the executor first, so that no C++ executor calls back into
+        # Python afterwards, where a KeyboardInterrupt would abort the process.
+        signalled = bool(interrupted)
+        interrupted.append(None)            # from here on every signal is swallowed
+        if executor is not None:
+            executor.shutdown()
+            executor.remove_node(node)
+        executor = spinning = None
         if node is not None:
             node.destroy_node()
         rclpy.try_shutdown()
-        signal.signal(signal.SIGTERM, previous_sigterm)
-        signal.signal(signal.SIGINT, previous_sigint)
+        gc.collect()
+        # After a signal the process is on its way out: a forwarded second Ctrl-C must
+        # not turn into a KeyboardInterrupt traceback while the interpreter exits.
+        signal.signal(signal.SIGTERM, signal.SIG_IGN if signalled else previous_sigterm)
+        signal.signal(signal.SIGINT, signal.SIG_IGN if signalled else previous_sigint)
     return 0
 
 
