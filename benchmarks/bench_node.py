@@ -45,6 +45,7 @@ Usage: python benchmarks/bench_node.py [--duration 30] [--rate 1000] [--with-dia
 """
 import argparse
 import json
+import math
 import os
 import pathlib
 import random
@@ -418,7 +419,7 @@ def soak_one(args, baseline, domain_id):
     per_window = int(round(args.window * args.rate))
     count = int(round(args.soak * args.rate))
     sent = np.zeros(count, dtype=np.int64)
-    rss = []
+    rss, cpu = [], []
     try:
         warm_up(node_proc, lambda: receipts, lambda: pub.publish(
             make_state(time.time_ns(), 0.0)), args.rate, 2.0)
@@ -438,6 +439,7 @@ def soak_one(args, baseline, domain_id):
             sent[i] = stamp_ns
             if (i + 1) % per_window == 0:
                 rss.append(rss_mib(node_proc.pid))
+                cpu.append(cpu_seconds(node_proc.pid))
         time.sleep(1.0)
         rss_end = rss_mib(node_proc.pid)
         cpu_used = cpu_seconds(node_proc.pid) - cpu_start
@@ -452,7 +454,9 @@ def soak_one(args, baseline, domain_id):
                         'p50_us': percentile(latency_us, 50),
                         'p99_us': percentile(latency_us, 99),
                         'without_reply': int(len(stamps) - len(latency_us)),
-                        'rss_mib': rss[w]})
+                        'rss_mib': rss[w],
+                        'cpu_us_per_state': (cpu[w] - (cpu[w - 1] if w else cpu_start))
+                        / per_window * 1e6})
     all_latency = np.array([(receipts[s] - s) * 1e-3 for s in sent if s in receipts])
     return {'rss_start_mib': rss_start, 'rss_end_mib': rss_end, 'windows': windows,
             'cpu_us_per_state': cpu_used / count * 1e6,
@@ -483,12 +487,15 @@ def run_soak(args):
 def print_soak(result, window):
     node, base = result['node'], result['baseline']
     print(result['setup'])
-    print(f'{"window":>8} | {"node p50":>9} {"p99":>8} {"no reply":>8} {"RSS MiB":>8} | '
-          f'{"base p50":>9} {"p99":>8} {"no reply":>8} {"RSS MiB":>8}')
+    print(f'{"window":>8} | {"node p50":>9} {"p99":>8} {"no reply":>8} {"RSS MiB":>8} '
+          f'{"CPU us":>6} | {"base p50":>9} {"p99":>8} {"no reply":>8} {"RSS MiB":>8} '
+          f'{"CPU us":>6}')
     for a, b in zip(node['windows'], base['windows']):
         print(f'{a["window"] * window:>7g}s | {a["p50_us"]:>7.0f}us {a["p99_us"]:>6.0f}us '
-              f'{a["without_reply"]:>8d} {a["rss_mib"]:>8.1f} | {b["p50_us"]:>7.0f}us '
-              f'{b["p99_us"]:>6.0f}us {b["without_reply"]:>8d} {b["rss_mib"]:>8.1f}')
+              f'{a["without_reply"]:>8d} {a["rss_mib"]:>8.1f} '
+              f'{a.get("cpu_us_per_state", math.nan):>6.0f} | {b["p50_us"]:>7.0f}us '
+              f'{b["p99_us"]:>6.0f}us {b["without_reply"]:>8d} {b["rss_mib"]:>8.1f} '
+              f'{b.get("cpu_us_per_state", math.nan):>6.0f}')
     for name, r in (('node', node), ('baseline', base)):
         print(f'{name}: RSS {r["rss_start_mib"]:.1f} -> {r["rss_end_mib"]:.1f} MiB; CPU '
               f'{r["cpu_us_per_state"]:.0f} us per state; p50 '

@@ -274,3 +274,33 @@ def test_velocity_estimator_low_pass_converges_on_a_ramp():
     np.testing.assert_allclose(qd, v, rtol=1e-6)
     with pytest.raises(ControlParameterError):
         VelocityEstimator(3, cutoff_hz=0.0)
+
+
+def test_generated_program_takes_the_plain_float_path_with_the_same_results(arm):
+    """With a generated program (CompiledDynamics) the computed-torque law runs on plain
+    floats; it must match Pinocchio, clamp like clamp_effort, and refuse what the
+    checked path refuses."""
+    from ne_dynamics_ros.dynamics.codegen import CompiledDynamics
+    model, ref, _ = arm
+    compiled = CompiledDynamics(model)
+    limits = np.linspace(5.0, 60.0, model.n)
+    kp = np.linspace(50.0, 150.0, model.n)
+    kd = 2.0 * np.sqrt(kp)
+    cfg = config('computed_torque', model.n, kp, kd, limits=limits)
+    calls = []
+    original = compiled.rnea_values
+    compiled.rnea_values = lambda *a: calls.append(1) or original(*a)
+    clamped = 0
+    for q, qd, q_d, qd_d, qdd_d in random_states(model.n, count=20, seed=5):
+        tau = compute_effort(compiled, cfg, q, qd, q_d, qd_d, qdd_d)
+        qdd_cmd = qdd_d + kd * (qd_d - qd) + kp * (q_d - q)
+        expected = np.clip(ref.rnea(q, qd, qdd_cmd), -limits, limits)
+        np.testing.assert_allclose(tau, expected, rtol=1e-9, atol=1e-9)
+        clamped += int(np.sum(np.abs(tau) == limits))
+    assert len(calls) == 20 and clamped > 0
+    q = np.zeros(model.n)
+    with pytest.raises(ValueError):          # overflow: the checked path raises
+        compute_effort(compiled, config('computed_torque', model.n, kp=1e308, kd=0.0),
+                       q, q, q + 10.0, q, q)
+    with pytest.raises(ValueError):          # NaN state: the checked path raises
+        compute_effort(compiled, cfg, q + np.nan, q, q, q, q)

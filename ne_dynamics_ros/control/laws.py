@@ -196,6 +196,26 @@ def clamp_effort(tau, effort_limits):
     return np.minimum(np.maximum(tau, -effort_limits), effort_limits)
 
 
+def _computed_torque_values(model, config, gravity, q, qd, q_d, qd_d, qdd_d):
+    """Compute the clamped computed torque on plain floats (the usual control path).
+
+    The same operations in the same order as :func:`computed_torque` then
+    :func:`clamp_effort`, so the same numbers, without a NumPy call per operation on
+    six-element vectors. ``model.rnea_values`` is a generated program's single call
+    (:class:`~ne_dynamics_ros.dynamics.codegen.CompiledDynamics`). Returns None when it
+    cannot answer (another gravity, a non-finite value anywhere): the caller then takes
+    the checked path, which raises the right error.
+    """
+    qdd_cmd = [a + kd * (b - c) + kp * (d - e) for a, kd, b, c, kp, d, e in zip(
+        qdd_d.tolist(), config.kd.tolist(), qd_d.tolist(), qd.tolist(), config.kp.tolist(),
+        q_d.tolist(), q.tolist())]
+    tau = model.rnea_values(q.tolist(), qd.tolist(), qdd_cmd, gravity)
+    if tau is None:
+        return None
+    return np.array([-limit if t < -limit else limit if t > limit else t
+                     for t, limit in zip(tau, config.effort_limits.tolist())])
+
+
 def compute_effort(model, config: ControlLawConfig, q, qd, q_d, qd_d, qdd_d):
     """Apply the configured law and the limits: the effort command to publish.
 
@@ -214,6 +234,12 @@ def compute_effort(model, config: ControlLawConfig, q, qd, q_d, qd_d, qdd_d):
     """
     # Overflow (absurd gains) is caught below as a non-finite value or by the model.
     gravity = _NO_GRAVITY if config.hardware_compensates_gravity else config.gravity
+    if (config.mode is ControlMode.COMPUTED_TORQUE and hasattr(model, 'rnea_values')
+            and not (config.friction_compensation
+                     and not config.hardware_compensates_friction)):
+        tau = _computed_torque_values(model, config, gravity, q, qd, q_d, qd_d, qdd_d)
+        if tau is not None:
+            return tau
     with np.errstate(over='ignore', invalid='ignore'):
         if config.mode is ControlMode.COMPUTED_TORQUE:
             tau = computed_torque(model, q, qd, q_d, qd_d, qdd_d, config.kp, config.kd,

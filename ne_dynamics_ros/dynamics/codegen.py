@@ -693,6 +693,23 @@ class CompiledDynamics:
             self._checked_gravity = (gravity, answer)
         return answer
 
+    def rnea_values(self, q, qd, qdd, gravity=GRAVITY):
+        """Return the n efforts of one state as a list, or None if this cannot answer.
+
+        ``q, qd, qdd``: lists of n floats (rad, rad/s, rad/s²; m for prismatic joints) in
+        the model's joint order. None when ``gravity`` is not the program's (0, 0, -9.81)
+        or the result is not finite (NaN/inf inputs, overflow): use :meth:`rnea`, which
+        answers or raises :class:`~ne_dynamics_ros.errors.StateError`. The control path's
+        single call, without array checks or conversions.
+        """
+        if not self._is_default_gravity(gravity):
+            return None
+        try:
+            tau = self._single(q, qd, qdd)
+        except (ValueError, OverflowError, TypeError):
+            return None
+        return tau if math.isfinite(sum(tau)) else None
+
     def rnea(self, q, qd, qdd, gravity=GRAVITY, f_tip=None):
         """Inverse dynamics as :meth:`RobotModel.rnea`, by the generated program."""
         if f_tip is not None or not self._is_default_gravity(gravity):
