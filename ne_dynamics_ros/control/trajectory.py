@@ -84,35 +84,26 @@ def interpolate_segment(t, t_a, state_a, t_b, state_b):
         s, has_vel, has_acc = 0.0, False, False
     if s > T:
         s, has_vel, has_acc = T, False, False
-    zeros = np.zeros_like(q_a)
-    if not has_vel:
-        slope = (q_b - q_a) / T if T != 0.0 else zeros
-        return DesiredState(q_a + slope * s, slope.copy(), zeros)
-    qd_a = np.asarray(qd_a, dtype=float)
-    qd_b = np.asarray(qd_b, dtype=float)
-    if not has_acc:
-        c2 = c3 = zeros
-        if T != 0.0:
-            c2 = (3.0 * (q_b - q_a) - (2.0 * qd_a + qd_b) * T) / T ** 2
-            c3 = (2.0 * (q_a - q_b) + (qd_a + qd_b) * T) / T ** 3
-        q = q_a + s * (qd_a + s * (c2 + s * c3))
-        qd = qd_a + s * (2.0 * c2 + 3.0 * s * c3)
-        qdd = 2.0 * c2 + 6.0 * s * c3
-        return DesiredState(q, qd, qdd)
-    qdd_a = np.asarray(qdd_a, dtype=float)
-    qdd_b = np.asarray(qdd_b, dtype=float)
-    c2 = 0.5 * qdd_a
-    c3 = c4 = c5 = zeros
-    if T != 0.0:
-        dq = q_b - q_a
-        c3 = (20.0 * dq - (8.0 * qd_b + 12.0 * qd_a) * T - (3.0 * qdd_a - qdd_b) * T ** 2) \
-            / (2.0 * T ** 3)
-        c4 = (-30.0 * dq + (14.0 * qd_b + 16.0 * qd_a) * T
-              + (3.0 * qdd_a - 2.0 * qdd_b) * T ** 2) / (2.0 * T ** 4)
-        c5 = (12.0 * dq - 6.0 * (qd_b + qd_a) * T - (qdd_a - qdd_b) * T ** 2) / (2.0 * T ** 5)
-    q = q_a + s * (qd_a + s * (c2 + s * (c3 + s * (c4 + s * c5))))
-    qd = qd_a + s * (2.0 * c2 + s * (3.0 * c3 + s * (4.0 * c4 + s * 5.0 * c5)))
-    qdd = 2.0 * c2 + s * (6.0 * c3 + s * (12.0 * c4 + s * 20.0 * c5))
+    if T == 0.0:
+        # one instant: the first waypoint as given (a linear segment has no slope)
+        zeros = np.zeros_like(q_a)
+        return DesiredState(q_a.copy(), np.array(qd_a, dtype=float) if has_vel else zeros,
+                            np.array(qdd_a, dtype=float) if has_acc else zeros.copy())
+    coefficients = _segment_coefficients(
+        np.array([0.0, T]), np.stack([q_a, q_b]),
+        [qd_a, qd_b] if has_vel else [None, None],
+        [qdd_a, qdd_b] if has_acc else [None, None])
+    return _evaluate(coefficients[0], s)
+
+
+def _evaluate(coefficients, s):
+    """Return q, qd, qdd of the polynomial ``sum_j coefficients[j] s**j`` ((6, n)) at ``s``."""
+    s2 = s * s
+    s3 = s2 * s
+    basis = np.array(((1.0, s, s2, s3, s3 * s, s3 * s2),
+                      (0.0, 1.0, 2.0 * s, 3.0 * s2, 4.0 * s3, 5.0 * s3 * s),
+                      (0.0, 0.0, 2.0, 6.0 * s, 12.0 * s2, 20.0 * s3)))
+    q, qd, qdd = basis @ coefficients
     return DesiredState(q, qd, qdd)
 
 
@@ -120,10 +111,10 @@ def _segment_coefficients(times, positions, velocities, accelerations):
     """Return the (m - 1, 6, n) polynomial coefficients of every segment, all at once.
 
     Segment k runs from waypoint k to k + 1; ``q(s) = sum_j c[k, j] s**j`` for ``s`` in
-    ``[0, T_k]``, with the coefficients of :func:`interpolate_segment`
-    (joint_trajectory_controller's): quintic where both waypoints give velocities and
-    accelerations, cubic where both give velocities, linear otherwise (unused
-    coefficients are zero). ``times`` must increase strictly.
+    ``[0, T_k]``, with joint_trajectory_controller's ``interpolate_between_points``
+    coefficients: quintic where both waypoints give velocities and accelerations, cubic
+    where both give velocities, linear otherwise (unused coefficients are zero).
+    ``times`` must increase strictly.
     """
     m, n = positions.shape
     coefficients = np.zeros((max(m - 1, 0), 6, n))
@@ -239,13 +230,7 @@ class Trajectory:
                                     zeros if qdd is None else qdd.copy())
             coefficients, s = self._coefficients[i], t - self._abs_list[i]
         # the segment's polynomial, its coefficients worked out once (see __init__)
-        s2 = s * s
-        s3 = s2 * s
-        basis = np.array(((1.0, s, s2, s3, s3 * s, s3 * s2),
-                          (0.0, 1.0, 2.0 * s, 3.0 * s2, 4.0 * s3, 5.0 * s3 * s),
-                          (0.0, 0.0, 2.0, 6.0 * s, 12.0 * s2, 20.0 * s3)))
-        q, qd, qdd = basis @ coefficients
-        return DesiredState(q, qd, qdd)
+        return _evaluate(coefficients, s)
 
 
 def _as_finite_vector(values, length, what):
