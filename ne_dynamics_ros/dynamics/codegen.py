@@ -717,14 +717,10 @@ class CompiledDynamics:
         n = self.model.n
         if (type(q) is np.ndarray and type(qd) is np.ndarray and type(qdd) is np.ndarray
                 and q.shape == qd.shape == qdd.shape == (n,)):
-            # The hot path (one state, as the controller calls it). A finite sum means
-            # finite efforts; NaN/inf inputs or an overflow (or sin(inf)'s ValueError) take
-            # the checked path below, which raises the right StateError.
-            try:
-                tau = self._single(q.tolist(), qd.tolist(), qdd.tolist())
-            except (ValueError, OverflowError):
-                tau = None
-            if tau is not None and math.isfinite(sum(tau)):
+            # One state: no array validators. NaN/inf inputs or an overflow give None and
+            # take the checked path below, which raises the right StateError.
+            tau = self.rnea_values(q.tolist(), qd.tolist(), qdd.tolist(), gravity)
+            if tau is not None:
                 return np.array(tau)
         s = self.model._states(q=q, qd=qd, qdd=qdd)
         if s['q'].ndim == 1:
