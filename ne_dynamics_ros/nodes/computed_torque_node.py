@@ -497,21 +497,17 @@ class ComputedTorqueNode(Node):
             return
         # one lock for "decide, then publish" here and in the watchdog: the watchdog's zero
         # command can never overtake a command of a state that ended the timeout
-        stamp = msg.header.stamp
         with self._command_lock, self._fp_errors.context():
             out = controller.update(
                 self._ros_clock.now().nanoseconds, msg.name, msg.position, msg.velocity,
-                msg.effort, stamp_ns=stamp.sec * 1_000_000_000 + stamp.nanosec,
+                msg.effort, stamp_ns=_nanoseconds(msg.header.stamp),
                 steady_ns=time.monotonic_ns())
             if not isinstance(out, NoCommand):
                 # one message object, refilled: publish() serializes it at once
                 self._effort_msg.data = out.effort.tolist()
                 self._effort_pub.publish(self._effort_msg)
-        kinds = self._fp_errors.take()
-        if kinds:
-            self._warnings.warn('floating_point', f'floating-point {", ".join(kinds)} while '
-                                'answering a joint_states message (the command, if any, was '
-                                'checked finite and within the limits)')
+        self._warn_floating_point(self._fp_errors, 'answering a joint_states message (the '
+                                  'command, if any, was checked finite and within the limits)')
         if isinstance(out, NoCommand):
             if out.reason is not SkipReason.NOT_CONTROLLED:
                 self._warnings.warn(out.reason.value, _SKIP_WARNINGS[out.reason] + out.message)
@@ -537,6 +533,13 @@ class ComputedTorqueNode(Node):
                 positions=out.desired.q.tolist(), velocities=out.desired.qd.tolist(),
                 accelerations=out.desired.qdd.tolist())]
             self._desired_pub.publish(desired)
+
+    def _warn_floating_point(self, errors, doing):
+        """Warn (throttled) of the floating-point errors ``errors`` collected while ``doing``."""
+        kinds = errors.take()
+        if kinds:
+            self._warnings.warn('floating_point',
+                                f'floating-point {", ".join(kinds)} while {doing}')
 
     def _on_trajectory_bytes(self, data):
         """Executor thread: bound the size, then hand the bytes to the preparing thread."""
@@ -590,10 +593,7 @@ class ComputedTorqueNode(Node):
                                 f'one: {err}')
             return
         finally:
-            kinds = fp_errors.take()
-            if kinds:
-                self._warnings.warn('floating_point', f'floating-point {", ".join(kinds)} '
-                                    'while preparing a trajectory')
+            self._warn_floating_point(fp_errors, 'preparing a trajectory')
         self.accepted_trajectories += 1
         log = self.get_logger().debug if len(points) == 1 else self.get_logger().info
         log(f'new trajectory: {len(points)} points, {trajectory.times[-1]:.3f} s')
