@@ -128,3 +128,22 @@ def test_renauds_example_robot_in_fewer_operations_than_004():
     model = load_model(bench.renaud_example_urdf(), tip_link='link_6', convention='mdh')
     program, _ = check_generated(model, np.random.default_rng(8))
     assert program.operations['mul'] + program.operations['add'] < 164 + 115
+
+
+def test_the_three_body_wrench_forms_agree():
+    """ω × (Jω), the form on ω's products and the form on b's elements: one wrench."""
+    from ne_dynamics_ros.dynamics import codegen
+    from ne_dynamics_ros.dynamics.rnea import _b_matrix, _body_wrench, LinkDynamics
+    rng = np.random.default_rng(4)
+    for _ in range(20):
+        J = rng.normal(size=(3, 3))
+        J = J + J.T
+        link = LinkDynamics(False, 0.1, 0.2, 0.3, 0.0, 0.9, 0.2, float(rng.uniform(0, 5)),
+                            tuple(rng.normal(size=3)), tuple(map(tuple, J)))
+        w, wd, vd = (tuple(rng.normal(size=3)) for _ in range(3))
+        b = _b_matrix(w, wd)
+        F, N = _body_wrench(link, w, wd, vd, b)
+        for form in (codegen._body_wrench_products, codegen._body_wrench_b):
+            F2, N2 = form(link, w, wd, vd, b)
+            np.testing.assert_allclose(F2, F, rtol=1e-12, atol=1e-12)
+            np.testing.assert_allclose(N2, N, rtol=1e-12, atol=1e-12)

@@ -233,6 +233,35 @@ def _body_wrench_products(link, w, wd, vd, b):
     return F, N
 
 
+def _body_wrench_b(link, w, wd, vd, b):
+    """Return the body wrench of :func:`~ne_dynamics_ros.dynamics.rnea._body_wrench`, on b.
+
+    ``N = J ω̇ + ω × (J ω) + MS × v̇`` gathered parameter by parameter (Khalil's
+    customised Newton–Euler): each product of inertia multiplies one 3-vector whose
+    components are elements of Renaud's b = ω̇^ + ω^ω^ (already formed for b·MS and b·p),
+    e.g. XY (ω̇_y - ω_x ω_z, ω̇_x + ω_y ω_z, ω_x² - ω_y²) = XY (-b_20, b_21, b_00 - b_11):
+
+        N_x = XX ω̇_x + (ZZ - YY) ω_y ω_z - XY b_20 + XZ b_10 + YZ (b_11 - b_22)
+        N_y = YY ω̇_y + (XX - ZZ) ω_x ω_z + XY b_21 + XZ (b_22 - b_00) - YZ b_01
+        N_z = ZZ ω̇_z + (YY - XX) ω_x ω_y + XY (b_00 - b_11) - XZ b_12 + YZ b_02
+
+    so a product of inertia costs 3 multiplications instead of 5.
+    """
+    ms = link.first_moment
+    J = link.inertia_origin
+    F = _add(_scale(link.mass, vd), _inertia_times(b, ms))
+    (jxx, jxy, jxz), (_, jyy, jyz), (_, _, jzz) = J
+    xy, xz, yz = w[0] * w[1], w[0] * w[2], w[1] * w[2]
+    N = (jxx * wd[0] + _differ(jzz, jyy) * yz - jxy * b[2][0] + jxz * b[1][0]
+         + jyz * (b[1][1] - b[2][2]),
+         jyy * wd[1] + _differ(jxx, jzz) * xz + jxy * b[2][1] + jxz * (b[2][2] - b[0][0])
+         - jyz * b[0][1],
+         jzz * wd[2] + _differ(jyy, jxx) * xy + jxy * (b[0][0] - b[1][1]) - jxz * b[1][2]
+         + jyz * b[0][2])
+    N = _add(N, _cross(ms, vd))
+    return F, N
+
+
 def _axis_symmetric_tail(links):
     """Index of a last revolute link whose rotation about its own axis cannot matter, or None.
 
@@ -285,22 +314,21 @@ def generate(model, use_base_parameters=True):
     """Generate the robot-specific Newton–Euler program of ``model`` (module docstring).
 
     Every model :func:`load_model` accepts can be generated; ``use_base_parameters=False``
-    keeps all standard parameters (a longer program, same efforts). The gyroscopic moment
-    of each link is written in whichever of its two equal forms (ω × (Jω), or on the
-    products of ω: :func:`_body_wrench_products`) gives the shorter program, chosen link
-    by link from the outermost.
+    keeps all standard parameters (a longer program, same efforts). The moment of each
+    link is written in whichever of its three equal forms (ω × (Jω); on the products of ω,
+    :func:`_body_wrench_products`; on the elements of b, :func:`_body_wrench_b`) gives the
+    shorter program, chosen link by link from the outermost.
     """
     if use_base_parameters:
         model = reduced_model(model)
-    products = [True] * model.n
-    best = _program(model, products)
+    forms = [_body_wrench_b] * model.n
+    best = _program(model, forms)
     for index in range(model.n - 1, -1, -1):
-        products[index] = False
-        candidate = _program(model, products)
-        if _total(candidate) < _total(best):
-            best = candidate
-        else:
-            products[index] = True
+        for form in (_body_wrench_products, _body_wrench):
+            trial = forms[:index] + [form] + forms[index + 1:]
+            candidate = _program(model, trial)
+            if _total(candidate) < _total(best):
+                best, forms = candidate, trial
     return best
 
 
@@ -308,8 +336,8 @@ def _total(program):
     return program.operations['mul'] + program.operations['add']
 
 
-def _program(model, products):
-    """Generate ``model``'s program, link i's gyroscopic moment on ω's products if products[i]."""
+def _program(model, forms):
+    """Generate ``model``'s program, link i's body wrench by ``forms[i]``."""
     emitter = Emitter()
     links = _exact_links(model)
     n = model.n
@@ -347,8 +375,7 @@ def _program(model, products):
     symmetric = _axis_symmetric_tail(links) if model.convention is Convention.MDH else None
     if symmetric is not None:
         cos_theta[symmetric], sin_theta[symmetric] = 1.0, 0.0
-    forms = {id(link): (_body_wrench_products if flag else _body_wrench)
-             for link, flag in zip(links, products)}
+    forms = {id(link): form for link, form in zip(links, forms)}
 
     def body_wrench(link, *motion):
         return forms[id(link)](link, *motion)
