@@ -114,6 +114,10 @@ def test_symbols_fold_zeros_ones_and_reuse_quantities():
     f = -(y - x)                                            # the same difference
     assert (d.name, d.sign) == (f.name, f.sign) and len(e.lines) == 2
     assert e.operations() == {'mul': 1, 'add': 1}
+    g = (x + y) - x                                         # a sum that cancels: y, free
+    h = d - x                                               # (x - y) - x = -y
+    assert (g.name, g.sign, h.name, h.sign) == ('y', 1.0, 'y', -1.0)
+    assert len(e.lines) == 3                                # only x + y was emitted
 
 
 def test_renauds_example_robot_in_fewer_operations_than_004():

@@ -49,6 +49,7 @@ class Emitter:
     def __init__(self):
         self.lines = []          # (name, left, operator, right)
         self._known = {}
+        self._sums = {}          # name of an emitted sum -> {operand: +-1}
         self._count = 0
 
     def emit(self, operator, left, right):
@@ -60,7 +61,24 @@ class Emitter:
             name = f'x{self._count}'
             self._known[key] = name
             self.lines.append((name, key[1], operator, key[2]))
+            if operator != '*':
+                self._sums[name] = {key[1]: 1.0, key[2]: 1.0 if operator == '+' else -1.0}
         return name
+
+    def cancelled(self, sa, a, sb, b):
+        """``(sign, name)`` if ``sa a + sb b`` reduces to one term, a sum cancelling out.
+
+        E.g. ``(u + v) - u = v`` (Renaud's b for a link whose incoming ω has no z
+        component: ω_x ω_z + ω̇_y holds ω_x q̇ twice, once with each sign). Else None.
+        """
+        terms = {}
+        for sign, name in ((sa, a), (sb, b)):
+            for operand, coefficient in self._sums.get(name, {name: 1.0}).items():
+                terms[operand] = terms.get(operand, 0.0) + sign * coefficient
+        left = [(c, operand) for operand, c in terms.items() if c != 0.0]
+        if len(left) == 1 and abs(left[0][0]) == 1.0 and not left[0][1][0].isdigit():
+            return left[0]
+        return None
 
     def operations(self):
         """Count multiplications and additions/subtractions in the emitted lines."""
@@ -121,6 +139,9 @@ class Symbol:
             return self
         sa, a = self._term()
         sb, b = other._term()
+        single = self.emitter.cancelled(sa, a, sb, b)
+        if single is not None:
+            return self._named(single[1], single[0])
         if sa == sb:
             return self._named(self.emitter.emit('+', a, b), sa)
         if a == b:
