@@ -558,19 +558,17 @@ def python_source(program, robot='robot'):
         'Standard parameters (XX XY XZ YY YZ ZZ MX MY MZ M Ia Fv Fc per joint):\n'
         f'{names}\n"""\n')
     unpack, batch_body, rows = _batch_lines(program, '        ')
-    return (header + 'import math\n\n'
+    return (header + 'from math import cos, sin\n\n'
             f'JOINT_NAMES = {program.joint_names!r}\n'
             f"OPERATIONS = {{'mul': {ops['mul']}, 'add': {ops['add']}}}\n\n\n"
-            'def _rnea(q, qd, qdd, sin=math.sin, cos=math.cos):\n'
-            + '\n'.join(body) + f'\n    return [{outputs}]\n\n\n'
             'def rnea(q, qd, qdd):\n'
             '    """Return the n joint efforts for one state (sequences of n floats)."""\n'
-            '    return _rnea(q, qd, qdd)\n\n\n'
+            + '\n'.join(body) + f'\n    return [{outputs}]\n\n\n'
             'def rnea_batch(q, qd, qdd):\n'
             '    """Return the (N, n) efforts for (N, n) arrays of states.\n\n'
-            f'    The lines of ``_rnea`` as NumPy ufuncs, {BATCH_BLOCK} states at a time, each\n'
+            f'    The lines of ``rnea`` as NumPy ufuncs, {BATCH_BLOCK} states at a time, each\n'
             '    quantity written into a reused row of one buffer (fewer than\n'
-            f'    {_SMALL_BATCH} states: ``_rnea`` in a loop).\n'
+            f'    {_SMALL_BATCH} states: ``rnea`` in a loop).\n'
             '    """\n'
             '    import numpy as np\n'
             '    mul, add, sub, neg = np.multiply, np.add, np.subtract, np.negative\n'
@@ -582,7 +580,7 @@ def python_source(program, robot='robot'):
             '    count = q_all.shape[0]\n'
             f'    if count < {_SMALL_BATCH}:    # a ufunc call per line costs more than a loop\n'
             '        states = zip(q_all.tolist(), qd_all.tolist(), qdd_all.tolist())\n'
-            f'        return np.array([_rnea(*s) for s in states]).reshape(count, {n})\n'
+            f'        return np.array([rnea(*s) for s in states]).reshape(count, {n})\n'
             '    q_all, qd_all, qdd_all = (np.ascontiguousarray(a.T)\n'
             '                              for a in (q_all, qd_all, qdd_all))\n'
             f'    result = np.empty(({n}, count))\n'
@@ -651,14 +649,14 @@ def c_source(program, robot='robot', function='ne_rnea'):
 
 
 def count_operations(source):
-    """Recount ``{'mul', 'add'}`` from a generated Python source's ``_rnea`` body.
+    """Recount ``{'mul', 'add'}`` from a generated Python source's ``rnea`` body.
 
     Multiplications and binary additions/subtractions, including those inside sin/cos
     arguments; unary minus is a sign and is not counted.
     """
     tree = ast.parse(source)
     function = next(node for node in tree.body
-                    if isinstance(node, ast.FunctionDef) and node.name == '_rnea')
+                    if isinstance(node, ast.FunctionDef) and node.name == 'rnea')
     counts = {'mul': 0, 'add': 0}
     for node in ast.walk(function):
         if isinstance(node, ast.BinOp):
