@@ -458,8 +458,23 @@ def soak_one(args, baseline, domain_id):
                         'cpu_us_per_state': (cpu[w] - (cpu[w - 1] if w else cpu_start))
                         / per_window * 1e6})
     all_latency = np.array([(receipts[s] - s) * 1e-3 for s in sent if s in receipts])
+    # the states of the 20 ms after each trajectory message against all the others
+    after = (np.arange(count) % int(args.rate)) < int(round(0.02 * args.rate))
+    split = {}
+    for label, mask in (('after_trajectory', after), ('other', ~after)):
+        lat = np.array([(receipts[s] - s) * 1e-3 for s in sent[mask] if s in receipts])
+        split[label] = {'p50_us': percentile(lat, 50), 'p99_us': percentile(lat, 99),
+                        'share_of_slowest_1pct': 0.0}
+    slowest = np.percentile(all_latency, 99) if all_latency.size else math.nan
+    answered = np.array([s in receipts for s in sent])
+    latency_by_state = np.full(count, np.nan)
+    latency_by_state[answered] = all_latency
+    tail = latency_by_state >= slowest
+    if tail.any():
+        split['after_trajectory']['share_of_slowest_1pct'] = float((tail & after).sum() / tail.sum())
+        split['other']['share_of_slowest_1pct'] = float((tail & ~after).sum() / tail.sum())
     return {'rss_start_mib': rss_start, 'rss_end_mib': rss_end, 'windows': windows,
-            'cpu_us_per_state': cpu_used / count * 1e6,
+            'cpu_us_per_state': cpu_used / count * 1e6, 'split': split,
             'p50_us': percentile(all_latency, 50), 'p99_us': percentile(all_latency, 99),
             'without_reply': int(count - len(all_latency)), 'published': count}
 
@@ -501,6 +516,10 @@ def print_soak(result, window):
               f'{r["cpu_us_per_state"]:.0f} us per state; p50 '
               f'{r["p50_us"]:.0f} us, p99 {r["p99_us"]:.0f} us; {r["without_reply"]} of '
               f'{r["published"]} without reply')
+        for label, part in r['split'].items():
+            print(f'  {name} states {label.replace("_", " ")}: p50 {part["p50_us"]:.0f} us, '
+                  f'p99 {part["p99_us"]:.0f} us, {100 * part["share_of_slowest_1pct"]:.0f} % '
+                  'of the slowest 1 %')
     print(f'p99 node / baseline: {result["p99_ratio"]:.2f} (goal <= 1.2)')
 
 

@@ -283,6 +283,23 @@ def _body_wrench_b(link, w, wd, vd, b):
     return F, N
 
 
+def _with_first_armature(link, armature, convention):
+    """Link 1 with the first joint's armature added to its inertia about the joint axis.
+
+    The base does not move, so ω_1 = q̇_1 z and ω̇_1 = q̈_1 z (z the joint axis in frame 1):
+    J + Ia z zᵀ adds Ia q̈_1 z + ω_1 × (Ia q̇_1 z) = Ia q̈_1 z to the moment of link 1 and
+    nothing else, i.e. Ia q̈_1 to tau_1 alone, the armature term. Khalil's grouping of
+    Ia_1 with ZZ_1: one multiplication and one addition fewer.
+    """
+    if convention is Convention.MDH:
+        z = (0.0, 0.0, 1.0)
+    else:                                  # z_0 in DH frame 1
+        z = (0.0, link.sin_alpha, link.cos_alpha)
+    inertia = tuple(tuple(_snap(link.inertia_origin[r][c] + armature * z[r] * z[c])
+                          for c in range(3)) for r in range(3))
+    return dataclasses.replace(link, inertia_origin=inertia)
+
+
 def _axis_symmetric_tail(links):
     """Index of a last revolute link whose rotation about its own axis cannot matter, or None.
 
@@ -361,6 +378,10 @@ def _program(model, forms):
     """Generate ``model``'s program, link i's body wrench by ``forms[i]``."""
     emitter = Emitter()
     links = _exact_links(model)
+    armature = [_snap(value) for value in model.armature]
+    if links and not links[0].prismatic and armature[0]:
+        links[0], armature[0] = _with_first_armature(links[0], armature[0],
+                                                     model.convention), 0.0
     n = model.n
     trig, cos_theta, sin_theta, d = [], [], [], []
     for i, link in enumerate(links):
@@ -406,8 +427,7 @@ def _program(model, forms):
     outputs = []
     for i, t in enumerate(tau):
         total = (t if isinstance(t, Symbol) else Symbol(emitter, value=_snap(t)))
-        armature = _snap(model.armature[i])
-        total = total + qdd[i] * armature
+        total = total + qdd[i] * armature[i]
         outputs.append(total.text())
     # Keep only what the efforts need (quantities whose every use was multiplied by a
     # zero parameter were emitted in the outward pass but are never read).
