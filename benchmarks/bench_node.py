@@ -471,8 +471,8 @@ def soak_one(args, baseline, domain_id):
     latency_by_state[answered] = all_latency
     tail = latency_by_state >= slowest
     if tail.any():
-        split['after_trajectory']['share_of_slowest_1pct'] = float((tail & after).sum() / tail.sum())
-        split['other']['share_of_slowest_1pct'] = float((tail & ~after).sum() / tail.sum())
+        for label, mask in (('after_trajectory', after), ('other', ~after)):
+            split[label]['share_of_slowest_1pct'] = float((tail & mask).sum() / tail.sum())
     return {'rss_start_mib': rss_start, 'rss_end_mib': rss_end, 'windows': windows,
             'cpu_us_per_state': cpu_used / count * 1e6, 'split': split,
             'p50_us': percentile(all_latency, 50), 'p99_us': percentile(all_latency, 99),

@@ -26,4 +26,8 @@ def test_bench_node_soak_reports_every_window_for_node_and_baseline(domain_id):
         assert run['without_reply'] < run['published'] / 2
         assert 0 < run['p50_us'] <= run['p99_us']
         assert run['cpu_us_per_state'] > 0
+        # the states just after each trajectory message, and the others, reported apart
+        split = run['split']
+        assert set(split) == {'after_trajectory', 'other'}
+        assert abs(sum(part['share_of_slowest_1pct'] for part in split.values()) - 1) < 1e-9
     assert result['p99_ratio'] > 0

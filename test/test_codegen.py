@@ -151,3 +151,14 @@ def test_the_three_body_wrench_forms_agree():
             F2, N2 = form(link, w, wd, vd, b)
             np.testing.assert_allclose(F2, F, rtol=1e-12, atol=1e-12)
             np.testing.assert_allclose(N2, N, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize('convention', ['mdh', 'dh'])
+def test_first_joint_armature_costs_no_operation(convention):
+    """Ia_1 joins ZZ of link 1 (the base does not move): same program length, right efforts."""
+    xml = PUMA560_URDF.read_text()
+    bare = load_model(xml, tip_link='flange', convention=convention)
+    first = load_model(xml, tip_link='flange', convention=convention,
+                       armature=[0.78, 0, 0, 0, 0, 0])
+    program, _ = check_generated(first, np.random.default_rng(12))
+    assert program.operations == generate(bare).operations

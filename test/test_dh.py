@@ -143,3 +143,20 @@ def test_nearly_parallel_axes_stay_usable(tilt, convention):
     ref = PinocchioReference(xml, model.joint_names, 'tip')
     q, qd, qdd = np.array([[0.3, -0.7, 1.1], [0.5, 0.2, -0.4], [1.0, -2.0, 0.5]])
     np.testing.assert_allclose(model.rnea(q, qd, qdd), ref.rnea(q, qd, qdd), atol=1e-6)
+
+
+@pytest.mark.parametrize('gap_in_tolerances', [0.3, 1.0, 1.5, 1e4])
+@pytest.mark.parametrize('convention', ['dh', 'mdh'])
+def test_a_gap_up_to_the_distance_tolerance_is_an_intersection(gap_in_tolerances, convention):
+    """Axes closer than DISTANCE_TOL (1e-10 m) intersect; the frames move by <= 2 gaps."""
+    from ne_dynamics_ros.dynamics.dh import DISTANCE_TOL
+    gap = gap_in_tolerances * DISTANCE_TOL
+    joints = [('0 0 0', '0 0 0', '0 0 1'), ('0 0 0', '0 0 0', '0 1 0'),
+              (f'{gap!r} 0 0', '-3.141592653589793 -3.141592653589793 -1.5707963267948966',
+               '1 0 0')]
+    model = load_model(_chain_xml(joints), tip_link='tip', convention=convention)
+    residual = fk_residual(model, samples=20)
+    if gap <= DISTANCE_TOL:
+        assert residual <= 2.0 * gap + 1e-15
+    else:
+        assert residual < 1e-12                  # a kept gap is exact

@@ -13,6 +13,7 @@ import yaml
 
 from conftest import PUMA560_URDF, UR5E_URDF
 from ne_dynamics_ros import fk_residual, load_model
+from ne_dynamics_ros.dynamics.dh import DISTANCE_TOL
 
 CONVENTIONS = ('dh', 'mdh')
 
@@ -71,7 +72,9 @@ def test_random_chains_match_pinocchio(robot, seed):
         model = load_model(robot['xml'], tip_link=robot['tip'], convention=convention,
                            armature=armature)
         assert model.joint_names == robot['joints']
-        assert fk_residual(model, samples=5) < 1e-10
+        # exact but for gaps of at most DISTANCE_TOL between axes, which the converter
+        # takes as intersections (the DH frames then move by up to twice the gap)
+        assert fk_residual(model, samples=5) < 2.5 * DISTANCE_TOL
         batch = model.rnea(q, qd, qdd, gravity)
         for k in range(len(q)):
             expected = ref.rnea(q[k], qd[k], qdd[k], gravity)
