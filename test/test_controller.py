@@ -374,6 +374,28 @@ def test_bad_states_are_dropped_and_counted(puma_ref):
     assert c.dropped_joint_states == len(BAD_STATES)
 
 
+def test_states_with_many_names_are_answered_or_dropped_by_their_size(puma_ref):
+    """Up to MAX_STATE_JOINTS names the chain joints are found wherever they are; a name
+    given twice among thousands is found; more names than the bound: dropped unread."""
+    from ne_dynamics_ros.control.controller import MAX_STATE_JOINTS
+    c = make()
+    strangers = [f'stranger_{i}' for i in range(MAX_STATE_JOINTS - 6)]
+    names = strangers[:5000] + PUMA_JOINTS[::-1] + strangers[5000:]
+    q = [0.0] * 5000 + list(Q0[::-1]) + [0.0] * (len(strangers) - 5000)
+    qd = [0.0] * 5000 + list(QD0[::-1]) + [0.0] * (len(strangers) - 5000)
+    good = check_command(c.update(0, names, q, qd))
+    _, want = expected(puma_ref, 'computed_torque', Q0, QD0, Q0, 0 * Q0, 0 * Q0)
+    np.testing.assert_allclose(good.effort, want, rtol=1e-9, atol=1e-9)
+    twice = names[:-1] + ['stranger_17']
+    out = c.update(MS, twice, q, qd)
+    assert isinstance(out, NoCommand) and out.reason is SkipReason.INVALID_STATE
+    assert out.message == "joint 'stranger_17' appears twice"
+    out = c.update(2 * MS, names + ['one_more'], q + [0.0], qd + [0.0])
+    assert isinstance(out, NoCommand) and out.reason is SkipReason.INVALID_STATE
+    assert f'{MAX_STATE_JOINTS + 1} joint names, more than MAX_STATE_JOINTS' in out.message
+    assert c.dropped_joint_states == 2
+
+
 def test_missing_velocity_is_estimated_by_filtered_differences(puma_ref):
     cutoff = 50.0
     c = make(velocity_filter_cutoff=cutoff)

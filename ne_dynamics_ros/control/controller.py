@@ -43,6 +43,7 @@ first ``now_ns`` seen, so they keep sub-microsecond resolution whatever the epoc
 Units: q in rad (m for prismatic joints), qd in rad/s, qdd in rad/s^2, efforts in N*m (N).
 """
 import array
+from collections import Counter
 import enum
 import math
 import threading
@@ -52,7 +53,7 @@ from typing import Mapping, NamedTuple, Optional, Sequence, Union
 import numpy as np
 
 from ne_dynamics_ros.control.laws import (
-    check_effort_limits, check_gravity, compute_effort, ControlLawConfig, ControlMode,
+    check_effort_limits, check_gravity, compute_effort_values, ControlLawConfig, ControlMode,
     ControlParameterError, expand_gain, NonFiniteEffortError, parse_mode)
 from ne_dynamics_ros.control.trajectory import (
     DesiredState, Trajectory, trajectory_from_points, TrajectoryError, TrajectoryPoint)
@@ -74,6 +75,9 @@ MAX_POSITION = 1e6
 #: A measured or estimated speed more than this many times the URDF velocity limit is not
 #: believed either (no arm moves that fast; a glitch or a unit error does).
 SPEED_FACTOR = 10.0
+#: A joint state naming more joints than this is dropped unread: no robot has that many,
+#: and checking the names of a larger message would hold up the control path.
+MAX_STATE_JOINTS = 10_000
 
 #: The settings that can change while running, with their defaults.
 DEFAULT_SETTINGS = {
@@ -317,8 +321,8 @@ class ComputedTorqueController:
         self.joints = joints
         self.effort_limits = limits
         # None: the command order is the chain order (the usual case), nothing to reorder
-        self._command_index = (None if list(joints) == list(model.joint_names) else
-                               np.array([model.joint_names.index(j) for j in joints]))
+        self._command_order = (None if list(joints) == list(model.joint_names) else
+                               [model.joint_names.index(j) for j in joints])
         if not isinstance(settings, ControllerSettings):
             settings = ControllerSettings.from_values(settings or {}, n)
         elif settings.kp.size != n or settings.kd.size != n:
@@ -336,6 +340,7 @@ class ComputedTorqueController:
         self._stamp_origin_ns = None
         self._last_valid_steady_ns = None
         self._name_cache = (None, None)
+        self._name_order = None          # the chain's indices into the cached names, a list
         #: Incremented whenever the reference restarts from a measured position (first
         #: state, resume after a timeout, leaving gravity compensation): a trajectory
         #: prepared from an older reference is refused.
@@ -461,23 +466,28 @@ class ComputedTorqueController:
     # ---- joint states -> law -> effort --------------------------------------------------
 
     def _chain_index(self, names):
-        """Return the indices into ``names`` of the chain joints; None if it has none of them."""
+        """Return the indices into ``names`` of the chain joints; None if it has none of them.
+
+        Linear and at C speed (a set and ``tuple.index``): a state of thousands of names
+        must not hold up the control path. Raises JointStateError for a name given twice
+        or a chain joint missing.
+        """
         key = tuple(names)
         if self._name_cache[0] == key:
             return self._name_cache[1]
-        position = {}
-        for i, name in enumerate(names):
-            if name in position:
-                raise JointStateError(f'joint {name!r} appears twice')
-            position[name] = i
+        present = set(key)
+        if len(present) != len(key):
+            name = Counter(key).most_common(1)[0][0]
+            raise JointStateError(f'joint {name[:80]!r} appears twice')
         chain = self.model.joint_names
-        if not any(name in position for name in chain):
+        if not any(name in present for name in chain):
             index = None
         else:
-            missing = [name for name in chain if name not in position]
+            missing = [name for name in chain if name not in present]
             if missing:
                 raise JointStateError(f'joints {missing} missing')
-            index = np.array([position[name] for name in chain])
+            index = np.array([key.index(name) for name in chain])
+            self._name_order = index.tolist()
         self._name_cache = (key, index)
         return index
 
@@ -488,6 +498,9 @@ class ComputedTorqueController:
             JointStateError: mismatched lengths, missing or duplicated joints, NaN/inf.
         """
         k = len(names)
+        if k > MAX_STATE_JOINTS:
+            raise JointStateError(f'{k} joint names, more than MAX_STATE_JOINTS '
+                                  f'({MAX_STATE_JOINTS}): dropped unread')
         for field, values in (('position', positions), ('velocity', velocities),
                               ('effort', efforts)):
             size = len(values)
@@ -576,15 +589,19 @@ class ComputedTorqueController:
     def _update(self, now_ns, joint_names, positions, velocities, efforts, stamp_ns,
                 steady_ns):
         now = self._seconds(now_ns)
-        try:
-            state = self._measured_state(joint_names, positions, velocities, efforts,
-                                         stamp_ns, now)
-        except JointStateError as err:
-            self.dropped_joint_states += 1
-            return NoCommand(SkipReason.INVALID_STATE, str(err))
+        state = self._usual_state(joint_names, positions, velocities, efforts)
         if state is None:
-            return NoCommand(SkipReason.NOT_CONTROLLED,
-                             f'none of the controlled joints {self.model.joint_names}')
+            # anything unusual (new names, a fault, velocities to estimate): checked
+            try:
+                state = self._measured_state(joint_names, positions, velocities, efforts,
+                                             stamp_ns, now)
+            except JointStateError as err:
+                self.dropped_joint_states += 1
+                return NoCommand(SkipReason.INVALID_STATE, str(err))
+            if state is None:
+                return NoCommand(SkipReason.NOT_CONTROLLED,
+                                 f'none of the controlled joints {self.model.joint_names}')
+            state = (state[0].tolist(), state[1].tolist())
         q, qd = state
         resumed = self.timed_out
         if self.timed_out or self._rehold or self.trajectory is None:
@@ -592,22 +609,51 @@ class ComputedTorqueController:
             if resumed:
                 # differences across the silence are no velocity: start afresh
                 self._velocity_estimator.reset()
-        q_d, qd_d, qdd_d = self.trajectory.sample(self._sample_time(stamp_ns, now_ns, now))
+        # plain lists of floats from here to the Command: six-element NumPy arithmetic
+        # costs more in call overhead than it computes
+        q_d, qd_d, qdd_d = self.trajectory.sample_values(
+            self._sample_time(stamp_ns, now_ns, now))
         try:
-            tau = compute_effort(self.dynamics, self.law, q, qd, q_d, qd_d, qdd_d)
+            tau = compute_effort_values(self.dynamics, self.law, q, qd, q_d, qd_d, qdd_d)
         except (NonFiniteEffortError, StateError) as err:
             self.dropped_joint_states += 1
             return NoCommand(SkipReason.NO_VALID_EFFORT, str(err))
         self._last_valid_steady_ns = now_ns if steady_ns is None else steady_ns
-        order = self._command_index
-        if order is None:
-            return Command(effort=tau, desired=DesiredState(q_d, qd_d, qdd_d),
-                           position_error=q_d - q, velocity_error=qd_d - qd,
-                           resumed=resumed)
-        return Command(effort=tau[order],
-                       desired=DesiredState(q_d[order], qd_d[order], qdd_d[order]),
-                       position_error=(q_d - q)[order], velocity_error=(qd_d - qd)[order],
-                       resumed=resumed)
+        position_error = [a - b for a, b in zip(q_d, q)]
+        velocity_error = [a - b for a, b in zip(qd_d, qd)]
+        order = self._command_order
+        if order is not None:
+            tau, q_d, qd_d, qdd_d, position_error, velocity_error = (
+                [v[i] for i in order]
+                for v in (tau, q_d, qd_d, qdd_d, position_error, velocity_error))
+        array = np.array
+        return Command(effort=array(tau),
+                       desired=DesiredState(array(q_d), array(qd_d), array(qdd_d)),
+                       position_error=array(position_error),
+                       velocity_error=array(velocity_error), resumed=resumed)
+
+    def _usual_state(self, names, positions, velocities, efforts):
+        """(q, qd) as lists in chain order for the usual state; None for any other.
+
+        The usual state: the joint names of the previous state, a position and a velocity
+        per name, efforts empty or one per name, every position within its bounds and
+        every velocity within its speed bound, all plain comparisons (NaN fails them).
+        Any other state goes to :meth:`_measured_state`, which names what is wrong,
+        estimates missing velocities or finds the joints of new names.
+        """
+        key, index = self._name_cache
+        k = len(names)
+        if (index is None or k != len(key) or len(positions) != k or len(velocities) != k
+                or len(efforts) not in (0, k) or tuple(names) != key):
+            return None
+        index = self._name_order
+        q = [float(positions[i]) for i in index]
+        qd = [float(velocities[i]) for i in index]
+        low, high = self._position_bounds
+        if not (all(lo <= v <= hi for v, lo, hi in zip(q, low, high))
+                and all(-m <= v <= m for v, m in zip(qd, self._speed_bounds))):
+            return None
+        return q, qd
 
     def _hold(self, q, now):
         """Start (or restart after a timeout / mode change) by holding the measured q."""

@@ -157,6 +157,17 @@ class ControlLawConfig:
     hardware_compensates_gravity: bool = False
     hardware_compensates_friction: bool = False
 
+    @property
+    def gain_values(self):
+        """(kp, kd, effort_limits) as lists of floats, made once (for the control path)."""
+        cached = self.__dict__.get('_gain_values')
+        if cached is None:
+            cached = (np.asarray(self.kp, dtype=float).tolist(),
+                      np.asarray(self.kd, dtype=float).tolist(),
+                      np.asarray(self.effort_limits, dtype=float).tolist())
+            object.__setattr__(self, '_gain_values', cached)
+        return cached
+
 
 def computed_torque(model, q, qd, q_d, qd_d, qdd_d, kp, kd, gravity):
     """Computed-torque law, ``001_ccc6fd40c72dea18.txt`` eqs 4.1, 4.4.
@@ -201,19 +212,43 @@ def _computed_torque_values(model, config, gravity, q, qd, q_d, qd_d, qdd_d):
 
     The same operations in the same order as :func:`computed_torque` then
     :func:`clamp_effort`, so the same numbers, without a NumPy call per operation on
-    six-element vectors. ``model.rnea_values`` is a generated program's single call
-    (:class:`~ne_dynamics_ros.dynamics.codegen.CompiledDynamics`). Returns None when it
-    cannot answer (another gravity, a non-finite value anywhere): the caller then takes
-    the checked path, which raises the right error.
+    six-element vectors. Arguments are lists of n floats; ``model.rnea_values`` is a
+    generated program's single call
+    (:class:`~ne_dynamics_ros.dynamics.codegen.CompiledDynamics`). Returns a list, or None
+    when it cannot answer (another gravity, a non-finite value anywhere): the caller then
+    takes the checked path, which raises the right error.
     """
+    gains = config.gain_values
     qdd_cmd = [a + kd * (b - c) + kp * (d - e) for a, kd, b, c, kp, d, e in zip(
-        qdd_d.tolist(), config.kd.tolist(), qd_d.tolist(), qd.tolist(), config.kp.tolist(),
-        q_d.tolist(), q.tolist())]
-    tau = model.rnea_values(q.tolist(), qd.tolist(), qdd_cmd, gravity)
+        qdd_d, gains[1], qd_d, qd, gains[0], q_d, q)]
+    tau = model.rnea_values(q, qd, qdd_cmd, gravity)
     if tau is None:
         return None
-    return np.array([-limit if t < -limit else limit if t > limit else t
-                     for t, limit in zip(tau, config.effort_limits.tolist())])
+    return [-limit if t < -limit else limit if t > limit else t
+            for t, limit in zip(tau, gains[2])]
+
+
+def _fast_path(model, config):
+    """Tell whether :func:`_computed_torque_values` may answer for this law and model."""
+    return (config.mode is ControlMode.COMPUTED_TORQUE and hasattr(model, 'rnea_values')
+            and not (config.friction_compensation
+                     and not config.hardware_compensates_friction))
+
+
+def compute_effort_values(model, config: ControlLawConfig, q, qd, q_d, qd_d, qdd_d):
+    """:func:`compute_effort` on lists of n floats, returning a list (the control path).
+
+    Plain floats through the generated program when the law allows it
+    (:func:`_computed_torque_values`); otherwise, or when that cannot answer, the arrays
+    of :func:`compute_effort`, which raises what it raises.
+    """
+    if _fast_path(model, config):
+        gravity = _NO_GRAVITY if config.hardware_compensates_gravity else config.gravity
+        tau = _computed_torque_values(model, config, gravity, q, qd, q_d, qd_d, qdd_d)
+        if tau is not None:
+            return tau
+    return compute_effort(model, config, *(np.array(v, dtype=float)
+                                           for v in (q, qd, q_d, qd_d, qdd_d))).tolist()
 
 
 def compute_effort(model, config: ControlLawConfig, q, qd, q_d, qd_d, qdd_d):
@@ -234,12 +269,12 @@ def compute_effort(model, config: ControlLawConfig, q, qd, q_d, qd_d, qdd_d):
     """
     # Overflow (absurd gains) is caught below as a non-finite value or by the model.
     gravity = _NO_GRAVITY if config.hardware_compensates_gravity else config.gravity
-    if (config.mode is ControlMode.COMPUTED_TORQUE and hasattr(model, 'rnea_values')
-            and not (config.friction_compensation
-                     and not config.hardware_compensates_friction)):
-        tau = _computed_torque_values(model, config, gravity, q, qd, q_d, qd_d, qdd_d)
+    if _fast_path(model, config):
+        tau = _computed_torque_values(
+            model, config, gravity,
+            *(np.asarray(v, dtype=float).tolist() for v in (q, qd, q_d, qd_d, qdd_d)))
         if tau is not None:
-            return tau
+            return np.array(tau)
     with np.errstate(over='ignore', invalid='ignore'):
         if config.mode is ControlMode.COMPUTED_TORQUE:
             tau = computed_torque(model, q, qd, q_d, qd_d, qdd_d, config.kp, config.kd,
