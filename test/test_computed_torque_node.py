@@ -25,6 +25,7 @@ from builtin_interfaces.msg import Duration, Time
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.parameter import Parameter
 from rclpy.qos import QoSDurabilityPolicy, QoSProfile, QoSReliabilityPolicy
+from rclpy.serialization import serialize_message
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
 from test_control_law import PinocchioArm, urdf_joint_values
@@ -525,10 +526,31 @@ def test_robot_description_topic(make_harness, ros_context, puma_ref):
     ([Parameter('kd', value=-1.0)], 'kd'),
     (puma_params(dynamics_backend='fast'), 'dynamics_backend'),
     (puma_params(executor='multi'), 'executor'),
+    (puma_params(max_trajectory_bytes=0), 'max_trajectory_bytes'),
+    (puma_params(max_trajectory_bytes=1.5e6), 'max_trajectory_bytes'),
 ])
 def test_bad_configuration_fails_in_the_constructor(ros_context, params, match):
     with pytest.raises(NodeConfigurationError, match=match):
         ComputedTorqueNode(context=ros_context, parameter_overrides=params)
+
+
+@pytest.mark.parametrize('bound', [None, 1000])
+def test_trajectory_messages_over_the_size_bound_are_dropped_unread(make_harness, bound):
+    """The default bound (MAX_TRAJECTORY_BYTES) and a lowered one: a message one byte
+    over is counted as dropped and never reaches the preparing thread."""
+    from ne_dynamics_ros.nodes.computed_torque_node import MAX_TRAJECTORY_BYTES
+    h = make_harness(puma_params() if bound is None
+                     else puma_params(max_trajectory_bytes=bound))
+    limit = MAX_TRAJECTORY_BYTES if bound is None else bound
+    h.exchange(PUMA_JOINTS, Q0, QD0)
+    h.node._on_trajectory_bytes(bytes(limit + 1))
+    assert h.node.dropped_trajectories == 1
+    assert h.node._pending_trajectory is None
+    good = serialize_message(trajectory_msg(PUMA_JOINTS, [(0.5, SET_Q)]))
+    assert len(good) <= limit
+    h.node._on_trajectory_bytes(good)                  # under the bound: prepared
+    h.spin_until(lambda: h.node.accepted_trajectories == 1, what='the trajectory')
+    assert h.node.dropped_trajectories == 1
 
 
 @pytest.mark.parametrize('backend', ['generated', 'recursive'])

@@ -37,14 +37,15 @@ watchdog period (state_timeout / 4, between 5 ms and 0.1 s).
 
 Threads: ``joint_states`` are answered on the executor's thread (the control path;
 :func:`main` spins on rclpy's C++ ``EventsExecutor`` unless ``executor`` says
-``single_threaded``). The
-state-timeout watchdog runs on a thread of its own, so no callback, however long, can
-keep it from publishing. Trajectories are taken from DDS as serialized bytes; messages
-larger than :data:`MAX_TRAJECTORY_BYTES` are dropped unread, the others are deserialized,
-checked and interpolated on a third thread (a 20 000-point trajectory takes about half a
-second of rclpy deserialization alone), then swapped in; a trajectory arriving while
-another is being prepared waits, and a newer one replaces it. NumPy floating-point
-warnings raised while handling a message become the node's own throttled warnings.
+``single_threaded``). The state-timeout watchdog runs on a thread of its own, so no
+Python callback, however long, can keep it from publishing (C++ code holding the GIL
+can: rclpy takes every message whole before any callback sees it, about 2 ms per MB
+here). Trajectories are taken from DDS as serialized bytes; messages larger than
+``max_trajectory_bytes`` are dropped unread, the others are deserialized, checked and
+interpolated on a third thread (a 20 000-point trajectory takes about half a second of
+rclpy deserialization alone), then swapped in; a trajectory arriving while another is
+being prepared waits, and a newer one replaces it. NumPy floating-point warnings raised
+while handling a message become the node's own throttled warnings.
 
 State timeout: once commanding, if no valid ``joint_states`` message arrives for
 ``state_timeout`` seconds (steady clock), the node logs an error and publishes an
@@ -92,8 +93,8 @@ NODE_NAME = 'computed_torque_node'
 #: Values of the ``executor`` parameter (see :func:`make_executor`).
 EXECUTORS = ('events', 'single_threaded')
 
-#: Serialized size (bytes) beyond which a trajectory message is dropped without being
-#: deserialized: 32 MiB holds the 100 000 points that
+#: Default of ``max_trajectory_bytes``, the serialized size beyond which a trajectory
+#: message is dropped without being deserialized: 32 MiB holds the 100 000 points that
 #: :data:`~ne_dynamics_ros.control.trajectory.MAX_POINTS` allows for a 7-joint arm with
 #: positions, velocities and accelerations.
 MAX_TRAJECTORY_BYTES = 32 * 1024 * 1024
@@ -208,6 +209,12 @@ PARAMETERS = {
         'rad (m for prismatic joints): a joint_states position beyond a URDF joint limit by '
         'more than this is dropped as a glitch (.inf: no check).', dynamic_typing=True,
         constraints='>= 0')),
+    'max_trajectory_bytes': (MAX_TRAJECTORY_BYTES, _descriptor(
+        'Serialized size (bytes) beyond which a trajectory message is dropped unread. It '
+        'saves the deserialization, not the take: rclpy copies every message whole, '
+        'holding the GIL, before the node sees its size (about 2 ms per MB on the '
+        'reference machine), so keep publishers of huge messages off the topic.',
+        read_only=True, constraints='integer > 0')),
     'velocity_filter_cutoff': (DEFAULT_SETTINGS['velocity_filter_cutoff'], _descriptor(
         'Cut-off frequency (Hz) of the low-pass on finite-difference velocities, used when '
         'joint_states carries no velocity.', dynamic_typing=True, constraints='> 0')),
@@ -321,6 +328,10 @@ class ComputedTorqueNode(Node):
             if self.get_parameter('executor').value not in EXECUTORS:
                 raise ValueError(f'executor {self.get_parameter("executor").value!r} is not '
                                  f'one of {EXECUTORS}')
+            self._max_trajectory_bytes = self.get_parameter('max_trajectory_bytes').value
+            if type(self._max_trajectory_bytes) is not int or self._max_trajectory_bytes <= 0:
+                raise ValueError(f'max_trajectory_bytes must be an integer > 0, got '
+                                 f'{self._max_trajectory_bytes!r}')
         except (ParameterException, ValueError) as err:
             self.get_logger().error(f'invalid parameter: {err}')
             self.destroy_node()
@@ -543,10 +554,11 @@ class ComputedTorqueNode(Node):
 
     def _on_trajectory_bytes(self, data):
         """Executor thread: bound the size, then hand the bytes to the preparing thread."""
-        if len(data) > MAX_TRAJECTORY_BYTES:
+        if len(data) > self._max_trajectory_bytes:
             self.dropped_trajectories += 1
             self._warnings.warn('trajectory', f'dropped a trajectory message of {len(data)} '
-                                f'bytes unread: more than {MAX_TRAJECTORY_BYTES} bytes')
+                                f'bytes unread: more than max_trajectory_bytes '
+                                f'({self._max_trajectory_bytes})')
             return
         with self._trajectory_ready:
             superseded = self._pending_trajectory is not None
