@@ -339,8 +339,8 @@ class ComputedTorqueController:
         self._epoch_ns = None
         self._stamp_origin_ns = None
         self._last_valid_steady_ns = None
+        #: (names of the last state, as a tuple; the chain's indices into them, a list)
         self._name_cache = (None, None)
-        self._name_order = None          # the chain's indices into the cached names, a list
         #: Incremented whenever the reference restarts from a measured position (first
         #: state, resume after a timeout, leaving gravity compensation): a trajectory
         #: prepared from an older reference is refused.
@@ -466,7 +466,7 @@ class ComputedTorqueController:
     # ---- joint states -> law -> effort --------------------------------------------------
 
     def _chain_index(self, names):
-        """Return the indices into ``names`` of the chain joints; None if it has none of them.
+        """Return the chain joints' indices into ``names``, a list; None if it names none.
 
         Linear and at C speed (a set and ``tuple.index``): a state of thousands of names
         must not hold up the control path. Raises JointStateError for a name given twice
@@ -486,8 +486,7 @@ class ComputedTorqueController:
             missing = [name for name in chain if name not in present]
             if missing:
                 raise JointStateError(f'joints {missing} missing')
-            index = np.array([key.index(name) for name in chain])
-            self._name_order = index.tolist()
+            index = [key.index(name) for name in chain]
         self._name_cache = (key, index)
         return index
 
@@ -646,7 +645,6 @@ class ComputedTorqueController:
         if (index is None or k != len(key) or len(positions) != k or len(velocities) != k
                 or len(efforts) not in (0, k) or tuple(names) != key):
             return None
-        index = self._name_order
         q = [float(positions[i]) for i in index]
         qd = [float(velocities[i]) for i in index]
         low, high = self._position_bounds
