@@ -446,33 +446,30 @@ def soak_one(args, baseline, domain_id):
     finally:
         tear_down(node_proc, bench, context, executor, stop, spinner)
 
+    # latency of each state published, us; NaN: no reply
+    latency = np.array([(receipts[s] - s) * 1e-3 if s in receipts else np.nan for s in sent])
+    answered = ~np.isnan(latency)
     windows = []
     for w in range(count // per_window):
-        stamps = sent[w * per_window:(w + 1) * per_window]
-        latency_us = np.array([(receipts[s] - s) * 1e-3 for s in stamps if s in receipts])
+        part = latency[w * per_window:(w + 1) * per_window]
+        replied = part[~np.isnan(part)]
         windows.append({'window': w + 1,
-                        'p50_us': percentile(latency_us, 50),
-                        'p99_us': percentile(latency_us, 99),
-                        'without_reply': int(len(stamps) - len(latency_us)),
+                        'p50_us': percentile(replied, 50),
+                        'p99_us': percentile(replied, 99),
+                        'without_reply': int(part.size - replied.size),
                         'rss_mib': rss[w],
                         'cpu_us_per_state': (cpu[w] - (cpu[w - 1] if w else cpu_start))
                         / per_window * 1e6})
-    all_latency = np.array([(receipts[s] - s) * 1e-3 for s in sent if s in receipts])
+    all_latency = latency[answered]
     # the states of the 20 ms after each trajectory message against all the others
     after = (np.arange(count) % int(args.rate)) < int(round(0.02 * args.rate))
+    tail = latency >= (np.percentile(all_latency, 99) if all_latency.size else math.nan)
     split = {}
     for label, mask in (('after_trajectory', after), ('other', ~after)):
-        lat = np.array([(receipts[s] - s) * 1e-3 for s in sent[mask] if s in receipts])
+        lat = latency[mask & answered]
         split[label] = {'p50_us': percentile(lat, 50), 'p99_us': percentile(lat, 99),
-                        'share_of_slowest_1pct': 0.0}
-    slowest = np.percentile(all_latency, 99) if all_latency.size else math.nan
-    answered = np.array([s in receipts for s in sent])
-    latency_by_state = np.full(count, np.nan)
-    latency_by_state[answered] = all_latency
-    tail = latency_by_state >= slowest
-    if tail.any():
-        for label, mask in (('after_trajectory', after), ('other', ~after)):
-            split[label]['share_of_slowest_1pct'] = float((tail & mask).sum() / tail.sum())
+                        'share_of_slowest_1pct': (float((tail & mask).sum() / tail.sum())
+                                                  if tail.any() else 0.0)}
     return {'rss_start_mib': rss_start, 'rss_end_mib': rss_end, 'windows': windows,
             'cpu_us_per_state': cpu_used / count * 1e6, 'split': split,
             'p50_us': percentile(all_latency, 50), 'p99_us': percentile(all_latency, 99),
