@@ -191,16 +191,17 @@ def test_a_node_that_dies_mid_run_gives_exit_5_and_the_reason(tmp_path, domain_i
     """The controller's callback raises after 20 joint states: the demo reports it, no hang."""
     from ne_dynamics_ros.nodes import computed_torque_node
     from ne_dynamics_ros.tools import demo
-    original = computed_torque_node.ComputedTorqueNode._on_joint_state
+    original = computed_torque_node.ComputedTorqueNode._on_joint_state_bytes
     calls = {'n': 0}
 
-    def failing(self, msg):
+    def failing(self, data):
         calls['n'] += 1
         if calls['n'] > 20:
             raise RuntimeError('simulated controller crash')
-        return original(self, msg)
+        return original(self, data)
 
-    monkeypatch.setattr(computed_torque_node.ComputedTorqueNode, '_on_joint_state', failing)
+    monkeypatch.setattr(computed_torque_node.ComputedTorqueNode, '_on_joint_state_bytes',
+                        failing)
     code = demo.main(['--duration', '0.5', '--settle', '0.2', '--output', str(tmp_path / 'o')])
     err = capsys.readouterr().err
     assert code == demo.EXIT_CRASH == 5

@@ -24,6 +24,7 @@ import os
 import pathlib
 import re
 import signal
+import struct
 import subprocess
 import sys
 import threading
@@ -437,6 +438,63 @@ def test_undeserializable_trajectory_bytes_are_dropped(ros_context, make_bytes):
     finally:
         node.destroy_node()
     assert not any(thread.is_alive() for thread in node._threads)
+
+
+def big_endian_joint_state(names, position, velocity):
+    """A JointState in big-endian plain CDR (encapsulation 00 00), written field by field."""
+    out = bytearray(b'\x00\x00\x00\x00')
+
+    def align(size):
+        out.extend(b'\x00' * ((-(len(out) - 4)) % size))
+
+    def string(text):
+        raw = text.encode() + b'\x00'
+        align(4)
+        out.extend(struct.pack('>I', len(raw)) + raw)
+
+    out.extend(struct.pack('>iI', 0, 0))
+    string('')
+    align(4)
+    out.extend(struct.pack('>I', len(names)))
+    for name in names:
+        string(name)
+    for values in (position, velocity, []):
+        align(4)
+        out.extend(struct.pack('>I', len(values)))
+        if values:
+            align(8)
+            out.extend(struct.pack(f'>{len(values)}d', *values))
+    return bytes(out)
+
+
+@pytest.mark.parametrize('make_bytes, answered', [
+    (lambda: b'', False),
+    (lambda: b'\x00\x01\x00\x00' + b'\xff' * 64, False),
+    (lambda: serialize_message(state(velocity=[0.0] * 6))[:60], False),
+    (lambda: b'\x00\x07\x00\x00' + b'\xff' * 64, False),
+    (lambda: big_endian_joint_state(PUMA_JOINTS, Q0.tolist(), [0.0] * 6), True),
+], ids=['empty', 'garbage', 'truncated', 'unknown encoding', 'big-endian'])
+def test_joint_state_bytes_read_or_dropped(ros_context, make_bytes, answered, capfd):
+    """The node reads joint_states bytes itself; rclpy reads other encodings (big-endian
+    here); bytes neither can read are dropped, counted and warned about."""
+    from ne_dynamics_ros.nodes.computed_torque_node import ComputedTorqueNode
+    from rclpy.parameter import Parameter
+
+    node = ComputedTorqueNode(context=ros_context, parameter_overrides=[
+        Parameter('urdf_path', value=str(PUMA_URDF))])
+    try:
+        node._on_joint_state_bytes(make_bytes())
+        controller = node.controller
+        assert controller.dropped_joint_states == (0 if answered else 1)
+        # the first answered state makes the reference hold the measured position
+        assert (controller.trajectory is not None) == answered
+        if answered:
+            np.testing.assert_array_equal(controller.trajectory.sample(0.0).q, Q0)
+    finally:
+        node.destroy_node()
+    err = capfd.readouterr().err
+    assert ('dropped a joint_states message' in err) != answered, err
+    assert 'Traceback' not in err
 
 
 if __name__ == '__main__':

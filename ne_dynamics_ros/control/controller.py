@@ -46,6 +46,7 @@ import array
 from collections import Counter
 import enum
 import math
+from operator import itemgetter, le
 import threading
 from dataclasses import dataclass
 from typing import Mapping, NamedTuple, Optional, Sequence, Union
@@ -190,25 +191,68 @@ class ControllerSettings:
                 'position_limit_margin': self.position_limit_margin}
 
 
-class Command(NamedTuple):
+def _picker(index):
+    """Return a function giving the items of a sequence at ``index`` (a list), a tuple."""
+    if index is None:
+        return None
+    if len(index) == 1:
+        i = index[0]
+        return lambda values: (values[i],)
+    return itemgetter(*index)
+
+
+class Command:
     """What :meth:`ComputedTorqueController.update` answers a valid state with.
 
-    Every array is (n,) in the command order :attr:`ComputedTorqueController.joints`.
+    Every vector is (n,) in the command order :attr:`ComputedTorqueController.joints`,
+    held as a list of floats (the ``*_values`` attributes: what a message is filled
+    from); the array properties build a new (n,) array on each access.
 
     Attributes:
-        effort: the command, N*m (N); finite and within the effort limits.
-        desired: the reference ``(q, qd, qdd)`` sampled for this state.
-        position_error: ``q_d - q``, rad (m).
-        velocity_error: ``qd_d - qd``, rad/s (m/s).
+        effort_values: the command, N*m (N); finite and within the effort limits.
+        desired_values: the reference ``(q, qd, qdd)`` sampled for this state, three
+            lists: rad, rad/s, rad/s^2 (m, m/s, m/s^2).
+        position_error_values: ``q_d - q``, rad (m).
+        velocity_error_values: ``qd_d - qd``, rad/s (m/s).
         resumed: True when this state ended a state timeout (the reference now holds the
             position it measured; the previous trajectory was discarded).
     """
 
-    effort: np.ndarray
-    desired: DesiredState
-    position_error: np.ndarray
-    velocity_error: np.ndarray
-    resumed: bool = False
+    __slots__ = ('effort_values', 'desired_values', 'position_error_values',
+                 'velocity_error_values', 'resumed')
+
+    def __init__(self, effort_values, desired_values, position_error_values,
+                 velocity_error_values, resumed=False):
+        self.effort_values = effort_values
+        self.desired_values = desired_values
+        self.position_error_values = position_error_values
+        self.velocity_error_values = velocity_error_values
+        self.resumed = resumed
+
+    @property
+    def effort(self) -> np.ndarray:
+        """(n,) the command, N*m (N)."""
+        return np.array(self.effort_values, dtype=float)
+
+    @property
+    def desired(self) -> DesiredState:
+        """The reference ``(q, qd, qdd)`` as (n,) arrays."""
+        return DesiredState(*(np.array(v, dtype=float) for v in self.desired_values))
+
+    @property
+    def position_error(self) -> np.ndarray:
+        """(n,) ``q_d - q``, rad (m)."""
+        return np.array(self.position_error_values, dtype=float)
+
+    @property
+    def velocity_error(self) -> np.ndarray:
+        """(n,) ``qd_d - qd``, rad/s (m/s)."""
+        return np.array(self.velocity_error_values, dtype=float)
+
+    def __repr__(self):
+        return (f'Command(effort={self.effort_values}, desired={self.desired_values}, '
+                f'position_error={self.position_error_values}, '
+                f'velocity_error={self.velocity_error_values}, resumed={self.resumed})')
 
 
 class SkipReason(str, enum.Enum):
@@ -340,7 +384,7 @@ class ComputedTorqueController:
         self._stamp_origin_ns = None
         self._last_valid_steady_ns = None
         #: (names of the last state, as a tuple; the chain's indices into them, a list)
-        self._name_cache = (None, None)
+        self._name_cache = (None, None, None)      # names, chain indices, their picker
         #: Incremented whenever the reference restarts from a measured position (first
         #: state, resume after a timeout, leaving gravity compensation): a trajectory
         #: prepared from an older reference is refused.
@@ -396,6 +440,7 @@ class ComputedTorqueController:
         self._position_bounds = (np.where(np.isnan(low), -MAX_POSITION, low).tolist(),
                                  np.where(np.isnan(high), MAX_POSITION, high).tolist())
         self._speed_bounds = (SPEED_FACTOR * self.model.velocity_limits).tolist()
+        self._negative_speed_bounds = [-m for m in self._speed_bounds]
         self.law = ControlLawConfig(
             mode=settings.mode, kp=settings.kp, kd=settings.kd, gravity=settings.gravity,
             effort_limits=self.effort_limits,
@@ -487,7 +532,7 @@ class ComputedTorqueController:
             if missing:
                 raise JointStateError(f'joints {missing} missing')
             index = [key.index(name) for name in chain]
-        self._name_cache = (key, index)
+        self._name_cache = (key, index, _picker(index))
         return index
 
     def _measured_state(self, names, positions, velocities, efforts, stamp_ns, now):
@@ -585,6 +630,16 @@ class ComputedTorqueController:
             return self._update(now_ns, joint_names, positions, velocities, efforts, stamp_ns,
                                 steady_ns)
 
+    def reject_state(self, reason: str) -> 'NoCommand':
+        """Count a joint state its caller could not even read (e.g. malformed bytes).
+
+        Returns ``NoCommand(INVALID_STATE, reason)``, counted in
+        :attr:`dropped_joint_states` like the states :meth:`update` drops.
+        """
+        with self._lock:
+            self.dropped_joint_states += 1
+        return NoCommand(SkipReason.INVALID_STATE, reason)
+
     def _update(self, now_ns, joint_names, positions, velocities, efforts, stamp_ns,
                 steady_ns):
         now = self._seconds(now_ns)
@@ -625,11 +680,7 @@ class ComputedTorqueController:
             tau, q_d, qd_d, qdd_d, position_error, velocity_error = (
                 [v[i] for i in order]
                 for v in (tau, q_d, qd_d, qdd_d, position_error, velocity_error))
-        array = np.array
-        return Command(effort=array(tau),
-                       desired=DesiredState(array(q_d), array(qd_d), array(qdd_d)),
-                       position_error=array(position_error),
-                       velocity_error=array(velocity_error), resumed=resumed)
+        return Command(tau, (q_d, qd_d, qdd_d), position_error, velocity_error, resumed)
 
     def _usual_state(self, names, positions, velocities, efforts):
         """(q, qd) as lists in chain order for the usual state; None for any other.
@@ -640,16 +691,18 @@ class ComputedTorqueController:
         Any other state goes to :meth:`_measured_state`, which names what is wrong,
         estimates missing velocities or finds the joints of new names.
         """
-        key, index = self._name_cache
+        key, index, pick = self._name_cache
         k = len(names)
         if (index is None or k != len(key) or len(positions) != k or len(velocities) != k
-                or len(efforts) not in (0, k) or tuple(names) != key):
+                or len(efforts) not in (0, k) or names is not key and tuple(names) != key):
             return None
-        q = [float(positions[i]) for i in index]
-        qd = [float(velocities[i]) for i in index]
+        q = list(map(float, pick(positions)))
+        qd = list(map(float, pick(velocities)))
         low, high = self._position_bounds
-        if not (all(lo <= v <= hi for v, lo, hi in zip(q, low, high))
-                and all(-m <= v <= m for v, m in zip(qd, self._speed_bounds))):
+        # element-wise comparisons at C speed (map over operator.le); NaN fails them
+        if not (all(map(le, low, q)) and all(map(le, q, high))
+                and all(map(le, self._negative_speed_bounds, qd))
+                and all(map(le, qd, self._speed_bounds))):
             return None
         return q, qd
 

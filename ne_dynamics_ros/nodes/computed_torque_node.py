@@ -37,7 +37,11 @@ watchdog period (state_timeout / 4, between 5 ms and 0.1 s).
 
 Threads: ``joint_states`` are answered on the executor's thread (the control path;
 :func:`main` spins on rclpy's C++ ``EventsExecutor`` unless ``executor`` says
-``single_threaded``). The state-timeout watchdog runs on a thread of its own, so no
+``single_threaded``). They are taken as serialized bytes and read by
+:mod:`ne_dynamics_ros.nodes.cdr` (rclpy's conversion into Python objects costs more than
+the control law); an encoding other than little-endian CDR goes to rclpy's deserializer,
+and bytes neither can read are dropped with a warning. The effort command and
+``~/tracking_error`` are published as bytes written there too. The state-timeout watchdog runs on a thread of its own, so no
 Python callback, however long, can keep it from publishing (C++ code holding the GIL
 can: rclpy takes every message whole before any callback sees it, about 2 ms per MB
 here). Trajectories are taken from DDS as serialized bytes; messages larger than
@@ -85,8 +89,12 @@ from std_msgs.msg import Float64MultiArray, String
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from ne_dynamics_ros.control.controller import (
-    ComputedTorqueController, ControllerSettings, DEFAULT_SETTINGS, NoCommand, SkipReason)
+    Command, ComputedTorqueController, ControllerSettings, DEFAULT_SETTINGS,
+    MAX_STATE_JOINTS, SkipReason)
 from ne_dynamics_ros.control.trajectory import TrajectoryError, TrajectoryPoint
+from ne_dynamics_ros.nodes.cdr import (
+    CdrError, float64_multi_array_bytes, joint_names_block, joint_state_bytes,
+    JointStateFields, JointStateReader, UnsupportedEncoding)
 from ne_dynamics_ros.resources import find_resource
 
 NODE_NAME = 'computed_torque_node'
@@ -250,6 +258,14 @@ def _unset_to_none(param):
     return param.value
 
 
+def _joint_state_fields(msg):
+    """Return the :class:`JointStateFields` of a ``sensor_msgs/JointState`` object."""
+    stamp = msg.header.stamp
+    return JointStateFields(stamp.sec, stamp.nanosec,
+                            msg.header.frame_id.encode('utf-8', 'replace'), tuple(msg.name),
+                            msg.position, msg.velocity, msg.effort)
+
+
 def _nanoseconds(msg_time):
     """Convert a builtin_interfaces Time to integer nanoseconds."""
     return msg_time.sec * 1_000_000_000 + msg_time.nanosec
@@ -352,8 +368,9 @@ class ComputedTorqueNode(Node):
         self.controller = None
         self._effort_pub = self.create_publisher(
             Float64MultiArray, 'effort_controller/commands', 10)
-        self._effort_msg = Float64MultiArray()
-        self._tracking_error_msg = JointState()
+        self._state_reader = JointStateReader(MAX_STATE_JOINTS)
+        #: controller.joints serialized once for ~/tracking_error (set by _build)
+        self._joints_block = None
         #: (~/tracking_error, ~/desired) have subscribers; refreshed by the watchdog thread
         self._diagnostics_wanted = (False, False)
         self._ros_clock = self.get_clock()
@@ -382,8 +399,11 @@ class ComputedTorqueNode(Node):
 
         self.add_on_set_parameters_callback(self._validate_parameters)
         self.add_post_set_parameters_callback(self._apply_parameters)
+        # Raw bytes, read by ne_dynamics_ros.nodes.cdr: rclpy's own conversion of a
+        # JointState into Python objects costs more than the control law.
         self._joint_state_sub = self.create_subscription(
-            JointState, 'joint_states', self._on_joint_state, JOINT_STATE_QOS)
+            JointState, 'joint_states', self._on_joint_state_bytes, JOINT_STATE_QOS,
+            raw=True)
         # Raw bytes: the size is bounded before anything is deserialized, and the
         # deserialization (slow for long trajectories) runs on the preparing thread.
         self._trajectory_sub = self.create_subscription(
@@ -456,6 +476,7 @@ class ComputedTorqueNode(Node):
         except ValueError as err:
             # ModelError/URDFError/StateError and ControlParameterError are ValueErrors.
             raise NodeConfigurationError(f'cannot build the robot model: {err}') from err
+        self._joints_block = joint_names_block(controller.joints)
         self.controller = controller
         model = controller.model
         for note in model.warnings:
@@ -502,48 +523,80 @@ class ComputedTorqueNode(Node):
 
     # ---- joint states -> controller -> effort ---------------------------------------------
 
-    def _on_joint_state(self, msg):
+    def _on_joint_state_bytes(self, data):
+        """Executor thread: one serialized ``joint_states`` message (the control path)."""
         controller = self.controller
         if controller is None:
             return
+        try:
+            state = self._state_reader.read(data)
+        except UnsupportedEncoding:
+            # not little-endian plain CDR: rclpy's deserializer reads every encoding
+            try:
+                msg = deserialize_message(data, JointState)
+            except Exception as err:  # noqa: BLE001 - whatever rclpy raises, drop it
+                self._skip(controller.reject_state(
+                    f'cannot deserialize it: {type(err).__name__}: {err}'))
+                return
+            state = _joint_state_fields(msg)
+        except CdrError as err:
+            self._skip(controller.reject_state(str(err)))
+            return
+        self._answer(controller, state)
+
+    def _on_joint_state(self, msg):
+        """Answer a ``sensor_msgs/JointState`` object as the subscription answers its bytes."""
+        controller = self.controller
+        if controller is not None:
+            self._answer(controller, _joint_state_fields(msg))
+
+    def _now_ns(self):
+        """ROS time now, ns: the system clock unless simulated time (/clock) is active."""
+        clock = self._ros_clock
+        return clock.now().nanoseconds if clock.ros_time_is_active else time.time_ns()
+
+    def _answer(self, controller, state):
+        """Command (and diagnose) one joint state, a :class:`JointStateFields`."""
         # one lock for "decide, then publish" here and in the watchdog: the watchdog's zero
         # command can never overtake a command of a state that ended the timeout
         with self._command_lock, self._fp_errors.context():
             out = controller.update(
-                self._ros_clock.now().nanoseconds, msg.name, msg.position, msg.velocity,
-                msg.effort, stamp_ns=_nanoseconds(msg.header.stamp),
+                self._now_ns(), state.names, state.position, state.velocity, state.effort,
+                stamp_ns=state.sec * 1_000_000_000 + state.nanosec,
                 steady_ns=time.monotonic_ns())
-            if not isinstance(out, NoCommand):
-                # one message object, refilled: publish() serializes it at once
-                self._effort_msg.data = out.effort.tolist()
-                self._effort_pub.publish(self._effort_msg)
-        self._warn_floating_point(self._fp_errors, 'answering a joint_states message (the '
-                                  'command, if any, was checked finite and within the limits)')
-        if isinstance(out, NoCommand):
-            if out.reason is not SkipReason.NOT_CONTROLLED:
-                self._warnings.warn(out.reason.value, _SKIP_WARNINGS[out.reason] + out.message)
+            commanded = out.__class__ is Command
+            if commanded:
+                self._effort_pub.publish(float64_multi_array_bytes(out.effort_values))
+        if self._fp_errors.kinds:
+            self._warn_floating_point(self._fp_errors, 'answering a joint_states message (the '
+                                      'command, if any, was checked finite and within the '
+                                      'limits)')
+        if not commanded:
+            self._skip(out)
             return
         if out.resumed:
             self.get_logger().info('valid joint_states again: resuming, holding the current '
                                    'position (the previous trajectory is discarded)')
-        tau = out.effort.tolist()
         # The diagnostics cost a DDS write each: only when someone listens (the watchdog
         # thread refreshes who listens, see _run_watchdog).
         if self._diagnostics_wanted[0]:
-            error = self._tracking_error_msg          # refilled, like the effort message
-            if error.name != controller.joints:
-                error.name = controller.joints
-            error.header = msg.header
-            error.position = out.position_error.tolist()
-            error.velocity = out.velocity_error.tolist()
-            error.effort = tau
-            self._tracking_error_pub.publish(error)
+            self._tracking_error_pub.publish(joint_state_bytes(
+                state.sec, state.nanosec, state.frame_id, self._joints_block,
+                out.position_error_values, out.velocity_error_values, out.effort_values))
         if self._diagnostics_wanted[1]:
-            desired = JointTrajectory(header=msg.header, joint_names=controller.joints)
-            desired.points = [JointTrajectoryPoint(
-                positions=out.desired.q.tolist(), velocities=out.desired.qd.tolist(),
-                accelerations=out.desired.qdd.tolist())]
+            q_d, qd_d, qdd_d = out.desired_values
+            desired = JointTrajectory(joint_names=controller.joints)
+            desired.header.stamp.sec = state.sec
+            desired.header.stamp.nanosec = state.nanosec
+            desired.header.frame_id = state.frame_id.decode('utf-8', 'replace')
+            desired.points = [JointTrajectoryPoint(positions=q_d, velocities=qd_d,
+                                                   accelerations=qdd_d)]
             self._desired_pub.publish(desired)
+
+    def _skip(self, out):
+        """Warn (throttled) of a :class:`NoCommand`, unless the state was not ours."""
+        if out.reason is not SkipReason.NOT_CONTROLLED:
+            self._warnings.warn(out.reason.value, _SKIP_WARNINGS[out.reason] + out.message)
 
     def _warn_floating_point(self, errors, doing):
         """Warn (throttled) of the floating-point errors ``errors`` collected while ``doing``."""

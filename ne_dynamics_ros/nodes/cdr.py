@@ -1,0 +1,218 @@
+"""The node's hot-path messages read from and written to CDR bytes directly.
+
+rclpy turns every received ``sensor_msgs/JointState`` into Python objects field by field
+(about 40 us for six joints on the reference machine, more than the control law), and
+every published message back. The node takes ``joint_states`` as serialized bytes
+(``raw=True``) and reads them here with :mod:`struct`, caching the serialized joint-name
+block of the previous state, and publishes its effort command and tracking error as
+bytes written here.
+
+The layout is the plain CDR of the DDS specification (OMG DDS-XTypes 1.3, section 7.4.3
+"XCDR version 1"), as rmw_fastrtps and rmw_cyclonedds put ROS 2 messages on the wire and
+as rosbag2 records them: a 4-byte encapsulation header (``00 01``: little-endian CDR, then
+two option bytes), then the fields in declaration order, each primitive aligned to its own
+size counted from the end of the header; a string is a uint32 length including the NUL,
+the UTF-8 bytes and the NUL; a sequence is a uint32 count then its elements.
+:class:`JointStateReader` reads the little-endian encapsulation and raises
+:class:`UnsupportedEncoding` for any other, which the node hands to rclpy's own
+deserializer; tests check both directions against rclpy's serializer.
+
+No ROS import: the layout is fixed by the message definitions
+(``std_msgs/Header``, ``sensor_msgs/JointState``, ``std_msgs/Float64MultiArray``).
+"""
+from array import array
+import functools
+import struct
+import sys
+from typing import NamedTuple, Sequence, Tuple
+
+__all__ = ['CdrError', 'UnsupportedEncoding', 'TooManyNames', 'JointStateFields',
+           'JointStateReader', 'joint_names_block', 'joint_state_bytes',
+           'float64_multi_array_bytes']
+
+#: Encapsulation header of little-endian plain CDR (options zero), as rmw writes it.
+CDR_LE = b'\x00\x01\x00\x00'
+
+_HEADER = struct.Struct('<iII')        # header.stamp.sec, .nanosec, frame_id length
+_UINT32 = struct.Struct('<I')
+_DOUBLES_SWAPPED = sys.byteorder != 'little'
+_PADS = tuple(b'\x00' * k for k in range(5))   # the NUL of a string and its padding
+
+
+class CdrError(ValueError):
+    """The bytes are not a well-formed message of the expected type (names the field)."""
+
+
+class UnsupportedEncoding(CdrError):
+    """Well-formed perhaps, but not little-endian plain CDR: read it with rclpy."""
+
+
+class TooManyNames(CdrError):
+    """A joint state names more joints than the reader's bound; it was not read further."""
+
+
+class JointStateFields(NamedTuple):
+    """A ``sensor_msgs/JointState`` as read from CDR.
+
+    ``sec, nanosec``: ``header.stamp``; ``frame_id``: ``header.frame_id`` as its UTF-8
+    bytes; ``names``: tuple of str (the same tuple object while the serialized names
+    repeat); ``position, velocity, effort``: ``array('d')`` of any length (rad or m,
+    rad/s or m/s, N*m or N), exactly as rclpy would give them.
+    """
+
+    sec: int
+    nanosec: int
+    frame_id: bytes
+    names: Tuple[str, ...]
+    position: array
+    velocity: array
+    effort: array
+
+
+class JointStateReader:
+    """Read ``sensor_msgs/JointState`` CDR bytes; one per subscription (it caches names).
+
+    Args:
+        max_names: states naming more joints raise :class:`TooManyNames` before any
+            name is decoded.
+    """
+
+    def __init__(self, max_names: int):
+        self.max_names = max_names
+        self._names_block = None       # the serialized names of the last state read
+        self._names = ()
+
+    def read(self, data: bytes) -> JointStateFields:
+        """Return the fields of one serialized JointState.
+
+        Raises:
+            UnsupportedEncoding: not little-endian plain CDR (big-endian, XCDR2...).
+            TooManyNames: more than ``max_names`` names.
+            CdrError: truncated or malformed bytes (the message names the field).
+        """
+        size = len(data)
+        if size < 4 or data[:2] != CDR_LE[:2]:
+            raise UnsupportedEncoding(f'encapsulation {bytes(data[:4]).hex()!r} is not '
+                                      'little-endian plain CDR')
+        if size < 16:
+            raise CdrError(f'{size} bytes: too short for a JointState header')
+        sec, nanosec, length = _HEADER.unpack_from(data, 4)
+        end = 16 + length
+        if length == 0 or end > size or data[end - 1] != 0:
+            raise CdrError('header.frame_id: bad string length or missing NUL')
+        frame_id = bytes(data[16:end - 1])
+        offset = end + (-end) % 4
+        if offset + 4 > size:
+            raise CdrError('name: the message ends before its length')
+        (count,) = _UINT32.unpack_from(data, offset)
+        if count > self.max_names:
+            raise TooManyNames(f'{count} joint names, more than MAX_STATE_JOINTS '
+                               f'({self.max_names}): dropped unread')
+        block = self._names_block
+        if block is not None and data.startswith(block, offset):
+            names = self._names
+            offset += len(block)
+        else:
+            start = offset
+            names, offset = _read_names(data, offset + 4, count)
+            self._names_block = bytes(data[start:offset])
+            self._names = names
+        arrays = []
+        for field in ('position', 'velocity', 'effort'):
+            stop = offset + 4
+            if stop > size:
+                raise CdrError(f'{field}: the message ends before its length')
+            (count,) = _UINT32.unpack_from(data, offset)
+            values = array('d')
+            if count:
+                offset = stop + (4 - stop) % 8       # 8-aligned counted from the header
+                stop = offset + 8 * count
+                if stop > size:
+                    raise CdrError(f'{field}: {count} values run past the end of the '
+                                   f'{size} bytes')
+                values.frombytes(data[offset:stop])
+                if _DOUBLES_SWAPPED:
+                    values.byteswap()
+            arrays.append(values)
+            offset = stop
+        return JointStateFields(sec, nanosec, frame_id, names, *arrays)
+
+
+def _read_names(data, offset, count):
+    """Decode ``count`` CDR strings from ``offset``; return (tuple, offset after them)."""
+    names = []
+    size = len(data)
+    for i in range(count):
+        offset += (-offset) % 4      # the header is 4 bytes: 4-aligned either way
+        if offset + 4 > size:
+            raise CdrError(f'name[{i}]: the message ends before its length')
+        (length,) = _UINT32.unpack_from(data, offset)
+        stop = offset + 4 + length
+        if length == 0 or stop > size or data[stop - 1] != 0:
+            raise CdrError(f'name[{i}]: bad string length or missing NUL')
+        try:
+            names.append(data[offset + 4:stop - 1].decode('utf-8'))
+        except UnicodeDecodeError as err:
+            raise CdrError(f'name[{i}]: not UTF-8 ({err.reason})') from None
+        offset = stop
+    return tuple(names), offset + (-offset) % 4
+
+
+def joint_names_block(names: Sequence[str]) -> bytes:
+    """Serialize a ``string[]`` to CDR (count, then each string padded to 4 bytes).
+
+    Written at a 4-aligned offset, as ``JointState.name`` always is when the header
+    before it is padded (:func:`joint_state_bytes` does that).
+    """
+    parts = [_UINT32.pack(len(names))]
+    for name in names:
+        raw = name.encode('utf-8') + b'\x00'
+        parts += [_UINT32.pack(len(raw)), raw, b'\x00' * (-len(raw) % 4)]
+    return b''.join(parts)
+
+
+@functools.lru_cache(maxsize=256)
+def _doubles_struct(offset, counts):
+    """Return a Struct packing float64[] sequences of ``counts`` from absolute ``offset``.
+
+    Each sequence: its uint32 count, then (when not empty) padding to 8 bytes counted
+    from the header, then the values. Cached: the node writes the same shapes each time.
+    """
+    fmt = ['<']
+    for count in counts:
+        fmt.append('I')
+        offset += 4
+        if count:
+            pad = (-(offset - 4)) % 8
+            fmt.append(f'{pad}x{count}d')
+            offset += pad + 8 * count
+    return struct.Struct(''.join(fmt))
+
+
+def joint_state_bytes(sec: int, nanosec: int, frame_id: bytes, names_block: bytes,
+                      position: Sequence[float], velocity: Sequence[float],
+                      effort: Sequence[float]) -> bytes:
+    """Serialize a ``sensor_msgs/JointState`` (little-endian plain CDR).
+
+    ``names_block`` is :func:`joint_names_block` of the names (cache it: names rarely
+    change); ``frame_id`` UTF-8 bytes without NUL. Returns bytes for
+    ``Publisher.publish``.
+    """
+    head = 17 + len(frame_id)
+    pad = (-head) % 4
+    offset = head + pad + len(names_block)
+    arrays = _doubles_struct(offset % 8, (len(position), len(velocity), len(effort)))
+    return b''.join((
+        CDR_LE, _HEADER.pack(sec, nanosec, len(frame_id) + 1), frame_id, _PADS[pad + 1],
+        names_block, arrays.pack(len(position), *position, len(velocity), *velocity,
+                                 len(effort), *effort)))
+
+
+def float64_multi_array_bytes(data: Sequence[float]) -> bytes:
+    """Serialize a ``std_msgs/Float64MultiArray`` with an empty layout (as rclpy's default).
+
+    Layout: ``dim`` empty, ``data_offset`` 0; ``data`` the values.
+    """
+    # two uint32 zeros (the empty dim sequence's count, data_offset) pack like two empty
+    # float64[] counts; then the data
+    return CDR_LE + _doubles_struct(4, (0, 0, len(data))).pack(0, 0, len(data), *data)

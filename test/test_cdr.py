@@ -1,0 +1,142 @@
+"""The node's CDR reader and writers against rclpy's own serializer (no DDS involved).
+
+rclpy's ``serialize_message``/``deserialize_message`` (Fast CDR underneath) are the
+independent reference: whatever rclpy writes, :class:`JointStateReader` must read to the
+same fields; whatever our writers produce, rclpy must read back to the message we meant.
+"""
+import math
+import struct
+
+from hypothesis import given, strategies as st
+import pytest
+from rclpy.serialization import deserialize_message, serialize_message
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+
+from ne_dynamics_ros.nodes.cdr import (
+    CdrError, float64_multi_array_bytes, joint_names_block, joint_state_bytes,
+    JointStateReader, TooManyNames, UnsupportedEncoding)
+
+NAMES = [f'joint_{i}' for i in range(1, 7)]
+#: names without NUL (a CDR string ends at its NUL) and without lone surrogates
+TEXT = st.text(st.characters(blacklist_categories=('Cs',), blacklist_characters='\x00'),
+               max_size=12)
+FLOATS = st.floats(allow_nan=True, allow_infinity=True)
+#: one reader for every example: its cache of the previous names must never leak
+READER = JointStateReader(max_names=1000)
+
+
+def same_floats(a, b):
+    """Equal bit for bit (NaN equals NaN)."""
+    return len(a) == len(b) and all(struct.pack('<d', x) == struct.pack('<d', y)
+                                    for x, y in zip(a, b))
+
+
+@st.composite
+def joint_states(draw):
+    names = draw(st.lists(TEXT, max_size=8))
+    msg = JointState(name=names)
+    msg.header.stamp.sec = draw(st.integers(-2**31, 2**31 - 1))
+    msg.header.stamp.nanosec = draw(st.integers(0, 2**32 - 1))
+    msg.header.frame_id = draw(TEXT)
+    for field in ('position', 'velocity', 'effort'):
+        setattr(msg, field, draw(st.lists(FLOATS, max_size=9)))
+    return msg
+
+
+@given(joint_states())
+def test_reader_reads_what_rclpy_writes(msg):
+    fields = READER.read(serialize_message(msg))
+    assert (fields.sec, fields.nanosec) == (msg.header.stamp.sec, msg.header.stamp.nanosec)
+    assert fields.frame_id == msg.header.frame_id.encode('utf-8')
+    assert fields.names == tuple(msg.name)
+    for field in ('position', 'velocity', 'effort'):
+        assert same_floats(getattr(fields, field), getattr(msg, field)), field
+
+
+@given(joint_states())
+def test_rclpy_reads_what_we_write(msg):
+    data = joint_state_bytes(msg.header.stamp.sec, msg.header.stamp.nanosec,
+                             msg.header.frame_id.encode('utf-8'), joint_names_block(msg.name),
+                             msg.position, msg.velocity, msg.effort)
+    back = deserialize_message(data, JointState)
+    assert back.header == msg.header and back.name == msg.name
+    for field in ('position', 'velocity', 'effort'):
+        assert same_floats(getattr(back, field), getattr(msg, field)), field
+    assert len(data) % 4 == 0
+
+
+@given(st.lists(FLOATS, max_size=20))
+def test_float64_multi_array_round_trip(values):
+    back = deserialize_message(float64_multi_array_bytes(values), Float64MultiArray)
+    assert same_floats(back.data, values)
+    assert back.layout.dim == [] and back.layout.data_offset == 0
+
+
+def test_the_names_cache_follows_the_names():
+    """Same count, other names, then the first ones again: each read as sent."""
+    reader = JointStateReader(max_names=10)
+    others = ['joint_a', 'joint_2', 'joint_3', 'joint_4', 'joint_5', 'joint_6']
+    for names in (NAMES, NAMES, others, NAMES, NAMES[:5], NAMES):
+        msg = JointState(name=names, position=[0.5] * len(names))
+        assert reader.read(serialize_message(msg)).names == tuple(names)
+
+
+def exact_bytes():
+    """A joint state as our writer makes it: no trailing bytes beyond its last field."""
+    return joint_state_bytes(1, 2, b'base', joint_names_block(NAMES), [0.1] * 6, [0.2] * 6, [])
+
+
+def test_every_truncation_is_a_cdr_error():
+    data = exact_bytes()
+    assert JointStateReader(10).read(data).names == tuple(NAMES)
+    for size in range(len(data)):
+        reader = JointStateReader(10)
+        with pytest.raises(CdrError):
+            reader.read(data[:size])
+
+
+@pytest.mark.parametrize('offset, what', [(12, 'frame_id'), (24, 'name'),
+                                          (100, 'position')])
+def test_absurd_counts_are_refused_without_reading_on(offset, what):
+    data = bytearray(exact_bytes())
+    assert data[offset:offset + 4] != b'\xff\xff\xff\xff'
+    data[offset:offset + 4] = b'\xff\xff\xff\xff'
+    with pytest.raises(CdrError, match=what if what != 'name' else 'joint names'):
+        JointStateReader(10).read(bytes(data))
+
+
+def test_too_many_names_are_not_decoded():
+    names = [f'n{i}' for i in range(11)]
+    with pytest.raises(TooManyNames, match='11 joint names, more than MAX_STATE_JOINTS '
+                                           r'\(10\): dropped unread'):
+        JointStateReader(10).read(serialize_message(JointState(name=names)))
+
+
+def test_other_encodings_are_left_to_rclpy():
+    big_endian = b'\x00\x00' + exact_bytes()[2:]
+    with pytest.raises(UnsupportedEncoding, match='not little-endian plain CDR'):
+        JointStateReader(10).read(big_endian)
+    with pytest.raises(UnsupportedEncoding):
+        JointStateReader(10).read(b'')
+
+
+def test_malformed_strings_name_their_field():
+    data = bytearray(exact_bytes())
+    data[20] = ord('x')                          # frame_id 'base' loses its NUL
+    with pytest.raises(CdrError, match='frame_id'):
+        JointStateReader(10).read(bytes(data))
+    bad_utf8 = joint_state_bytes(0, 0, b'', joint_names_block(['ok']).replace(b'ok', b'\xff\xfe'),
+                                 [0.0], [], [])
+    with pytest.raises(CdrError, match=r'name\[0\]: not UTF-8'):
+        JointStateReader(10).read(bad_utf8)
+
+
+@given(st.binary(max_size=300))
+def test_random_bytes_raise_only_cdr_errors(data):
+    try:
+        fields = JointStateReader(50).read(b'\x00\x01\x00\x00' + data)
+    except CdrError:
+        return
+    assert all(isinstance(name, str) for name in fields.names)
+    assert all(math.isnan(v) or isinstance(v, float) for v in fields.position)
