@@ -12,10 +12,11 @@ import pytest
 from rclpy.serialization import deserialize_message, serialize_message
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from ne_dynamics_ros.nodes.cdr import (
     CdrError, float64_multi_array_bytes, joint_names_block, joint_state_bytes,
-    JointStateReader, TooManyNames, UnsupportedEncoding)
+    JointStateReader, read_joint_trajectory, TooManyNames, UnsupportedEncoding)
 
 NAMES = [f'joint_{i}' for i in range(1, 7)]
 #: names without NUL (a CDR string ends at its NUL) and without lone surrogates
@@ -140,3 +141,69 @@ def test_random_bytes_raise_only_cdr_errors(data):
         return
     assert all(isinstance(name, str) for name in fields.names)
     assert all(math.isnan(v) or isinstance(v, float) for v in fields.position)
+
+
+@st.composite
+def joint_trajectories(draw):
+    msg = JointTrajectory(joint_names=draw(st.lists(TEXT, max_size=7)))
+    msg.header.stamp.sec = draw(st.integers(-2**31, 2**31 - 1))
+    msg.header.stamp.nanosec = draw(st.integers(0, 2**32 - 1))
+    msg.header.frame_id = draw(TEXT)
+    for _ in range(draw(st.integers(0, 5))):
+        point = JointTrajectoryPoint()
+        for field in ('positions', 'velocities', 'accelerations', 'effort'):
+            setattr(point, field, draw(st.lists(FLOATS, max_size=7)))
+        point.time_from_start.sec = draw(st.integers(-2**31, 2**31 - 1))
+        point.time_from_start.nanosec = draw(st.integers(0, 2**32 - 1))
+        msg.points.append(point)
+    return msg
+
+
+@given(joint_trajectories())
+def test_trajectory_reader_reads_what_rclpy_writes(msg):
+    fields = read_joint_trajectory(serialize_message(msg), max_names=10, max_points=10)
+    assert (fields.sec, fields.nanosec) == (msg.header.stamp.sec, msg.header.stamp.nanosec)
+    assert fields.frame_id == msg.header.frame_id.encode('utf-8')
+    assert fields.joint_names == tuple(msg.joint_names)
+    assert len(fields.points) == len(msg.points)
+    for (t, positions, velocities, accelerations), point in zip(fields.points, msg.points):
+        assert t == point.time_from_start.sec + 1e-9 * point.time_from_start.nanosec
+        assert same_floats(positions, point.positions)
+        assert same_floats(velocities, point.velocities)
+        assert same_floats(accelerations, point.accelerations)
+
+
+def trajectory_bytes():
+    """Three points, cut where the CDR content ends (rclpy appends a few bytes more).
+
+    By hand from the layout: header 4, stamp 8, frame_id 4 + 1 (NUL) + 3 (padding) = 20;
+    joint_names 4 + 6 x (4 + 8) = 76; the points count 4: 100. A point (at an offset
+    8-aligned from the header): positions 4 + 4 (padding) + 48, velocities 4 + 4 + 48,
+    accelerations 4, effort 4 + 48, time_from_start 8 = 176. In all 100 + 3 x 176 = 628.
+    """
+    msg = JointTrajectory(joint_names=NAMES)
+    msg.points = [JointTrajectoryPoint(positions=[0.1 * k] * 6, velocities=[0.0] * 6,
+                                       effort=[1.0] * 6) for k in range(3)]
+    msg.points[-1].time_from_start.sec = 2
+    data = serialize_message(msg)
+    assert len(data) >= 628
+    return data[:628]
+
+
+def test_every_trajectory_truncation_is_a_cdr_error():
+    data = trajectory_bytes()
+    fields = read_joint_trajectory(data, 10, 10)
+    assert fields.joint_names == tuple(NAMES) and fields.points[-1][0] == 2.0
+    for size in range(len(data)):
+        with pytest.raises(CdrError):
+            read_joint_trajectory(data[:size], 10, 10)
+
+
+def test_trajectory_bounds_and_encodings():
+    data = trajectory_bytes()
+    with pytest.raises(CdrError, match='joint_names: 6 names, more than 5'):
+        read_joint_trajectory(data, max_names=5, max_points=10)
+    with pytest.raises(CdrError, match='points: 3 points, more than 2'):
+        read_joint_trajectory(data, max_names=10, max_points=2)
+    with pytest.raises(UnsupportedEncoding):
+        read_joint_trajectory(b'\x00\x00' + data[2:], 10, 10)

@@ -37,19 +37,24 @@ watchdog period (state_timeout / 4, between 5 ms and 0.1 s).
 
 Threads: ``joint_states`` are answered on the executor's thread (the control path;
 :func:`main` spins on rclpy's C++ ``EventsExecutor`` unless ``executor`` says
-``single_threaded``). They are taken as serialized bytes and read by
-:mod:`ne_dynamics_ros.nodes.cdr` (rclpy's conversion into Python objects costs more than
-the control law); an encoding other than little-endian CDR goes to rclpy's deserializer,
-and bytes neither can read are dropped with a warning. The effort command and
-``~/tracking_error`` are published as bytes written there too. The state-timeout watchdog runs on a thread of its own, so no
+``single_threaded``). The state-timeout watchdog runs on a thread of its own, so no
 Python callback, however long, can keep it from publishing (C++ code holding the GIL
 can: rclpy takes every message whole before any callback sees it, about 2 ms per MB
-here). Trajectories are taken from DDS as serialized bytes; messages larger than
-``max_trajectory_bytes`` are dropped unread, the others are deserialized, checked and
-interpolated on a third thread (a 20 000-point trajectory takes about half a second of
-rclpy deserialization alone), then swapped in; a trajectory arriving while another is
-being prepared waits, and a newer one replaces it. NumPy floating-point warnings raised
-while handling a message become the node's own throttled warnings.
+here). Trajectories are prepared on a third thread (below).
+
+Messages as bytes: both subscriptions take serialized CDR bytes, read by
+:mod:`ne_dynamics_ros.nodes.cdr` in Python. For ``joint_states`` that is cheaper than
+rclpy's conversion into Python objects (about 7 against 40 us), which cost more than the
+control law; for trajectories it lets the preparing thread give the GIL up every switch
+interval, where rclpy's deserializer holds it for the whole message (1.6 ms for 100
+points, half a second for 20 000). An encoding other than little-endian CDR goes to
+rclpy's deserializer; bytes neither can read are dropped with a warning. The effort
+command and ``~/tracking_error`` are published as bytes written there too. Trajectory
+messages larger than ``max_trajectory_bytes`` are dropped unread, the others are read,
+checked and interpolated on the preparing thread, then swapped in; a trajectory arriving
+while another is being prepared waits, and a newer one replaces it. NumPy
+floating-point warnings raised while handling a message become the node's own throttled
+warnings.
 
 State timeout: once commanding, if no valid ``joint_states`` message arrives for
 ``state_timeout`` seconds (steady clock), the node logs an error and publishes an
@@ -91,10 +96,11 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from ne_dynamics_ros.control.controller import (
     Command, ComputedTorqueController, ControllerSettings, DEFAULT_SETTINGS,
     MAX_STATE_JOINTS, SkipReason)
-from ne_dynamics_ros.control.trajectory import TrajectoryError, TrajectoryPoint
+from ne_dynamics_ros.control.trajectory import MAX_POINTS, TrajectoryError, TrajectoryPoint
 from ne_dynamics_ros.nodes.cdr import (
     CdrError, float64_multi_array_bytes, joint_names_block, joint_state_bytes,
-    JointStateFields, JointStateReader, UnsupportedEncoding)
+    JointStateFields, JointStateReader, JointTrajectoryFields, read_joint_trajectory,
+    UnsupportedEncoding)
 from ne_dynamics_ros.resources import find_resource
 
 NODE_NAME = 'computed_torque_node'
@@ -106,6 +112,9 @@ EXECUTORS = ('events', 'single_threaded')
 #: :data:`~ne_dynamics_ros.control.trajectory.MAX_POINTS` allows for a 7-joint arm with
 #: positions, velocities and accelerations.
 MAX_TRAJECTORY_BYTES = 32 * 1024 * 1024
+#: Most joint names read from a trajectory message; more and it is dropped unread (every
+#: name beyond the chain's is refused anyway, and the check is linear up to here).
+MAX_TRAJECTORY_JOINTS = 100_000
 #: The GIL switch interval set by :func:`main`, s: a thread that prepares a trajectory
 #: delays the control path by at most about this much at a time (Python's default 5 ms).
 SWITCH_INTERVAL = 0.0005
@@ -258,17 +267,22 @@ def _unset_to_none(param):
     return param.value
 
 
+def _joint_trajectory_fields(msg):
+    """Return the :class:`JointTrajectoryFields` of a ``JointTrajectory`` object."""
+    stamp = msg.header.stamp
+    return JointTrajectoryFields(
+        stamp.sec, stamp.nanosec, msg.header.frame_id.encode('utf-8', 'replace'),
+        tuple(msg.joint_names),
+        [(_seconds(p.time_from_start), p.positions, p.velocities, p.accelerations)
+         for p in msg.points])
+
+
 def _joint_state_fields(msg):
     """Return the :class:`JointStateFields` of a ``sensor_msgs/JointState`` object."""
     stamp = msg.header.stamp
     return JointStateFields(stamp.sec, stamp.nanosec,
                             msg.header.frame_id.encode('utf-8', 'replace'), tuple(msg.name),
                             msg.position, msg.velocity, msg.effort)
-
-
-def _nanoseconds(msg_time):
-    """Convert a builtin_interfaces Time to integer nanoseconds."""
-    return msg_time.sec * 1_000_000_000 + msg_time.nanosec
 
 
 def _seconds(msg_duration):
@@ -633,25 +647,35 @@ class ComputedTorqueNode(Node):
                 data, received_ns = self._pending_trajectory
                 self._pending_trajectory = None
             try:
-                self._on_trajectory(deserialize_message(data, JointTrajectory), received_ns)
+                try:
+                    fields = read_joint_trajectory(data, MAX_TRAJECTORY_JOINTS, MAX_POINTS)
+                except UnsupportedEncoding:
+                    # not little-endian plain CDR: rclpy's deserializer reads every encoding
+                    fields = _joint_trajectory_fields(
+                        deserialize_message(data, JointTrajectory))
+                self._install(fields, received_ns)
             except Exception as err:  # noqa: BLE001 - a bad message must not end the thread
                 self.dropped_trajectories += 1
                 self._warnings.warn('trajectory', f'dropped a trajectory message: '
                                     f'{type(err).__name__}: {err}')
 
     def _on_trajectory(self, msg, received_ns=None):
-        """Check, interpolate and install one trajectory (any thread)."""
+        """Check, interpolate and install a ``JointTrajectory`` object (any thread)."""
+        self._install(_joint_trajectory_fields(msg), received_ns)
+
+    def _install(self, fields, received_ns=None):
+        """Check, interpolate and install one :class:`JointTrajectoryFields` (any thread)."""
         if self.controller is None:
             self._warnings.warn('trajectory', 'rejected a trajectory: no robot model yet')
             return
         now_ns = self.get_clock().now().nanoseconds if received_ns is None else received_ns
-        points = [TrajectoryPoint(_seconds(p.time_from_start), p.positions, p.velocities,
-                                  p.accelerations) for p in msg.points]
+        points = [TrajectoryPoint(*point) for point in fields.points]
         fp_errors = _FloatingPointErrors()
         try:
             with fp_errors.context():
                 prepared = self.controller.prepare_trajectory(
-                    msg.joint_names, points, _nanoseconds(msg.header.stamp), now_ns)
+                    fields.joint_names, points,
+                    fields.sec * 1_000_000_000 + fields.nanosec, now_ns)
             trajectory = self.controller.install_trajectory(prepared)
         except TrajectoryError as err:
             self._warnings.warn('trajectory', f'rejected a trajectory, keeping the previous '
