@@ -90,21 +90,8 @@ class JointStateReader:
             TooManyNames: more than ``max_names`` names.
             CdrError: truncated or malformed bytes (the message names the field).
         """
-        size = len(data)
-        if size < 4 or data[:2] != CDR_LE[:2]:
-            raise UnsupportedEncoding(f'encapsulation {bytes(data[:4]).hex()!r} is not '
-                                      'little-endian plain CDR')
-        if size < 16:
-            raise CdrError(f'{size} bytes: too short for a JointState header')
-        sec, nanosec, length = _HEADER.unpack_from(data, 4)
-        end = 16 + length
-        if length == 0 or end > size or data[end - 1] != 0:
-            raise CdrError('header.frame_id: bad string length or missing NUL')
-        frame_id = bytes(data[16:end - 1])
-        offset = end + (-end) % 4
-        if offset + 4 > size:
-            raise CdrError('name: the message ends before its length')
-        (count,) = _UINT32.unpack_from(data, offset)
+        sec, nanosec, frame_id, offset = _read_header(data, 'JointState')
+        count = _read_count(data, offset, 'name')
         if count > self.max_names:
             raise TooManyNames(f'{count} joint names, more than MAX_STATE_JOINTS '
                                f'({self.max_names}): dropped unread')
@@ -117,25 +104,10 @@ class JointStateReader:
             names, offset = _read_names(data, offset + 4, count)
             self._names_block = bytes(data[start:offset])
             self._names = names
-        arrays = []
-        for field in ('position', 'velocity', 'effort'):
-            stop = offset + 4
-            if stop > size:
-                raise CdrError(f'{field}: the message ends before its length')
-            (count,) = _UINT32.unpack_from(data, offset)
-            values = array('d')
-            if count:
-                offset = stop + (4 - stop) % 8       # 8-aligned counted from the header
-                stop = offset + 8 * count
-                if stop > size:
-                    raise CdrError(f'{field}: {count} values run past the end of the '
-                                   f'{size} bytes')
-                values.frombytes(data[offset:stop])
-                if _DOUBLES_SWAPPED:
-                    values.byteswap()
-            arrays.append(values)
-            offset = stop
-        return JointStateFields(sec, nanosec, frame_id, names, *arrays)
+        position, offset = _read_doubles(data, offset, 'position')
+        velocity, offset = _read_doubles(data, offset, 'velocity')
+        effort, offset = _read_doubles(data, offset, 'effort')
+        return JointStateFields(sec, nanosec, frame_id, names, position, velocity, effort)
 
 
 class JointTrajectoryFields(NamedTuple):
@@ -170,58 +142,72 @@ def read_joint_trajectory(data: bytes, max_names: int, max_points: int
         CdrError: truncated or malformed bytes, more than ``max_names`` joint names or
             ``max_points`` points (the message names the field).
     """
-    size = len(data)
-    if size < 4 or data[:2] != CDR_LE[:2]:
-        raise UnsupportedEncoding(f'encapsulation {bytes(data[:4]).hex()!r} is not '
-                                  'little-endian plain CDR')
-    if size < 16:
-        raise CdrError(f'{size} bytes: too short for a JointTrajectory header')
-    sec, nanosec, length = _HEADER.unpack_from(data, 4)
-    end = 16 + length
-    if length == 0 or end > size or data[end - 1] != 0:
-        raise CdrError('header.frame_id: bad string length or missing NUL')
-    frame_id = bytes(data[16:end - 1])
-    offset = end + (-end) % 4
-    if offset + 4 > size:
-        raise CdrError('joint_names: the message ends before its length')
-    (count,) = _UINT32.unpack_from(data, offset)
+    sec, nanosec, frame_id, offset = _read_header(data, 'JointTrajectory')
+    count = _read_count(data, offset, 'joint_names')
     if count > max_names:
         raise CdrError(f'joint_names: {count} names, more than {max_names}')
     names, offset = _read_names(data, offset + 4, count, 'joint_names')
-    if offset + 4 > size:
-        raise CdrError('points: the message ends before its length')
-    (count,) = _UINT32.unpack_from(data, offset)
+    count = _read_count(data, offset, 'points')
     if count > max_points:
         raise CdrError(f'points: {count} points, more than {max_points}')
     offset += 4
     points = []
     for k in range(count):
-        arrays = []
-        for field in ('positions', 'velocities', 'accelerations', 'effort'):
-            offset += (-offset) % 4
-            stop = offset + 4
-            if stop > size:
-                raise CdrError(f'points[{k}].{field}: the message ends before its length')
-            (length,) = _UINT32.unpack_from(data, offset)
-            values = array('d')
-            if length:
-                offset = stop + (4 - stop) % 8       # 8-aligned counted from the header
-                stop = offset + 8 * length
-                if stop > size:
-                    raise CdrError(f'points[{k}].{field}: {length} values run past the end '
-                                   f'of the {size} bytes')
-                values.frombytes(data[offset:stop])
-                if _DOUBLES_SWAPPED:
-                    values.byteswap()
-            arrays.append(values)
-            offset = stop
+        positions, offset = _read_doubles(data, offset, f'points[{k}].positions')
+        velocities, offset = _read_doubles(data, offset, f'points[{k}].velocities')
+        accelerations, offset = _read_doubles(data, offset, f'points[{k}].accelerations')
+        _, offset = _read_doubles(data, offset, f'points[{k}].effort')
         offset += (-offset) % 4
-        if offset + 8 > size:
+        if offset + 8 > len(data):
             raise CdrError(f'points[{k}].time_from_start: the message ends before it')
         duration_sec, duration_nanosec = _DURATION.unpack_from(data, offset)
         offset += 8
-        points.append((duration_sec + 1e-9 * duration_nanosec, *arrays[:3]))
+        points.append((duration_sec + 1e-9 * duration_nanosec, positions, velocities,
+                       accelerations))
     return JointTrajectoryFields(sec, nanosec, frame_id, names, points)
+
+
+def _read_header(data, message):
+    """Check the encapsulation, read ``std_msgs/Header``: (sec, nanosec, frame_id, offset).
+
+    ``offset`` is where the next field starts, 4-aligned.
+    """
+    size = len(data)
+    if size < 4 or data[:2] != CDR_LE[:2]:
+        raise UnsupportedEncoding(f'encapsulation {bytes(data[:4]).hex()!r} is not '
+                                  'little-endian plain CDR')
+    if size < 16:
+        raise CdrError(f'{size} bytes: too short for a {message} header')
+    sec, nanosec, length = _HEADER.unpack_from(data, 4)
+    end = 16 + length
+    if length == 0 or end > size or data[end - 1] != 0:
+        raise CdrError('header.frame_id: bad string length or missing NUL')
+    return sec, nanosec, bytes(data[16:end - 1]), end + (-end) % 4
+
+
+def _read_count(data, offset, field):
+    """Return the uint32 length of the sequence ``field`` at ``offset`` (4-aligned)."""
+    if offset + 4 > len(data):
+        raise CdrError(f'{field}: the message ends before its length')
+    return _UINT32.unpack_from(data, offset)[0]
+
+
+def _read_doubles(data, offset, field):
+    """Read the float64[] ``field`` at ``offset``: (array('d'), offset after it)."""
+    offset += (-offset) % 4
+    count = _read_count(data, offset, field)
+    stop = offset + 4
+    values = array('d')
+    if count:
+        offset = stop + (4 - stop) % 8               # 8-aligned counted from the header
+        stop = offset + 8 * count
+        if stop > len(data):
+            raise CdrError(f'{field}: {count} values run past the end of the '
+                           f'{len(data)} bytes')
+        values.frombytes(data[offset:stop])
+        if _DOUBLES_SWAPPED:
+            values.byteswap()
+    return values, stop
 
 
 def _read_names(data, offset, count, field='name'):
