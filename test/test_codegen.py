@@ -64,6 +64,45 @@ def test_shipped_arms_match_the_recursion_and_pinocchio(robot, convention):
     assert program.operations['trig'] <= 12
 
 
+def planar_chain(thetas):
+    """A revolute joint about y, then three about parallel z axes; yaw offsets ``thetas``."""
+    links = ''.join(
+        f'<link name="l{i}"><inertial><origin xyz="0.1 0.02 {0.01 * i}"/><mass value="{1 + i}"/>'
+        f'<inertia ixx="0.02" ixy="0.001" ixz="0.002" iyy="0.025" iyz="0.003" izz="0.03"/>'
+        '</inertial></link>' for i in range(1, 5))
+    joints = ''.join(
+        f'<joint name="j{i}" type="revolute"><parent link="l{i - 1}"/><child link="l{i}"/>'
+        f'<origin xyz="{0.3 if i > 1 else 0} 0 {0.05 * i}" rpy="0 0 {theta}"/>'
+        f'<axis xyz="{"0 1 0" if i == 1 else "0 0 1"}"/>'
+        '<limit lower="-3" upper="3" effort="10" velocity="1"/></joint>'
+        for i, theta in enumerate(thetas, start=1))
+    return (f'<robot name="planar"><link name="l0"/>{links}{joints}'
+            '<link name="tip"/><joint name="tip_joint" type="fixed"><parent link="l4"/>'
+            '<child link="tip"/><origin xyz="0.2 0 0"/></joint></robot>')
+
+
+@pytest.mark.parametrize('thetas', [(0.0, 0.0, 0.0, 0.0), (0.3, -1.1, 0.7, 2.0),
+                                    (0.0, np.pi / 2, np.pi, -np.pi / 2)])
+def test_parallel_joints_turn_at_once(thetas):
+    """004's s23, c23: ω and ω̇ of a run of parallel joints are turned through the summed
+    angle (q2_3 = q2 + q3, ...), with the joints' offsets; the efforts stay the
+    recursion's and Pinocchio's, and the shipped arms' runs are found."""
+    xml = planar_chain(thetas)
+    model = load_model(xml, tip_link='tip', convention='mdh')
+    rng = np.random.default_rng(5)
+    program, module = check_generated(model, rng)
+    assert [name for name, _, _ in program.angles] == ['q2_3', 'q2_4']
+    ref = PinocchioReference(xml, model.joint_names, 'tip', None)
+    for _ in range(5):
+        q, qd, qdd = rng.uniform(-3, 3, 4), rng.normal(0, 2, 4), rng.normal(0, 5, 4)
+        assert_rel(module['rnea'](q, qd, qdd), ref.rnea(q, qd, qdd), 1e-10)
+    runs = {'puma560': (PUMA560_URDF, 'flange', ['q2_3']),
+            'ur5e': (UR5E_URDF, 'tool0', ['q2_3', 'q2_4'])}
+    for path, tip, angles in runs.values():
+        program = generate(load_model(path.read_text(), tip_link=tip, convention='mdh'))
+        assert [name for name, _, _ in program.angles] == angles
+
+
 def test_batch_runs_block_by_block(monkeypatch):
     from ne_dynamics_ros.dynamics import codegen
     monkeypatch.setattr(codegen, 'BATCH_BLOCK', 100)     # 3 blocks for 250 states, one partial

@@ -330,8 +330,11 @@ class GeneratedDynamics:
     Attributes:
         joint_names: the chain's joints (argument order).
         convention: ``'dh'`` or ``'mdh'``.
-        trig: lines ``(name, function, joint index, offset, sign)``: ``name = sign *
-            function(q[joint] + offset)``, function ``'sin'``/``'cos'``.
+        angles: lines ``(name, left, right)``: ``name = left + right``, sums of joint
+            angles (``q2_3 = q2 + q3``) of parallel joints, before the trig lines.
+        trig: lines ``(name, function, argument, offset, sign)``: ``name = sign *
+            function(argument + offset)``, function ``'sin'``/``'cos'``, argument a joint
+            angle ``q<i>`` or a sum from ``angles``.
         lines: ``(name, left, operator, right)`` in computation order.
         outputs: n expressions (text) for the efforts.
         operations: ``{'mul': M, 'add': A}`` counted from ``lines`` and ``trig``
@@ -341,6 +344,7 @@ class GeneratedDynamics:
 
     joint_names: list
     convention: str
+    angles: list
     trig: list
     lines: list
     outputs: list
@@ -384,6 +388,24 @@ def _program(model, forms):
                                                      model.convention), 0.0
     n = model.n
     trig, cos_theta, sin_theta, d = [], [], [], []
+
+    def trig_pair(label, argument, theta):
+        """Return the cos and sin of ``argument + theta`` as symbols (quarter turns folded)."""
+        quarter = theta / (math.pi / 2)
+        if abs(quarter - round(quarter)) < SNAP:
+            # cos(q + k pi/2), sin(q + k pi/2) as +-cos q, +-sin q
+            k = int(round(quarter)) % 4
+            c_fn, c_sign, s_fn, s_sign = [('cos', 1, 'sin', 1), ('sin', -1, 'cos', 1),
+                                          ('cos', -1, 'sin', -1), ('sin', 1, 'cos', -1)][k]
+            trig.append((f'c{label}', 'cos', argument, 0.0, 1))
+            trig.append((f's{label}', 'sin', argument, 0.0, 1))
+            names = {'cos': f'c{label}', 'sin': f's{label}'}
+            return (Symbol(emitter, name=names[c_fn], sign=float(c_sign)),
+                    Symbol(emitter, name=names[s_fn], sign=float(s_sign)))
+        trig.append((f'c{label}', 'cos', argument, theta, 1))
+        trig.append((f's{label}', 'sin', argument, theta, 1))
+        return Symbol(emitter, name=f'c{label}'), Symbol(emitter, name=f's{label}')
+
     for i, link in enumerate(links):
         if link.prismatic:
             cos_theta.append(_snap(math.cos(link.theta)))
@@ -391,22 +413,9 @@ def _program(model, forms):
             d.append(Symbol(emitter, name=f'q{i + 1}') + link.d)
             continue
         d.append(link.d)
-        quarter = link.theta / (math.pi / 2)
-        if abs(quarter - round(quarter)) < SNAP:
-            # cos(q + k pi/2), sin(q + k pi/2) as +-cos q, +-sin q
-            k = int(round(quarter)) % 4
-            c_fn, c_sign, s_fn, s_sign = [('cos', 1, 'sin', 1), ('sin', -1, 'cos', 1),
-                                          ('cos', -1, 'sin', -1), ('sin', 1, 'cos', -1)][k]
-            trig.append((f'c{i + 1}', 'cos', i, 0.0, 1))
-            trig.append((f's{i + 1}', 'sin', i, 0.0, 1))
-            names = {'cos': f'c{i + 1}', 'sin': f's{i + 1}'}
-            cos_theta.append(Symbol(emitter, name=names[c_fn], sign=float(c_sign)))
-            sin_theta.append(Symbol(emitter, name=names[s_fn], sign=float(s_sign)))
-        else:
-            trig.append((f'c{i + 1}', 'cos', i, link.theta, 1))
-            trig.append((f's{i + 1}', 'sin', i, link.theta, 1))
-            cos_theta.append(Symbol(emitter, name=f'c{i + 1}'))
-            sin_theta.append(Symbol(emitter, name=f's{i + 1}'))
+        c, s = trig_pair(f'{i + 1}', f'q{i + 1}', link.theta)
+        cos_theta.append(c)
+        sin_theta.append(s)
     qd = [Symbol(emitter, name=f'qd{i + 1}') for i in range(n)]
     qdd = [Symbol(emitter, name=f'qdd{i + 1}') for i in range(n)]
     R0 = model.base_transform[:3, :3]
@@ -417,13 +426,29 @@ def _program(model, forms):
     symmetric = _axis_symmetric_tail(links) if model.convention is Convention.MDH else None
     if symmetric is not None:
         cos_theta[symmetric], sin_theta[symmetric] = 1.0, 0.0
+    # Runs of parallel revolute joints (MDH alpha = 0 between them): their ω, ω̇ turned
+    # at once through the summed angle, as 004 does with s23, c23 (forward_mdh).
+    angles, combined = [], None
+    if model.convention is Convention.MDH:
+        combined, start = [None] * n, None
+        for i, link in enumerate(links):
+            if (start is None or link.prismatic or i == symmetric
+                    or (link.cos_alpha, link.sin_alpha) != (1.0, 0.0)):
+                start = None if link.prismatic or i == symmetric else i
+                continue
+            label = f'{start + 1}_{i + 1}'
+            angles.append((f'q{label}', f'q{i}' if i - 1 == start else f'q{start + 1}_{i}',
+                           f'q{i + 1}'))
+            combined[i] = trig_pair(label, f'q{label}',
+                                    sum(links[j].theta for j in range(start, i + 1)))
     forms = {id(link): form for link, form in zip(links, forms)}
 
     def body_wrench(link, *motion):
         return forms[id(link)](link, *motion)
 
     tau = recursion(links, cos_theta, sin_theta, d, qd, qdd, base_acc, zero, zero,
-                    body_wrench=body_wrench)
+                    body_wrench=body_wrench,
+                    **({} if combined is None else {'combined': combined}))
     outputs = []
     for i, t in enumerate(tau):
         total = (t if isinstance(t, Symbol) else Symbol(emitter, value=_snap(t)))
@@ -439,10 +464,17 @@ def _program(model, forms):
             needed.update((line[1], line[3]))
     emitter.lines = lines[::-1]
     trig = [t for t in trig if t[0] in needed]
+    needed.update(t[2] for t in trig)
+    kept = []
+    for name, left, right in reversed(angles):
+        if name in needed:
+            kept.append((name, left, right))
+            needed.update((left, right))
+    angles = kept[::-1]
     operations = emitter.operations()
-    operations['add'] += sum(1 for line in trig if line[3] != 0.0)
+    operations['add'] += sum(1 for line in trig if line[3] != 0.0) + len(angles)
     operations['trig'] = len(trig)
-    return GeneratedDynamics(list(model.joint_names), model.convention.value, trig,
+    return GeneratedDynamics(list(model.joint_names), model.convention.value, angles, trig,
                              emitter.lines, outputs, operations, model.standard_parameters())
 
 
@@ -458,6 +490,10 @@ def _unpack(n, indent):
     comma = ',' if n == 1 else ''
     return [f'{indent}' + ', '.join(f'{v}{i + 1}' for i in range(n)) + f'{comma} = {v}'
             for v in ('q', 'qd', 'qdd')]
+
+
+def _trig_argument(argument, offset):
+    return argument if offset == 0.0 else f'{argument} + {_literal(offset)}'
 
 
 def _uses(program):
@@ -479,9 +515,10 @@ def _python_lines(program, indent='    '):
     stores for the interpreter.
     """
     out = _unpack(len(program.joint_names), indent)
-    for name, function, joint, offset, _ in program.trig:
-        argument = f'q{joint + 1}' if offset == 0.0 else f'q{joint + 1} + {_literal(offset)}'
-        out.append(f'{indent}{name} = {function}({argument})')
+    for name, left, right in program.angles:
+        out.append(f'{indent}{name} = {left} + {right}')
+    for name, function, argument, offset, _ in program.trig:
+        out.append(f'{indent}{name} = {function}({_trig_argument(argument, offset)})')
     uses = _uses(program)
     inline = {}                      # name -> (text, depth) of a single-use quantity
     for name, left, operator, right in program.lines:
@@ -509,10 +546,13 @@ def _batch_lines(program, indent='    '):
     read it (an elementwise ufunc may write over its own operand), so a block needs only
     as many rows as quantities alive at once. Returns (unpacking lines, body, rows).
     """
-    steps = [(name, (f'q{joint + 1}',)) for name, _, joint, _, _ in program.trig]
-    steps += [(name, (left, right)) for name, left, _, right in program.lines]
+    # (name, operands, ufunc or trig line)
+    steps = [(name, (left, right), 'add') for name, left, right in program.angles]
+    steps += [(line[0], (line[2],), line) for line in program.trig]
+    steps += [(name, (left, right), _UFUNC[operator])
+              for name, left, operator, right in program.lines]
     last = {}
-    for index, (_, operands) in enumerate(steps):
+    for index, (_, operands, _) in enumerate(steps):
         for operand in operands:
             last[operand] = index
     outputs = {text.lstrip('-') for text in program.outputs}
@@ -521,7 +561,7 @@ def _batch_lines(program, indent='    '):
     def ref(operand):
         return f'b{row[operand]}' if operand in row else operand
 
-    for index, (name, operands) in enumerate(steps):
+    for index, (name, operands, how) in enumerate(steps):
         args = [ref(operand) for operand in operands]
         for operand in set(operands):
             if operand in row and last[operand] == index and operand not in outputs:
@@ -531,15 +571,14 @@ def _batch_lines(program, indent='    '):
         else:
             row[name], rows = rows, rows + 1
         target = f'b{row[name]}'
-        if index < len(program.trig):
-            _, function, _, offset, _ = program.trig[index]
+        if isinstance(how, tuple):
+            _, function, _, offset, _ = how
             if offset != 0.0:
                 body.append(f'{indent}add({args[0]}, {_literal(offset)}, out={target})')
                 args = [target]
             body.append(f'{indent}{function}({args[0]}, out={target})')
         else:
-            operator = program.lines[index - len(program.trig)][2]
-            body.append(f'{indent}{_UFUNC[operator]}({args[0]}, {args[1]}, out={target})')
+            body.append(f'{indent}{how}({args[0]}, {args[1]}, out={target})')
     for i, text in enumerate(program.outputs):
         source = ref(text.lstrip('-'))
         if text.startswith('-'):
@@ -651,9 +690,11 @@ def c_source(program, robot='robot', function='ne_rnea'):
         lines.append(f'    const double q{i + 1} = q[{i}], qd{i + 1} = qd[{i}], '
                      f'qdd{i + 1} = qdd[{i}];')
         lines.append(f'    (void)q{i + 1}; (void)qd{i + 1}; (void)qdd{i + 1};')
-    for name, function_name, joint, offset, _ in program.trig:
-        argument = f'q{joint + 1}' if offset == 0.0 else f'q{joint + 1} + {_literal(offset)}'
-        lines.append(f'    const double {name} = {function_name}({argument});')
+    for name, left, right in program.angles:
+        lines.append(f'    const double {name} = {left} + {right};')
+    for name, function_name, argument, offset, _ in program.trig:
+        lines.append(f'    const double {name} = '
+                     f'{function_name}({_trig_argument(argument, offset)});')
     for name, left, operator, right in program.lines:
         lines.append(f'    const double {name} = {left} {operator} {right};')
     for i, output in enumerate(program.outputs):

@@ -122,35 +122,70 @@ def _mdh_to_parent(link, ct, st, v):
     return (ct * v[0] - st * v[1], ca * w - sa * v[2], sa * w + ca * v[2])
 
 
-def forward_mdh(links, cos_theta, sin_theta, d, qd, qdd, base_acc):
+def _mdh_twist(link, v):
+    """Rx(alpha)ᵀ v: a frame i-1 vector in frame i before its joint turns (MDH)."""
+    ca, sa = link.cos_alpha, link.sin_alpha
+    return (v[0], ca * v[1] + sa * v[2], -sa * v[1] + ca * v[2])
+
+
+def _rz_to_child(ct, st, v):
+    """Rz(theta)ᵀ v."""
+    return (ct * v[0] + st * v[1], -st * v[0] + ct * v[1], v[2])
+
+
+def forward_mdh(links, cos_theta, sin_theta, d, qd, qdd, base_acc, combined=None):
     """Outward recursion in modified-DH frames (000 steps 1–4).
 
     Arguments as :func:`rnea_mdh`. Returns, per link i, ``(p, w, wd, vd, b)``: ``p`` the
     origin of frame i in frame i-1 (m), and ω_i, ω̇_i, v̇_i (acceleration of origin i,
     gravity included as v̇_0 = -g) and b_i (:func:`_b_matrix`) in frame i.
+
+    ``combined`` (the code generator's; 004's s23, c23): per link None, or the
+    ``(cos, sin)`` of theta_k + ... + theta_i when links k..i are revolute with
+    alpha = 0 between them (parallel axes, k the first of the run). ω_i, ω̇_i are then
+    turned from link k's incoming vectors in one rotation,
+    ω_i = Rz(Σθ)ᵀ u_k + Σq̇ z and ω̇_i = Rz(Σθ)ᵀ u̇_k + (Rz(Σθ)ᵀ u_k) × Σq̇ z + Σq̈ z
+    (u_k = Rx(alpha_{k-1})ᵀ ω_{k-1}): the same vectors in fewer operations on symbols.
     """
     w = wd = (0.0, 0.0, 0.0)
     b = ((0.0, 0.0, 0.0),) * 3
     vd = base_acc
     frames = []
-    for link, ct, st, di, qdi, qddi in zip(links, cos_theta, sin_theta, d, qd, qdd):
+    run = None        # (u_k, u̇_k, Σ q̇) of the run of parallel revolute joints in progress
+    for i, (link, ct, st, di, qdi, qddi) in enumerate(
+            zip(links, cos_theta, sin_theta, d, qd, qdd)):
         p = (link.a, -link.sin_alpha * di, link.cos_alpha * di)   # ^{i-1}P_i
         vd = _mdh_to_child(link, ct, st, _add(vd, _inertia_times(b, p)))
-        w_in = _mdh_to_child(link, ct, st, w)
-        wd_in = _mdh_to_child(link, ct, st, wd)
-        if link.prismatic:
-            w, wd = w_in, wd_in
-            vd = (vd[0] + 2.0 * w[1] * qdi, vd[1] - 2.0 * w[0] * qdi, vd[2] + qddi)
+        if combined is not None and combined[i] is not None and run is not None:
+            u, ud, qd_run = run
+            qd_run = qd_run + qdi
+            run = (u, ud, qd_run)
+            w_in = _rz_to_child(*combined[i], u)
+            wd_in = _rz_to_child(*combined[i], ud)
+            w, wd = ((w_in[0], w_in[1], w[2] + qdi),
+                     (wd_in[0] + w_in[1] * qd_run, wd_in[1] - w_in[0] * qd_run,
+                      wd[2] + qddi))
         else:
-            w = (w_in[0], w_in[1], w_in[2] + qdi)
-            wd = (wd_in[0] + w_in[1] * qdi, wd_in[1] - w_in[0] * qdi, wd_in[2] + qddi)
+            if combined is not None:
+                u, ud = _mdh_twist(link, w), _mdh_twist(link, wd)
+                w_in, wd_in = _rz_to_child(ct, st, u), _rz_to_child(ct, st, ud)
+                run = None if link.prismatic else (u, ud, qdi)
+            else:
+                w_in = _mdh_to_child(link, ct, st, w)
+                wd_in = _mdh_to_child(link, ct, st, wd)
+            if link.prismatic:
+                w, wd = w_in, wd_in
+                vd = (vd[0] + 2.0 * w[1] * qdi, vd[1] - 2.0 * w[0] * qdi, vd[2] + qddi)
+            else:
+                w = (w_in[0], w_in[1], w_in[2] + qdi)
+                wd = (wd_in[0] + w_in[1] * qdi, wd_in[1] - w_in[0] * qdi, wd_in[2] + qddi)
         b = _b_matrix(w, wd)
         frames.append((p, w, wd, vd, b))
     return frames
 
 
 def rnea_mdh(links, cos_theta, sin_theta, d, qd, qdd, base_acc, f_end, n_end,
-             body_wrench=None):
+             body_wrench=None, combined=None):
     """Craig's modified-DH Newton–Euler recursion (000 steps 1–5, inward 1–3).
 
     Args:
@@ -163,11 +198,12 @@ def rnea_mdh(links, cos_theta, sin_theta, d, qd, qdd, base_acc, f_end, n_end,
             link n on the environment (the negative of the environment's wrench on it).
         body_wrench: ``(link, w, wd, vd, b) -> (F, N)``, default :func:`_body_wrench`;
             the code generator passes an equal form that is cheaper on symbols.
+        combined: see :func:`forward_mdh` (the code generator's).
 
     Returns:
         list of n joint efforts: n_iᵀẐ_i (N·m) or f_iᵀẐ_i (N).
     """
-    frames = forward_mdh(links, cos_theta, sin_theta, d, qd, qdd, base_acc)
+    frames = forward_mdh(links, cos_theta, sin_theta, d, qd, qdd, base_acc, combined)
     body_wrench = body_wrench or _body_wrench
     tau = [None] * len(links)
     f, nm = f_end, n_end                 # in frame n, about origin n
