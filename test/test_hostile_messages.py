@@ -7,7 +7,8 @@ other one without velocities, as joint_state_broadcaster sends for hardware with
 velocity interface), the main thread sends every class of bad input the package has met:
 NaN/inf, wrong lengths, empty messages, duplicated, unknown and missing joints, zero,
 negative and out-of-order stamps, absurd positions (1e300, +-1.8e308 without velocities),
-positions beyond the joint limits, impossible speeds, a 100 000-name joint state, a
+positions beyond the joint limits, impossible speeds, a 100 000-name joint state, raw
+bytes that are no JointState and a big-endian one (which rclpy reads for the node), a
 5 kHz burst mixing valid and NaN states; trajectories with NaN, non-increasing times,
 30 000 unknown joints, mismatched lengths, overflowing accelerations, no points, a 36 MB
 message, and a valid 20 000-point trajectory (20 s at 1 ms).
@@ -123,6 +124,11 @@ def hostile_states():
                                          position=q + [0.0] * (MAX_STATE_JOINTS - 6)), False),
         ('100 000 unknown names', state(names=PUMA_JOINTS + unknown,
                                         position=q + [0.0] * len(unknown)), True),
+        # raw bytes on the topic: the node reads joint_states bytes itself
+        ('garbage after a CDR header', b'\x00\x01\x00\x00' + b'\xff' * 64, True),
+        ('JointState bytes cut short', serialize_message(state(velocity=[0.0] * 6))[:60],
+         True),
+        ('big-endian JointState', big_endian_joint_state(PUMA_JOINTS, q, [0.0] * 6), False),
     ]
 
 
