@@ -754,3 +754,28 @@ def test_main_survives_a_storm_of_ctrl_c(domain_id, first_after):
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
+
+
+def test_the_control_clock_follows_simulated_time(ros_context):
+    """Without /clock the node's time is the system clock; with use_sim_time it is /clock's."""
+    from rosgraph_msgs.msg import Clock
+    node = ComputedTorqueNode(context=ros_context, parameter_overrides=[
+        Parameter('urdf_path', value=str(PUMA_URDF))])
+    try:
+        before = time.time_ns()
+        assert before <= node._now_ns() <= time.time_ns()
+        node.set_parameters([Parameter('use_sim_time', value=True)])
+        peer = rclpy.create_node('clock_source', context=ros_context)
+        clock_pub = peer.create_publisher(Clock, '/clock', 10)
+        executor = SingleThreadedExecutor(context=ros_context)
+        executor.add_node(node)
+        simulated = Time(sec=1234, nanosec=5678)
+        deadline = time.monotonic() + 10.0
+        while node._now_ns() != 1234 * 1_000_000_000 + 5678:
+            assert time.monotonic() < deadline, node._now_ns()
+            clock_pub.publish(Clock(clock=simulated))
+            executor.spin_once(timeout_sec=0.05)
+        executor.remove_node(node)
+        peer.destroy_node()
+    finally:
+        node.destroy_node()
