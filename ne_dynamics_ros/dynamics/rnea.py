@@ -167,6 +167,8 @@ def forward_mdh(links, cos_theta, sin_theta, d, qd, qdd, base_acc, combined=None
                       wd[2] + qddi))
         else:
             if combined is not None:
+                # _mdh_to_child in its two turns, the first kept for a run that may follow
+                # (the numeric recursion below keeps one call per vector: it is faster)
                 u, ud = _mdh_twist(link, w), _mdh_twist(link, wd)
                 w_in, wd_in = _rz_to_child(ct, st, u), _rz_to_child(ct, st, ud)
                 run = None if link.prismatic else (u, ud, qdi)

@@ -267,6 +267,11 @@ def _unset_to_none(param):
     return param.value
 
 
+def _stamp_ns(fields):
+    """Return the ``header.stamp`` of read message fields as integer nanoseconds."""
+    return fields.sec * 1_000_000_000 + fields.nanosec
+
+
 def _joint_trajectory_fields(msg):
     """Return the :class:`JointTrajectoryFields` of a ``JointTrajectory`` object."""
     stamp = msg.header.stamp
@@ -576,7 +581,7 @@ class ComputedTorqueNode(Node):
         with self._command_lock, self._fp_errors.context():
             out = controller.update(
                 self._now_ns(), state.names, state.position, state.velocity, state.effort,
-                stamp_ns=state.sec * 1_000_000_000 + state.nanosec,
+                stamp_ns=_stamp_ns(state),
                 steady_ns=time.monotonic_ns())
             commanded = out.__class__ is Command
             if commanded:
@@ -674,8 +679,7 @@ class ComputedTorqueNode(Node):
         try:
             with fp_errors.context():
                 prepared = self.controller.prepare_trajectory(
-                    fields.joint_names, points,
-                    fields.sec * 1_000_000_000 + fields.nanosec, now_ns)
+                    fields.joint_names, points, _stamp_ns(fields), now_ns)
             trajectory = self.controller.install_trajectory(prepared)
         except TrajectoryError as err:
             self._warnings.warn('trajectory', f'rejected a trajectory, keeping the previous '
@@ -714,7 +718,7 @@ class ComputedTorqueNode(Node):
             timeout = self.controller.check_timeout(time.monotonic_ns())
             if timeout is None:
                 return
-            self._effort_pub.publish(Float64MultiArray(data=timeout.effort.tolist()))
+            self._effort_pub.publish(float64_multi_array_bytes(timeout.effort.tolist()))
         if timeout.started:
             self.get_logger().error(
                 f'no valid joint_states for {timeout.silence:.3f} s (state_timeout '
@@ -742,7 +746,7 @@ class ComputedTorqueNode(Node):
         """Publish an all-zero effort command (no-op before the model exists)."""
         if self.controller is not None:
             self._effort_pub.publish(
-                Float64MultiArray(data=self.controller.zero_effort().tolist()))
+                float64_multi_array_bytes(self.controller.zero_effort().tolist()))
 
 
 def make_executor(kind, context=None):
