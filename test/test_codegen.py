@@ -103,6 +103,50 @@ def test_parallel_joints_turn_at_once(thetas):
         assert [name for name, _, _ in program.angles] == angles
 
 
+def test_quarter_turn_sums_are_angle_addition():
+    """The table the batch turns summed angles by: cos and sin of L + R + k pi/2 from
+    cos and sin of L and R, each as s1 x1 y1 + s2 x2 y2."""
+    from ne_dynamics_ros.dynamics.codegen import _QUARTER_SUMS
+    rng = np.random.default_rng(4)
+    for left, right in rng.uniform(-7, 7, (20, 2)):
+        value = {'cL': np.cos(left), 'sL': np.sin(left), 'cR': np.cos(right), 'sR': np.sin(right)}
+        for k, sums in enumerate(_QUARTER_SUMS):
+            angle = left + right + k * np.pi / 2
+            for function, terms in zip((np.cos, np.sin), sums):
+                got = sum(sign * value[x] * value[y] for sign, x, y in terms)
+                assert abs(got - function(angle)) < 1e-14
+
+
+HARD_ANGLES = [0.0, 1e-300, np.pi / 2, -np.pi / 2, np.pi, -np.pi, np.nextafter(np.pi, 0.0),
+               3 * np.pi, -5 * np.pi, np.pi - 1e-9, 2 * np.pi, 50.0, -1e3, 0.5, -2.5]
+
+
+@pytest.mark.parametrize('robot', ['puma560', 'ur5e', 'planar k=1', 'planar k=3'])
+def test_batch_trig_at_hard_angles(robot):
+    """``rnea_batch`` takes its sin and cos from tan(q/2) and angle addition; at multiples
+    of pi/2, odd multiples of pi (where q/2 is nearly a pole of tan), large angles and
+    tiny ones the efforts stay the recursion's (1e-12 relative), both conventions."""
+    path, tip = {'puma560': (PUMA560_URDF, 'flange'), 'ur5e': (UR5E_URDF, 'tool0')}.get(
+        robot, (None, 'tip'))
+    # the planar chains' offsets make the second part of q2_3 (k=1) or of q2_4 (k=3)
+    # a quarter turn away from the summed angle's
+    xml = path.read_text() if path else planar_chain(
+        (0.0, np.pi / 2, 0.3, 0.0) if robot == 'planar k=1' else (0.0, -np.pi / 2, 0.3, np.pi / 2))
+    rng = np.random.default_rng(8)
+    for convention in ('mdh', 'dh'):
+        model = load_model(xml, tip_link=tip, convention=convention)
+        module = load_python(python_source(generate(model)))
+        if convention == 'mdh':
+            assert 'add(q2, q3,' not in module_source(model), 'q2_3 turned by angle addition'
+        q = rng.choice(HARD_ANGLES, (200, model.n))
+        qd, qdd = rng.normal(0, 2, (2, 200, model.n))
+        assert_rel(module['rnea_batch'](q, qd, qdd), model.rnea(q, qd, qdd))
+
+
+def module_source(model):
+    return python_source(generate(model)).split('def rnea_batch')[1]
+
+
 def test_batch_runs_block_by_block(monkeypatch):
     from ne_dynamics_ros.dynamics import codegen
     monkeypatch.setattr(codegen, 'BATCH_BLOCK', 100)     # 3 blocks for 250 states, one partial

@@ -537,59 +537,187 @@ def _python_lines(program, indent='    '):
 
 _UFUNC = {'*': 'mul', '+': 'add', '-': 'sub'}
 
+# Angle addition through a quarter turn k: (cos, sin) of L + R + k pi/2, each as
+# s1 * x1 * y1 + s2 * x2 * y2 over the names cL, sL, cR, sR.
+_QUARTER_SUMS = [
+    (((1, 'cL', 'cR'), (-1, 'sL', 'sR')), ((1, 'sL', 'cR'), (1, 'cL', 'sR'))),
+    (((-1, 'sL', 'cR'), (-1, 'cL', 'sR')), ((1, 'cL', 'cR'), (-1, 'sL', 'sR'))),
+    (((-1, 'cL', 'cR'), (1, 'sL', 'sR')), ((-1, 'sL', 'cR'), (-1, 'cL', 'sR'))),
+    (((1, 'sL', 'cR'), (1, 'cL', 'sR')), ((-1, 'cL', 'cR'), (1, 'sL', 'sR'))),
+]
+
+
+def _trig_groups(program):
+    """The sin/cos the program reads, by angle: {argument: (offset, {'cos': name, ...})}."""
+    groups = {}
+    for name, function, argument, offset, _ in program.trig:
+        groups.setdefault(argument, (offset, {}))[1][function] = name
+    return groups
+
+
+def _trig_steps(program):
+    """Steps computing the program's sin and cos for a NumPy block, cheapest first.
+
+    A summed angle (``q2_3``) whose two parts' sin and cos are both computed is turned by
+    angle addition (4 multiplications, 2 additions instead of two libm calls, which cost
+    14-25 ns per value in NumPy against under 1 ns for an addition); an angle whose sin and
+    cos are both read goes through the tangent of its half, one libm call:
+    ``t = tan(x/2)``, ``cos x = 2/(1 + t^2) - 1``, ``sin x = t * 2/(1 + t^2)`` (finite
+    for every finite x: x/2 is never an odd multiple of pi/2 in floating point); a lone
+    sin or cos is called directly. Returns (outputs, operands, kind, data) tuples.
+    """
+    groups = _trig_groups(program)
+    sums = {name: (left, right) for name, left, right in program.angles}
+    steps, summed = [], set()
+
+    def need_angle(argument):
+        if argument in sums and argument not in summed:
+            left, right = sums[argument]
+            need_angle(left)
+            summed.add(argument)
+            steps.append(((argument,), (left, right), 'sum', None))
+
+    for argument, (offset, names) in groups.items():
+        outputs = tuple(names[f] for f in ('cos', 'sin') if f in names)
+        parts = [groups.get(part) for part in sums.get(argument, ())]
+        if parts and all(part and len(part[1]) == 2 for part in parts):
+            quarter = (offset - parts[0][0] - parts[1][0]) / (math.pi / 2)
+            if abs(quarter - round(quarter)) < SNAP:
+                operands = {f'{f[0]}{side}': part[1][f]
+                            for side, part in zip('LR', parts) for f in ('cos', 'sin')}
+                sums_of = dict(zip(('cos', 'sin'), _QUARTER_SUMS[int(round(quarter)) % 4]))
+                steps.append((outputs, tuple(operands.values()), 'turn',
+                              [(names[f], sums_of[f], operands) for f in names]))
+                continue
+        need_angle(argument)
+        kind = 'half' if len(outputs) == 2 else next(iter(names))
+        steps.append((outputs, (argument,), kind, offset))
+    return steps
+
+
+class _Rows:
+    """Rows of the batch block's buffer: taken at a quantity's first write, given back
+    after its last read (last in, first out, so recent rows stay in cache)."""
+
+    def __init__(self, last, keep):
+        self.row, self.free, self.count = {}, [], 0
+        self.last, self.keep = last, keep
+        self.constants = {}
+
+    def ref(self, name):
+        """The row of a quantity, an input's own name, or a constant's 0-d array.
+
+        A ufunc takes a 0-d float64 array about 0.4 µs faster than a Python float (NumPy 2
+        resolves the float's type on every call), so each constant is made an array once.
+        """
+        if name in self.row:
+            return f'b{self.row[name]}'
+        if not _is_number(name):
+            return name
+        return self.constants.setdefault(_literal(float(name)), f'k{len(self.constants)}')
+
+    def take(self, name):
+        if self.free:
+            self.row[name] = self.free.pop()
+        else:
+            self.row[name], self.count = self.count, self.count + 1
+        return f'b{self.row[name]}'
+
+    def release(self, operands, index):
+        for operand in dict.fromkeys(operands):
+            if operand in self.row and self.last[operand] == index and operand not in self.keep:
+                self.free.append(self.row[operand])
+
+
+_SCRATCH = ' scratch'     # not a name the program can have
+
+
+def _trig_code(rows, outputs, operands, kind, data, indent):
+    """Lines of one trig step (its operands' rows are still held)."""
+    args = [rows.ref(operand) for operand in operands]
+    targets = [rows.take(name) for name in outputs]
+    body = []
+    if kind == 'sum':
+        body.append(f'{indent}add({args[0]}, {args[1]}, {targets[0]})')
+    elif kind == 'turn':
+        scratch = rows.take(_SCRATCH)
+        for name, ((s1, x1, y1), (s2, x2, y2)), names in data:
+            target = rows.ref(name)
+            ref = {key: rows.ref(value) for key, value in names.items()}
+            first, second = ((x1, y1), (x2, y2)) if s1 > 0 or s2 < 0 else ((x2, y2), (x1, y1))
+            body.append(f'{indent}mul({ref[first[0]]}, {ref[first[1]]}, {target})')
+            body.append(f'{indent}mul({ref[second[0]]}, {ref[second[1]]}, {scratch})')
+            body.append(f'{indent}{"add" if s1 == s2 else "sub"}({target}, {scratch}, {target})')
+            if s1 < 0 and s2 < 0:
+                body.append(f'{indent}neg({target}, {target})')
+        rows.free.append(rows.row.pop(_SCRATCH))
+    elif kind == 'half':
+        tangent, cosine, sine = targets[1], targets[0], targets[1]
+        half, one, two = (rows.ref(_literal(value)) for value in (0.5, 1.0, 2.0))
+        body.append(f'{indent}mul({args[0]}, {half}, {tangent})')
+        if data != 0.0:
+            body.append(f'{indent}add({tangent}, {rows.ref(_literal(data / 2))}, {tangent})')
+        body += [f'{indent}tan({tangent}, {tangent})',
+                 f'{indent}mul({tangent}, {tangent}, {cosine})',
+                 f'{indent}add({cosine}, {one}, {cosine})',
+                 f'{indent}div({two}, {cosine}, {cosine})',
+                 f'{indent}mul({tangent}, {cosine}, {sine})',
+                 f'{indent}sub({cosine}, {one}, {cosine})']
+    else:
+        source = args[0]
+        if data != 0.0:
+            body.append(f'{indent}add({source}, {rows.ref(_literal(data))}, {targets[0]})')
+            source = targets[0]
+        body.append(f'{indent}{kind}({source}, {targets[0]})')
+    return body
+
+
+def _is_number(text):
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
 
 def _batch_lines(program, indent='    '):
     """Write the block body of ``rnea_batch``: NumPy ufuncs writing into reused buffer rows.
 
     Each quantity goes into a row of ``buf`` (bound once per block as ``b0, b1, ...``)
-    that is given back once its last use has
-    read it (an elementwise ufunc may write over its own operand), so a block needs only
-    as many rows as quantities alive at once. Returns (unpacking lines, body, rows).
+    that is given back once its last use has read it (an elementwise ufunc may write over
+    its own operand), so a block needs only as many rows as quantities alive at once. The
+    sin and cos come from :func:`_trig_steps`. Returns (unpacking lines, body, rows,
+    lines making the constants 0-d arrays).
     """
-    # (name, operands, ufunc or trig line)
-    steps = [(name, (left, right), 'add') for name, left, right in program.angles]
-    steps += [(line[0], (line[2],), line) for line in program.trig]
-    steps += [(name, (left, right), _UFUNC[operator])
+    steps = _trig_steps(program)
+    steps += [((name,), (left, right), _UFUNC[operator], None)
               for name, left, operator, right in program.lines]
     last = {}
-    for index, (_, operands, _) in enumerate(steps):
+    for index, (_, operands, _, _) in enumerate(steps):
         for operand in operands:
             last[operand] = index
-    outputs = {text.lstrip('-') for text in program.outputs}
-    row, free, body, rows = {}, [], [], 0
-
-    def ref(operand):
-        return f'b{row[operand]}' if operand in row else operand
-
-    for index, (name, operands, how) in enumerate(steps):
-        args = [ref(operand) for operand in operands]
-        for operand in set(operands):
-            if operand in row and last[operand] == index and operand not in outputs:
-                free.append(row[operand])
-        if free:
-            row[name] = free.pop()
+    rows = _Rows(last, {text.lstrip('-') for text in program.outputs})
+    body = []
+    for index, (outputs, operands, kind, data) in enumerate(steps):
+        if kind in _UFUNC.values():
+            args = [rows.ref(operand) for operand in operands]
+            rows.release(operands, index)
+            body.append(f'{indent}{kind}({args[0]}, {args[1]}, {rows.take(outputs[0])})')
         else:
-            row[name], rows = rows, rows + 1
-        target = f'b{row[name]}'
-        if isinstance(how, tuple):
-            _, function, _, offset, _ = how
-            if offset != 0.0:
-                body.append(f'{indent}add({args[0]}, {_literal(offset)}, out={target})')
-                args = [target]
-            body.append(f'{indent}{function}({args[0]}, out={target})')
-        else:
-            body.append(f'{indent}{how}({args[0]}, {args[1]}, out={target})')
+            body += _trig_code(rows, outputs, operands, kind, data, indent)
+            rows.release(operands, index)
     for i, text in enumerate(program.outputs):
-        source = ref(text.lstrip('-'))
+        source = rows.ref(text.lstrip('-'))
         if text.startswith('-'):
-            body.append(f'{indent}neg({source}, out=tau[{i}])')
+            body.append(f'{indent}neg({source}, tau[{i}])')
         else:
             body.append(f'{indent}tau[{i}] = {source}')
-    rows = max(rows, 1)
+    count = max(rows.count, 1)
     unpack = _unpack(len(program.joint_names), indent)
-    unpack.append(f'{indent}' + ', '.join(f'b{k}' for k in range(rows))
-                  + (',' if rows == 1 else '') + ' = buf')
-    return unpack, body, rows
+    unpack.append(f'{indent}' + ', '.join(f'b{k}' for k in range(count))
+                  + (',' if count == 1 else '') + ' = buf')
+    constants = [f'    {name} = np.array({value})' for value, name in rows.constants.items()]
+    return unpack, body, count, constants
 
 
 def python_source(program, robot='robot'):
@@ -616,7 +744,7 @@ def python_source(program, robot='robot'):
         "Gautier's QR) so that parameters occurring together are gathered.\n"
         'Standard parameters (XX XY XZ YY YZ ZZ MX MY MZ M Ia Fv Fc per joint):\n'
         f'{names}\n"""\n')
-    unpack, batch_body, rows = _batch_lines(program, '        ')
+    unpack, batch_body, rows, constants = _batch_lines(program, '        ')
     return (header + 'from math import cos, sin\n\n'
             f'JOINT_NAMES = {program.joint_names!r}\n'
             f"OPERATIONS = {{'mul': {ops['mul']}, 'add': {ops['add']}}}\n\n\n"
@@ -627,11 +755,13 @@ def python_source(program, robot='robot'):
             '    """Return the (N, n) efforts for (N, n) arrays of states.\n\n'
             f'    The lines of ``rnea`` as NumPy ufuncs, {BATCH_BLOCK} states at a time, each\n'
             '    quantity written into a reused row of one buffer (fewer than\n'
-            f'    {_SMALL_BATCH} states: ``rnea`` in a loop).\n'
+            f'    {_SMALL_BATCH} states: ``rnea`` in a loop). The sin and cos are the same\n'
+            '    values found more cheaply for arrays: a summed angle by angle addition, a\n'
+            '    sin-cos pair from the tangent of the half angle.\n'
             '    """\n'
             '    import numpy as np\n'
-            '    mul, add, sub, neg = np.multiply, np.add, np.subtract, np.negative\n'
-            '    sin, cos = np.sin, np.cos\n'
+            '    mul, add, sub, div = np.multiply, np.add, np.subtract, np.divide\n'
+            '    neg, sin, cos, tan = np.negative, np.sin, np.cos, np.tan\n'
             '    q_all, qd_all, qdd_all = np.broadcast_arrays(\n'
             '        *(np.atleast_2d(np.asarray(a, dtype=float)) for a in (q, qd, qdd)))\n'
             f'    if q_all.ndim != 2 or q_all.shape[1] != {n}:\n'
@@ -640,17 +770,18 @@ def python_source(program, robot='robot'):
             f'    if count < {_SMALL_BATCH}:    # a ufunc call per line costs more than a loop\n'
             '        states = zip(q_all.tolist(), qd_all.tolist(), qdd_all.tolist())\n'
             f'        return np.array([rnea(*s) for s in states]).reshape(count, {n})\n'
-            '    q_all, qd_all, qdd_all = (np.ascontiguousarray(a.T)\n'
-            '                              for a in (q_all, qd_all, qdd_all))\n'
-            f'    result = np.empty(({n}, count))\n'
+            + ''.join(line + '\n' for line in constants)
+            + f'    result = np.empty((count, {n}))\n'
             f'    buffer = np.empty(({rows}, min(count, {BATCH_BLOCK})))\n'
             f'    for start in range(0, count, {BATCH_BLOCK}):\n'
             f'        stop = min(count, start + {BATCH_BLOCK})\n'
-            '        q, qd, qdd = (a[:, start:stop] for a in (q_all, qd_all, qdd_all))\n'
-            '        tau = result[:, start:stop]\n'
+            '        # a joint\'s column read and written in place (strided): cheaper than\n'
+            '        # copying the (N, n) arrays to rows and back\n'
+            '        q, qd, qdd = (a[start:stop].T for a in (q_all, qd_all, qdd_all))\n'
+            '        tau = result[start:stop].T\n'
             '        buf = buffer[:, :stop - start]\n'
             + '\n'.join(unpack) + '\n' + '\n'.join(batch_body) + '\n'
-            '    return result.T.copy()\n'
+            '    return result\n'
             + f'\n\nassert len(JOINT_NAMES) == {n}\n')
 
 
