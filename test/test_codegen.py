@@ -217,6 +217,32 @@ def test_renauds_example_robot_in_fewer_operations_than_004():
     assert program.operations['mul'] + program.operations['add'] < 164 + 115
 
 
+def test_the_benchmarks_interpreter_floor_counts_its_operations():
+    """bench_rnea's floor for the Python single call: exactly the asked number of float
+    operations, two interpreter instructions each (a load and the operation), and the
+    values the chained expressions say."""
+    import dis
+    import importlib.util
+    from conftest import REPO_ROOT
+    spec = importlib.util.spec_from_file_location(
+        'bench_rnea', REPO_ROOT / 'benchmarks' / 'bench_rnea.py')
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    for operations in (1, 9, 10, 279, 307):
+        chained = bench.chained_floats(operations)
+        names = [i.opname for i in dis.get_instructions(chained)]
+        assert names.count('BINARY_OP') == operations
+        lines = -(-operations // 10)
+        # one load per operation, plus each chain's head, q, qd, qdd and the returned list
+        assert names.count('LOAD_FAST') == operations + lines + 3 + min(lines, 6)
+        # every input 1.0: a chain of (x * 1 + 1) steps
+        ones = [1.0] * 6
+        first = 1.0
+        for j in range(min(10, operations)):
+            first = first * 1.0 if j % 2 == 0 else first + 1.0
+        assert chained(ones, ones, ones)[0] == first
+
+
 def test_the_three_body_wrench_forms_agree():
     """ω × (Jω), the form on ω's products and the form on b's elements: one wrench."""
     from ne_dynamics_ros.dynamics import codegen
