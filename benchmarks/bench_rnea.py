@@ -247,7 +247,7 @@ def renaud_example_urdf():
 
 
 def chained_floats(operations):
-    """A Python function doing ``operations`` float multiplications and additions, chained.
+    """Return a Python function doing ``operations`` float multiplications and additions.
 
     Ten operations per expression on 18 inputs (``((a * b + c) * d + ...)``): two
     interpreter instructions per operation, the fewest Python can spend on one. Its time
@@ -271,8 +271,10 @@ def chained_floats(operations):
 
 
 def interleaved_medians(functions, repeats, inner):
-    """Median over ``repeats`` of the mean time of ``inner`` calls of each function, the
-    functions taking turns in every repeat (so a slower minute of the machine hits all)."""
+    """Median over ``repeats`` of the mean time of ``inner`` calls of each function.
+
+    The functions take turns in every repeat, so a slower minute of the machine hits all.
+    """
     samples = [[] for _ in functions]
     for _ in range(repeats):
         for function, times in zip(functions, samples):
@@ -284,7 +286,7 @@ def interleaved_medians(functions, repeats, inner):
 
 
 def print_goals(rows, rigid_total, generated, repeats):
-    """Issue 8's goals, each with this run's figure.
+    """Print issue 8's goals, each with this run's figure.
 
     The generated single call is timed again here, taking turns with two functions of
     chained float operations (:func:`chained_floats`) with its operation count and with

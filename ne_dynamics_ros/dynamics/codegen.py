@@ -548,7 +548,7 @@ _QUARTER_SUMS = [
 
 
 def _trig_groups(program):
-    """The sin/cos the program reads, by angle: {argument: (offset, {'cos': name, ...})}."""
+    """Group the sin/cos the program reads by angle: {argument: (offset, {'cos': name})}."""
     groups = {}
     for name, function, argument, offset, _ in program.trig:
         groups.setdefault(argument, (offset, {}))[1][function] = name
@@ -556,7 +556,7 @@ def _trig_groups(program):
 
 
 def _trig_steps(program):
-    """Steps computing the program's sin and cos for a NumPy block, cheapest first.
+    """Return the steps computing the program's sin and cos for a NumPy block.
 
     A summed angle (``q2_3``) whose two parts' sin and cos are both computed is turned by
     angle addition (4 multiplications, 2 additions instead of two libm calls, which cost
@@ -596,8 +596,11 @@ def _trig_steps(program):
 
 
 class _Rows:
-    """Rows of the batch block's buffer: taken at a quantity's first write, given back
-    after its last read (last in, first out, so recent rows stay in cache)."""
+    """Rows of the batch block's buffer.
+
+    A row is taken at a quantity's first write and given back after its last read (last
+    in, first out, so recent rows stay in cache).
+    """
 
     def __init__(self, last, keep):
         self.row, self.free, self.count = {}, [], 0
@@ -605,7 +608,7 @@ class _Rows:
         self.constants = {}
 
     def ref(self, name):
-        """The row of a quantity, an input's own name, or a constant's 0-d array.
+        """Return the row of a quantity, an input's own name, or a constant's 0-d array.
 
         A ufunc takes a 0-d float64 array about 0.4 µs faster than a Python float (NumPy 2
         resolves the float's type on every call), so each constant is made an array once.
