@@ -135,16 +135,14 @@ def test_batch_trig_at_hard_angles(robot):
     rng = np.random.default_rng(8)
     for convention in ('mdh', 'dh'):
         model = load_model(xml, tip_link=tip, convention=convention)
-        module = load_python(python_source(generate(model)))
+        source = python_source(generate(model))
+        module = load_python(source)
         if convention == 'mdh':
-            assert 'add(q2, q3,' not in module_source(model), 'q2_3 turned by angle addition'
+            batch_source = source.split('def rnea_batch')[1]
+            assert 'add(q2, q3,' not in batch_source, 'q2_3 turned by angle addition'
         q = rng.choice(HARD_ANGLES, (200, model.n))
         qd, qdd = rng.normal(0, 2, (2, 200, model.n))
         assert_rel(module['rnea_batch'](q, qd, qdd), model.rnea(q, qd, qdd))
-
-
-def module_source(model):
-    return python_source(generate(model)).split('def rnea_batch')[1]
 
 
 def test_batch_runs_block_by_block(monkeypatch):
@@ -203,15 +201,21 @@ def test_symbols_fold_zeros_ones_and_reuse_quantities():
     assert len(e.lines) == 3                                # only x + y was emitted
 
 
-def test_renauds_example_robot_in_fewer_operations_than_004():
-    """004's 6R example (its MDH table and assumptions, built by the benchmark): our program
-    equals the recursion and needs fewer than Renaud's final 164 M + 115 A = 279."""
+def bench_rnea():
+    """Import benchmarks/bench_rnea.py (not a package) as a module."""
     import importlib.util
     from conftest import REPO_ROOT
     spec = importlib.util.spec_from_file_location(
         'bench_rnea', REPO_ROOT / 'benchmarks' / 'bench_rnea.py')
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
+    return bench
+
+
+def test_renauds_example_robot_in_fewer_operations_than_004():
+    """004's 6R example (its MDH table and assumptions, built by the benchmark): our program
+    equals the recursion and needs fewer than Renaud's final 164 M + 115 A = 279."""
+    bench = bench_rnea()
     model = load_model(bench.renaud_example_urdf(), tip_link='link_6', convention='mdh')
     program, _ = check_generated(model, np.random.default_rng(8))
     assert program.operations['mul'] + program.operations['add'] < 164 + 115
@@ -222,12 +226,7 @@ def test_the_benchmarks_interpreter_floor_counts_its_operations():
     operations, two interpreter instructions each (a load and the operation), and the
     values the chained expressions say."""
     import dis
-    import importlib.util
-    from conftest import REPO_ROOT
-    spec = importlib.util.spec_from_file_location(
-        'bench_rnea', REPO_ROOT / 'benchmarks' / 'bench_rnea.py')
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = bench_rnea()
     for operations in (1, 9, 10, 279, 307):
         chained = bench.chained_floats(operations)
         names = [i.opname for i in dis.get_instructions(chained)]

@@ -631,6 +631,10 @@ class _Rows:
             if operand in self.row and self.last[operand] == index and operand not in self.keep:
                 self.free.append(self.row[operand])
 
+    def drop(self, name):
+        """Give the row of a step's own temporary back at once."""
+        self.free.append(self.row.pop(name))
+
 
 _SCRATCH = ' scratch'     # not a name the program can have
 
@@ -653,7 +657,7 @@ def _trig_code(rows, outputs, operands, kind, data, indent):
             body.append(f'{indent}{"add" if s1 == s2 else "sub"}({target}, {scratch}, {target})')
             if s1 < 0 and s2 < 0:
                 body.append(f'{indent}neg({target}, {target})')
-        rows.free.append(rows.row.pop(_SCRATCH))
+        rows.drop(_SCRATCH)
     elif kind == 'half':
         tangent, cosine, sine = targets[1], targets[0], targets[1]
         half, one, two = (rows.ref(_literal(value)) for value in (0.5, 1.0, 2.0))
