@@ -82,7 +82,17 @@ def parse_args(argv=None):
     parser.add_argument('--executor', choices=('events', 'single_threaded'), default='events',
                         help='rclpy executor of both the node and the baseline (default '
                              'events, the node\'s default)')
+    parser.add_argument('--stall', type=int, default=None, metavar='ROUNDS',
+                        help='stall run: ROUNDS rounds of long trajectories (2 000, 20 000 '
+                             'and 50 000 points) and one message over max_trajectory_bytes '
+                             'while states stream at 500 Hz; worst gaps between effort '
+                             'commands')
+    parser.add_argument('--oversized-mb', type=float, default=40.0,
+                        help='stall run: size of the message over the bound, MB (default 40)')
+    parser.add_argument('--node-arg', action='append', default=[], metavar='NAME:=VALUE',
+                        help='stall run: an extra -p parameter of the node (repeatable)')
     parser.add_argument('--serve-baseline', action='store_true', help=argparse.SUPPRESS)
+    parser.add_argument('--serve-stream', metavar='FILE', help=argparse.SUPPRESS)
     parser.add_argument('--json', action='store_true', help='print the result as JSON')
     return parser.parse_args(argv)
 
@@ -107,7 +117,9 @@ def serve_baseline(executor_kind):
             echo.publish(JointState(header=msg.header, name=msg.name, position=msg.position))
 
     node.create_subscription(JointState, 'joint_states', answer, JOINT_STATE_QOS)
-    node.create_subscription(JointTrajectory, '~/joint_trajectory', lambda msg: None, 10)
+    # taken as bytes and not read: the floor of what any subscriber pays for a trajectory
+    node.create_subscription(JointTrajectory, '~/joint_trajectory', lambda data: print(
+        f'received trajectory {len(data)} bytes', flush=True), 10, raw=True)
     executor = make_executor(executor_kind)
     executor.add_node(node)
     try:
@@ -520,10 +532,288 @@ def print_soak(result, window):
     print(f'p99 node / baseline: {result["p99_ratio"]:.2f} (goal <= 1.2)')
 
 
+# ---- stall run: long trajectories and an oversized message while states stream ------------
+
+STALL_RATE = 500.0                        # Hz of the valid joint states
+STALL_SIZES = (2_000, 20_000, 50_000)     # points of the valid trajectories (1 ms apart)
+#: the stall run's goals (issue 25): worst gap while valid trajectories arrive and around
+#: the oversized message, s
+STALL_GOALS = {'valid': 0.020, 'oversized': 0.050}
+
+
+def serve_stream(path, rate=STALL_RATE):
+    """Publish valid PUMA states at ``rate`` until stdin closes; record effort receipts.
+
+    Writes ``path`` (publish times) and ``path.efforts`` (receipt time, 1 if the command
+    was all zeros), both ``time.monotonic`` seconds, the clock every process shares. A
+    process of its own, so that the benchmark publishing a 40 MB message (rclpy holds
+    the GIL for it) cannot delay the states or their receipts.
+    """
+    import rclpy
+    from builtin_interfaces.msg import Time
+    from sensor_msgs.msg import JointState
+    from std_msgs.msg import Float64MultiArray
+
+    from ne_dynamics_ros.nodes.computed_torque_node import JOINT_STATE_QOS
+
+    rclpy.init()
+    node = rclpy.create_node('bench_stall_stream')
+    pub = node.create_publisher(JointState, '/joint_states', JOINT_STATE_QOS)
+    received = []
+
+    def on_effort(data):
+        # Float64MultiArray of 6 values: the last 48 bytes are the data
+        values = np.frombuffer(data[-48:], '<f8')
+        received.append((time.monotonic(), float(not values.any())))
+
+    node.create_subscription(Float64MultiArray, '/effort_controller/commands', on_effort,
+                             1000, raw=True)
+    stop = threading.Event()
+    threading.Thread(target=lambda: (sys.stdin.read(), stop.set()), daemon=True).start()
+    executor, spin_stop, spinner = spin_in_thread(node, node.context, 'events')
+    q0 = np.array([0.1, -0.3, 0.4, 0.2, -0.5, 0.3])
+    sent = []
+    period = 1.0 / rate
+    next_time = time.monotonic()
+    k = 0
+    while not stop.is_set():
+        t_ns = time.time_ns()
+        msg = JointState(name=PUMA_JOINTS, position=(q0 + 1e-4 * math.sin(k * 0.01)).tolist(),
+                         velocity=[0.0] * 6)
+        msg.header.stamp = Time(sec=t_ns // 1_000_000_000, nanosec=t_ns % 1_000_000_000)
+        pub.publish(msg)
+        sent.append(time.monotonic())
+        k += 1
+        next_time += period
+        time.sleep(max(0.0, next_time - time.monotonic()))
+    spin_stop.set()
+    spinner.join(timeout=5)
+    np.savetxt(path, sent)
+    np.savetxt(f'{path}.efforts', np.array(received).reshape(-1, 2))
+    executor.shutdown(timeout_sec=1.0)
+    node.destroy_node()
+    rclpy.shutdown()
+
+
+def stall_messages(oversized_bytes):
+    """Serialize the stall run's trajectories: (label, bytes, the count logged or None).
+
+    STALL_SIZES points (positions only, 1 ms apart, zero stamp: start on receipt); the
+    largest trajectory the node accepts (MAX_POINTS points giving positions, velocities,
+    accelerations and efforts: 23 MB for six joints, under the default bound); and one
+    message of about ``oversized_bytes``, over the bound.
+    """
+    from builtin_interfaces.msg import Duration
+    from rclpy.serialization import serialize_message
+    from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+    from ne_dynamics_ros.control.trajectory import MAX_POINTS
+
+    q0 = np.array([0.1, -0.3, 0.4, 0.2, -0.5, 0.3])
+
+    def message(size, every_field):
+        msg = JointTrajectory(joint_names=PUMA_JOINTS)
+        points = []
+        for k in range(size):
+            sec, nanosec = divmod(1_000_000 * (k + 1), 1_000_000_000)
+            point = JointTrajectoryPoint(
+                positions=(q0 + 1e-4 * math.sin(1e-3 * k)).tolist(),
+                time_from_start=Duration(sec=sec, nanosec=nanosec))
+            if every_field:
+                point.velocities = [1e-4 * math.cos(1e-3 * k)] * 6
+                point.accelerations = [-1e-4 * math.sin(1e-3 * k)] * 6
+                point.effort = [0.0] * 6
+            points.append(point)
+        msg.points = points
+        return serialize_message(msg)
+
+    messages = [(f'{size} points', message(size, False), f'{size} points')
+                for size in STALL_SIZES]
+    messages.append(('largest', message(MAX_POINTS, True), f'{MAX_POINTS} points'))
+    big = JointTrajectory(joint_names=PUMA_JOINTS)
+    big.points = [JointTrajectoryPoint(positions=np.zeros(int(oversized_bytes) // 8),
+                                       time_from_start=Duration(sec=1))]
+    messages.append(('oversized', serialize_message(big), None))
+    return messages
+
+
+class _NodeOutput:
+    """The node process's output lines, read live, each with its monotonic arrival time."""
+
+    def __init__(self, proc):
+        self.lines = []
+        self._thread = threading.Thread(target=self._read, args=(proc,), daemon=True)
+        self._thread.start()
+
+    def _read(self, proc):
+        for line in proc.stdout:
+            self.lines.append((time.monotonic(), line.rstrip('\n')))
+
+    def wait_for(self, text, since, timeout):
+        """Arrival time of the first line containing ``text`` after ``since``; None."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for t, line in list(self.lines):
+                if t >= since and text in line:
+                    return t
+            time.sleep(0.01)
+        return None
+
+
+def largest_gap(times, start, end):
+    """Longest interval of [start, end] without one of ``times``, s."""
+    inside = times[(times >= start) & (times <= end)]
+    return float(np.diff(np.concatenate([[start], inside, [end]])).max())
+
+
+def run_stall(args):
+    """Run the stall run; return the gaps per round and event, and the zero commands."""
+    import tempfile
+
+    import rclpy
+    from std_msgs.msg import Float64MultiArray
+    from trajectory_msgs.msg import JointTrajectory
+
+    domain_id = args.domain_id if args.domain_id is not None else random.randint(150, 229)
+    os.environ['ROS_DOMAIN_ID'] = str(domain_id)
+    os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
+    os.environ.pop('ROS_LOCALHOST_ONLY', None)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(ROOT), os.environ.get('PYTHONPATH', '')]), PYTHONUNBUFFERED='1',
+        RCUTILS_COLORIZED_OUTPUT='0')
+    print('stall: serializing the trajectories ...', file=sys.stderr, flush=True)
+    messages = stall_messages(args.oversized_mb * 1e6)
+    if os.environ.get('EXP_BASE'):
+        cmd = [sys.executable] + os.environ['EXP_BASE'].split()
+    elif args.baseline:
+        cmd = [sys.executable, __file__, '--serve-baseline', '--executor', args.executor]
+    else:
+        cmd = [sys.executable, '-m', 'ne_dynamics_ros.nodes.computed_torque_node',
+               '--ros-args', '--params-file', args.params_file, '-p', f'urdf_path:={args.urdf}']
+        for extra in args.node_arg:
+            cmd += ['-p', extra]
+    node_proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE,
+                                 stderr=subprocess.STDOUT, text=True)
+    output = _NodeOutput(node_proc)
+    folder = tempfile.mkdtemp(prefix='bench_stall_')
+    sent_file = os.path.join(folder, 'sent.txt')
+    streamer = subprocess.Popen([sys.executable, __file__, '--serve-stream', sent_file],
+                                env=env, stdin=subprocess.PIPE, text=True)
+    context = rclpy.context.Context()
+    rclpy.init(context=context, domain_id=domain_id)
+    bench = rclpy.create_node('bench_stall', context=context)
+    answers = []
+    bench.create_subscription(Float64MultiArray, '/effort_controller/commands',
+                              lambda data: answers.append(1), 1000, raw=True)
+    trajectory_pub = bench.create_publisher(
+        JointTrajectory, '/computed_torque_node/joint_trajectory', 10)
+    executor, stop, spinner = spin_in_thread(bench, context, 'events')
+    events = []               # (round, label, publish time, done time or None)
+    try:
+        deadline = time.monotonic() + 30.0
+        while len(answers) < 100 or trajectory_pub.get_subscription_count() < 1:
+            if node_proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError('the node did not answer:\n'
+                                   + '\n'.join(line for _, line in output.lines))
+            time.sleep(0.05)
+        for r in range(args.stall):
+            for label, data, logged in messages:
+                print(f'stall: round {r + 1}, {label}', file=sys.stderr, flush=True)
+                time.sleep(1.5)
+                t_pub = time.monotonic()
+                trajectory_pub.publish(data)
+                done = output.wait_for(
+                    'received trajectory' if args.baseline
+                    else f'new trajectory: {logged}' if logged
+                    else 'dropped a trajectory message', t_pub, 20.0)
+                events.append((r, label, len(data), t_pub, done))
+                time.sleep(0.5)
+        time.sleep(1.0)
+        rounds_end = time.monotonic()
+    finally:
+        if streamer.poll() is None:
+            streamer.communicate('', timeout=30)
+        tear_down(node_proc, bench, context, executor, stop, spinner)
+    sent = np.loadtxt(sent_file, ndmin=1)
+    efforts = np.loadtxt(f'{sent_file}.efforts', ndmin=2)
+    times, zeros = efforts[:, 0], efforts[:, 1] > 0
+    rows = []
+    previous_end = None
+    for r, label, size, t_pub, done in events:
+        end = (done if done is not None else t_pub + 20.0) + 0.5
+        steady_start = t_pub - 1.4 if previous_end is None else previous_end
+        rows.append({
+            'round': r + 1, 'event': label, 'bytes': size,
+            'handled_s': None if done is None else done - t_pub,
+            'gap_ms': 1e3 * largest_gap(times, t_pub, end),
+            'steady_gap_ms': 1e3 * largest_gap(times, steady_start, t_pub),
+            'steady_stream_gap_ms': 1e3 * largest_gap(sent, steady_start, t_pub),
+            'stream_gap_ms': 1e3 * largest_gap(sent, t_pub, end),
+            'zero_commands': int(zeros[(times >= t_pub) & (times <= end)].sum())})
+        previous_end = end
+    who = ('BASELINE: the rclpy echo node, taking trajectories as bytes unread'
+           if args.baseline else 'computed_torque_node')
+    return {'setup': f'{who} in its own process ({pathlib.Path(args.params_file).name}, '
+                     f'state_timeout as configured), valid joint_states at {STALL_RATE:g} Hz '
+                     'from a process of their own; trajectories of '
+                     f'{", ".join(map(str, STALL_SIZES))} points (positions only, 1 ms '
+                     'apart), the largest the node accepts, and one '
+                     f'{args.oversized_mb:g} MB message; {args.stall} rounds',
+            'node_args': args.node_arg, 'rows': rows,
+            'zero_commands_total': int(zeros.sum()),
+            'timeouts_logged': sum('no valid joint_states' in line
+                                   for t, line in output.lines if t <= rounds_end)}
+
+
+def print_stall(result):
+    print(result['setup'])
+    if result['node_args']:
+        print('node parameters:', ' '.join(result['node_args']))
+    print('worst gaps between effort commands as received, from the message\'s publication '
+          'until 0.5 s after the node logged it; "steady" is the time before it since the '
+          'previous message; "stream": the states\' own worst gap in the same window')
+    print(f'{"round":>5} {"event":>12} {"MB":>6} {"handled":>8} | {"gap":>8} {"stream":>8} | '
+          f'{"steady":>8} {"stream":>8} | {"zeros":>5}')
+    for row in result['rows']:
+        handled = '-' if row['handled_s'] is None else f'{row["handled_s"] * 1e3:.0f} ms'
+        print(f'{row["round"]:>5} {row["event"]:>12} {row["bytes"] / 1e6:>6.2f} {handled:>8} | '
+              f'{row["gap_ms"]:>5.1f} ms {row["stream_gap_ms"]:>5.1f} ms | '
+              f'{row["steady_gap_ms"]:>5.1f} ms {row["steady_stream_gap_ms"]:>5.1f} ms | '
+              f'{row["zero_commands"]:>5d}')
+    valid = [row['gap_ms'] for row in result['rows'] if row['event'] != 'oversized']
+    largest = [row['gap_ms'] for row in result['rows'] if row['event'] == 'largest']
+    oversized = [row['gap_ms'] for row in result['rows'] if row['event'] == 'oversized']
+    steady = [row['steady_gap_ms'] for row in result['rows']]
+    print('goals:')
+    print(f'  worst gap while valid trajectories arrive: {max(valid):.1f} ms '
+          f'(goal <= {1e3 * STALL_GOALS["valid"]:.0f} ms): '
+          + ('met' if max(valid) <= 1e3 * STALL_GOALS['valid'] else 'not met'))
+    print(f'    of which the largest trajectory the node accepts: {max(largest):.1f} ms')
+    print(f'  worst gap around the oversized message: {max(oversized):.1f} ms '
+          f'(goal <= {1e3 * STALL_GOALS["oversized"]:.0f} ms): '
+          + ('met' if max(oversized) <= 1e3 * STALL_GOALS['oversized'] else 'not met'))
+    print(f'  zero-effort commands: {result["zero_commands_total"]} '
+          f'(timeouts logged: {result["timeouts_logged"]}) (goal 0): '
+          + ('met' if result['zero_commands_total'] == 0 else 'not met'))
+    print(f'  worst steady-state gap: {max(steady):.1f} ms; while trajectories arrive '
+          f'{max(valid):.1f} ms (goal: no larger than steady state): '
+          + ('met' if max(valid) <= max(steady) else 'not met'))
+
+
 def main(argv=None):
     args = parse_args(argv)
     if args.serve_baseline:
         serve_baseline(args.executor)
+        return 0
+    if args.serve_stream:
+        serve_stream(args.serve_stream)
+        return 0
+    if args.stall is not None:
+        result = run_stall(args)
+        if args.json:
+            print(json.dumps(result, indent=2))
+        else:
+            print_stall(result)
         return 0
     if args.soak is not None:
         result = run_soak(args)

@@ -8,6 +8,7 @@ import math
 import struct
 
 from hypothesis import given, strategies as st
+import numpy as np
 import pytest
 from rclpy.serialization import deserialize_message, serialize_message
 from sensor_msgs.msg import JointState
@@ -17,6 +18,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from ne_dynamics_ros.nodes.cdr import (
     CdrError, float64_multi_array_bytes, joint_names_block, joint_state_bytes,
     JointStateReader, read_joint_trajectory, TooManyNames, UnsupportedEncoding)
+from ne_dynamics_ros.control.trajectory import WaypointArrays
 
 NAMES = [f'joint_{i}' for i in range(1, 7)]
 #: names without NUL (a CDR string ends at its NUL) and without lone surrogates
@@ -159,18 +161,83 @@ def joint_trajectories(draw):
     return msg
 
 
-@given(joint_trajectories())
-def test_trajectory_reader_reads_what_rclpy_writes(msg):
-    fields = read_joint_trajectory(serialize_message(msg), max_names=10, max_points=10)
+def point_rows(fields):
+    """The points of read trajectory fields as (t, positions, velocities, accelerations)
+    lists, whichever form the reader gave (arrays: empty where a point gives none)."""
+    points = fields.points
+    if isinstance(points, WaypointArrays):
+        return [(t, list(q), list(qd) if given_qd else [], list(qdd) if given_qdd else [])
+                for t, q, qd, qdd, given_qd, given_qdd in zip(*points)]
+    return [(p.time_from_start, list(p.positions), list(p.velocities),
+             list(p.accelerations)) for p in points]
+
+
+def assert_reads_like_rclpy(fields, msg):
     assert (fields.sec, fields.nanosec) == (msg.header.stamp.sec, msg.header.stamp.nanosec)
     assert fields.frame_id == msg.header.frame_id.encode('utf-8')
     assert fields.joint_names == tuple(msg.joint_names)
-    assert len(fields.points) == len(msg.points)
-    for (t, positions, velocities, accelerations), point in zip(fields.points, msg.points):
+    rows = point_rows(fields)
+    assert len(rows) == len(msg.points)
+    for (t, positions, velocities, accelerations), point in zip(rows, msg.points):
         assert t == point.time_from_start.sec + 1e-9 * point.time_from_start.nanosec
         assert same_floats(positions, point.positions)
         assert same_floats(velocities, point.velocities)
         assert same_floats(accelerations, point.accelerations)
+
+
+@given(joint_trajectories())
+def test_trajectory_reader_reads_what_rclpy_writes(msg):
+    data = serialize_message(msg)
+    assert_reads_like_rclpy(read_joint_trajectory(data, max_names=10, max_points=10),
+                            deserialize_message(data, JointTrajectory))
+
+
+@st.composite
+def uniform_trajectories(draw):
+    """Trajectories whose points all give the same fields: k positions, and velocities,
+    accelerations and efforts of k values or none (the same choice for every point)."""
+    k = draw(st.integers(0, 7))
+    msg = JointTrajectory(joint_names=[f'j{i}' for i in range(draw(st.integers(0, 7)))])
+    msg.header.stamp.sec = draw(st.integers(-2**31, 2**31 - 1))
+    msg.header.frame_id = draw(TEXT)
+    given_fields = [draw(st.booleans()) for _ in range(3)]
+    for _ in range(draw(st.integers(0, 40))):
+        point = JointTrajectoryPoint(positions=draw(st.lists(FLOATS, min_size=k, max_size=k)))
+        for field, field_given in zip(('velocities', 'accelerations', 'effort'), given_fields):
+            if field_given:
+                setattr(point, field, draw(st.lists(FLOATS, min_size=k, max_size=k)))
+        point.time_from_start.sec = draw(st.integers(-2**31, 2**31 - 1))
+        point.time_from_start.nanosec = draw(st.integers(0, 2**32 - 1))
+        msg.points.append(point)
+    return msg
+
+
+@given(uniform_trajectories())
+def test_uniform_trajectories_are_read_at_once_as_rclpy_reads_them(msg):
+    """Points alike: one structured read over all of them (any number of joints, any mix
+    of fields, every alignment pattern), equal to rclpy's deserializer bit for bit."""
+    data = serialize_message(msg)
+    fields = read_joint_trajectory(data, max_names=10, max_points=100)
+    assert isinstance(fields.points, WaypointArrays)
+    assert_reads_like_rclpy(fields, deserialize_message(data, JointTrajectory))
+
+
+def test_a_long_uniform_trajectory_is_read_at_once():
+    """50 000 points of 6 joints (4.4 MB, the issue's longest) read as rclpy reads them."""
+    msg = JointTrajectory(joint_names=NAMES)
+    rng = np.random.default_rng(3)
+    values = rng.normal(size=(50_000, 6))
+    msg.points = [JointTrajectoryPoint(positions=row) for row in values]
+    for k, point in enumerate(msg.points):
+        point.time_from_start.sec, point.time_from_start.nanosec = divmod(
+            1_000_000 * (k + 1), 1_000_000_000)
+    data = serialize_message(msg)
+    fields = read_joint_trajectory(data, max_names=10, max_points=100_000)
+    assert isinstance(fields.points, WaypointArrays)
+    np.testing.assert_array_equal(fields.points.positions, values)
+    np.testing.assert_array_equal(fields.points.times, [
+        p.time_from_start.sec + 1e-9 * p.time_from_start.nanosec for p in msg.points])
+    assert not fields.points.has_velocities.any()
 
 
 def trajectory_bytes():
@@ -193,7 +260,7 @@ def trajectory_bytes():
 def test_every_trajectory_truncation_is_a_cdr_error():
     data = trajectory_bytes()
     fields = read_joint_trajectory(data, 10, 10)
-    assert fields.joint_names == tuple(NAMES) and fields.points[-1][0] == 2.0
+    assert fields.joint_names == tuple(NAMES) and fields.points.times[-1] == 2.0
     for size in range(len(data)):
         with pytest.raises(CdrError):
             read_joint_trajectory(data[:size], 10, 10)

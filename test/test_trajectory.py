@@ -12,7 +12,7 @@ from scipy.interpolate import BPoly, CubicHermiteSpline
 
 from ne_dynamics_ros.control.trajectory import (
     DesiredState, interpolate_segment, Trajectory, trajectory_from_points, TrajectoryError,
-    TrajectoryPoint)
+    TrajectoryPoint, waypoint_arrays)
 
 CHAIN = ['j1', 'j2', 'j3']
 N = len(CHAIN)
@@ -204,34 +204,68 @@ def _point_strategy():
     return st.builds(TrajectoryPoint, time, row, row, row)
 
 
+def point_by_point(points, n, order):
+    """The reference check: each point in turn, each field in turn (no arrays).
+
+    Returns (times, positions, velocities or None per point, accelerations or None per
+    point) in chain order, or raises TrajectoryError naming the first fault met.
+    """
+    times, positions, velocities, accelerations = [], [], [], []
+
+    def vector(values, what):
+        if len(values) != n:
+            raise TrajectoryError(f'{what} has {len(values)} values, expected {n}')
+        if not all(np.isfinite(v) for v in values):
+            raise TrajectoryError(f'{what} contains NaN or inf')
+        return np.array([float(values[i]) for i in order])
+
+    for k, point in enumerate(points):
+        t = float(point.time_from_start)
+        if not np.isfinite(t) or t < 0.0:
+            raise TrajectoryError(f'point {k}: time_from_start {t} s is negative or not finite')
+        if k > 0 and t <= times[-1]:
+            raise TrajectoryError(
+                f'point {k}: time_from_start {t} s is not after point {k - 1}\'s '
+                f'{times[-1]} s (must be strictly increasing)')
+        times.append(t)
+        positions.append(vector(point.positions, f'point {k} positions'))
+        if len(point.accelerations) and not len(point.velocities):
+            raise TrajectoryError(f'point {k}: accelerations given without velocities')
+        velocities.append(vector(point.velocities, f'point {k} velocities')
+                          if len(point.velocities) else None)
+        accelerations.append(vector(point.accelerations, f'point {k} accelerations')
+                             if len(point.accelerations) else None)
+    return times, positions, velocities, accelerations
+
+
 @settings(max_examples=400, deadline=None)
 @given(st.lists(_point_strategy(), min_size=1, max_size=6),
        st.permutations(range(N)), st.booleans())
-def test_fast_column_check_agrees_with_the_point_by_point_check(points, order, increasing):
-    """Trajectories are checked in a few array operations (the common case) or, when that
-    finds a fault or a mix, point by point; both must accept and reject alike."""
-    from ne_dynamics_ros.control.trajectory import _checked_columns, _well_formed_columns
+def test_array_check_agrees_with_the_point_by_point_check(points, order, increasing):
+    """Waypoints are checked in a fixed number of array operations whatever their count;
+    they must accept what a point-by-point check accepts, name the fault it names first,
+    and give the same waypoints in chain order (given as points or as WaypointArrays)."""
     if increasing:          # times as running sums: mostly valid trajectories
         points = [p._replace(time_from_start=sum(abs(x.time_from_start) for x in points[:k + 1]))
                   for k, p in enumerate(points)]
+    names = [CHAIN[i] for i in np.argsort(order)]    # chain joint i is column order[i]
     order = list(order)
-    fast = _well_formed_columns(points, N, order)
     try:
-        slow = _checked_columns(points, N, order)
-    except TrajectoryError:
-        assert fast is None
+        expected = point_by_point(points, N, order)
+    except TrajectoryError as err:
+        with pytest.raises(TrajectoryError) as raised:
+            build(points, joint_names=names, receipt=0.0)
+        assert str(raised.value) == str(err)
         return
-    if fast is None:          # allowed only for a mix of points with and without velocities
-        assert len({len(p.velocities) > 0 for p in points}) > 1 or \
-            len({len(p.accelerations) > 0 for p in points}) > 1
-        return
-    np.testing.assert_array_equal(fast[0], slow[0])
-    np.testing.assert_array_equal(fast[1], slow[1])
-    for got, expected in zip(fast[2:], slow[2:]):
-        assert [g is None for g in got] == [e is None for e in expected]
-        for g, e in zip(got, expected):
-            if e is not None:
-                np.testing.assert_array_equal(g, e)
+    for given_as in (points, waypoint_arrays(points, N)):
+        traj = build(given_as, joint_names=names, receipt=0.0)
+        np.testing.assert_array_equal(traj.times, expected[0])
+        np.testing.assert_array_equal(traj.positions, np.array(expected[1]))
+        for got, mask, want in ((traj.velocities, traj.has_velocities, expected[2]),
+                                (traj.accelerations, traj.has_accelerations, expected[3])):
+            assert mask.tolist() == [w is not None for w in want]
+            for row, w in zip(got, want):
+                np.testing.assert_array_equal(row, ZERO if w is None else w)
 
 
 @settings(max_examples=100, deadline=None)

@@ -57,7 +57,8 @@ from ne_dynamics_ros.control.laws import (
     check_effort_limits, check_gravity, compute_effort_values, ControlLawConfig, ControlMode,
     ControlParameterError, expand_gain, NonFiniteEffortError, parse_mode)
 from ne_dynamics_ros.control.trajectory import (
-    DesiredState, Trajectory, trajectory_from_points, TrajectoryError, TrajectoryPoint)
+    DesiredState, Trajectory, trajectory_from_points, TrajectoryError, TrajectoryPoint,
+    WaypointArrays)
 from ne_dynamics_ros.control.velocity_estimator import check_cutoff, VelocityEstimator
 from ne_dynamics_ros.dynamics.codegen import CompiledDynamics
 from ne_dynamics_ros.dynamics.model import load_model
@@ -716,7 +717,8 @@ class ComputedTorqueController:
     # ---- trajectories ---------------------------------------------------------------------
 
     def prepare_trajectory(self, joint_names: Sequence[str],
-                           points: Sequence[TrajectoryPoint], stamp_ns: int,
+                           points: Union[Sequence[TrajectoryPoint], WaypointArrays],
+                           stamp_ns: int,
                            now_ns: int) -> 'PreparedTrajectory':
         """Check and interpolate a new trajectory without replacing the reference yet.
 
@@ -767,7 +769,20 @@ class ComputedTorqueController:
             self.trajectory = prepared.trajectory
             return prepared.trajectory
 
-    def set_trajectory(self, joint_names: Sequence[str], points: Sequence[TrajectoryPoint],
+    def reject_trajectory(self, reason: str) -> TrajectoryError:
+        """Count a trajectory refused before :meth:`prepare_trajectory` could see it.
+
+        For a reader that found the message's points inconsistent (a point with more
+        positions than another, say): counted in :attr:`rejected_trajectories` like the
+        refusals of :meth:`prepare_trajectory`. Returns the :class:`TrajectoryError` of
+        ``reason`` for the caller to report.
+        """
+        with self._lock:
+            self.rejected_trajectories += 1
+        return TrajectoryError(reason)
+
+    def set_trajectory(self, joint_names: Sequence[str],
+                       points: Union[Sequence[TrajectoryPoint], WaypointArrays],
                        stamp_ns: int, now_ns: int) -> Trajectory:
         """Replace the reference with a new trajectory, or keep the old one and raise.
 
@@ -775,7 +790,9 @@ class ComputedTorqueController:
 
         Args:
             joint_names: the trajectory's joints, any order; every controlled joint once.
-            points: waypoints (``time_from_start`` in s, values in ``joint_names`` order).
+            points: waypoints (``time_from_start`` in s, values in ``joint_names`` order):
+                :class:`TrajectoryPoint` items or one
+                :class:`~ne_dynamics_ros.control.trajectory.WaypointArrays`.
             stamp_ns: ``header.stamp`` in ns on the controller's clock; 0 = start now.
             now_ns: the controller's clock now, ns.
 

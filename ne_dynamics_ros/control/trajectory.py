@@ -24,7 +24,7 @@ the model's joint coordinates: rad for revolute, m for prismatic joints; velocit
 accelerations in rad/s, rad/s^2 (m/s, m/s^2).
 """
 import bisect
-from typing import List, NamedTuple, Optional, Sequence, Tuple
+from typing import NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -53,6 +53,100 @@ class DesiredState(NamedTuple):
     q: np.ndarray
     qd: np.ndarray
     qdd: np.ndarray
+
+
+class WaypointArrays(NamedTuple):
+    """The waypoints of a trajectory message as columns, in the message's joint order.
+
+    What :class:`TrajectoryPoint` lists hold, for all points at once (a message of 50 000
+    points is a few arrays, not 50 000 objects). ``m`` points, ``k`` values per point.
+
+    ``times``: (m,) ``time_from_start``, s. ``positions``: (m, k), rad or m.
+    ``velocities``, ``accelerations``: (m, k), rad/s, rad/s^2 (m/s, m/s^2); rows of points
+    that do not give them are zeros. ``has_velocities``, ``has_accelerations``: (m,) bool,
+    which points give them. Build it with :func:`waypoint_arrays` from points, or directly
+    (the node's CDR reader does).
+    """
+
+    times: np.ndarray
+    positions: np.ndarray
+    velocities: np.ndarray
+    accelerations: np.ndarray
+    has_velocities: np.ndarray
+    has_accelerations: np.ndarray
+
+
+#: The fields of a waypoint, in the order their faults are named (see _first_fault).
+_FIELDS = ('positions', 'velocities', 'accelerations')
+#: Rank of each field's faults among a point's faults (see _first_fault).
+_FIELD_RANKS = {'positions': 2, 'velocities': 4, 'accelerations': 5}
+
+
+class _WrongLength(TrajectoryError):
+    """A waypoint field of the wrong length: ``point``, ``fields`` (all wrong ones there)."""
+
+    def __init__(self, message, point, fields):
+        super().__init__(message)
+        self.point = point
+        self.fields = fields
+
+
+def waypoint_arrays(points: Sequence[TrajectoryPoint], k: int) -> WaypointArrays:
+    """Return the :class:`WaypointArrays` of ``points``, each giving ``k`` values.
+
+    Args:
+        points: the waypoints; ``positions`` of ``k`` values each, ``velocities`` and
+            ``accelerations`` of ``k`` values or empty.
+        k: the number of joint names of the trajectory.
+
+    Raises:
+        TrajectoryError: a point whose positions, velocities or accelerations have another
+            length. The fault named is the first a point-by-point check meets (see
+            :func:`trajectory_from_points`): an earlier point's NaN or time, say, before a
+            later point's length. Values are not checked otherwise (NaN passes).
+    """
+    try:
+        return _waypoint_arrays(points, k)
+    except _WrongLength as err:
+        j = err.point
+        p = points[j]
+        values = {f: [float('nan')] * k if f in err.fields else getattr(p, f)
+                  for f in _FIELDS}
+        stand_in = TrajectoryPoint(p.time_from_start, **values)
+        fault = _first_fault(_waypoint_arrays(list(points[:j]) + [stand_in], k), k)
+        replaced = {_FIELD_RANKS[f] for f in err.fields}
+        if fault is not None and (fault[0] < j or fault[1] not in replaced):
+            raise TrajectoryError(fault[2]) from None
+        raise TrajectoryError(str(err)) from None
+
+
+def _waypoint_arrays(points, k):
+    """:func:`waypoint_arrays` naming the first wrong length (:class:`_WrongLength`)."""
+    m = len(points)
+    times = np.array([float(p.time_from_start) for p in points], dtype=float)
+    rows = [[getattr(p, field) for p in points] for field in _FIELDS]
+    sizes = np.array([[len(row) for row in field_rows] for field_rows in rows],
+                     dtype=np.int64).reshape(3, m)
+    given = sizes > 0
+    given[0] = True                               # positions are never optional
+    wrong = given & (sizes != k)
+    if wrong.any():
+        j = int(np.flatnonzero(wrong.any(axis=0))[0])
+        fields = [f for f, bad in zip(_FIELDS, wrong[:, j]) if bad]
+        f = _FIELDS.index(fields[0])
+        raise _WrongLength(f'point {j} {fields[0]} has {sizes[f, j]} values, expected {k}',
+                           j, fields)
+    columns = []
+    for field_rows, field_given in zip(rows, given):
+        values = np.zeros((m, k))
+        if field_given.all():
+            values[:] = np.array(field_rows, dtype=float).reshape(m, k)
+        elif field_given.any():
+            values[field_given] = np.array(
+                [row for row, g in zip(field_rows, field_given) if g], dtype=float
+            ).reshape(-1, k)
+        columns.append(values)
+    return WaypointArrays(times, *columns, given[1], given[2])
 
 
 def interpolate_segment(t, t_a, state_a, t_b, state_b):
@@ -89,11 +183,13 @@ def interpolate_segment(t, t_a, state_a, t_b, state_b):
         zeros = np.zeros_like(q_a)
         return DesiredState(q_a.copy(), np.array(qd_a, dtype=float) if has_vel else zeros,
                             np.array(qdd_a, dtype=float) if has_acc else zeros.copy())
+    zeros = np.zeros((2, q_a.size))
     coefficients = _segment_coefficients(
         np.array([0.0, T]), np.stack([q_a, q_b]),
-        [qd_a, qd_b] if has_vel else [None, None],
-        [qdd_a, qdd_b] if has_acc else [None, None])
-    return DesiredState(*(np.array(v) for v in _evaluate(coefficients[0].T.tolist(), s)))
+        np.stack([qd_a, qd_b]) if has_vel else zeros,
+        np.stack([qdd_a, qdd_b]) if has_acc else zeros,
+        np.full(2, has_vel), np.full(2, has_acc))
+    return DesiredState(*(np.array(v) for v in _evaluate(coefficients[:, 0].T.tolist(), s)))
 
 
 def _evaluate(rows, s):
@@ -111,48 +207,52 @@ def _evaluate(rows, s):
     return q, qd, qdd
 
 
-def _segment_coefficients(times, positions, velocities, accelerations):
-    """Return the (m - 1, 6, n) polynomial coefficients of every segment, all at once.
+def _segment_coefficients(times, positions, qd, qdd, has_vel, has_acc):
+    """Return the (6, m - 1, n) polynomial coefficients of every segment, all at once.
 
-    Segment k runs from waypoint k to k + 1; ``q(s) = sum_j c[k, j] s**j`` for ``s`` in
+    Segment k runs from waypoint k to k + 1; ``q(s) = sum_j c[j, k] s**j`` for ``s`` in
     ``[0, T_k]``, with joint_trajectory_controller's ``interpolate_between_points``
     coefficients: quintic where both waypoints give velocities and accelerations, cubic
-    where both give velocities, linear otherwise (unused coefficients are zero).
-    ``times`` must increase strictly.
+    where both give velocities, linear otherwise (unused coefficients are zero). Each
+    kind is worked out on its own segments only, and coefficient-major, so a trajectory
+    of positions only costs two array operations and touches a third of the memory.
+    ``times`` (m,) must increase strictly; ``positions``, ``qd``, ``qdd`` (m, n) (rows of
+    points that do not give them are ignored); ``has_vel``, ``has_acc`` (m,) bool.
     """
     m, n = positions.shape
-    coefficients = np.zeros((max(m - 1, 0), 6, n))
+    coefficients = np.zeros((6, max(m - 1, 0), n))
     if m < 2:
         return coefficients
-    zero = np.zeros(n)
-    has_vel = np.array([v is not None for v in velocities])
-    has_acc = np.array([a is not None for a in accelerations]) & has_vel
-    qd = np.array([zero if v is None else v for v in velocities])
-    qdd = np.array([zero if a is None else a for a in accelerations])
-    T = np.diff(times)[:, None]
-    q_a, q_b, qd_a, qd_b, qdd_a, qdd_b = (positions[:-1], positions[1:], qd[:-1], qd[1:],
-                                          qdd[:-1], qdd[1:])
-    dq = q_b - q_a
-    cubic = (has_vel[:-1] & has_vel[1:])[:, None]
-    quintic = (has_acc[:-1] & has_acc[1:])[:, None]
-    linear = ~cubic
-    cubic = cubic & ~quintic
+    has_acc = has_acc & has_vel
+    cubic = has_vel[:-1] & has_vel[1:]
+    quintic = has_acc[:-1] & has_acc[1:]
     with np.errstate(over='ignore', invalid='ignore'):
-        coefficients[:, 0] = q_a
-        coefficients[:, 1] = np.where(linear, dq / T, qd_a)
-        coefficients[:, 2] = np.where(
-            quintic, 0.5 * qdd_a,
-            np.where(cubic, (3.0 * dq - (2.0 * qd_a + qd_b) * T) / T ** 2, 0.0))
-        coefficients[:, 3] = np.where(
-            quintic, (20.0 * dq - (8.0 * qd_b + 12.0 * qd_a) * T
-                      - (3.0 * qdd_a - qdd_b) * T ** 2) / (2.0 * T ** 3),
-            np.where(cubic, (2.0 * (-dq) + (qd_a + qd_b) * T) / T ** 3, 0.0))
-        coefficients[:, 4] = np.where(
-            quintic, (-30.0 * dq + (14.0 * qd_b + 16.0 * qd_a) * T
-                      + (3.0 * qdd_a - 2.0 * qdd_b) * T ** 2) / (2.0 * T ** 4), 0.0)
-        coefficients[:, 5] = np.where(
-            quintic, (12.0 * dq - 6.0 * (qd_b + qd_a) * T
-                      - (qdd_a - qdd_b) * T ** 2) / (2.0 * T ** 5), 0.0)
+        T = np.diff(times)[:, None]
+        dq = positions[1:] - positions[:-1]
+        coefficients[0] = positions[:-1]
+        if not cubic.any():
+            np.divide(dq, T, out=coefficients[1])
+            return coefficients
+        linear = np.flatnonzero(~cubic)
+        coefficients[1, linear] = dq[linear] / T[linear]
+        for rows, kind in ((np.flatnonzero(cubic & ~quintic), 3), (np.flatnonzero(quintic), 5)):
+            if not rows.size:
+                continue
+            T_, dq_ = T[rows], dq[rows]
+            qd_a, qd_b = qd[rows], qd[rows + 1]
+            coefficients[1, rows] = qd_a
+            if kind == 3:
+                coefficients[2, rows] = (3.0 * dq_ - (2.0 * qd_a + qd_b) * T_) / T_ ** 2
+                coefficients[3, rows] = (2.0 * (-dq_) + (qd_a + qd_b) * T_) / T_ ** 3
+                continue
+            qdd_a, qdd_b = qdd[rows], qdd[rows + 1]
+            coefficients[2, rows] = 0.5 * qdd_a
+            coefficients[3, rows] = (20.0 * dq_ - (8.0 * qd_b + 12.0 * qd_a) * T_
+                                     - (3.0 * qdd_a - qdd_b) * T_ ** 2) / (2.0 * T_ ** 3)
+            coefficients[4, rows] = (-30.0 * dq_ + (14.0 * qd_b + 16.0 * qd_a) * T_
+                                     + (3.0 * qdd_a - 2.0 * qdd_b) * T_ ** 2) / (2.0 * T_ ** 4)
+            coefficients[5, rows] = (12.0 * dq_ - 6.0 * (qd_b + qd_a) * T_
+                                     - (qdd_a - qdd_b) * T_ ** 2) / (2.0 * T_ ** 5)
     return coefficients
 
 
@@ -161,61 +261,84 @@ class Trajectory:
 
     Build it with :func:`trajectory_from_points` (from message data) or :meth:`hold`.
     Immutable after construction (but for a cache of the last segment's coefficients);
-    :meth:`sample` is cheap enough for every control cycle.
+    :meth:`sample` is cheap enough for every control cycle. Construction is a fixed number
+    of NumPy operations whatever the number of waypoints.
     """
 
     def __init__(self, start_time: float, times: np.ndarray, positions: np.ndarray,
-                 velocities: List[Optional[np.ndarray]],
-                 accelerations: List[Optional[np.ndarray]],
-                 time_before: float, state_before: DesiredState):
+                 velocities: Optional[np.ndarray], accelerations: Optional[np.ndarray],
+                 time_before: float, state_before: DesiredState,
+                 has_velocities: Optional[np.ndarray] = None,
+                 has_accelerations: Optional[np.ndarray] = None):
         """Store already validated data (use :func:`trajectory_from_points` instead).
 
         Args:
             start_time: absolute time (s) that ``times`` count from.
             times: (m,) strictly increasing ``time_from_start`` values (s), ``times[0] >= 0``.
             positions: (m, n) waypoint positions in chain order.
-            velocities, accelerations: per waypoint an (n,) array or ``None`` (not given).
+            velocities, accelerations: (m, n) in chain order, or ``None`` when no waypoint
+                gives them.
             time_before: absolute time (s) at which ``state_before`` held (receipt time).
             state_before: the desired state when the trajectory arrived; the reference is
                 interpolated from it to the first waypoint.
+            has_velocities, has_accelerations: (m,) bool, the waypoints that give them
+                (default: all of them when the array is given); other rows are ignored.
         """
         self.start_time = float(start_time)
         self.times = np.asarray(times, dtype=float)
         self.positions = np.asarray(positions, dtype=float)
-        self.velocities = list(velocities)
-        self.accelerations = list(accelerations)
+        m, n = self.positions.shape
+        columns = []
+        for values, given in ((velocities, has_velocities),
+                              (accelerations, has_accelerations)):
+            if values is None:
+                columns += [np.zeros((m, n)), np.zeros(m, dtype=bool)]
+            else:
+                given = (np.ones(m, dtype=bool) if given is None
+                         else np.asarray(given, dtype=bool))
+                # rows of waypoints that do not give them: zeros, whatever they held
+                columns += [np.where(given[:, None], np.asarray(values, dtype=float), 0.0),
+                            given]
+        #: (m, n) velocities and accelerations (zeros where not given) and (m,) bool masks
+        #: of the waypoints that give them
+        self.velocities, self.has_velocities, self.accelerations, self.has_accelerations = \
+            columns
+        self.has_accelerations = self.has_accelerations & self.has_velocities
         self.time_before = float(time_before)
         self.state_before = DesiredState(*(np.array(a, dtype=float) for a in state_before))
         self._abs_times = self.start_time + self.times
         self._abs_list = self._abs_times.tolist()        # for bisect on the hot path
         self._coefficients = _segment_coefficients(
-            self.times, self.positions, self.velocities, self.accelerations)
+            self.times, self.positions, self.velocities, self.accelerations,
+            self.has_velocities, self.has_accelerations)
         # the way in, from state_before to the first waypoint (when that lies ahead)
         self._first_rows = None
         if self._abs_list[0] > self.time_before:
             self._first_rows = _segment_coefficients(
                 np.array([self.time_before, self._abs_list[0]]),
                 np.stack([self.state_before.q, self.positions[0]]),
-                [self.state_before.qd, self.velocities[0]],
-                [self.state_before.qdd, self.accelerations[0]])[0].T.tolist()
+                np.stack([self.state_before.qd, self.velocities[0]]),
+                np.stack([self.state_before.qdd, self.accelerations[0]]),
+                np.array([True, self.has_velocities[0]]),
+                np.array([True, self.has_accelerations[0]]))[:, 0].T.tolist()
         self._rows = (None, None)        # (segment, its coefficient rows), the last one used
         self._before = tuple(a.tolist() for a in self.state_before)
+        # the last waypoint, held after its time (zeros where it gives no qd, qdd)
+        self._last = (self.positions[-1].tolist(), self.velocities[-1].tolist(),
+                      self.accelerations[-1].tolist())
 
     @classmethod
     def hold(cls, q, time: float) -> 'Trajectory':
         """Hold the positions ``q`` (n,) at zero velocity and acceleration from ``time`` (s) on."""
         q = np.array(q, dtype=float)
         zeros = np.zeros_like(q)
-        return cls(time, np.zeros(1), q[np.newaxis, :], [zeros], [zeros], time,
-                   DesiredState(q, zeros, zeros))
+        return cls(time, np.zeros(1), q[np.newaxis, :], zeros[np.newaxis, :],
+                   zeros[np.newaxis, :], time, DesiredState(q, zeros, zeros))
 
     @property
     def end_time(self) -> float:
         """Absolute time (s) of the last waypoint; the last point is held after it."""
         return float(self._abs_times[-1])
-
-    def _point_state(self, i):
-        return self.positions[i], self.velocities[i], self.accelerations[i]
 
     def sample(self, t: float) -> DesiredState:
         """Return the reference ``(q_d, qd_d, qdd_d)`` at absolute time ``t`` (s).
@@ -235,27 +358,15 @@ class Trajectory:
             rows, s = self._first_rows, t - self.time_before
         else:
             i = bisect.bisect_right(self._abs_list, t) - 1
-            if i == len(self.times) - 1:
-                q, qd, qdd = self._point_state(i)
-                zeros = [0.0] * len(q)
-                return (q.tolist(), zeros if qd is None else qd.tolist(),
-                        list(zeros) if qdd is None else qdd.tolist())
+            if i == len(self._abs_list) - 1:
+                return tuple(list(v) for v in self._last)
             segment, rows = self._rows
             if segment != i:
                 # the segment's polynomial, its coefficients worked out once (__init__)
-                rows = self._coefficients[i].T.tolist()
+                rows = self._coefficients[:, i].T.tolist()
                 self._rows = (i, rows)
             s = t - self._abs_list[i]
         return _evaluate(rows, s)
-
-
-def _as_finite_vector(values, length, what):
-    arr = np.asarray(values, dtype=float)
-    if arr.shape != (length,):
-        raise TrajectoryError(f'{what} has {arr.size} values, expected {length}')
-    if not np.all(np.isfinite(arr)):
-        raise TrajectoryError(f'{what} contains NaN or inf')
-    return arr
 
 
 #: Most waypoints accepted in one trajectory (100 s at 1 kHz).
@@ -273,18 +384,16 @@ def _first(items, count=10):
 MAX_INTERPOLATED = 1e100
 
 
-def _check_interpolation(times, positions, velocities, accelerations):
+def _check_interpolation(times, positions, qd, qdd):
     """Refuse a trajectory whose segment polynomials cannot be evaluated finitely.
 
     A quintic between waypoints ``T`` apart reaches at most about
     ``60 |dq| / T^2 + 36 (|qd_a| + |qd_b|) / T + 9 (|qdd_a| + |qdd_b|)`` in acceleration
     (the cubic and linear cases stay below it); all segments are checked at once.
+    ``qd``, ``qdd``: (m, n), zeros where a waypoint does not give them.
     """
     if len(times) < 2:
         return
-    zero = np.zeros(positions.shape[1])
-    qd = np.array([zero if v is None else v for v in velocities])
-    qdd = np.array([zero if a is None else a for a in accelerations])
     with np.errstate(over='ignore', invalid='ignore', divide='ignore'):
         T = np.diff(times)[:, None]
         bound = (60.0 * np.abs(np.diff(positions, axis=0)) / T ** 2
@@ -299,105 +408,71 @@ def _check_interpolation(times, positions, velocities, accelerations):
             'the whole trajectory is refused')
 
 
-def _well_formed_columns(points, n, order):
-    """Return (times, positions, velocities, accelerations) in chain order, all at once.
+def _first_fault(waypoints: WaypointArrays, n: int):
+    """Return ``(point, rank, message)`` of the first fault of the waypoints, or None.
 
-    The common case, a few NumPy calls for the whole trajectory: every point has n finite
-    positions, times start at 0 or later and increase strictly, and velocities
-    (accelerations) are given by every point or by none. Returns None otherwise, and
-    :func:`_checked_columns` then finds and names the fault (or handles the mix).
+    All points at once; of the faults of one point, the one named is the first in this
+    order: its time (not finite, negative, not after the previous point's), its positions
+    (length, NaN/inf), accelerations given without velocities, its velocities, its
+    accelerations.
     """
-    try:
-        times = np.array([float(p.time_from_start) for p in points])
-        positions = np.array([p.positions for p in points], dtype=float)
-        given = [[len(p.velocities) > 0 for p in points],
-                 [len(p.accelerations) > 0 for p in points]]
-        if any(len(set(flags)) > 1 for flags in given) or given[1][0] and not given[0][0]:
-            return None
-        velocities = (np.array([p.velocities for p in points], dtype=float)
-                      if given[0][0] else None)
-        accelerations = (np.array([p.accelerations for p in points], dtype=float)
-                         if given[1][0] else None)
-    except (TypeError, ValueError):
-        return None
-    arrays = [a for a in (positions, velocities, accelerations) if a is not None]
-    if (any(a.shape != (len(points), n) for a in arrays)
-            or not all(np.isfinite(a).all() for a in arrays)
-            or not (np.isfinite(times).all() and times[0] >= 0.0)
-            or not np.all(np.diff(times) > 0.0)):
-        return None
-    none = [None] * len(points)
-    return (times, positions[:, order],
-            none if velocities is None else list(velocities[:, order]),
-            none if accelerations is None else list(accelerations[:, order]))
+    times, positions, velocities, accelerations, has_vel, has_acc = waypoints
+    m, k = positions.shape
+    faults = []                              # (point, rank in the order above, message)
+
+    def first(mask, rank, message):
+        hits = np.flatnonzero(mask)
+        if hits.size:
+            j = int(hits[0])
+            faults.append((j, rank, message(j)))
+
+    first(~(np.isfinite(times) & (times >= 0.0)), 0,
+          lambda j: f'point {j}: time_from_start {times[j]} s is negative or not finite')
+    with np.errstate(invalid='ignore'):
+        first(np.concatenate([[False], ~(times[1:] > times[:-1])]), 1, lambda j: (
+            f'point {j}: time_from_start {times[j]} s is not after point {j - 1}\'s '
+            f'{times[j - 1]} s (must be strictly increasing)'))
+    if k != n:
+        first(np.ones(m, dtype=bool), 2,
+              lambda j: f'point {j} positions has {k} values, expected {n}')
+        first(has_vel, 4, lambda j: f'point {j} velocities has {k} values, expected {n}')
+        first(has_acc, 5, lambda j: f'point {j} accelerations has {k} values, expected {n}')
+    else:
+        first(~np.isfinite(positions).all(axis=1), 2,
+              lambda j: f'point {j} positions contains NaN or inf')
+        first(has_vel & ~np.isfinite(velocities).all(axis=1), 4,
+              lambda j: f'point {j} velocities contains NaN or inf')
+        first(has_acc & ~np.isfinite(accelerations).all(axis=1), 5,
+              lambda j: f'point {j} accelerations contains NaN or inf')
+    first(has_acc & ~has_vel, 3,
+          lambda j: f'point {j}: accelerations given without velocities')
+    return min(faults) if faults else None
 
 
-def _checked_columns(points, n, order):
-    """Check the points one by one: (times, positions, velocities, accelerations).
+def check_waypoints(joint_names: Sequence[str],
+                    points: Union[Sequence[TrajectoryPoint], WaypointArrays],
+                    chain_joint_names: Sequence[str]) -> WaypointArrays:
+    """Check a trajectory's joints and waypoints; return them in chain order.
 
-    Raises:
-        TrajectoryError: naming the first bad point and what is wrong with it.
-    """
-    times = np.empty(len(points))
-    positions = np.empty((len(points), n))
-    velocities, accelerations = [], []
-    for k, point in enumerate(points):
-        t = float(point.time_from_start)
-        if not np.isfinite(t) or t < 0.0:
-            raise TrajectoryError(f'point {k}: time_from_start {t} s is negative or not finite')
-        if k > 0 and t <= times[k - 1]:
-            raise TrajectoryError(
-                f'point {k}: time_from_start {t} s is not after point {k - 1}\'s '
-                f'{times[k - 1]} s (must be strictly increasing)')
-        times[k] = t
-        positions[k] = _as_finite_vector(point.positions, n, f'point {k} positions')[order]
-        has_vel = len(point.velocities) > 0
-        has_acc = len(point.accelerations) > 0
-        if has_acc and not has_vel:
-            raise TrajectoryError(f'point {k}: accelerations given without velocities')
-        velocities.append(
-            _as_finite_vector(point.velocities, n, f'point {k} velocities')[order]
-            if has_vel else None)
-        accelerations.append(
-            _as_finite_vector(point.accelerations, n, f'point {k} accelerations')[order]
-            if has_acc else None)
-    return times, positions, velocities, accelerations
-
-
-def trajectory_from_points(joint_names: Sequence[str], points: Sequence[TrajectoryPoint],
-                           chain_joint_names: Sequence[str], start_time: Optional[float],
-                           receipt_time: float, state_before: DesiredState) -> Trajectory:
-    """Validate trajectory message data and reorder it into chain order.
-
-    Args:
-        joint_names: the trajectory's joint names, any order; must name every joint of
-            ``chain_joint_names`` exactly once and no other joint.
-        points: the waypoints, columns in ``joint_names`` order.
-        chain_joint_names: the controlled joints (the model's chain order).
-        start_time: ``header.stamp`` in seconds, or ``None`` for a zero stamp, which
-            means "start on receipt" (``receipt_time``).
-        receipt_time: the time (s, same clock) the trajectory arrived.
-        state_before: the desired state at ``receipt_time`` (chain order); the reference
-            moves from it to the first waypoint if that lies in the future.
+    The checks of :func:`trajectory_from_points` that need neither a clock nor the state
+    at receipt, in the same order and with the same messages: a fixed number of NumPy
+    operations whatever the number of points (given as :class:`WaypointArrays`).
 
     Returns:
-        Trajectory: in chain order.
+        WaypointArrays: (m, n) columns in ``chain_joint_names`` order.
 
     Raises:
-        TrajectoryError: empty ``joint_names`` or ``points``; duplicate, unknown or missing
-            joints; a point whose positions/velocities/accelerations have the wrong length
-            or contain NaN/inf, or gives accelerations without velocities; a negative or
-            non-increasing ``time_from_start``; a stamped trajectory that ends before
-            ``receipt_time``. The whole trajectory is rejected, nothing is partially used.
+        TrajectoryError: as :func:`trajectory_from_points`, but for the stamp checks.
     """
     names = list(joint_names)
     chain = list(chain_joint_names)
+    m = len(points.times) if isinstance(points, WaypointArrays) else len(points)
     if not names:
         raise TrajectoryError('trajectory has no joint_names')
-    if not points:
+    if not m:
         raise TrajectoryError('trajectory has no points')
-    if len(points) > MAX_POINTS:
-        raise TrajectoryError(f'trajectory has {len(points)} points, more than {MAX_POINTS}')
+    if m > MAX_POINTS:
+        raise TrajectoryError(f'trajectory has {m} points, more than {MAX_POINTS}')
     # every check below is linear in the names (a message may carry thousands)
     index, duplicates = {}, set()
     for i, name in enumerate(names):
@@ -416,12 +491,53 @@ def trajectory_from_points(joint_names: Sequence[str], points: Sequence[Trajecto
         raise TrajectoryError(f'joints {missing} missing; partial trajectories are not '
                               'supported, every controlled joint must be given')
     n = len(chain)
+    waypoints = points if isinstance(points, WaypointArrays) else waypoint_arrays(points, n)
+    fault = _first_fault(waypoints, n)
+    if fault is not None:
+        raise TrajectoryError(fault[2])
+    times, positions, velocities, accelerations, has_vel, has_acc = waypoints
     order = [index[name] for name in chain]
-    columns = _well_formed_columns(points, n, order)
-    if columns is None:
-        # something is wrong: go point by point to say what and where
-        columns = _checked_columns(points, n, order)
-    times, positions, velocities, accelerations = columns
+    if order != list(range(n)):
+        positions, velocities, accelerations = (positions[:, order], velocities[:, order],
+                                                accelerations[:, order])
+    return WaypointArrays(times, positions, velocities, accelerations, has_vel, has_acc)
+
+
+def trajectory_from_points(joint_names: Sequence[str],
+                           points: Union[Sequence[TrajectoryPoint], WaypointArrays],
+                           chain_joint_names: Sequence[str], start_time: Optional[float],
+                           receipt_time: float, state_before: DesiredState) -> Trajectory:
+    """Validate trajectory message data and reorder it into chain order.
+
+    Whatever the number of points, a fixed number of NumPy operations (a message of
+    50 000 points is checked and interpolated without a Python loop over them, when it
+    comes as :class:`WaypointArrays`).
+
+    Args:
+        joint_names: the trajectory's joint names, any order; must name every joint of
+            ``chain_joint_names`` exactly once and no other joint.
+        points: the waypoints, columns in ``joint_names`` order: a sequence of
+            :class:`TrajectoryPoint` or one :class:`WaypointArrays`.
+        chain_joint_names: the controlled joints (the model's chain order).
+        start_time: ``header.stamp`` in seconds, or ``None`` for a zero stamp, which
+            means "start on receipt" (``receipt_time``).
+        receipt_time: the time (s, same clock) the trajectory arrived.
+        state_before: the desired state at ``receipt_time`` (chain order); the reference
+            moves from it to the first waypoint if that lies in the future.
+
+    Returns:
+        Trajectory: in chain order.
+
+    Raises:
+        TrajectoryError: empty ``joint_names`` or ``points``; duplicate, unknown or missing
+            joints; a point whose positions/velocities/accelerations have the wrong length
+            or contain NaN/inf, or gives accelerations without velocities; a negative or
+            non-increasing ``time_from_start``; a stamped trajectory that ends before
+            ``receipt_time``. The whole trajectory is rejected, nothing is partially used.
+    """
+    times, positions, velocities, accelerations, has_vel, has_acc = check_waypoints(
+        joint_names, points, chain_joint_names)
+    n = len(chain_joint_names)
     if start_time is None:
         start = float(receipt_time)
     elif not np.isfinite(start_time):
@@ -436,6 +552,9 @@ def trajectory_from_points(joint_names: Sequence[str], points: Sequence[Trajecto
         if np.shape(arr) != (n,):
             raise TrajectoryError(
                 f'state_before.{what} has shape {np.shape(arr)}, expected ({n},)')
+    with np.errstate(invalid='ignore'):
+        velocities = np.where(has_vel[:, None], velocities, 0.0)
+        accelerations = np.where(has_acc[:, None], accelerations, 0.0)
     _check_interpolation(times, positions, velocities, accelerations)
     return Trajectory(start, times, positions, velocities, accelerations,
-                      receipt_time, state_before)
+                      receipt_time, state_before, has_vel, has_acc)

@@ -24,7 +24,11 @@ from array import array
 import functools
 import struct
 import sys
-from typing import NamedTuple, Sequence, Tuple
+from typing import List, NamedTuple, Sequence, Tuple, Union
+
+import numpy as np
+
+from ne_dynamics_ros.control.trajectory import TrajectoryPoint, WaypointArrays
 
 __all__ = ['CdrError', 'UnsupportedEncoding', 'TooManyNames', 'JointStateFields',
            'JointStateReader', 'JointTrajectoryFields', 'read_joint_trajectory',
@@ -114,28 +118,36 @@ class JointTrajectoryFields(NamedTuple):
     """A ``trajectory_msgs/JointTrajectory`` as read from CDR.
 
     ``sec, nanosec``: ``header.stamp``; ``frame_id``: UTF-8 bytes; ``joint_names``: tuple
-    of str; ``points``: one ``(time_from_start, positions, velocities, accelerations)``
-    per point, the time in seconds (float), the others ``array('d')`` (rad, rad/s,
-    rad/s^2 or m, m/s, m/s^2; empty when not given). Each point's ``effort`` is skipped.
+    of str; ``points``: the waypoints (each point's ``effort`` is skipped), one
+    :class:`~ne_dynamics_ros.control.trajectory.WaypointArrays` when every point gives
+    its fields with the same lengths (the usual message, read all at once), otherwise a
+    list of :class:`~ne_dynamics_ros.control.trajectory.TrajectoryPoint` (time in s,
+    the values as ``array('d')``, empty when not given). Values in rad, rad/s, rad/s^2
+    or m, m/s, m/s^2.
     """
 
     sec: int
     nanosec: int
     frame_id: bytes
     joint_names: Tuple[str, ...]
-    points: list
+    points: Union[WaypointArrays, List[TrajectoryPoint]]
 
 
 _DURATION = struct.Struct('<iI')
+#: The float64[] fields of a JointTrajectoryPoint, in order; then its Duration.
+_POINT_FIELDS = ('positions', 'velocities', 'accelerations', 'effort')
 
 
 def read_joint_trajectory(data: bytes, max_names: int, max_points: int
                           ) -> JointTrajectoryFields:
     """Return the fields of one serialized ``trajectory_msgs/JointTrajectory``.
 
-    Pure Python, so a thread reading a long trajectory gives the GIL up every switch
-    interval (rclpy's deserializer holds it for the whole message: about 1.6 ms for 100
-    points, half a second for 20 000, on the reference machine).
+    Every point whose four arrays have the same lengths as the first point's has the
+    same layout up to its 8-byte alignment, so such a message (the usual one) is read
+    with one structured :func:`numpy.frombuffer` over all points: a fixed cost in
+    Python, about 4 ms for 50 000 points of 6 joints here, against 0.25 s point by point.
+    Other messages (points that differ, or bytes that break the pattern) are read point
+    by point, which names the field at fault.
 
     Raises:
         UnsupportedEncoding: not little-endian plain CDR.
@@ -151,6 +163,14 @@ def read_joint_trajectory(data: bytes, max_names: int, max_points: int
     if count > max_points:
         raise CdrError(f'points: {count} points, more than {max_points}')
     offset += 4
+    points = _read_uniform_points(data, offset, count, len(names))
+    if points is None:
+        points = _read_points(data, offset, count)
+    return JointTrajectoryFields(sec, nanosec, frame_id, names, points)
+
+
+def _read_points(data, offset, count):
+    """Read ``count`` JointTrajectoryPoints one by one: a list of TrajectoryPoint."""
     points = []
     for k in range(count):
         positions, offset = _read_doubles(data, offset, f'points[{k}].positions')
@@ -162,9 +182,120 @@ def read_joint_trajectory(data: bytes, max_names: int, max_points: int
             raise CdrError(f'points[{k}].time_from_start: the message ends before it')
         duration_sec, duration_nanosec = _DURATION.unpack_from(data, offset)
         offset += 8
-        points.append((duration_sec + 1e-9 * duration_nanosec, positions, velocities,
-                       accelerations))
-    return JointTrajectoryFields(sec, nanosec, frame_id, names, points)
+        points.append(TrajectoryPoint(duration_sec + 1e-9 * duration_nanosec, positions,
+                                      velocities, accelerations))
+    return points
+
+
+class _Layout(NamedTuple):
+    """Where the parts of a JointTrajectoryPoint lie in the message.
+
+    ``fields``: one (count offset, count, values offset or None) per float64[] field;
+    ``duration``, ``start`` and ``end``: offsets.
+    """
+
+    start: int
+    fields: list
+    duration: int
+    end: int
+
+
+def _point_layout(data, offset):
+    """Lay out the point at ``offset`` (a :class:`_Layout`); None if it runs past the end."""
+    start = offset
+    fields = []
+    for _ in _POINT_FIELDS:
+        offset += (-offset) % 4
+        if offset + 4 > len(data):
+            return None
+        count = _UINT32.unpack_from(data, offset)[0]
+        stop = offset + 4
+        values = None
+        if count:
+            values = stop + (4 - stop) % 8          # 8-aligned counted from the header
+            stop = values + 8 * count
+        fields.append((offset, count, values))
+        offset = stop
+    offset += (-offset) % 4
+    if offset + 8 > len(data):
+        return None
+    return _Layout(start, fields, offset, offset + 8)
+
+
+def _records(data, layout, offset, count):
+    """Return the ``count`` points at ``offset`` laid out as ``layout``, all at once.
+
+    A structured array with fields ``<name>_count``, ``<name>`` (the values; not for
+    effort), ``sec`` and ``nanosec``; None if the points run past the end.
+    """
+    names, formats, offsets = [], [], []
+    for name, (at, size, values) in zip(_POINT_FIELDS, layout.fields):
+        names.append(f'{name}_count')
+        formats.append('<u4')
+        offsets.append(at - layout.start)
+        if size and name != 'effort':
+            names.append(name)
+            formats.append(('<f8', (size,)))
+            offsets.append(values - layout.start)
+    names += ['sec', 'nanosec']
+    formats += ['<i4', '<u4']
+    offsets += [layout.duration - layout.start, layout.duration + 4 - layout.start]
+    dtype = np.dtype({'names': names, 'formats': formats, 'offsets': offsets,
+                      'itemsize': layout.end - layout.start})
+    if offset + count * dtype.itemsize > len(data):
+        return None
+    return np.frombuffer(data, dtype, count=count, offset=offset)
+
+
+def _read_uniform_points(data, offset, count, k):
+    """Read all points at once when they share the first point's array lengths.
+
+    A point's layout depends only on its array lengths and on whether it starts 8-aligned
+    (counted from the header); where it ends does not depend on that when it has values
+    (the last array of doubles ends 8-aligned). So with equal lengths every point is laid
+    out alike, or the first differs and all the others are alike. Returns WaypointArrays,
+    or None when the message is not of that kind (the caller then reads it point by
+    point): points that differ, velocities or accelerations of a length other than the
+    positions' (or none), or bytes past the end.
+    """
+    if count == 0:
+        empty = np.zeros((0, k))
+        return WaypointArrays(np.zeros(0), empty, empty, empty, np.zeros(0, bool),
+                              np.zeros(0, bool))
+    first = _point_layout(data, offset)
+    if first is None:
+        return None
+    counts = [c for _, c, _ in first.fields]
+    size = counts[0]
+    if any(c not in (0, size) for c in counts[1:3]):
+        return None
+    pieces = [(0, first, count)]          # (first point, its layout, points laid out so)
+    if count > 1:
+        layout = _point_layout(data, first.end)
+        if layout is None or [c for _, c, _ in layout.fields] != counts \
+                or (layout.end - layout.start) % 8:
+            return None
+        if (layout.start - first.start) % 8:
+            pieces = [(0, first, 1), (1, layout, count - 1)]
+    times = np.empty(count)
+    positions = np.empty((count, size))
+    zeros = np.zeros((count, size))
+    velocities = np.empty((count, size)) if counts[1] else zeros
+    accelerations = np.empty((count, size)) if counts[2] else zeros
+    for start, layout, number in pieces:
+        part = _records(data, layout, layout.start, number)
+        if part is None or any(np.any(part[f'{name}_count'] != c)
+                               for name, c in zip(_POINT_FIELDS, counts)):
+            return None
+        rows = slice(start, start + len(part))
+        times[rows] = part['sec'].astype(float) + 1e-9 * part['nanosec'].astype(float)
+        for out, name, c in ((positions, 'positions', size),
+                             (velocities, 'velocities', counts[1]),
+                             (accelerations, 'accelerations', counts[2])):
+            if c:
+                out[rows] = part[name].reshape(-1, size)
+    return WaypointArrays(times, positions, velocities, accelerations,
+                          np.full(count, counts[1] > 0), np.full(count, counts[2] > 0))
 
 
 def _read_header(data, message):

@@ -35,26 +35,34 @@ answer, list the joints in ``joints`` order, and are only published while someon
 subscribes to them (each costs a DDS write); a new subscriber is noticed within the
 watchdog period (state_timeout / 4, between 5 ms and 0.1 s).
 
-Threads: ``joint_states`` are answered on the executor's thread (the control path;
-:func:`main` spins on rclpy's C++ ``EventsExecutor`` unless ``executor`` says
-``single_threaded``). The state-timeout watchdog runs on a thread of its own, so no
-Python callback, however long, can keep it from publishing (C++ code holding the GIL
-can: rclpy takes every message whole before any callback sees it, about 2 ms per MB
-here). Trajectories are prepared on a third thread (below).
+Threads and processes: ``joint_states`` are answered on the executor's thread (the
+control path; :func:`main` spins on rclpy's C++ ``EventsExecutor`` unless ``executor``
+says ``single_threaded``). The state-timeout watchdog runs on a thread of its own, so no
+Python callback, however long, can keep it from publishing. Trajectories never enter this
+process as messages: a child process (:mod:`ne_dynamics_ros.nodes.trajectory_receiver`,
+node ``<name>_trajectory_receiver`` in the same namespace, which ``ros2 topic info``
+lists as the subscriber of ``~/joint_trajectory``) takes them, drops those over
+``max_trajectory_bytes`` unread, reads the others with NumPy, checks their joints
+against the chain, and passes columns of numbers over a socket to a third thread here,
+which checks and interpolates them with a fixed number of NumPy operations whatever
+their length and swaps the reference. Why: rclpy takes a message whole on the executor's
+thread, holding the GIL, before any callback can look at its size, and Fast DDS
+reassembles it on the process's own threads; measured with ``benchmarks/bench_node.py
+--stall`` (issue 25), an rclpy node that only took trajectory bytes went 7-18 ms without
+answering a state for a 4.4 MB trajectory and 95-134 ms for a 40 MB message (69-143 ms
+with the subscription on a second executor thread), against 4 and 6 ms with the
+subscription in a child process. The child lives as long as the node and exits when it
+closes the socket (or dies). Trajectories are read and installed in the order they
+arrive; should more than 10 wait to be read (the subscription's depth), the oldest is
+dropped unread and counted.
 
-Messages as bytes: both subscriptions take serialized CDR bytes, read by
-:mod:`ne_dynamics_ros.nodes.cdr` in Python. For ``joint_states`` that is cheaper than
-rclpy's conversion into Python objects (about 7 against 40 us), which cost more than the
-control law; for trajectories it lets the preparing thread give the GIL up every switch
-interval, where rclpy's deserializer holds it for the whole message (1.6 ms for 100
-points, half a second for 20 000). An encoding other than little-endian CDR goes to
-rclpy's deserializer; bytes neither can read are dropped with a warning. The effort
-command and ``~/tracking_error`` are published as bytes written there too. Trajectory
-messages larger than ``max_trajectory_bytes`` are dropped unread, the others are read,
-checked and interpolated on the preparing thread, then swapped in; a trajectory arriving
-while another is being prepared waits, and a newer one replaces it. NumPy
-floating-point warnings raised while handling a message become the node's own throttled
-warnings.
+Messages as bytes: ``joint_states`` is taken as serialized CDR bytes and read by
+:mod:`ne_dynamics_ros.nodes.cdr` in Python, cheaper than rclpy's conversion into Python
+objects (about 7 against 40 us), which cost more than the control law. An encoding other
+than little-endian CDR goes to rclpy's deserializer; bytes neither can read are dropped
+with a warning. The effort command and ``~/tracking_error`` are published as bytes
+written there too. NumPy floating-point warnings raised while handling a message become
+the node's own throttled warnings.
 
 State timeout: once commanding, if no valid ``joint_states`` message arrives for
 ``state_timeout`` seconds (steady clock), the node logs an error and publishes an
@@ -74,6 +82,7 @@ import logging
 import math
 import os
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -81,7 +90,7 @@ import time
 import numpy as np
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 import rclpy
-from rclpy.event_handler import PublisherEventCallbacks, SubscriptionEventCallbacks
+from rclpy.event_handler import PublisherEventCallbacks
 from rclpy.exceptions import ParameterException
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
@@ -96,11 +105,12 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from ne_dynamics_ros.control.controller import (
     Command, ComputedTorqueController, ControllerSettings, DEFAULT_SETTINGS,
     MAX_STATE_JOINTS, SkipReason)
-from ne_dynamics_ros.control.trajectory import MAX_POINTS, TrajectoryError, TrajectoryPoint
+from ne_dynamics_ros.control.trajectory import TrajectoryError
 from ne_dynamics_ros.nodes.cdr import (
     CdrError, float64_multi_array_bytes, joint_names_block, joint_state_bytes,
-    JointStateFields, JointStateReader, JointTrajectoryFields, read_joint_trajectory,
-    UnsupportedEncoding)
+    JointStateFields, JointStateReader, UnsupportedEncoding)
+from ne_dynamics_ros.nodes.trajectory_receiver import (
+    message_frame, trajectory_fields, TrajectoryReceiver)
 from ne_dynamics_ros.resources import find_resource
 
 NODE_NAME = 'computed_torque_node'
@@ -108,15 +118,15 @@ NODE_NAME = 'computed_torque_node'
 EXECUTORS = ('events', 'single_threaded')
 
 #: Default of ``max_trajectory_bytes``, the serialized size beyond which a trajectory
-#: message is dropped without being deserialized: 32 MiB holds the 100 000 points that
-#: :data:`~ne_dynamics_ros.control.trajectory.MAX_POINTS` allows for a 7-joint arm with
-#: positions, velocities and accelerations.
+#: message is dropped without being read: 32 MiB holds the largest trajectory the node
+#: can accept, the 100 000 points of
+#: :data:`~ne_dynamics_ros.control.trajectory.MAX_POINTS` giving positions, velocities,
+#: accelerations and efforts for a 7-joint arm (26 MB; 23 MB for six joints, whose
+#: installation ``bench_node.py --stall`` measures against the 20 ms bound).
 MAX_TRAJECTORY_BYTES = 32 * 1024 * 1024
-#: Most joint names read from a trajectory message; more and it is dropped unread (every
-#: name beyond the chain's is refused anyway, and the check is linear up to here).
-MAX_TRAJECTORY_JOINTS = 100_000
-#: The GIL switch interval set by :func:`main`, s: a thread that prepares a trajectory
-#: delays the control path by at most about this much at a time (Python's default 5 ms).
+#: The GIL switch interval set by :func:`main`, s: the thread that installs a
+#: trajectory delays the control path by at most about this much at a time between its
+#: NumPy operations (Python's default is 5 ms).
 SWITCH_INTERVAL = 0.0005
 
 #: QoS of ``joint_states``: what joint_state_broadcaster publishes with
@@ -130,7 +140,6 @@ ROBOT_DESCRIPTION_QOS = QoSProfile(history=QoSHistoryPolicy.KEEP_LAST, depth=1,
                                    durability=QoSDurabilityPolicy.TRANSIENT_LOCAL)
 
 _NO_PUBLISHER_EVENTS = PublisherEventCallbacks(use_default_callbacks=False)
-_NO_SUBSCRIPTION_EVENTS = SubscriptionEventCallbacks(use_default_callbacks=False)
 #: Parameters that can be changed while running (the others are read-only); they are
 #: the controller's run-time settings.
 RUNTIME_PARAMETERS = tuple(DEFAULT_SETTINGS)
@@ -227,10 +236,10 @@ PARAMETERS = {
         'more than this is dropped as a glitch (.inf: no check).', dynamic_typing=True,
         constraints='>= 0')),
     'max_trajectory_bytes': (MAX_TRAJECTORY_BYTES, _descriptor(
-        'Serialized size (bytes) beyond which a trajectory message is dropped unread. It '
-        'saves the deserialization, not the take: rclpy copies every message whole, '
-        'holding the GIL, before the node sees its size (about 2 ms per MB on the '
-        'reference machine), so keep publishers of huge messages off the topic.',
+        'Serialized size (bytes) beyond which a trajectory message is dropped unread by '
+        'the trajectory receiver process (which takes every message, so that the control '
+        'path never does). The default holds the largest trajectory the node accepts '
+        '(100 000 points with every field for 7 joints).',
         read_only=True, constraints='integer > 0')),
     'velocity_filter_cutoff': (DEFAULT_SETTINGS['velocity_filter_cutoff'], _descriptor(
         'Cut-off frequency (Hz) of the low-pass on finite-difference velocities, used when '
@@ -272,27 +281,12 @@ def _stamp_ns(fields):
     return fields.sec * 1_000_000_000 + fields.nanosec
 
 
-def _joint_trajectory_fields(msg):
-    """Return the :class:`JointTrajectoryFields` of a ``JointTrajectory`` object."""
-    stamp = msg.header.stamp
-    return JointTrajectoryFields(
-        stamp.sec, stamp.nanosec, msg.header.frame_id.encode('utf-8', 'replace'),
-        tuple(msg.joint_names),
-        [(_seconds(p.time_from_start), p.positions, p.velocities, p.accelerations)
-         for p in msg.points])
-
-
 def _joint_state_fields(msg):
     """Return the :class:`JointStateFields` of a ``sensor_msgs/JointState`` object."""
     stamp = msg.header.stamp
     return JointStateFields(stamp.sec, stamp.nanosec,
                             msg.header.frame_id.encode('utf-8', 'replace'), tuple(msg.name),
                             msg.position, msg.velocity, msg.effort)
-
-
-def _seconds(msg_duration):
-    """Convert a builtin_interfaces Duration to float seconds."""
-    return msg_duration.sec + 1e-9 * msg_duration.nanosec
 
 
 class _FloatingPointErrors:
@@ -377,8 +371,7 @@ class ComputedTorqueNode(Node):
         self._stopping = threading.Event()
         self._command_lock = threading.Lock()
         self._threads = []
-        self._trajectory_ready = threading.Condition()
-        self._pending_trajectory = None
+        self._receiver = None
         #: Trajectory messages dropped before the controller saw them (too large,
         #: undeserializable, superseded while waiting); the controller counts its own.
         self.dropped_trajectories = 0
@@ -423,15 +416,18 @@ class ComputedTorqueNode(Node):
         self._joint_state_sub = self.create_subscription(
             JointState, 'joint_states', self._on_joint_state_bytes, JOINT_STATE_QOS,
             raw=True)
-        # Raw bytes: the size is bounded before anything is deserialized, and the
-        # deserialization (slow for long trajectories) runs on the preparing thread.
-        self._trajectory_sub = self.create_subscription(
-            JointTrajectory, '~/joint_trajectory', self._on_trajectory_bytes, 10,
-            event_callbacks=_NO_SUBSCRIPTION_EVENTS, raw=True)
+        # Trajectories are taken and read by a process of their own (see
+        # ne_dynamics_ros.nodes.trajectory_receiver): no message, however large, is ever
+        # copied in this process before the node sees it; what arrives here are columns.
+        self._receiver = TrajectoryReceiver(
+            self.resolve_topic_name('~/joint_trajectory'), self.get_name(),
+            self.get_namespace(), self.context.get_domain_id(), self._max_trajectory_bytes,
+            chain_joint_names=(None if self.controller is None
+                               else self.controller.model.joint_names))
         self._threads = [
             threading.Thread(target=self._run_watchdog, name='state_timeout_watchdog',
                              daemon=True),
-            threading.Thread(target=self._prepare_trajectories, name='trajectory_preparation',
+            threading.Thread(target=self._receive_trajectories, name='trajectory_reception',
                              daemon=True)]
         for thread in self._threads:
             thread.start()
@@ -539,6 +535,8 @@ class ComputedTorqueNode(Node):
             self.get_logger().error(f'{err}; still waiting for a valid robot_description')
             return
         self.destroy_subscription(self._description_sub)
+        if self._receiver is not None:
+            self._receiver.set_chain(self.controller.model.joint_names)
 
     # ---- joint states -> controller -> effort ---------------------------------------------
 
@@ -625,48 +623,58 @@ class ComputedTorqueNode(Node):
                                 f'floating-point {", ".join(kinds)} while {doing}')
 
     def _on_trajectory_bytes(self, data):
-        """Executor thread: bound the size, then hand the bytes to the preparing thread."""
-        if len(data) > self._max_trajectory_bytes:
-            self.dropped_trajectories += 1
-            self._warnings.warn('trajectory', f'dropped a trajectory message of {len(data)} '
-                                f'bytes unread: more than max_trajectory_bytes '
-                                f'({self._max_trajectory_bytes})')
-            return
-        with self._trajectory_ready:
-            superseded = self._pending_trajectory is not None
-            self._pending_trajectory = (data, self.get_clock().now().nanoseconds)
-            self._trajectory_ready.notify()
-        if superseded:
-            self.dropped_trajectories += 1
-            self._warnings.warn('trajectory_superseded', 'a trajectory was replaced by a newer '
-                                'one before it could be prepared')
+        """Read, check and install one serialized trajectory in this thread.
 
-    def _prepare_trajectories(self):
-        """Deserialize, check, interpolate and install trajectories (the preparing thread)."""
-        while True:
-            with self._trajectory_ready:
-                while self._pending_trajectory is None and not self._stopping.is_set():
-                    self._trajectory_ready.wait()
-                if self._stopping.is_set():
-                    return
-                data, received_ns = self._pending_trajectory
-                self._pending_trajectory = None
+        What the receiving process does with each message (:func:`message_frame`), done
+        here: for a caller that holds message bytes in this process.
+        """
+        controller = self.controller
+        header, arrays = message_frame(data, self._max_trajectory_bytes,
+                                       None if controller is None
+                                       else controller.model.joint_names)
+        self._handle_frame(header, arrays, self.get_clock().now().nanoseconds)
+
+    def _receive_trajectories(self):
+        """Trajectory thread: handle the receiving process's frames until it ends."""
+        receiver = self._receiver
+        for header, arrays in receiver.frames():
+            if header['kind'] == 'ready':
+                self.get_logger().debug('trajectory receiver subscribed')
+                continue
+            # the time the receiving process took the message, on this node's clock
+            age = max(0, time.monotonic_ns() - header['received_monotonic_ns'])
             try:
-                try:
-                    fields = read_joint_trajectory(data, MAX_TRAJECTORY_JOINTS, MAX_POINTS)
-                except UnsupportedEncoding:
-                    # not little-endian plain CDR: rclpy's deserializer reads every encoding
-                    fields = _joint_trajectory_fields(
-                        deserialize_message(data, JointTrajectory))
-                self._install(fields, received_ns)
-            except Exception as err:  # noqa: BLE001 - a bad message must not end the thread
+                self._handle_frame(header, arrays,
+                                   self.get_clock().now().nanoseconds - age)
+            except Exception as err:  # noqa: BLE001 - a bad frame must not end the thread
                 self.dropped_trajectories += 1
                 self._warnings.warn('trajectory', f'dropped a trajectory message: '
                                     f'{type(err).__name__}: {err}')
+        if not self._stopping.is_set():
+            try:
+                code = receiver.process.wait(1.0)
+            except subprocess.TimeoutExpired:
+                code = None
+            self.get_logger().error(
+                f'the trajectory receiver process ended (exit code {code}): no trajectory '
+                'is received any more; the reference in force stays')
 
-    def _on_trajectory(self, msg, received_ns=None):
-        """Check, interpolate and install a ``JointTrajectory`` object (any thread)."""
-        self._install(_joint_trajectory_fields(msg), received_ns)
+    def _handle_frame(self, header, arrays, received_ns):
+        """Count, warn about or install one frame of :func:`message_frame`."""
+        kind = header['kind']
+        if kind == 'dropped':
+            self.dropped_trajectories += 1
+            self._warnings.warn('trajectory_superseded' if header.get('superseded')
+                                else 'trajectory', header['reason'])
+        elif kind == 'rejected':
+            if self.controller is None:
+                self._warnings.warn('trajectory', 'rejected a trajectory: no robot model yet')
+                return
+            err = self.controller.reject_trajectory(header['reason'])
+            self._warnings.warn('trajectory', f'rejected a trajectory, keeping the previous '
+                                f'one: {err}')
+        elif kind == 'trajectory':
+            self._install(trajectory_fields(header, arrays), received_ns)
 
     def _install(self, fields, received_ns=None):
         """Check, interpolate and install one :class:`JointTrajectoryFields` (any thread)."""
@@ -674,7 +682,7 @@ class ComputedTorqueNode(Node):
             self._warnings.warn('trajectory', 'rejected a trajectory: no robot model yet')
             return
         now_ns = self.get_clock().now().nanoseconds if received_ns is None else received_ns
-        points = [TrajectoryPoint(*point) for point in fields.points]
+        points = fields.points
         fp_errors = _FloatingPointErrors()
         try:
             with fp_errors.context():
@@ -688,8 +696,9 @@ class ComputedTorqueNode(Node):
         finally:
             self._warn_floating_point(fp_errors, 'preparing a trajectory')
         self.accepted_trajectories += 1
-        log = self.get_logger().debug if len(points) == 1 else self.get_logger().info
-        log(f'new trajectory: {len(points)} points, {trajectory.times[-1]:.3f} s')
+        count = len(trajectory.times)
+        log = self.get_logger().debug if count == 1 else self.get_logger().info
+        log(f'new trajectory: {count} points, {trajectory.times[-1]:.3f} s')
 
     # ---- timeout and shutdown -----------------------------------------------------------------
 
@@ -726,10 +735,10 @@ class ComputedTorqueNode(Node):
                 'zero effort until states return')
 
     def stop_threads(self, timeout=2.0):
-        """Stop the watchdog and the trajectory thread (idempotent); join them."""
+        """Stop the watchdog, the trajectory receiver and its thread (idempotent)."""
         self._stopping.set()
-        with self._trajectory_ready:
-            self._trajectory_ready.notify_all()
+        if self._receiver is not None:
+            self._receiver.close()
         for thread in self._threads:
             if thread is not threading.current_thread():
                 thread.join(timeout)

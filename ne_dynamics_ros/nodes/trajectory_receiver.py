@@ -1,0 +1,383 @@
+"""Trajectory messages taken and read in a process of their own.
+
+Why a process: whatever subscribes to a topic in the control process pays for every
+message on it before any callback can look at its size. rclpy takes a message whole on
+the executor's thread, holding the GIL while it copies it out of Fast DDS and into a
+Python ``bytes``, and Fast DDS reassembles it on the process's own threads. Measured with
+``benchmarks/bench_node.py --stall`` (PUMA 560, states at 500 Hz, state timeout 0.1 s,
+2026-11-24 on the 2-core machine of CI), the longest time without an effort command
+while an echo node that only *takes* trajectories as bytes received them:
+
+=========================================  ============  ============  ==========
+trajectory subscription                    4.4 MB valid  40 MB (over   zero
+                                                         the bound)    commands
+=========================================  ============  ============  ==========
+on the control executor (as before)        7-18 ms       95-134 ms     0
+on a second executor thread, same process  5-6 ms        69-143 ms     0
+in a child process (this module)           4 ms          6 ms          0
+=========================================  ============  ============  ==========
+
+Only the child process keeps an oversized message away from the control path, so
+``computed_torque_node`` starts this module as a child (:class:`TrajectoryReceiver`). The
+child subscribes to the node's resolved ``~/joint_trajectory`` (as node
+``<node>_trajectory_receiver`` in the node's namespace, which is what ``ros2 topic info``
+lists as the subscriber), drops messages over ``max_trajectory_bytes`` unread, reads the
+others (:func:`message_frame`: NumPy for the usual message, rclpy's deserializer for other
+encodings), and hands the node columns of numbers over a Unix socket pair: a frame is a
+``<IQ`` prefix (header length, payload length), a JSON header, then the payload of
+float64 and bool arrays. The node's side reads it on a thread of its own (``recv`` gives
+the GIL up) and installs the trajectory with a fixed number of NumPy operations.
+
+Messages are read in the order they arrive, an oversized one reported at once; should
+more than the subscription's depth (or twice ``max_trajectory_bytes``) wait, the oldest is
+dropped and reported. The child lives as long as the node: it ignores SIGINT (Ctrl-C
+reaches the whole process group; the node decides) and exits when the socket closes,
+which the kernel also does if the node dies.
+"""
+import argparse
+import collections
+import json
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+
+from ne_dynamics_ros.control.trajectory import (
+    check_waypoints, MAX_POINTS, TrajectoryError, TrajectoryPoint, WaypointArrays)
+from ne_dynamics_ros.nodes.cdr import (
+    JointTrajectoryFields, read_joint_trajectory, UnsupportedEncoding)
+
+#: Most joint names read from a trajectory message; more and it is dropped unread (every
+#: name beyond the chain's is refused anyway, and the check is linear up to here).
+MAX_TRAJECTORY_JOINTS = 100_000
+_PREFIX = struct.Struct('<IQ')          # header bytes, payload bytes
+#: The arrays of a trajectory frame, in payload order: (name, dtype, per point width).
+_ARRAYS = (('times', '<f8', False), ('positions', '<f8', True),
+           ('velocities', '<f8', True), ('accelerations', '<f8', True),
+           ('has_velocities', '|b1', False), ('has_accelerations', '|b1', False))
+
+
+def message_frame(data: bytes, max_bytes: int, chain_joint_names=None):
+    """Turn one serialized ``JointTrajectory`` into a frame: ``(header, arrays)``.
+
+    ``header['kind']`` is ``'trajectory'`` (``arrays`` hold its waypoints, already in
+    chain order, see :func:`trajectory_fields`), ``'dropped'`` (over ``max_bytes``,
+    which is not read, ``'unread': True``; or bytes no reader understands) or
+    ``'rejected'`` (``'reason'``: what
+    :func:`~ne_dynamics_ros.control.trajectory.check_waypoints` refused, or no robot
+    model yet when ``chain_joint_names`` is None). What is sent on is small whatever the
+    message held: the chain's joints only, no ``frame_id``. Never raises for bad bytes.
+    """
+    if len(data) > max_bytes:
+        return {'kind': 'dropped', 'unread': True,
+                'reason': f'dropped a trajectory message of {len(data)} bytes unread: '
+                          f'more than max_trajectory_bytes ({max_bytes})'}, []
+    try:
+        try:
+            fields = read_joint_trajectory(data, MAX_TRAJECTORY_JOINTS, MAX_POINTS)
+        except UnsupportedEncoding:
+            fields = _deserialized_fields(data)   # big-endian, XCDR2...: rclpy reads them
+    except Exception as err:  # noqa: BLE001 - whatever a reader raises, drop the message
+        return {'kind': 'dropped', 'unread': False,
+                'reason': f'dropped a trajectory message: {type(err).__name__}: {err}'}, []
+    if chain_joint_names is None:
+        return {'kind': 'rejected', 'reason': 'no robot model yet'}, []
+    try:
+        points = check_waypoints(fields.joint_names, fields.points, chain_joint_names)
+    except TrajectoryError as err:
+        return {'kind': 'rejected', 'reason': str(err)}, []
+    m, n = points.positions.shape
+    header = {'kind': 'trajectory', 'sec': fields.sec, 'nanosec': fields.nanosec,
+              'joint_names': list(chain_joint_names), 'points': m, 'width': n,
+              'arrays': [name for name, _, _ in _ARRAYS
+                         if name not in ('velocities', 'accelerations')
+                         or getattr(points, f'has_{name}').any()]}
+    return header, [np.ascontiguousarray(getattr(points, name), dtype)
+                    for name, dtype, _ in _ARRAYS if name in header['arrays']]
+
+
+def trajectory_fields(header, arrays) -> JointTrajectoryFields:
+    """Return the :class:`JointTrajectoryFields` of a ``'trajectory'`` frame.
+
+    Its points are WaypointArrays in chain order; ``frame_id`` is not carried (empty).
+    """
+    m, k = header['points'], header['width']
+    given = dict(zip(header['arrays'], arrays))
+    columns = []
+    for name, _, per_joint in _ARRAYS:
+        column = given.get(name)
+        if column is None:             # velocities or accelerations given by no point
+            column = np.zeros((m, k))
+        columns.append(column.reshape((m, k) if per_joint else (m,)))
+    return JointTrajectoryFields(header['sec'], header['nanosec'], b'',
+                                 tuple(header['joint_names']), WaypointArrays(*columns))
+
+
+def _deserialized_fields(data):
+    """Read a trajectory with rclpy's deserializer (any encoding it knows)."""
+    from rclpy.serialization import deserialize_message
+    from trajectory_msgs.msg import JointTrajectory
+
+    msg = deserialize_message(data, JointTrajectory)
+    stamp = msg.header.stamp
+    return JointTrajectoryFields(
+        stamp.sec, stamp.nanosec, msg.header.frame_id.encode('utf-8', 'replace'),
+        tuple(msg.joint_names),
+        [TrajectoryPoint(p.time_from_start.sec + 1e-9 * p.time_from_start.nanosec,
+                         p.positions, p.velocities, p.accelerations) for p in msg.points])
+
+
+def send_frame(sock, header, arrays):
+    """Write one frame (blocking until the peer has taken it all)."""
+    raw = json.dumps(header).encode('utf-8')
+    payload = sum(a.nbytes for a in arrays)
+    sock.sendall(_PREFIX.pack(len(raw), payload) + raw)
+    for a in arrays:
+        if a.nbytes:
+            sock.sendall(a)
+
+
+def _receive_exactly(sock, size):
+    """``size`` bytes from the socket as a bytearray; None at end of stream."""
+    buffer = bytearray(size)
+    view = memoryview(buffer)
+    got = 0
+    while got < size:
+        chunk = sock.recv_into(view[got:])
+        if chunk == 0:
+            return None
+        got += chunk
+    return buffer
+
+
+def receive_frame(sock):
+    """Read one frame: ``(header, arrays)``; None when the peer closed the socket."""
+    prefix = _receive_exactly(sock, _PREFIX.size)
+    if prefix is None:
+        return None
+    header_size, payload_size = _PREFIX.unpack(prefix)
+    raw = _receive_exactly(sock, header_size)
+    payload = _receive_exactly(sock, payload_size) if payload_size else bytearray()
+    if raw is None or payload is None:
+        return None
+    header = json.loads(raw.decode('utf-8'))
+    arrays = []
+    if header['kind'] == 'trajectory':
+        m, k = header['points'], header['width']
+        offset = 0
+        for name, dtype, per_joint in _ARRAYS:
+            if name in header['arrays']:
+                count = m * k if per_joint else m
+                arrays.append(np.frombuffer(payload, dtype, count, offset))
+                offset += arrays[-1].nbytes
+    return header, arrays
+
+
+class TrajectoryReceiver:
+    """The node's side: start the receiving process, then iterate over its frames.
+
+    Args:
+        topic: the fully resolved topic name to subscribe to.
+        node_name, namespace: of the node; the child is ``<node_name>_trajectory_receiver``
+            in the same namespace.
+        domain_id: ROS domain of the node's context.
+        max_bytes: ``max_trajectory_bytes``.
+        depth: QoS history depth of the subscription (reliable, volatile).
+        chain_joint_names: the controlled joints when already known (else
+            :meth:`set_chain` later; until then every trajectory is refused).
+    """
+
+    def __init__(self, topic, node_name, namespace, domain_id, max_bytes, depth=10,
+                 chain_joint_names=None):
+        self._send_lock = threading.Lock()
+        self._socket, child = socket.socketpair()
+        chain = [] if chain_joint_names is None else ['--chain-json',
+                                                      json.dumps(list(chain_joint_names))]
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, '-m', __name__, '--socket-fd', str(child.fileno()),
+                 '--topic', topic, '--node-name', f'{node_name}_trajectory_receiver',
+                 '--namespace', namespace, '--domain-id', str(domain_id),
+                 '--max-bytes', str(max_bytes), '--depth', str(depth)] + chain,
+                pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL)
+        finally:
+            child.close()
+
+    def set_chain(self, joint_names):
+        """Tell the child the controlled joints (chain order).
+
+        It checks names against them and sends only their columns; before it knows them,
+        it refuses every trajectory.
+        """
+        with self._send_lock:
+            try:
+                send_frame(self._socket, {'kind': 'chain', 'joints': list(joint_names)}, [])
+            except OSError:
+                pass                    # the child is gone: frames() ends, the node says so
+
+    def frames(self):
+        """Yield ``(header, arrays)`` frames until the child or :meth:`close` ends them."""
+        while True:
+            try:
+                frame = receive_frame(self._socket)
+            except OSError:
+                return
+            if frame is None:
+                return
+            yield frame
+
+    def close(self, timeout=5.0):
+        """End the child (closing the socket tells it to exit) and wait for it.
+
+        Returns its exit code (None if it had to be killed).
+        """
+        try:
+            self._socket.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self._socket.close()
+        try:
+            return self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+            return None
+
+
+def serve(sock, topic, node_name, namespace, domain_id, max_bytes, depth, chain_joint_names):
+    """Run the child process: subscribe, read, send frames; return when the socket closes."""
+    import rclpy
+    from rclpy.event_handler import SubscriptionEventCallbacks
+    from rclpy.experimental import EventsExecutor
+    from rclpy.signals import SignalHandlerOptions
+    from trajectory_msgs.msg import JointTrajectory
+
+    context = rclpy.context.Context()
+    rclpy.init(context=context, domain_id=domain_id,
+               signal_handler_options=SignalHandlerOptions.NO)
+    node = rclpy.create_node(node_name, namespace=namespace, context=context,
+                             start_parameter_services=False, enable_rosout=False)
+    ready = threading.Condition()
+    # messages waiting to be read, in order: (bytes or an unread-drop frame, receipt ns);
+    # at most ``depth`` of them and 2 * max_bytes in all, else the oldest is dropped
+    pending = collections.deque()
+    waiting = [0, 0]             # bytes waiting, messages dropped for a newer one
+    chain = [chain_joint_names]  # the controlled joints, once the node has a model
+    closed = threading.Event()
+
+    def on_bytes(data):
+        received = time.monotonic_ns()
+        if len(data) > max_bytes:          # reported in order, never held
+            data = message_frame(data, max_bytes)
+        with ready:
+            pending.append((data, received))
+            waiting[0] += len(data) if isinstance(data, bytes) else 0
+            while len(pending) > depth or waiting[0] > 2 * max_bytes:
+                old, _ = pending.popleft()
+                waiting[0] -= len(old) if isinstance(old, bytes) else 0
+                waiting[1] += 1
+            ready.notify()
+
+    def send_loop():
+        try:
+            while True:
+                with ready:
+                    while not pending and not waiting[1] and not closed.is_set():
+                        ready.wait()
+                    if closed.is_set():
+                        return
+                    dropped, waiting[1] = waiting[1], 0
+                    data, received = pending.popleft() if pending else (None, None)
+                    waiting[0] -= len(data) if isinstance(data, bytes) else 0
+                for _ in range(dropped):
+                    send_frame(sock, {'kind': 'dropped', 'unread': False, 'superseded': True,
+                                      'received_monotonic_ns': time.monotonic_ns(),
+                                      'reason': 'a trajectory was dropped unread: '
+                                                f'{depth} newer ones were waiting'}, [])
+                if data is None:
+                    continue
+                if isinstance(data, bytes):
+                    try:
+                        header, arrays = message_frame(data, max_bytes, chain[0])
+                    except Exception as err:  # noqa: BLE001 - report it, keep receiving
+                        header, arrays = {'kind': 'dropped', 'unread': False, 'reason': (
+                            f'dropped a trajectory message: {type(err).__name__}: {err}')}, []
+                else:
+                    header, arrays = data
+                header['received_monotonic_ns'] = received
+                send_frame(sock, header, arrays)
+        except OSError:
+            pass                     # the node closed the socket
+        finally:
+            closed.set()
+            executor.wake()
+
+    def watch_socket():
+        # the node sends the chain's joints; end of stream: the node is gone
+        try:
+            while True:
+                frame = receive_frame(sock)
+                if frame is None:
+                    break
+                if frame[0].get('kind') == 'chain':
+                    chain[0] = tuple(frame[0]['joints'])
+        except (OSError, ValueError):
+            pass
+        closed.set()
+        with ready:
+            ready.notify()
+        executor.wake()
+
+    node.create_subscription(
+        JointTrajectory, topic, on_bytes, depth, raw=True,
+        event_callbacks=SubscriptionEventCallbacks(use_default_callbacks=False))
+    executor = EventsExecutor(context=context)
+    executor.add_node(node)
+    threads = [threading.Thread(target=send_loop, daemon=True),
+               threading.Thread(target=watch_socket, daemon=True)]
+    for thread in threads:
+        thread.start()
+    try:
+        send_frame(sock, {'kind': 'ready'}, [])
+    except OSError:
+        closed.set()
+    while not closed.is_set() and context.ok():
+        executor.spin_once(timeout_sec=0.1)
+    executor.shutdown()
+    node.destroy_node()
+    rclpy.try_shutdown(context=context)
+
+
+def main(argv=None):
+    """Run the child process (``python -m ne_dynamics_ros.nodes.trajectory_receiver``)."""
+    parser = argparse.ArgumentParser(description='computed_torque_node\'s trajectory '
+                                     'receiver (started by the node, not by hand)')
+    parser.add_argument('--socket-fd', type=int, required=True)
+    parser.add_argument('--topic', required=True)
+    parser.add_argument('--node-name', required=True)
+    parser.add_argument('--namespace', default='/')
+    parser.add_argument('--domain-id', type=int, required=True)
+    parser.add_argument('--max-bytes', type=int, required=True)
+    parser.add_argument('--depth', type=int, default=10)
+    parser.add_argument('--chain-json', default=None)
+    args = parser.parse_args(argv)
+    # Ctrl-C in a terminal reaches the whole process group: the node decides when this
+    # process ends (it closes the socket), so that it can still publish its zero command
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    sock = socket.socket(fileno=args.socket_fd)
+    try:
+        serve(sock, args.topic, args.node_name, args.namespace, args.domain_id,
+              args.max_bytes, args.depth,
+              None if args.chain_json is None else tuple(json.loads(args.chain_json)))
+    finally:
+        sock.close()
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
