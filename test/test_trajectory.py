@@ -305,3 +305,22 @@ def test_sampling_uses_each_segments_polynomial(waypoints, fraction, seed):
         scale = 1.0 + 1.0 / (t_b - t_a) ** 2
         for g, w in zip(traj.sample(t), want):
             np.testing.assert_allclose(g, w, rtol=1e-7, atol=1e-7 * scale * 10.0)
+
+
+def test_prepared_waypoints_give_the_same_trajectory():
+    """prepare_waypoints ahead (as the node's receiving process does), then the stamp and
+    the way in: the same reference as from the points; and only for the chain's joints."""
+    from ne_dynamics_ros.control.trajectory import prepare_waypoints
+    rng = np.random.default_rng(4)
+    names = CHAIN[::-1]
+    points = [TrajectoryPoint(0.2 * (k + 1), rng.normal(size=N),
+                              rng.normal(size=N) if k % 3 else [],
+                              rng.normal(size=N) if k % 3 == 1 else []) for k in range(12)]
+    direct = build(points, joint_names=names, receipt=1.0, before=at_rest(ZERO + 0.1))
+    prepared = prepare_waypoints(names, points, CHAIN)
+    ahead = build(prepared, joint_names=CHAIN, receipt=1.0, before=at_rest(ZERO + 0.1))
+    for t in np.linspace(0.5, 4.0, 57):
+        for got, want in zip(ahead.sample(t), direct.sample(t)):
+            np.testing.assert_array_equal(got, want)
+    with pytest.raises(TrajectoryError, match='not of this chain'):
+        build(prepared, joint_names=names)

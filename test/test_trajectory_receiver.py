@@ -27,7 +27,7 @@ from test_computed_torque_node import make_harness  # noqa: F401 - the fixture
 from test_computed_torque_node import PUMA_JOINTS, puma_params, PUMA_URDF, Q0, trajectory_msg
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from ne_dynamics_ros.control.trajectory import check_waypoints, TrajectoryPoint
+from ne_dynamics_ros.control.trajectory import prepare_waypoints, TrajectoryPoint
 from ne_dynamics_ros.nodes.trajectory_receiver import (
     message_frame, receive_frame, send_frame, trajectory_fields)
 
@@ -84,7 +84,7 @@ def test_a_big_endian_trajectory_is_read_by_rclpy_to_the_same_frame():
         np.testing.assert_array_equal(g, w)
     # and the columns are those of the message, reordered into the chain's order
     fields = trajectory_fields(got_header, got)
-    np.testing.assert_array_equal(fields.points.positions,
+    np.testing.assert_array_equal(fields.points.waypoints.positions,
                                   np.array([p[1][::-1] for p in points]))
 
 
@@ -129,14 +129,16 @@ def test_a_frame_reaches_the_other_end_whole():
         sender.join()
         a.close()
         assert receive_frame(b) is None
-    # the columns are what the pure check gives for the same points
+    # the columns and polynomials are what the pure preparation gives for the same points
     fields = trajectory_fields(*frames[0])
-    want = check_waypoints(PUMA_JOINTS, [
+    want = prepare_waypoints(PUMA_JOINTS, [
         TrajectoryPoint(p.time_from_start.sec + 1e-9 * p.time_from_start.nanosec,
                         p.positions, p.velocities, p.accelerations) for p in msg.points],
         CHAIN)
-    for g, w in zip(fields.points, want):
+    for g, w in zip(fields.points.waypoints, want.waypoints):
         np.testing.assert_array_equal(g, w)
+    np.testing.assert_array_equal(fields.points.coefficients, want.coefficients)
+    assert want.coefficients.shape == (6, 19_999, 6)           # quintic segments
 
 
 def test_a_50000_point_trajectory_is_installed_and_followed(make_harness):  # noqa: F811

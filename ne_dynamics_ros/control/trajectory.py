@@ -189,7 +189,14 @@ def interpolate_segment(t, t_a, state_a, t_b, state_b):
         np.stack([qd_a, qd_b]) if has_vel else zeros,
         np.stack([qdd_a, qdd_b]) if has_acc else zeros,
         np.full(2, has_vel), np.full(2, has_acc))
-    return DesiredState(*(np.array(v) for v in _evaluate(coefficients[:, 0].T.tolist(), s)))
+    return DesiredState(*(np.array(v) for v in _evaluate(_rows(coefficients, 0), s)))
+
+
+def _rows(coefficients, k):
+    """Segment ``k`` of (p, m - 1, n) coefficients as n lists of 6 (zeros beyond p)."""
+    rows = coefficients[:, k].T.tolist()
+    pad = [0.0] * (6 - coefficients.shape[0])
+    return [row + pad for row in rows] if pad else rows
 
 
 def _evaluate(rows, s):
@@ -208,24 +215,27 @@ def _evaluate(rows, s):
 
 
 def _segment_coefficients(times, positions, qd, qdd, has_vel, has_acc):
-    """Return the (6, m - 1, n) polynomial coefficients of every segment, all at once.
+    """Return the (p, m - 1, n) polynomial coefficients of every segment, all at once.
 
     Segment k runs from waypoint k to k + 1; ``q(s) = sum_j c[j, k] s**j`` for ``s`` in
     ``[0, T_k]``, with joint_trajectory_controller's ``interpolate_between_points``
     coefficients: quintic where both waypoints give velocities and accelerations, cubic
     where both give velocities, linear otherwise (unused coefficients are zero). Each
-    kind is worked out on its own segments only, and coefficient-major, so a trajectory
-    of positions only costs two array operations and touches a third of the memory.
+    kind is worked out on its own segments only, and coefficient-major; ``p`` is 2 when
+    every segment is linear, 4 when none is quintic, else 6 (the coefficients of higher
+    powers, all zero, are left out), so a trajectory of positions only costs two array
+    operations and a third of the memory.
     ``times`` (m,) must increase strictly; ``positions``, ``qd``, ``qdd`` (m, n) (rows of
     points that do not give them are ignored); ``has_vel``, ``has_acc`` (m,) bool.
     """
     m, n = positions.shape
-    coefficients = np.zeros((6, max(m - 1, 0), n))
-    if m < 2:
-        return coefficients
     has_acc = has_acc & has_vel
     cubic = has_vel[:-1] & has_vel[1:]
     quintic = has_acc[:-1] & has_acc[1:]
+    planes = 6 if quintic.any() else 4 if cubic.any() else 2
+    coefficients = np.zeros((planes, max(m - 1, 0), n))
+    if m < 2:
+        return coefficients
     with np.errstate(over='ignore', invalid='ignore'):
         T = np.diff(times)[:, None]
         dq = positions[1:] - positions[:-1]
@@ -269,7 +279,8 @@ class Trajectory:
                  velocities: Optional[np.ndarray], accelerations: Optional[np.ndarray],
                  time_before: float, state_before: DesiredState,
                  has_velocities: Optional[np.ndarray] = None,
-                 has_accelerations: Optional[np.ndarray] = None):
+                 has_accelerations: Optional[np.ndarray] = None,
+                 coefficients: Optional[np.ndarray] = None):
         """Store already validated data (use :func:`trajectory_from_points` instead).
 
         Args:
@@ -283,6 +294,8 @@ class Trajectory:
                 interpolated from it to the first waypoint.
             has_velocities, has_accelerations: (m,) bool, the waypoints that give them
                 (default: all of them when the array is given); other rows are ignored.
+            coefficients: the segments' (p, m - 1, n) polynomial coefficients of these
+                waypoints when already worked out (:func:`prepare_waypoints`).
         """
         self.start_time = float(start_time)
         self.times = np.asarray(times, dtype=float)
@@ -296,9 +309,10 @@ class Trajectory:
             else:
                 given = (np.ones(m, dtype=bool) if given is None
                          else np.asarray(given, dtype=bool))
-                # rows of waypoints that do not give them: zeros, whatever they held
-                columns += [np.where(given[:, None], np.asarray(values, dtype=float), 0.0),
-                            given]
+                values = np.asarray(values, dtype=float)
+                if not given.all():      # rows of waypoints that do not give them: zeros
+                    values = np.where(given[:, None], values, 0.0)
+                columns += [values, given]
         #: (m, n) velocities and accelerations (zeros where not given) and (m,) bool masks
         #: of the waypoints that give them
         self.velocities, self.has_velocities, self.accelerations, self.has_accelerations = \
@@ -308,19 +322,20 @@ class Trajectory:
         self.state_before = DesiredState(*(np.array(a, dtype=float) for a in state_before))
         self._abs_times = self.start_time + self.times
         self._abs_list = self._abs_times.tolist()        # for bisect on the hot path
-        self._coefficients = _segment_coefficients(
-            self.times, self.positions, self.velocities, self.accelerations,
-            self.has_velocities, self.has_accelerations)
+        self._coefficients = coefficients if coefficients is not None else \
+            _segment_coefficients(self.times, self.positions, self.velocities,
+                                  self.accelerations, self.has_velocities,
+                                  self.has_accelerations)
         # the way in, from state_before to the first waypoint (when that lies ahead)
         self._first_rows = None
         if self._abs_list[0] > self.time_before:
-            self._first_rows = _segment_coefficients(
+            self._first_rows = _rows(_segment_coefficients(
                 np.array([self.time_before, self._abs_list[0]]),
                 np.stack([self.state_before.q, self.positions[0]]),
                 np.stack([self.state_before.qd, self.velocities[0]]),
                 np.stack([self.state_before.qdd, self.accelerations[0]]),
                 np.array([True, self.has_velocities[0]]),
-                np.array([True, self.has_accelerations[0]]))[:, 0].T.tolist()
+                np.array([True, self.has_accelerations[0]])), 0)
         self._rows = (None, None)        # (segment, its coefficient rows), the last one used
         self._before = tuple(a.tolist() for a in self.state_before)
         # the last waypoint, held after its time (zeros where it gives no qd, qdd)
@@ -363,7 +378,7 @@ class Trajectory:
             segment, rows = self._rows
             if segment != i:
                 # the segment's polynomial, its coefficients worked out once (__init__)
-                rows = self._coefficients[:, i].T.tolist()
+                rows = _rows(self._coefficients, i)
                 self._rows = (i, rows)
             s = t - self._abs_list[i]
         return _evaluate(rows, s)
@@ -503,21 +518,62 @@ def check_waypoints(joint_names: Sequence[str],
     return WaypointArrays(times, positions, velocities, accelerations, has_vel, has_acc)
 
 
+class PreparedWaypoints(NamedTuple):
+    """What a trajectory is before it arrives: checked waypoints and their polynomials.
+
+    ``waypoints``: :class:`WaypointArrays` in chain order, rows of points that give no
+    velocities/accelerations zero; ``coefficients``: (p, m - 1, n) segment polynomial
+    coefficients (see :func:`prepare_waypoints`).
+    """
+
+    waypoints: WaypointArrays
+    coefficients: np.ndarray
+
+
+def prepare_waypoints(joint_names: Sequence[str],
+                      points: Union[Sequence[TrajectoryPoint], WaypointArrays],
+                      chain_joint_names: Sequence[str]) -> PreparedWaypoints:
+    """Check a trajectory and work out its segment polynomials, whenever it will start.
+
+    :func:`check_waypoints`, then the check that every segment's interpolation is finite
+    and the coefficients of every segment: all of :func:`trajectory_from_points` that
+    depends neither on the clock nor on the state at receipt, so that it can be done
+    ahead (the node's receiving process does it).
+
+    Raises:
+        TrajectoryError: as :func:`trajectory_from_points`, but for the stamp checks.
+    """
+    times, positions, velocities, accelerations, has_vel, has_acc = check_waypoints(
+        joint_names, points, chain_joint_names)
+    with np.errstate(invalid='ignore'):
+        velocities = np.where(has_vel[:, None], velocities, 0.0)
+        accelerations = np.where(has_acc[:, None], accelerations, 0.0)
+    _check_interpolation(times, positions, velocities, accelerations)
+    coefficients = _segment_coefficients(times, positions, velocities, accelerations,
+                                         has_vel, has_acc)
+    return PreparedWaypoints(WaypointArrays(times, positions, velocities, accelerations,
+                                            has_vel, has_acc), coefficients)
+
+
 def trajectory_from_points(joint_names: Sequence[str],
-                           points: Union[Sequence[TrajectoryPoint], WaypointArrays],
+                           points: Union[Sequence[TrajectoryPoint], WaypointArrays,
+                                         PreparedWaypoints],
                            chain_joint_names: Sequence[str], start_time: Optional[float],
                            receipt_time: float, state_before: DesiredState) -> Trajectory:
     """Validate trajectory message data and reorder it into chain order.
 
     Whatever the number of points, a fixed number of NumPy operations (a message of
     50 000 points is checked and interpolated without a Python loop over them, when it
-    comes as :class:`WaypointArrays`).
+    comes as :class:`WaypointArrays`); none at all over the points when they come as
+    :class:`PreparedWaypoints`, prepared ahead for these joints.
 
     Args:
         joint_names: the trajectory's joint names, any order; must name every joint of
             ``chain_joint_names`` exactly once and no other joint.
         points: the waypoints, columns in ``joint_names`` order: a sequence of
-            :class:`TrajectoryPoint` or one :class:`WaypointArrays`.
+            :class:`TrajectoryPoint` or one :class:`WaypointArrays`; or the
+            :class:`PreparedWaypoints` of :func:`prepare_waypoints` (then
+            ``joint_names`` must be the chain's, in its order).
         chain_joint_names: the controlled joints (the model's chain order).
         start_time: ``header.stamp`` in seconds, or ``None`` for a zero stamp, which
             means "start on receipt" (``receipt_time``).
@@ -532,11 +588,18 @@ def trajectory_from_points(joint_names: Sequence[str],
         TrajectoryError: empty ``joint_names`` or ``points``; duplicate, unknown or missing
             joints; a point whose positions/velocities/accelerations have the wrong length
             or contain NaN/inf, or gives accelerations without velocities; a negative or
-            non-increasing ``time_from_start``; a stamped trajectory that ends before
-            ``receipt_time``. The whole trajectory is rejected, nothing is partially used.
+            non-increasing ``time_from_start``; segments whose interpolation cannot be
+            evaluated finitely; a stamped trajectory that ends before ``receipt_time``.
+            The whole trajectory is rejected, nothing is partially used.
     """
-    times, positions, velocities, accelerations, has_vel, has_acc = check_waypoints(
-        joint_names, points, chain_joint_names)
+    if isinstance(points, PreparedWaypoints):
+        if list(joint_names) != list(chain_joint_names):
+            raise TrajectoryError(f'prepared waypoints of joints {list(joint_names)}, not '
+                                  f'of this chain {list(chain_joint_names)}')
+        prepared = points
+    else:
+        prepared = prepare_waypoints(joint_names, points, chain_joint_names)
+    times, positions, velocities, accelerations, has_vel, has_acc = prepared.waypoints
     n = len(chain_joint_names)
     if start_time is None:
         start = float(receipt_time)
@@ -552,9 +615,6 @@ def trajectory_from_points(joint_names: Sequence[str],
         if np.shape(arr) != (n,):
             raise TrajectoryError(
                 f'state_before.{what} has shape {np.shape(arr)}, expected ({n},)')
-    with np.errstate(invalid='ignore'):
-        velocities = np.where(has_vel[:, None], velocities, 0.0)
-        accelerations = np.where(has_acc[:, None], accelerations, 0.0)
-    _check_interpolation(times, positions, velocities, accelerations)
     return Trajectory(start, times, positions, velocities, accelerations,
-                      receipt_time, state_before, has_vel, has_acc)
+                      receipt_time, state_before, has_vel, has_acc,
+                      coefficients=prepared.coefficients)
