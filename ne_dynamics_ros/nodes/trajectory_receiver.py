@@ -38,9 +38,9 @@ from 120 to 4-7 ms.
 
 Messages are read in the order they arrive, an oversized one reported at once; should
 more than the subscription's depth (or twice ``max_trajectory_bytes``) wait, the oldest is
-dropped and reported. The child lives as long as the node: it ignores SIGINT (Ctrl-C
-reaches the whole process group; the node decides) and exits when the socket closes,
-which the kernel also does if the node dies.
+dropped and reported. The child lives as long as the node: it runs in a session of its
+own and ignores SIGINT (Ctrl-C reaches the terminal's whole process group; the node
+decides), and exits when the socket closes, which the kernel also does if the node dies.
 """
 import argparse
 import collections
@@ -231,7 +231,11 @@ class TrajectoryReceiver:
                  '--topic', topic, '--node-name', f'{node_name}_trajectory_receiver',
                  '--namespace', namespace, '--domain-id', str(domain_id),
                  '--max-bytes', str(max_bytes), '--depth', str(depth)] + chain,
-                pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL)
+                pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL,
+                # a session of its own: Ctrl-C in a terminal (SIGINT to the foreground
+                # process group) must not reach it while it starts, before it can ignore
+                # it; it ends when the node closes the socket
+                start_new_session=True)
         finally:
             child.close()
 
