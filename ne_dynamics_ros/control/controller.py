@@ -403,8 +403,9 @@ class ComputedTorqueController:
             urdf: URDF XML text or a file path.
             base_link, tip_link, convention, armature, damping, friction: as for
                 ``load_model`` (damping and friction replace the URDF's).
-            settings, joints, effort_limits, dynamics_backend, hardware_compensates_gravity,
-                hardware_compensates_friction: as for the constructor.
+            settings, joints, effort_limits, dynamics_backend: as for the constructor.
+            hardware_compensates_gravity, hardware_compensates_friction: as for the
+                constructor.
 
         Raises:
             ne_dynamics_ros.errors.ModelError: the URDF or the armature is unusable.

@@ -142,7 +142,7 @@ class ControlLawConfig:
         kp: (n,) position gains, 1/s^2 (computed_torque) or N*m/rad (feedforward).
         kd: (n,) velocity gains, 1/s (computed_torque) or N*m*s/rad (feedforward).
         gravity: (3,) gravity acceleration in the chain's base frame, m/s^2.
-        effort_limits: (n,) symmetric limits |tau_i| <= effort_limits[i], N*m or N.
+        effort_limits: (n,) symmetric limits ``|tau_i| <= effort_limits[i]``, N*m or N.
         friction_compensation: add the URDF damping/Coulomb friction torques.
         hardware_compensates_gravity: leave g(q) out (the hardware adds it).
         hardware_compensates_friction: leave the friction model out (the hardware adds it).
@@ -261,7 +261,7 @@ def compute_effort(model, config: ControlLawConfig, q, qd, q_d, qd_d, qdd_d):
         q_d, qd_d, qdd_d: (n,) reference positions, velocities, accelerations.
 
     Returns:
-        (n,) finite effort, |tau_i| <= effort_limits[i], chain order.
+        (n,) finite effort, ``|tau_i| <= effort_limits[i]``, chain order.
 
     Raises:
         NonFiniteEffortError: the law produced NaN/inf.

@@ -41,7 +41,7 @@ class LinkDynamics:
         cos_alpha, sin_alpha: of ``alpha``.
         mass: M, kg.
         first_moment: MS = M c, c the centre of mass in DH frame i, kg·m.
-        inertia_origin: 3x3 nested tuples, J = I_c + M (|c|² E - c cᵀ), the inertia
+        inertia_origin: 3x3 nested tuples, J = I_c + M (‖c‖² E - c cᵀ), the inertia
             tensor about origin i, axes of frame i, kg·m² (Huygens' theorem).
     """
 

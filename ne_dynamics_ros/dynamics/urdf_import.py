@@ -42,7 +42,7 @@ ACTUATED_TYPES = ('revolute', 'continuous', 'prismatic')
 #: Largest URDF accepted, bytes (a real arm's is well under 1 MB); ``load_model(...,
 #: max_bytes=...)`` overrides it.
 MAX_URDF_BYTES = 16 * 2**20
-#: Largest |length| (m), mass (kg) and inertia entry (kg·m²) accepted: far beyond any arm,
+#: Largest absolute length (m), mass (kg) and inertia entry (kg·m²) accepted: far beyond any arm,
 #: far below where the recursion's products overflow double precision.
 MAX_LENGTH = 1e4
 MAX_MASS = 1e7

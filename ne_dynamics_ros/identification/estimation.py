@@ -76,7 +76,7 @@ class Identification:
 
     @property
     def relative_std(self):
-        """(p,) standard deviation relative to |value|, percent (inf for a zero value)."""
+        """(p,) standard deviation relative to abs(value), percent (inf for a zero value)."""
         with np.errstate(divide='ignore', invalid='ignore'):
             return np.where(self.beta != 0, 100.0 * self.std / np.abs(self.beta), np.inf)
 
