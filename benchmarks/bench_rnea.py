@@ -3,7 +3,7 @@
 
 For the PUMA 560 and the UR5e, prints per-call time of ``model.rnea`` (one state), batch
 time per state at N = 1, 100, 10 000, the same for the generated robot-specific program
-(Renaud 004's method, :mod:`ne_dynamics_ros.dynamics.codegen`: Python single call and
+(Renaud 004's method, :mod:`ne_dynamics_ros.codegen`: Python single call and
 ``rnea_batch``; its C99 source compiled through ``cffi`` and called from Python, when a C
 compiler and cffi are present), and the same work done by ``pinocchio.rnea`` called in a
 Python loop and by Robotics Toolbox ``rne`` (PUMA 560 only: RTB ships that arm's
@@ -29,8 +29,8 @@ import pinocchio as pin
 import yaml
 
 from ne_dynamics_ros import load_model
-from ne_dynamics_ros.dynamics.codegen import c_source, count_operations, generate, load_python
-from ne_dynamics_ros.dynamics.codegen import python_source
+from ne_dynamics_ros.codegen import c_source, count_operations, generate, load_python
+from ne_dynamics_ros.codegen import python_source
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 ARMS = {

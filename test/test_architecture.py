@@ -8,7 +8,10 @@ module in a fresh interpreter and looks at ``sys.modules``, which also catches R
 in through another library.
 
 Layers, each importing only those before it (``errors`` and ``resources`` serve all):
-``dynamics`` <- ``control`` <- ``identification`` <- ``simulation`` <- ``nodes`` <- ``tools``.
+``dynamics`` <- ``codegen`` <- ``control`` <- ``identification`` <- ``simulation`` <-
+``nodes`` <- ``tools``. Within a layer, no two modules import each other, however
+indirectly (no import circle), and no module imports another module's private
+(underscore) names.
 """
 import ast
 import json
@@ -21,7 +24,8 @@ import pytest
 REPO = pathlib.Path(__file__).resolve().parent.parent
 PACKAGE = 'ne_dynamics_ros'
 ROS_ALLOWED = ('nodes', 'tools')
-LAYERS = ('dynamics', 'control', 'identification', 'simulation', 'nodes', 'tools')
+LAYERS = ('dynamics', 'codegen', 'control', 'identification', 'simulation', 'nodes',
+          'tools')
 #: Top-level ROS 2 Python packages that are not message packages by name.
 ROS_PACKAGES = {'rclpy', 'rcl', 'rmw', 'rosidl_runtime_py', 'rosidl_parser', 'launch',
                 'launch_ros', 'launch_xml', 'launch_yaml', 'ros2cli', 'rosbag2_py',
@@ -138,7 +142,83 @@ def test_each_layer_imports_only_the_layers_before_it():
     assert not wrong, f'imports against the layering {LAYERS}: {wrong}'
 
 
-@pytest.mark.parametrize('layer', ['dynamics', 'control', 'simulation'])
+def import_graph():
+    """{module: set of package modules it imports}, at any depth, names resolved to modules.
+
+    ``from package.module import name`` counts as importing ``package.module`` (and
+    ``package.module.name`` when that is a module); importing a package counts as
+    importing its ``__init__``.
+    """
+    names = {name for name, _ in package_modules()}
+    graph = {}
+    for name, path in package_modules():
+        edges = set()
+        for imported in imported_names(path.read_text(), name, path.name == '__init__.py'):
+            while imported and imported not in names:
+                imported = imported.rpartition('.')[0]
+            if imported and imported != name and imported != PACKAGE:
+                edges.add(imported)
+        graph[name] = edges
+    return graph
+
+
+def cycles(graph):
+    """Every strongly connected group of more than one module (Tarjan), sorted."""
+    index, low, stack, on_stack, found = {}, {}, [], set(), []
+
+    def visit(node):
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(found)
+
+
+def test_the_cycle_finder_finds_circles():
+    assert cycles({'a': {'b'}, 'b': {'c'}, 'c': {'a'}, 'd': {'a'}}) == [['a', 'b', 'c']]
+    assert cycles({'a': {'b'}, 'b': set()}) == []
+
+
+def test_no_import_circle_between_modules():
+    """A package's ``__init__`` re-exporting its modules is not a circle with them."""
+    graph = import_graph()
+    for name in graph:
+        package = name.rpartition('.')[0]
+        graph[name].discard(package)        # a module reading its own package's __init__
+    assert cycles(graph) == []
+
+
+def test_no_module_imports_another_modules_private_names():
+    offenders = []
+    for name, path in package_modules():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or '').startswith(PACKAGE):
+                private = [a.name for a in node.names if a.name.startswith('_')]
+                if private:
+                    offenders.append((name, node.module, private))
+    assert offenders == []
+
+
+@pytest.mark.parametrize('layer', ['dynamics', 'codegen', 'control', 'simulation'])
 def test_importing_a_pure_layer_loads_no_ros(layer):
     modules = [name for name, _ in package_modules()
                if layer_of(name) == layer or name in (PACKAGE, f'{PACKAGE}.errors')]

@@ -43,7 +43,7 @@ def assert_same_torques(model, result, seed=99):
 
 def load_model_like(model, convention):
     from ne_dynamics_ros.dynamics.model import RobotModel
-    return RobotModel(model._chain, convention, model.armature, model.coulomb_velocity)
+    return RobotModel(model.chain, convention, model.armature, model.coulomb_velocity)
 
 
 def evaluate(expression, values):

@@ -75,7 +75,7 @@ def test_codegen_python_and_c_match_the_recursion(tmp_path):
     import shutil
     import numpy as np
     from ne_dynamics_ros import load_model
-    from ne_dynamics_ros.dynamics.codegen import count_operations, load_python
+    from ne_dynamics_ros.codegen import count_operations, load_python
     armature = ['0.5', '1.0', '0.25', '0.1', '0.1', '0.1']
     out = run('codegen', str(PUMA560_URDF), '--lang', 'python', '--output',
               str(tmp_path / 'puma.py'), '--armature', *armature)

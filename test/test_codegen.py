@@ -13,7 +13,7 @@ import yaml
 
 from conftest import CONFIG_DIR, PUMA560_URDF, UR5E_URDF
 from ne_dynamics_ros import load_model
-from ne_dynamics_ros.dynamics.codegen import (
+from ne_dynamics_ros.codegen import (
     count_operations, Emitter, generate, load_python, python_source, Symbol)
 
 PUMA_ARMATURE = yaml.safe_load((CONFIG_DIR / 'puma560.yaml').read_text())[
@@ -106,11 +106,11 @@ def test_parallel_joints_turn_at_once(thetas):
 def test_quarter_turn_sums_are_angle_addition():
     """The table the batch turns summed angles by: cos and sin of L + R + k pi/2 from
     cos and sin of L and R, each as s1 x1 y1 + s2 x2 y2."""
-    from ne_dynamics_ros.dynamics.codegen import _QUARTER_SUMS
+    from ne_dynamics_ros.codegen.batch_emitter import QUARTER_SUMS
     rng = np.random.default_rng(4)
     for left, right in rng.uniform(-7, 7, (20, 2)):
         value = {'cL': np.cos(left), 'sL': np.sin(left), 'cR': np.cos(right), 'sR': np.sin(right)}
-        for k, sums in enumerate(_QUARTER_SUMS):
+        for k, sums in enumerate(QUARTER_SUMS):
             angle = left + right + k * np.pi / 2
             for function, terms in zip((np.cos, np.sin), sums):
                 got = sum(sign * value[x] * value[y] for sign, x, y in terms)
@@ -146,8 +146,8 @@ def test_batch_trig_at_hard_angles(robot):
 
 
 def test_batch_runs_block_by_block(monkeypatch):
-    from ne_dynamics_ros.dynamics import codegen
-    monkeypatch.setattr(codegen, 'BATCH_BLOCK', 100)     # 3 blocks for 250 states, one partial
+    from ne_dynamics_ros.codegen import python_emitter
+    monkeypatch.setattr(python_emitter, 'BATCH_BLOCK', 100)   # 3 blocks for 250 states
     model = load_model(str(UR5E_URDF), tip_link='tool0')
     module = load_python(python_source(generate(model)))
     rng = np.random.default_rng(5)
@@ -244,8 +244,8 @@ def test_the_benchmarks_interpreter_floor_counts_its_operations():
 
 def test_the_three_body_wrench_forms_agree():
     """ω × (Jω), the form on ω's products and the form on b's elements: one wrench."""
-    from ne_dynamics_ros.dynamics import codegen
-    from ne_dynamics_ros.dynamics.rnea import _b_matrix, _body_wrench, LinkDynamics
+    from ne_dynamics_ros.codegen import tracing
+    from ne_dynamics_ros.dynamics.rnea import b_matrix, link_wrench, LinkDynamics
     rng = np.random.default_rng(4)
     for _ in range(20):
         J = rng.normal(size=(3, 3))
@@ -253,9 +253,9 @@ def test_the_three_body_wrench_forms_agree():
         link = LinkDynamics(False, 0.1, 0.2, 0.3, 0.0, 0.9, 0.2, float(rng.uniform(0, 5)),
                             tuple(rng.normal(size=3)), tuple(map(tuple, J)))
         w, wd, vd = (tuple(rng.normal(size=3)) for _ in range(3))
-        b = _b_matrix(w, wd)
-        F, N = _body_wrench(link, w, wd, vd, b)
-        for form in (codegen._body_wrench_products, codegen._body_wrench_b):
+        b = b_matrix(w, wd)
+        F, N = link_wrench(link, w, wd, vd, b)
+        for form in (tracing.body_wrench_products, tracing.body_wrench_b):
             F2, N2 = form(link, w, wd, vd, b)
             np.testing.assert_allclose(F2, F, rtol=1e-12, atol=1e-12)
             np.testing.assert_allclose(N2, N, rtol=1e-12, atol=1e-12)

@@ -576,12 +576,12 @@ def test_both_dynamics_backends_match_pinocchio(make_harness, puma_ref, backend)
 
 
 def test_a_generated_program_that_disagrees_stops_the_node(ros_context, monkeypatch):
-    from ne_dynamics_ros.dynamics import codegen
-    original = codegen.python_source
+    from ne_dynamics_ros.codegen import compiled
+    original = compiled.python_source
 
     def corrupted(program, robot='robot'):
         return original(program, robot).replace('    return [', '    return [1e-3 + ', 1)
-    monkeypatch.setattr(codegen, 'python_source', corrupted)
+    monkeypatch.setattr(compiled, 'python_source', corrupted)
     with pytest.raises(NodeConfigurationError, match='generated inverse dynamics differ'):
         ComputedTorqueNode(context=ros_context, parameter_overrides=puma_params())
     node = ComputedTorqueNode(context=ros_context, parameter_overrides=puma_params(

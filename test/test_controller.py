@@ -504,7 +504,7 @@ def test_reconfigure_and_refusals_change_nothing(puma_ref):
 # ---- dynamics backend ------------------------------------------------------------------------
 
 def test_generated_and_recursive_backends_agree(puma_ref):
-    from ne_dynamics_ros.dynamics.codegen import CompiledDynamics
+    from ne_dynamics_ros.codegen import CompiledDynamics
     generated = make()
     recursive = ComputedTorqueController.from_urdf(
         str(PUMA_URDF), armature=PUMA_ARMATURE, settings={'kp': KP, 'kd': KD},

@@ -25,7 +25,7 @@ def model(request):
 
 def potential_energy(model, q, gravity):
     """-Σ m_k gᵀ c_k from the URDF forward kinematics and the lumped URDF bodies."""
-    chain = model._chain
+    chain = model.chain
     energy = 0.0
     for T, body in zip(chain.link_poses(q), chain.bodies):
         com = T[:3, :3] @ body.com + T[:3, 3]

@@ -60,7 +60,7 @@ from ne_dynamics_ros.control.trajectory import (
     DesiredState, Trajectory, trajectory_from_points, TrajectoryError, TrajectoryPoint,
     WaypointArrays)
 from ne_dynamics_ros.control.velocity_estimator import check_cutoff, VelocityEstimator
-from ne_dynamics_ros.dynamics.codegen import CompiledDynamics
+from ne_dynamics_ros.codegen import CompiledDynamics
 from ne_dynamics_ros.dynamics.model import load_model
 from ne_dynamics_ros.errors import StateError
 
@@ -315,7 +315,7 @@ class ComputedTorqueController:
         effort_limits: (n,) symmetric limits in chain order, N*m (N), ``inf`` allowed;
             ``None``: the URDF ``<limit effort>`` values.
         dynamics_backend: ``'generated'`` (default): the law's RNEA runs the model's
-            generated program (:class:`~ne_dynamics_ros.dynamics.codegen.CompiledDynamics`,
+            generated program (:class:`~ne_dynamics_ros.codegen.CompiledDynamics`,
             checked against the recursion on random states first); ``'recursive'``: the
             recursion itself.
 

@@ -50,6 +50,7 @@ from typing import List
 import numpy as np
 
 from ne_dynamics_ros.dynamics.dh import Convention, link_transform
+from ne_dynamics_ros.dynamics.model import RobotModel
 from ne_dynamics_ros.dynamics.parameters import (
     frame_change, inertial_index, parameter_names, PER_JOINT, standard_parameters)
 
@@ -130,9 +131,9 @@ def stacked_regressor(model, samples=None, seed=0, inertial_only=True):
     samples = samples or max(30, 8 * n)
     rng = np.random.default_rng(seed)
     lower = np.where(np.isfinite(model.lower_limits), model.lower_limits,
-                     np.where(model._prismatic, -0.5, -np.pi))
+                     np.where(model.prismatic, -0.5, -np.pi))
     upper = np.where(np.isfinite(model.upper_limits), model.upper_limits,
-                     np.where(model._prismatic, 0.5, np.pi))
+                     np.where(model.prismatic, 0.5, np.pi))
     q = rng.uniform(lower, upper, (samples, n))
     W = model.regressor(q, rng.normal(size=(samples, n)), rng.normal(size=(samples, n)))
     W = W.reshape(samples * n, -1)
@@ -188,7 +189,7 @@ def closed_form_grouping(model, gravity=(0.0, 0.0, -9.81)):
         sel = np.zeros((10, 10))
         block = slice(10 * j, 10 * j + 10)
         parent = slice(10 * (j - 1), 10 * j)
-        if model._prismatic[j]:
+        if model.prismatic[j]:
             for k in range(6):                  # the whole inertia tensor, a free couple
                 sel[k, k] = 1.0
             moved = [0, 1, 2, 3, 4, 5]
@@ -212,10 +213,10 @@ def closed_form_grouping(model, gravity=(0.0, 0.0, -9.81)):
     for j in range(n):
         T = T @ link_transform(rows[j], 0.0, Convention.MDH)
         z, origin = T[:3, 2], T[:3, 3]
-        (prismatic_axes if model._prismatic[j] else revolute_axes).append(z)
+        (prismatic_axes if model.prismatic[j] else revolute_axes).append(z)
         if j == 0:
             line = (origin, z)
-        coaxial = coaxial and not model._prismatic[j] and _parallel(z, line[1]) and \
+        coaxial = coaxial and not model.prismatic[j] and _parallel(z, line[1]) and \
             np.linalg.norm(np.cross(origin - line[0], line[1])) <= 1e-9 * max(
                 1.0, np.linalg.norm(origin))
         if not revolute_axes:
@@ -229,7 +230,7 @@ def closed_form_grouping(model, gravity=(0.0, 0.0, -9.81)):
         # every rotation so far is about one fixed direction: a planar rotation, in which
         # only ZZ_j of the inertia tensor acts (XX_j, XY_j, XZ_j, YZ_j, YY_j do not)
         removed.update(10 * j + k for k in (0, 1, 2, 3, 4))
-        if model._prismatic[j]:
+        if model.prismatic[j]:
             # a first moment along the rotation direction u never acts (b·MS and the
             # moment of MS × v̇ about u vanish for MS ∥ u): MS and MS - (MS_k/u_k) u act
             # alike, and the latter has no k-th coordinate (k: u's largest one)
@@ -242,7 +243,7 @@ def closed_form_grouping(model, gravity=(0.0, 0.0, -9.81)):
             removed.add(ms + k)
         if j == 0:
             removed.update((8, 9))        # MZ1, M1: link 1 turns about its fixed axis
-        if coaxial or (len(revolute_axes) == 1 and not model._prismatic[j]):
+        if coaxial or (len(revolute_axes) == 1 and not model.prismatic[j]):
             # the first revolute link (or any link of a chain of revolute joints on one
             # fixed line) turns about z_j while its origin accelerates only along the
             # earlier prismatic axes: MX_j, MY_j act only if one of those, or gravity, has
@@ -287,13 +288,12 @@ def base_parameters(model, samples=None, seed=0):
     Returns:
         :class:`BaseParameterSet`.
     """
-    from ne_dynamics_ros.dynamics.model import RobotModel   # for the MDH twin of a DH model
     n = model.n
     names = parameter_names(n)
     inertial = inertial_index(n)
     kept_numeric, K, dependent, rank = numeric_base(model, samples, seed)
     mdh = model if model.convention is Convention.MDH else RobotModel(
-        model._chain, Convention.MDH, model.armature, model.coulomb_velocity)
+        model.chain, Convention.MDH, model.armature, model.coulomb_velocity)
     G_closed, kept_closed, notes = closed_form_grouping(mdh)
     complete = kept_closed.size == rank
     drive = [name for name in names if name.rstrip('0123456789') in ('Ia', 'Fv', 'Fc')]

@@ -58,15 +58,20 @@ def load_model(urdf, base_link=None, tip_link=None, convention='mdh', armature=N
     model = RobotModel(chain, convention, armature, coulomb_velocity)
     for name, value in (('damping', damping), ('friction', friction)):
         if value is not None:
-            values = model._vector(value, name, allow_batch=False)
+            values = model.checked_vector(value, name, allow_batch=False)
             if np.any(values < 0):
                 raise ModelError(f'{name} must be >= 0 per joint, got {values.tolist()}')
             setattr(model, name, values)
     return model
 
 
-def _finite(values, what):
-    """Return ``values`` if all finite, else raise StateError (overflow, not NaN input)."""
+def finite_efforts(values, what):
+    """Return ``values`` if all finite.
+
+    Raises:
+        StateError: naming ``what``: the result overflowed double precision (the inputs
+            were finite, far beyond any arm).
+    """
     if not np.all(np.isfinite(values)):
         raise StateError(f'{what}: the result is not finite in double precision for this '
                          'state (velocities or accelerations far beyond any arm)')
@@ -94,11 +99,15 @@ class RobotModel:
         armature: (n,) reflected rotor inertias (kg·m² or kg).
         links: tuple of :class:`~ne_dynamics_ros.dynamics.rnea.LinkDynamics` in DH frames.
         warnings: notes from the URDF import (e.g. side joints lumped at zero).
+        chain: the :class:`~ne_dynamics_ros.dynamics.urdf_import.Chain` it was built from
+            (URDF frames; :class:`RobotModel` of another convention can be built from it).
+        prismatic: (n,) bool, which joints are prismatic.
+        theta_offsets, d_offsets: (n,) the DH/MDH ``theta`` (rad) and ``d`` (m) at q = 0.
     """
 
     def __init__(self, chain, convention, armature=None, coulomb_velocity=0.01):
         """Build from a :class:`~ne_dynamics_ros.dynamics.urdf_import.Chain` (see load_model)."""
-        self._chain = chain
+        self.chain = chain
         self.convention = Convention.parse(convention)
         self.joint_names = [j.name for j in chain.joints]
         self.n = chain.n
@@ -126,9 +135,9 @@ class RobotModel:
         self._recursion = rnea_mdh if self.convention is Convention.MDH else rnea_dh
 
         self.joint_types = [row.type for row in self._rows]
-        self._prismatic = np.array([t is JointType.PRISMATIC for t in self.joint_types])
-        self._theta0 = np.array([row.theta for row in self._rows])
-        self._d0 = np.array([row.d for row in self._rows])
+        self.prismatic = np.array([t is JointType.PRISMATIC for t in self.joint_types])
+        self.theta_offsets = np.array([row.theta for row in self._rows])
+        self.d_offsets = np.array([row.d for row in self._rows])
         self.lower_limits = np.array([j.lower for j in chain.joints], dtype=float)
         self.upper_limits = np.array([j.upper for j in chain.joints], dtype=float)
         self.effort_limits = np.array([j.effort_limit for j in chain.joints], dtype=float)
@@ -137,7 +146,7 @@ class RobotModel:
         self.friction = np.array([j.friction for j in chain.joints], dtype=float)
         if armature is None:
             armature = np.zeros(self.n)
-        self.armature = self._vector(armature, 'armature', allow_batch=False)
+        self.armature = self.checked_vector(armature, 'armature', allow_batch=False)
         if np.any(self.armature < 0):
             raise ModelError(f'armature must be >= 0, got {self.armature.tolist()}')
         if not (isinstance(coulomb_velocity, (int, float)) and coulomb_velocity > 0
@@ -154,8 +163,13 @@ class RobotModel:
 
     # ---- argument checking ------------------------------------------------------------------
 
-    def _vector(self, value, name, allow_batch=True):
-        """Validate a (n,) or (N, n) joint-space array; raise StateError naming ``name``."""
+    def checked_vector(self, value, name, allow_batch=True):
+        """Return ``value`` as a float array of shape (n,) (or (N, n) if ``allow_batch``).
+
+        Raises:
+            StateError: not numeric, another shape, or NaN/inf (the message names
+                ``name`` and the joints).
+        """
         try:
             arr = np.asarray(value, dtype=float)
         except (TypeError, ValueError):
@@ -169,9 +183,13 @@ class RobotModel:
             raise StateError(f'{name} contains NaN or inf: {arr.tolist()}')
         return arr
 
-    def _states(self, **arrays):
-        """Validate several joint arrays that must share one shape."""
-        checked = {k: self._vector(v, k) for k, v in arrays.items()}
+    def checked_states(self, **arrays):
+        """Return the arrays ``name=value`` checked by :meth:`checked_vector`, as a dict.
+
+        Raises:
+            StateError: as :meth:`checked_vector`, or shapes that differ.
+        """
+        checked = {k: self.checked_vector(v, k) for k, v in arrays.items()}
         shapes = {v.shape for v in checked.values()}
         if len(shapes) > 1:
             detail = ', '.join(f'{k} {v.shape}' for k, v in checked.items())
@@ -188,8 +206,15 @@ class RobotModel:
             raise StateError(f'{name} must be a finite 3-vector, got {value!r}')
         return np.array(values)
 
-    def _base_acceleration(self, gravity):
-        """v̇_0 = -g expressed in DH frame 0, as a 3-tuple (cached for a repeated g)."""
+    def base_acceleration(self, gravity):
+        """Return v̇_0 = -g expressed in DH frame 0, m/s², a 3-tuple (cached for a repeated g).
+
+        ``gravity``: the 3-vector in the base link frame. Newton–Euler takes gravity as an
+        upward acceleration of the base (``000_*``, Craig; Pinocchio likewise).
+
+        Raises:
+            StateError: not a finite 3-vector.
+        """
         g = tuple(self._three(gravity, 'gravity').tolist())
         if g != self._gravity_cache[0]:
             R0 = self.base_transform[:3, :3]
@@ -224,15 +249,15 @@ class RobotModel:
             StateError: wrong shapes, mismatched shapes, NaN or inf; or efforts that are
                 not finite (a state so large that double precision overflows).
         """
-        s = self._states(q=q, qd=qd, qdd=qdd)
+        s = self.checked_states(q=q, qd=qd, qdd=qdd)
         with np.errstate(over='ignore', invalid='ignore'):
             tau = self._rigid_body(s['q'], s['qd'], s['qdd'], gravity, f_tip)
             tau = tau + self.armature * s['qdd']
-        return _finite(tau, 'rnea')
+        return finite_efforts(tau, 'rnea')
 
     def _rigid_body(self, q, qd, qdd, gravity, f_tip):
         """Rigid-body RNEA on validated arrays (no armature)."""
-        base_acc = self._base_acceleration(gravity)
+        base_acc = self.base_acceleration(gravity)
         f_end = n_end = (0.0, 0.0, 0.0)
         if f_tip is not None:
             w = np.asarray(f_tip, dtype=float)
@@ -255,8 +280,8 @@ class RobotModel:
                                   [math.sin(t) for t in theta], d, qd.tolist(),
                                   qdd.tolist(), base_acc, f_end, n_end)
             return np.array(tau, dtype=float)
-        theta = self._theta0[:, None] + np.where(self._prismatic[:, None], 0.0, q.T)
-        d = self._d0[:, None] + np.where(self._prismatic[:, None], q.T, 0.0)
+        theta = self.theta_offsets[:, None] + np.where(self.prismatic[:, None], 0.0, q.T)
+        d = self.d_offsets[:, None] + np.where(self.prismatic[:, None], q.T, 0.0)
         tau = self._recursion(self.links, np.cos(theta), np.sin(theta), d,
                               np.ascontiguousarray(qd.T), np.ascontiguousarray(qdd.T),
                               base_acc, f_end, n_end)
@@ -264,7 +289,7 @@ class RobotModel:
 
     def gravity_torques(self, q, gravity=STANDARD_GRAVITY):
         """Gravity efforts g(q) = rnea(q, 0, 0), (n,) or (N, n), N·m / N (003 §7.5)."""
-        q = self._vector(q, 'q')
+        q = self.checked_vector(q, 'q')
         zero = np.zeros_like(q)
         return self.rnea(q, zero, zero, gravity)
 
@@ -277,7 +302,7 @@ class RobotModel:
         Returns:
             (n,) or (N, n), N·m / N.
         """
-        s = self._states(q=q, qd=qd)
+        s = self.checked_states(q=q, qd=qd)
         return self.rnea(s['q'], s['qd'], np.zeros_like(s['q']), (0.0, 0.0, 0.0))
 
     def mass_matrix(self, q):
@@ -292,7 +317,7 @@ class RobotModel:
         Returns:
             (n, n) symmetric positive definite (for a physically valid model), kg·m² / kg.
         """
-        q = self._vector(q, 'q', allow_batch=False)
+        q = self.checked_vector(q, 'q', allow_batch=False)
         eye = np.eye(self.n)
         M = self.rnea(np.tile(q, (self.n, 1)), np.zeros((self.n, self.n)), eye,
                       (0.0, 0.0, 0.0))
@@ -312,7 +337,7 @@ class RobotModel:
         Raises:
             StateError: bad arrays.
         """
-        q, qd, tau = (self._vector(value, name, allow_batch=False)
+        q, qd, tau = (self.checked_vector(value, name, allow_batch=False)
                       for name, value in (('q', q), ('qd', qd), ('tau', tau)))
         bias = self.rnea(q, qd, np.zeros(self.n), gravity, f_tip)
         return np.linalg.solve(self.mass_matrix(q), tau - bias)
@@ -346,19 +371,6 @@ class RobotModel:
         """
         return regressor(self, q, qd, qdd, gravity)
 
-    def compile(self):
-        """Return this model's generated inverse dynamics (Renaud 004's method).
-
-        Returns:
-            A module namespace (dict) with ``rnea(q, qd, qdd)`` (sequences of n floats ->
-            list of n efforts), ``rnea_batch`` ((N, n) arrays -> (N, n)), ``JOINT_NAMES``
-            and ``OPERATIONS``: the same efforts as :meth:`rnea` with the default gravity
-            (0, 0, -9.81) m/s² and no tip wrench (see
-            :mod:`ne_dynamics_ros.dynamics.codegen`).
-        """
-        from .codegen import generate, load_python, python_source
-        return load_python(python_source(generate(self), self.tip_link))
-
     def friction_torques(self, qd):
         """Joint friction efforts from URDF ``<dynamics damping friction>``.
 
@@ -375,7 +387,7 @@ class RobotModel:
         Returns:
             same shape as ``qd``, N·m / N.
         """
-        qd = self._vector(qd, 'qd')
+        qd = self.checked_vector(qd, 'qd')
         return self.damping * qd + self.friction * np.tanh(qd / self.coulomb_velocity)
 
     # ---- kinematics and tables ----------------------------------------------------------
@@ -398,7 +410,7 @@ class RobotModel:
         Returns:
             list of n + 2 (4, 4) poses in the base link frame: frames 0..n, then the tip.
         """
-        q = self._vector(q, 'q', allow_batch=False)
+        q = self.checked_vector(q, 'q', allow_batch=False)
         T = self.base_transform.copy()
         poses = [T]
         for row, qi in zip(self._rows, q):
@@ -416,8 +428,8 @@ class RobotModel:
         Returns:
             list of n + 1 (4, 4) poses in the base link frame.
         """
-        q = self._vector(q, 'q', allow_batch=False)
-        return self._chain.link_poses(q)
+        q = self.checked_vector(q, 'q', allow_batch=False)
+        return self.chain.link_poses(q)
 
     def joint_axes(self, q, use_dh=True):
         """Joint axis lines at configuration q, in the base link frame.
@@ -436,7 +448,7 @@ class RobotModel:
             return (np.array([F[:3, 3] for F in frames]), np.array([F[:3, 2] for F in frames]))
         poses = self.urdf_forward_kinematics(q)[:self.n]
         return (np.array([T[:3, 3] for T in poses]),
-                np.array([T[:3, :3] @ j.axis for T, j in zip(poses, self._chain.joints)]))
+                np.array([T[:3, :3] @ j.axis for T, j in zip(poses, self.chain.joints)]))
 
 
 def fk_residual(model, samples=100, seed=0, scale=math.pi):
@@ -457,7 +469,7 @@ def fk_residual(model, samples=100, seed=0, scale=math.pi):
     """
     rng = np.random.default_rng(seed)
     worst = 0.0
-    span = np.where(model._prismatic, 0.5, scale)
+    span = np.where(model.prismatic, 0.5, scale)
     for k in range(samples + 1):
         q = np.zeros(model.n) if k == 0 else rng.uniform(-span, span)
         tip_dh = model.dh_forward_kinematics(q)[-1]

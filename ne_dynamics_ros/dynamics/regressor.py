@@ -95,15 +95,15 @@ def regressor(model, q, qd, qdd, gravity=STANDARD_GRAVITY):
     Raises:
         ne_dynamics_ros.errors.StateError: malformed or non-finite arrays.
     """
-    s = model._states(q=q, qd=qd, qdd=qdd)
+    s = model.checked_states(q=q, qd=qd, qdd=qdd)
     q, qd, qdd = s['q'], s['qd'], s['qdd']
     single = q.ndim == 1
     q, qd, qdd = (np.atleast_2d(a) for a in (q, qd, qdd))
     B, n = q.shape
-    base_acc = model._base_acceleration(gravity)
-    prismatic = model._prismatic[:, None]
-    theta = model._theta0[:, None] + np.where(prismatic, 0.0, q.T)
-    d = model._d0[:, None] + np.where(prismatic, q.T, 0.0)
+    base_acc = model.base_acceleration(gravity)
+    prismatic = model.prismatic[:, None]
+    theta = model.theta_offsets[:, None] + np.where(prismatic, 0.0, q.T)
+    d = model.d_offsets[:, None] + np.where(prismatic, q.T, 0.0)
     ct, st = np.cos(theta), np.sin(theta)
     links = model.links
     mdh = model.convention is Convention.MDH
@@ -156,7 +156,7 @@ def tip_wrench_torques(model, q, f_tip):
     Returns:
         (n,) N·m / N, independent of the dynamic parameters.
     """
-    q = model._vector(q, 'q', allow_batch=False)
+    q = model.checked_vector(q, 'q', allow_batch=False)
     zero = np.zeros(model.n)
     return (model.rnea(q, zero, zero, (0.0, 0.0, 0.0), f_tip)
             - model.rnea(q, zero, zero, (0.0, 0.0, 0.0)))

@@ -57,28 +57,32 @@ class LinkDynamics:
     inertia_origin: tuple
 
 
-def _add(u, v):
+def vector_add(u, v):
+    """Return u + v of two 3-sequences, a tuple (numbers or codegen symbols)."""
     return (u[0] + v[0], u[1] + v[1], u[2] + v[2])
 
 
-def _scale(s, u):
+def vector_scale(s, u):
+    """Return s u, a tuple."""
     return (s * u[0], s * u[1], s * u[2])
 
 
-def _cross(u, v):
+def vector_cross(u, v):
+    """Return u × v, a tuple."""
     return (u[1] * v[2] - u[2] * v[1],
             u[2] * v[0] - u[0] * v[2],
             u[0] * v[1] - u[1] * v[0])
 
 
-def _inertia_times(inertia, w):
+def inertia_times(inertia, w):
+    """Return J w for a 3x3 nested tuple J (any 3x3: also Renaud's b times a vector)."""
     r0, r1, r2 = inertia
     return (r0[0] * w[0] + r0[1] * w[1] + r0[2] * w[2],
             r1[0] * w[0] + r1[1] * w[1] + r1[2] * w[2],
             r2[0] * w[0] + r2[1] * w[1] + r2[2] * w[2])
 
 
-def _b_matrix(w, wd):
+def b_matrix(w, wd):
     """Renaud's b = ω̇^ + ω^ ω^ (004, forward recursion): b·p = ω̇ × p + ω × (ω × p).
 
     Formed once per link (6 products), it serves every vector of that link: the next
@@ -91,7 +95,7 @@ def _b_matrix(w, wd):
             (wxz - wd[1], wyz + wd[0], -(wxx + wyy)))
 
 
-def _body_wrench(link, w, wd, vd, b):
+def link_wrench(link, w, wd, vd, b):
     """Inertial force and moment about origin i of one link, from its origin's motion.
 
     ``F = M v̇ + b·MS`` (b·MS = ω̇ × MS + ω × (ω × MS)) and ``N = J ω̇ + ω × (J ω) + MS × v̇``
@@ -100,8 +104,9 @@ def _body_wrench(link, w, wd, vd, b):
     """
     ms = link.first_moment
     J = link.inertia_origin
-    F = _add(_scale(link.mass, vd), _inertia_times(b, ms))
-    N = _add(_add(_inertia_times(J, wd), _cross(w, _inertia_times(J, w))), _cross(ms, vd))
+    F = vector_add(vector_scale(link.mass, vd), inertia_times(b, ms))
+    N = vector_add(vector_add(inertia_times(J, wd), vector_cross(w, inertia_times(J, w))),
+                   vector_cross(ms, vd))
     return F, N
 
 
@@ -133,12 +138,12 @@ def _rz_to_child(ct, st, v):
     return (ct * v[0] + st * v[1], -st * v[0] + ct * v[1], v[2])
 
 
-def forward_mdh(links, cos_theta, sin_theta, d, qd, qdd, base_acc, combined=None):
+def forward_mdh(links, cos_theta, sin_theta, d, qd, qdd, base_acc, combined=None, label=None):
     """Outward recursion in modified-DH frames (000 steps 1–4).
 
     Arguments as :func:`rnea_mdh`. Returns, per link i, ``(p, w, wd, vd, b)``: ``p`` the
     origin of frame i in frame i-1 (m), and ω_i, ω̇_i, v̇_i (acceleration of origin i,
-    gravity included as v̇_0 = -g) and b_i (:func:`_b_matrix`) in frame i.
+    gravity included as v̇_0 = -g) and b_i (:func:`b_matrix`) in frame i.
 
     ``combined`` (the code generator's; 004's s23, c23): per link None, or the
     ``(cos, sin)`` of theta_k + ... + theta_i when links k..i are revolute with
@@ -146,6 +151,9 @@ def forward_mdh(links, cos_theta, sin_theta, d, qd, qdd, base_acc, combined=None
     turned from link k's incoming vectors in one rotation,
     ω_i = Rz(Σθ)ᵀ u_k + Σq̇ z and ω̇_i = Rz(Σθ)ᵀ u̇_k + (Rz(Σθ)ᵀ u_k) × Σq̇ z + Σq̈ z
     (u_k = Rx(alpha_{k-1})ᵀ ω_{k-1}): the same vectors in fewer operations on symbols.
+
+    ``label`` (the code generator's): called as ``label(name, vector)`` with each link's
+    ω, ω̇, v̇ (``w3``, ``wd3``, ``vd3`` for link 3), to name the generated quantities.
     """
     w = wd = (0.0, 0.0, 0.0)
     b = ((0.0, 0.0, 0.0),) * 3
@@ -155,7 +163,7 @@ def forward_mdh(links, cos_theta, sin_theta, d, qd, qdd, base_acc, combined=None
     for i, (link, ct, st, di, qdi, qddi) in enumerate(
             zip(links, cos_theta, sin_theta, d, qd, qdd)):
         p = (link.a, -link.sin_alpha * di, link.cos_alpha * di)   # ^{i-1}P_i
-        vd = _mdh_to_child(link, ct, st, _add(vd, _inertia_times(b, p)))
+        vd = _mdh_to_child(link, ct, st, vector_add(vd, inertia_times(b, p)))
         if combined is not None and combined[i] is not None and run is not None:
             u, ud, qd_run = run
             qd_run = qd_run + qdi
@@ -181,13 +189,16 @@ def forward_mdh(links, cos_theta, sin_theta, d, qd, qdd, base_acc, combined=None
             else:
                 w = (w_in[0], w_in[1], w_in[2] + qdi)
                 wd = (wd_in[0] + w_in[1] * qdi, wd_in[1] - w_in[0] * qdi, wd_in[2] + qddi)
-        b = _b_matrix(w, wd)
+        b = b_matrix(w, wd)
+        if label is not None:
+            for name, vector in (('w', w), ('wd', wd), ('vd', vd)):
+                label(f'{name}{i + 1}', vector)
         frames.append((p, w, wd, vd, b))
     return frames
 
 
 def rnea_mdh(links, cos_theta, sin_theta, d, qd, qdd, base_acc, f_end, n_end,
-             body_wrench=None, combined=None):
+             body_wrench=None, combined=None, label=None):
     """Craig's modified-DH Newton–Euler recursion (000 steps 1–5, inward 1–3).
 
     Args:
@@ -198,15 +209,17 @@ def rnea_mdh(links, cos_theta, sin_theta, d, qd, qdd, base_acc, f_end, n_end,
         base_acc: v̇_0 = -g in frame 0 (m/s²).
         f_end, n_end: force (N) and moment about origin n (N·m), in frame n, exerted by
             link n on the environment (the negative of the environment's wrench on it).
-        body_wrench: ``(link, w, wd, vd, b) -> (F, N)``, default :func:`_body_wrench`;
+        body_wrench: ``(link, w, wd, vd, b) -> (F, N)``, default :func:`link_wrench`;
             the code generator passes an equal form that is cheaper on symbols.
         combined: see :func:`forward_mdh` (the code generator's).
+        label: the code generator's naming hook (:func:`forward_mdh`); also given each
+            link's F, N (``F3``, ``N3``) and the wrench f, n it transmits (``f3``, ``n3``).
 
     Returns:
         list of n joint efforts: n_iᵀẐ_i (N·m) or f_iᵀẐ_i (N).
     """
-    frames = forward_mdh(links, cos_theta, sin_theta, d, qd, qdd, base_acc, combined)
-    body_wrench = body_wrench or _body_wrench
+    frames = forward_mdh(links, cos_theta, sin_theta, d, qd, qdd, base_acc, combined, label)
+    body_wrench = body_wrench or link_wrench
     tau = [None] * len(links)
     f, nm = f_end, n_end                 # in frame n, about origin n
     p_child = (0.0, 0.0, 0.0)
@@ -215,8 +228,11 @@ def rnea_mdh(links, cos_theta, sin_theta, d, qd, qdd, base_acc, f_end, n_end,
         F, N = body_wrench(links[i], w, wd, vd, b)
         ct, st = cos_theta[i], sin_theta[i]
         f_child = f
-        f = _add(f_child, F)
-        nm = _add(_add(N, nm), _cross(p_child, f_child))
+        f = vector_add(f_child, F)
+        nm = vector_add(vector_add(N, nm), vector_cross(p_child, f_child))
+        if label is not None:
+            for name, vector in (('F', F), ('N', N), ('f', f), ('n', nm)):
+                label(f'{name}{i + 1}', vector)
         tau[i] = f[2] if links[i].prismatic else nm[2]
         f = _mdh_to_parent(links[i], ct, st, f)      # into frame i-1 for the next step
         nm = _mdh_to_parent(links[i], ct, st, nm)
@@ -241,12 +257,13 @@ def _dh_to_parent(link, ct, st, v):
     return (ct * v[0] - st * y1, st * v[0] + ct * y1, sa * v[1] + ca * v[2])
 
 
-def forward_dh(links, cos_theta, sin_theta, d, qd, qdd, base_acc):
+def forward_dh(links, cos_theta, sin_theta, d, qd, qdd, base_acc, label=None):
     """Outward recursion in standard-DH frames (001 eqs 3.21–3.23).
 
     Arguments as :func:`rnea_dh`. Returns, per link i, ``(z, r, w, wd, vd, b)``: z_{i-1}
     and the vector r from origin i-1 to origin i, both in frame i (m), and ω_i, ω̇_i, v̇_i
-    (acceleration of origin i, gravity included) and b_i (:func:`_b_matrix`) in frame i.
+    (acceleration of origin i, gravity included) and b_i (:func:`b_matrix`) in frame i.
+    ``label``: as for :func:`forward_mdh`.
     """
     w = wd = (0.0, 0.0, 0.0)
     acc = base_acc
@@ -258,35 +275,43 @@ def forward_dh(links, cos_theta, sin_theta, d, qd, qdd, base_acc):
         if link.prismatic:
             w = _dh_to_child(link, ct, st, w)
             wd = _dh_to_child(link, ct, st, wd)
-            acc = _add(acc, _add(_scale(qddi, z), _scale(2.0 * qdi, _cross(w, z))))
+            acc = vector_add(acc, vector_add(vector_scale(qddi, z),
+                                             vector_scale(2.0 * qdi, vector_cross(w, z))))
         else:
             wd = _dh_to_child(link, ct, st,
                               (wd[0] + w[1] * qdi, wd[1] - w[0] * qdi, wd[2] + qddi))  # 3.22
             w = _dh_to_child(link, ct, st, (w[0], w[1], w[2] + qdi))                   # 3.21
-        b = _b_matrix(w, wd)
-        acc = _add(acc, _inertia_times(b, r))                                          # 3.23
+        b = b_matrix(w, wd)
+        acc = vector_add(acc, inertia_times(b, r))                                          # 3.23
+        if label is not None:
+            for name, vector in (('w', w), ('wd', wd), ('vd', acc)):
+                label(f'{name}{len(frames) + 1}', vector)
         frames.append((z, r, w, wd, acc, b))
     return frames
 
 
 def rnea_dh(links, cos_theta, sin_theta, d, qd, qdd, base_acc, f_end, n_end,
-            body_wrench=None):
+            body_wrench=None, label=None):
     """Luh–Walker–Paul Newton–Euler recursion in standard-DH frames (001 eqs 3.21–3.27).
 
     Arguments and result as :func:`rnea_mdh`, with standard-DH ``links``.  Moments n_i
     are taken about origin i-1 and expressed in frame i (eq 3.26); tau_i is their
-    component on z_{i-1} (eq 3.27).
+    component on z_{i-1} (eq 3.27). ``label``: the code generator's naming hook, as for
+    :func:`rnea_mdh`.
     """
-    frames = forward_dh(links, cos_theta, sin_theta, d, qd, qdd, base_acc)
-    body_wrench = body_wrench or _body_wrench
+    frames = forward_dh(links, cos_theta, sin_theta, d, qd, qdd, base_acc, label)
+    body_wrench = body_wrench or link_wrench
     tau = [None] * len(links)
     f, nm = f_end, n_end          # f_{n+1}, n_{n+1} in frame n, about origin n
     for i in range(len(links) - 1, -1, -1):
         z, r, w, wd, acc, b = frames[i]
         F, N = body_wrench(links[i], w, wd, acc, b)                                    # 3.24
         ct, st = cos_theta[i], sin_theta[i]
-        nm = _add(_add(nm, _cross(r, _add(f, F))), N)                                # 3.26
-        f = _add(f, F)                                                                 # 3.25
+        nm = vector_add(vector_add(nm, vector_cross(r, vector_add(f, F))), N)        # 3.26
+        f = vector_add(f, F)                                                                 # 3.25
+        if label is not None:
+            for name, vector in (('F', F), ('N', N), ('f', f), ('n', nm)):
+                label(f'{name}{i + 1}', vector)
         tau[i] = (f if links[i].prismatic else nm)                                     # 3.27
         tau[i] = z[1] * tau[i][1] + z[2] * tau[i][2]
         if i > 0:

@@ -103,9 +103,9 @@ def _complete(free, n, harmonics):
 def _limits(model, margin):
     """Position bounds inside the limits by ``margin`` of the range (±pi if unlimited)."""
     lower = np.where(np.isfinite(model.lower_limits), model.lower_limits,
-                     np.where(model._prismatic, -0.5, -math.pi))
+                     np.where(model.prismatic, -0.5, -math.pi))
     upper = np.where(np.isfinite(model.upper_limits), model.upper_limits,
-                     np.where(model._prismatic, 0.5, math.pi))
+                     np.where(model.prismatic, 0.5, math.pi))
     span = upper - lower
     return lower + margin * span, upper - margin * span
 

@@ -35,8 +35,8 @@ def link_inertial(model, parameters, j):
     J = np.array([[XX, XY, XZ], [XY, YY, YZ], [XZ, YZ, ZZ]])
     c = np.array([MX, MY, MZ]) / M
     inertia_c = J - M * (c @ c * np.eye(3) - np.outer(c, c))
-    frames = dh_frames(model._chain, model.convention).frames
-    poses = model._chain.link_poses(np.zeros(model.n))
+    frames = dh_frames(model.chain, model.convention).frames
+    poses = model.chain.link_poses(np.zeros(model.n))
     X = np.linalg.inv(frames[j + 1]) @ poses[j]            # URDF link frame in DH frame j
     R, p = X[:3, :3], X[:3, 3]
     return float(M), R.T @ (c - p), R.T @ inertia_c @ R
@@ -120,7 +120,7 @@ def identified_urdf(text, model, parameters):
     """
     from ne_dynamics_ros import load_model
     parameters = np.asarray(parameters, dtype=float)
-    chain = model._chain
+    chain = model.chain
     for j, joint in enumerate(chain.joints):
         mass, com, inertia = link_inertial(model, parameters, j)
         links = chain.body_links[j] if chain.body_links else (joint.child_link,)

@@ -38,7 +38,7 @@ import numpy as np
 
 from ne_dynamics_ros.errors import IdentificationError, ModelError, RecordingError
 from ne_dynamics_ros.dynamics.base_parameters import base_parameters
-from ne_dynamics_ros.dynamics.codegen import c_source, generate, python_source
+from ne_dynamics_ros.codegen import c_source, generate, python_source
 from ne_dynamics_ros.dynamics.model import fk_residual, load_model
 
 
