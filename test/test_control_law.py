@@ -280,7 +280,7 @@ def test_generated_program_takes_the_plain_float_path_with_the_same_results(arm)
     """With a generated program (CompiledDynamics) the computed-torque law runs on plain
     floats; it must match Pinocchio, clamp like clamp_effort, and refuse what the
     checked path refuses."""
-    from ne_dynamics_ros.dynamics.codegen import CompiledDynamics
+    from ne_dynamics_ros.codegen import CompiledDynamics
     model, ref, _ = arm
     compiled = CompiledDynamics(model)
     limits = np.linspace(5.0, 60.0, model.n)
@@ -304,3 +304,38 @@ def test_generated_program_takes_the_plain_float_path_with_the_same_results(arm)
                        q, q, q + 10.0, q, q)
     with pytest.raises(ValueError):          # NaN state: the checked path raises
         compute_effort(compiled, cfg, q + np.nan, q, q, q, q)
+
+
+def test_the_generated_program_runs_once_per_state(arm):
+    """compute_effort and compute_effort_values share one path, and CompiledDynamics does
+    not retry: one run of the program for a usual state, an overflowing one and a NaN one
+    (each of the last two refused with the checked path's error)."""
+    from ne_dynamics_ros.codegen import CompiledDynamics
+    from ne_dynamics_ros.control.laws import compute_effort_values
+    from ne_dynamics_ros.errors import StateError
+    model, _, _ = arm
+    compiled = CompiledDynamics(model)
+    runs = []
+    program = compiled._single
+    compiled._single = lambda *a: runs.append(1) or program(*a)
+    q = np.zeros(model.n)
+    usual = config('computed_torque', model.n, kp=100.0, kd=20.0)
+    absurd = config('computed_torque', model.n, kp=1e308, kd=0.0)
+    # (config, measured q, desired q_d, the error expected)
+    cases = [(usual, q, q, None), (absurd, q, q + 10.0, 'qdd contains NaN or inf'),
+             (usual, q + np.nan, q, 'q contains NaN or inf')]
+    for cfg, q_measured, q_d, error in cases:
+        for law in (compute_effort, compute_effort_values):
+            runs.clear()
+            state = [v if law is compute_effort else v.tolist()
+                     for v in (q_measured, q, q_d, q, q)]
+            if error is None:
+                law(compiled, cfg, *state)
+            else:
+                with pytest.raises(StateError, match=error):
+                    law(compiled, cfg, *state)
+            assert len(runs) == 1, (law.__name__, error, len(runs))
+    runs.clear()
+    with pytest.raises(StateError, match='not finite'):      # finite inputs, overflow
+        compiled.rnea(q, q, np.full(model.n, 1e308))
+    assert len(runs) == 1

@@ -45,8 +45,11 @@ Finally every command is checked finite and clamped to ``[-effort_limit, effort_
 """
 import enum
 from dataclasses import dataclass
+import math
 
 import numpy as np
+
+from ne_dynamics_ros.dynamics.model import finite_efforts
 
 
 class ControlParameterError(ValueError):
@@ -214,9 +217,14 @@ def _computed_torque_values(model, config, gravity, q, qd, q_d, qd_d, qdd_d):
     :func:`clamp_effort`, so the same numbers, without a NumPy call per operation on
     six-element vectors. Arguments are lists of n floats; ``model.rnea_values`` is a
     generated program's single call
-    (:class:`~ne_dynamics_ros.dynamics.codegen.CompiledDynamics`). Returns a list, or None
-    when it cannot answer (another gravity, a non-finite value anywhere): the caller then
-    takes the checked path, which raises the right error.
+    (:class:`~ne_dynamics_ros.codegen.CompiledDynamics`), run once. Returns a list, or
+    None when the program cannot run on these arguments (another gravity, lengths or
+    types it does not take): the caller then takes the checked path.
+
+    Raises:
+        ne_dynamics_ros.errors.StateError: a non-finite result: the arrays the law was
+            given (or its commanded acceleration) hold NaN/inf, named as the checked path
+            names them, or the program overflowed.
     """
     gains = config.gain_values
     qdd_cmd = [a + kd * (b - c) + kp * (d - e) for a, kd, b, c, kp, d, e in zip(
@@ -224,6 +232,9 @@ def _computed_torque_values(model, config, gravity, q, qd, q_d, qd_d, qdd_d):
     tau = model.rnea_values(q, qd, qdd_cmd, gravity)
     if tau is None:
         return None
+    if not math.isfinite(sum(tau)):
+        model.checked_states(q=q, qd=qd, qdd=qdd_cmd)     # names a non-finite input
+        finite_efforts(np.array(tau), 'rnea')               # or says it overflowed
     return [-limit if t < -limit else limit if t > limit else t
             for t, limit in zip(tau, gains[2])]
 
@@ -238,17 +249,18 @@ def _fast_path(model, config):
 def compute_effort_values(model, config: ControlLawConfig, q, qd, q_d, qd_d, qdd_d):
     """:func:`compute_effort` on lists of n floats, returning a list (the control path).
 
-    Plain floats through the generated program when the law allows it
-    (:func:`_computed_torque_values`); otherwise, or when that cannot answer, the arrays
-    of :func:`compute_effort`, which raises what it raises.
+    Plain floats through the generated program, run once, when the law allows it
+    (:func:`_computed_torque_values`); otherwise the arrays of :func:`compute_effort`'s
+    checked path. Raises what :func:`compute_effort` raises.
     """
+    gravity = _NO_GRAVITY if config.hardware_compensates_gravity else config.gravity
     if _fast_path(model, config):
-        gravity = _NO_GRAVITY if config.hardware_compensates_gravity else config.gravity
         tau = _computed_torque_values(model, config, gravity, q, qd, q_d, qd_d, qdd_d)
         if tau is not None:
             return tau
-    return compute_effort(model, config, *(np.array(v, dtype=float)
-                                           for v in (q, qd, q_d, qd_d, qdd_d))).tolist()
+    return _checked_effort(model, config, gravity, *(np.array(v, dtype=float)
+                                                     for v in (q, qd, q_d, qd_d, qdd_d))
+                           ).tolist()
 
 
 def compute_effort(model, config: ControlLawConfig, q, qd, q_d, qd_d, qdd_d):
@@ -267,14 +279,17 @@ def compute_effort(model, config: ControlLawConfig, q, qd, q_d, qd_d, qdd_d):
         NonFiniteEffortError: the law produced NaN/inf.
         ne_dynamics_ros.errors.StateError: from the model, for malformed arrays.
     """
-    # Overflow (absurd gains) is caught below as a non-finite value or by the model.
+    arrays = [np.asarray(v, dtype=float) for v in (q, qd, q_d, qd_d, qdd_d)]
+    n = len(config.effort_limits)
+    if all(a.shape == (n,) for a in arrays):
+        return np.array(compute_effort_values(model, config, *(a.tolist() for a in arrays)))
     gravity = _NO_GRAVITY if config.hardware_compensates_gravity else config.gravity
-    if _fast_path(model, config):
-        tau = _computed_torque_values(
-            model, config, gravity,
-            *(np.asarray(v, dtype=float).tolist() for v in (q, qd, q_d, qd_d, qdd_d)))
-        if tau is not None:
-            return np.array(tau)
+    return _checked_effort(model, config, gravity, *arrays)
+
+
+def _checked_effort(model, config, gravity, q, qd, q_d, qd_d, qdd_d):
+    """Apply the law on arrays, each step checked (every mode; the fast path's fallback)."""
+    # Overflow (absurd gains) is caught below as a non-finite value or by the model.
     with np.errstate(over='ignore', invalid='ignore'):
         if config.mode is ControlMode.COMPUTED_TORQUE:
             tau = computed_torque(model, q, qd, q_d, qd_d, qdd_d, config.kp, config.kd,
