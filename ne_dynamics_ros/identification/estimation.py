@@ -7,18 +7,23 @@ The inverse dynamic identification model (Gautier & Khalil; Swevers et al. 1997)
 states on all 13 n columns (:func:`~ne_dynamics_ros.dynamics.base_parameters.numeric_base`),
 so that e.g. Ia1 of a joint about the vertical folds into ZZ1R.
 
-Steps (:func:`identify`):
+Steps (:func:`identify`, one function each):
 
-1. positions (and recorded velocities) low-pass filtered without phase shift
-   (Butterworth, ``filtfilt``); velocities, where not recorded, and accelerations by
-   central differences of the filtered signals, with the recorded stamps;
-2. W_b computed at the full rate, then W_b and the measured efforts decimated through the
-   *same* zero-phase low-pass filter (Gautier's parallel decimation): the efforts are
-   never filtered by a filter the regressor does not see, which would bias Coulomb
-   friction's sign changes;
-3. ordinary least squares, then weighted least squares with each joint's rows divided by
-   its residual standard deviation; the covariance ``σ² (AᵀA)⁻¹`` gives each parameter's
-   standard deviation.
+1. *filter* (:func:`filtered_states`): positions (and recorded velocities) low-pass
+   filtered without phase shift (Butterworth, ``filtfilt``); velocities, where not
+   recorded, and accelerations by central differences of the filtered signals, with the
+   recorded stamps;
+2. *regress* (:func:`regress`), then *decimate* (:func:`decimate`): W_b computed at the
+   full rate, then W_b and the measured efforts (:func:`aligned_efforts`) decimated
+   through the *same* zero-phase low-pass filter (Gautier's parallel decimation): the
+   efforts are never filtered by a filter the regressor does not see, which would bias
+   Coulomb friction's sign changes; parameters the data do not excite keep their nominal
+   values (:func:`unexcited_parameters`);
+3. *fit* (:func:`fit`): ordinary least squares, then weighted least squares with each
+   joint's rows divided by its residual standard deviation; the covariance
+   ``σ² (AᵀA)⁻¹`` gives each parameter's standard deviation;
+4. *statistics* (:func:`effort_residuals`): the effort residuals with the identified and
+   the nominal parameters.
 """
 from dataclasses import dataclass, field
 import math
@@ -113,9 +118,124 @@ def filtered_states(recording, cutoff):
     return q, qd, qdd
 
 
+def regress(model, q, qd, qdd, columns, chunk=4096):
+    """Step 2a: the regressor of the identifiable parameters at every sample, (N, n, p).
+
+    ``q, qd, qdd``: (N, n) filtered states; ``columns``: the kept columns of the full
+    (n, 13 n) regressor (:func:`identifiable_grouping`); computed ``chunk`` states at a
+    time (bounds the memory of the full regressor).
+    """
+    N = q.shape[0]
+    W = np.empty((N, model.n, len(columns)))
+    for start in range(0, N, chunk):
+        stop = min(N, start + chunk)
+        W[start:stop] = model.regressor(q[start:stop], qd[start:stop],
+                                        qdd[start:stop])[:, :, columns]
+    return W
+
+
+def aligned_efforts(recording, effort_delay):
+    """Return the recorded efforts at the states' times: (N, n), taken at ``t + effort_delay``."""
+    tau = recording.effort
+    if effort_delay:
+        shifted = recording.t + float(effort_delay)
+        tau = np.column_stack([np.interp(shifted, recording.t, tau[:, j])
+                               for j in range(tau.shape[1])])
+    return tau
+
+
+def decimate(W, tau, cutoff, rate, r):
+    """Step 2b, Gautier's parallel decimation: the same filter on W and tau, every r-th.
+
+    The same zero-phase low-pass (cutoff at most 0.8 of the new Nyquist frequency) goes
+    over the regressor and the efforts, then every ``r``-th sample is kept, away from the
+    filter's start-up at both ends. Returns (the kept sample indices, the filtered W and
+    tau at them: (m, n, p) and (m, n)).
+    """
+    from scipy.signal import butter, sosfiltfilt
+    N = W.shape[0]
+    if r > 1:
+        sos = butter(4, min(cutoff, 0.8 * rate / (2 * r)), fs=rate, output='sos')
+        W = sosfiltfilt(sos, W, axis=0)
+        tau = sosfiltfilt(sos, tau, axis=0)
+    edge = max(1, int(0.02 * N))                 # filter start-up at both ends
+    index = np.arange(edge, N - edge, r)
+    return index, W[index], tau[index]
+
+
+def unexcited_parameters(model, qd, A, kept):
+    """Which joints the recording hardly moves, and which parameters it leaves undetermined.
+
+    A joint is unexcited when its velocity RMS is under ``EXCITATION_FRACTION`` of its
+    limit. A parameter is not identified (kept at its nominal value) when its column of
+    ``A`` (m n, p) is zero, or when it is an Ia, Fv, Fc of an unexcited joint (its column
+    holds only noise). Returns (the joints' (n,) still mask, the parameters' (p,) dead mask).
+    """
+    vlimit = np.where(np.isfinite(model.velocity_limits), model.velocity_limits, 1.0)
+    speed = np.sqrt((qd ** 2).mean(axis=0))
+    still = speed < EXCITATION_FRACTION * vlimit
+    norms = np.linalg.norm(A, axis=0)
+    dead = norms <= 1e-9 * max(float(norms.max()), 1e-300)
+    for i, k in enumerate(kept):
+        if k % PER_JOINT >= 10 and still[k // PER_JOINT]:
+            dead[i] = True
+    return still, dead
+
+
+def fit(A, y, n, weighted=True):
+    """Step 3: ordinary, then weighted least squares, with the parameters' deviations.
+
+    ``A``: (m n, p') rows of m samples of n joints; ``y``: (m n,) efforts. Weighted: each
+    joint's rows divided by its residual standard deviation of the first fit. Returns
+    (beta (p',), std (p',) from ``σ² (AᵀA)⁻¹``, the condition number of A with unit-norm
+    columns).
+
+    Raises:
+        IdentificationError: A is singular (condition above 1e12): the motion does not
+            excite the parameters.
+    """
+    norms = np.linalg.norm(A, axis=0)
+    sv = np.linalg.svd(A / norms, compute_uv=False)
+    condition = float(sv[0] / sv[-1]) if sv[-1] > 0 else math.inf
+    if not math.isfinite(condition) or condition > 1e12:
+        raise IdentificationError(f'the identification matrix is singular (condition '
+                                  f'{condition:.3g}): the motion does not excite the '
+                                  'parameters; record an excitation trajectory')
+    p = A.shape[1]
+    beta = np.linalg.lstsq(A, y, rcond=None)[0]
+    rows = A.shape[0] // n
+    dof = max(1, rows - int(math.ceil(p / n)))
+    if weighted:
+        residual = (y - A @ beta).reshape(rows, n)
+        sigma = np.sqrt((residual ** 2).sum(axis=0) / dof)
+        sigma = np.where(sigma > 0, sigma, max(float(sigma.max()), 1e-12))
+        weights = np.tile(1.0 / sigma, rows)
+        A, y = A * weights[:, None], y * weights
+        beta = np.linalg.lstsq(A, y, rcond=None)[0]
+    rw = y - A @ beta
+    variance = float(rw @ rw) / max(1, A.shape[0] - p)
+    covariance = variance * np.linalg.pinv(A.T @ A)
+    return beta, np.sqrt(np.clip(np.diag(covariance), 0.0, None)), condition
+
+
+def effort_residuals(A, tau, beta, nominal):
+    """RMS per joint of the efforts, and of their residuals with beta and with nominal.
+
+    ``A``: (m n, p); ``tau``: (m, n). Returns (residual_rms, nominal_rms, effort_rms).
+    """
+    rows, n = tau.shape
+    residual_rms = np.sqrt(((tau - (A @ beta).reshape(rows, n)) ** 2).mean(axis=0))
+    nominal_rms = np.sqrt(((tau - (A @ nominal).reshape(rows, n)) ** 2).mean(axis=0))
+    return residual_rms, nominal_rms, np.sqrt((tau ** 2).mean(axis=0))
+
+
 def identify(model, recording, cutoff=None, decimation=None, weighted=True, chunk=4096,
              effort_delay=0.0):
     """Identify the base and drive parameters of ``model``'s chain from ``recording``.
+
+    The steps of the module docstring: :func:`filtered_states`, :func:`regress`,
+    :func:`aligned_efforts`, :func:`decimate`, :func:`unexcited_parameters`, :func:`fit`,
+    :func:`effort_residuals`.
 
     Args:
         model: the nominal :class:`~ne_dynamics_ros.dynamics.model.RobotModel` (its
@@ -139,7 +259,6 @@ def identify(model, recording, cutoff=None, decimation=None, weighted=True, chun
         IdentificationError: joints differ from the model's, too few samples after
             decimation, or the data leave the parameters undetermined.
     """
-    from scipy.signal import sosfiltfilt, butter
     if list(recording.joints) != list(model.joint_names):
         raise IdentificationError(f'the recording has joints {list(recording.joints)}, the '
                                   f'model {model.joint_names}')
@@ -152,77 +271,27 @@ def identify(model, recording, cutoff=None, decimation=None, weighted=True, chun
     r = int(decimation) if decimation else max(1, int(rate // (4.0 * cutoff)))
     kept, names, G = identifiable_grouping(model)
     p = kept.size
-    q, qd, qdd = filtered_states(recording, cutoff)
-    N = q.shape[0]
-    W = np.empty((N, n, p))
-    for start in range(0, N, chunk):
-        stop = min(N, start + chunk)
-        W[start:stop] = model.regressor(q[start:stop], qd[start:stop], qdd[start:stop])[:, :, kept]
-    tau = recording.effort
-    if effort_delay:
-        shifted = recording.t + float(effort_delay)
-        tau = np.column_stack([np.interp(shifted, recording.t, tau[:, j]) for j in range(n)])
-    # parallel decimation: the same zero-phase low-pass on W and on tau, then every r-th
-    if r > 1:
-        sos = butter(4, min(cutoff, 0.8 * rate / (2 * r)), fs=rate, output='sos')
-        W = sosfiltfilt(sos, W, axis=0)
-        tau = sosfiltfilt(sos, tau, axis=0)
-    edge = max(1, int(0.02 * N))                 # filter start-up at both ends
-    index = np.arange(edge, N - edge, r)
+    q, qd, qdd = filtered_states(recording, cutoff)                      # step 1
+    W = regress(model, q, qd, qdd, kept, chunk)                          # step 2
+    index, W, tau = decimate(W, aligned_efforts(recording, effort_delay), cutoff, rate, r)
     if index.size * n < 2 * p:
         raise IdentificationError(f'{index.size} samples after decimation by {r}: too few '
                                   f'for {p} parameters')
-    A_all = W[index].reshape(-1, p)
-    y = tau[index].reshape(-1)
-    pi0 = model.standard_parameters()
-    nominal = G @ pi0
-    vlimit = np.where(np.isfinite(model.velocity_limits), model.velocity_limits, 1.0)
-    speed = np.sqrt((qd ** 2).mean(axis=0))
-    still = speed < EXCITATION_FRACTION * vlimit
-    unexcited = [name for name, s in zip(model.joint_names, still) if s]
-    # Parameters the recording does not excite (zero columns, and the drive parameters Ia,
-    # Fv, Fc of a joint that hardly moves, whose columns hold only its noise) keep their
-    # nominal values and are reported.
-    norms = np.linalg.norm(A_all, axis=0)
-    dead = norms <= 1e-9 * max(float(norms.max()), 1e-300)
-    for i, k in enumerate(kept):
-        if k % PER_JOINT >= 10 and still[k // PER_JOINT]:
-            dead[i] = True
+    A_all = W.reshape(-1, p)
+    nominal = G @ model.standard_parameters()
+    still, dead = unexcited_parameters(model, qd, A_all, kept)
     live = np.flatnonzero(~dead)
     if live.size == 0:
         raise IdentificationError('the recording excites no parameter: did the arm move?')
-    A = A_all[:, live]
-    y = y - A_all[:, dead] @ nominal[dead]
-    sv = np.linalg.svd(A / norms[live], compute_uv=False)
-    condition = float(sv[0] / sv[-1]) if sv[-1] > 0 else math.inf
-    if not math.isfinite(condition) or condition > 1e12:
-        raise IdentificationError(f'the identification matrix is singular (condition '
-                                  f'{condition:.3g}): the motion does not excite the '
-                                  'parameters; record an excitation trajectory')
-    beta = np.linalg.lstsq(A, y, rcond=None)[0]
-    rows = index.size
-    dof = max(1, rows - int(math.ceil(live.size / n)))
-    if weighted:
-        residual = (y - A @ beta).reshape(rows, n)
-        sigma = np.sqrt((residual ** 2).sum(axis=0) / dof)
-        sigma = np.where(sigma > 0, sigma, max(float(sigma.max()), 1e-12))
-        weights = np.tile(1.0 / sigma, rows)
-        Aw, yw = A * weights[:, None], y * weights
-        beta = np.linalg.lstsq(Aw, yw, rcond=None)[0]
-    else:
-        Aw, yw = A, y
-    rw = yw - Aw @ beta
-    variance = float(rw @ rw) / max(1, Aw.shape[0] - live.size)
-    covariance = variance * np.linalg.pinv(Aw.T @ Aw)
+    # parameters the recording does not excite keep their nominal values
+    y = tau.reshape(-1) - A_all[:, dead] @ nominal[dead]
+    fitted, fitted_std, condition = fit(A_all[:, live], y, n, weighted)  # step 3
+    beta = nominal.copy()
+    beta[live] = fitted
     std = np.full(p, np.nan)                  # nan: not identified (kept nominal)
-    std[live] = np.sqrt(np.clip(np.diag(covariance), 0.0, None))
-    full = nominal.copy()
-    full[live] = beta
-    beta = full
-    measured = tau[index]
-    residual_rms = np.sqrt(((measured - (A_all @ beta).reshape(rows, n)) ** 2).mean(axis=0))
-    nominal_rms = np.sqrt(((measured - (A_all @ nominal).reshape(rows, n)) ** 2).mean(axis=0))
-    effort_rms = np.sqrt((measured ** 2).mean(axis=0))
+    std[live] = fitted_std
+    residual_rms, nominal_rms, effort_rms = effort_residuals(A_all, tau, beta, nominal)
+    unexcited = [name for name, s in zip(model.joint_names, still) if s]
     warnings = []
     if np.any(dead):
         fixed = [names[k] for k in np.flatnonzero(dead)]
@@ -235,8 +304,10 @@ def identify(model, recording, cutoff=None, decimation=None, weighted=True, chun
                         f'{100 * EXCITATION_FRACTION:g}% of the limit): their parameters are '
                         'poorly determined')
     return Identification(tuple(model.joint_names), names, G, beta, std, nominal, condition,
-                          residual_rms, nominal_rms, effort_rms, int(rows), rate / r, cutoff,
-                          unexcited, warnings)
+                          residual_rms, nominal_rms, effort_rms, int(index.size), rate / r,
+                          cutoff, unexcited, warnings)
 
 
-__all__ = ['identifiable_grouping', 'identify', 'Identification', 'filtered_states']
+__all__ = ['aligned_efforts', 'decimate', 'effort_residuals', 'filtered_states', 'fit',
+           'identifiable_grouping', 'identify', 'Identification', 'regress',
+           'unexcited_parameters']
