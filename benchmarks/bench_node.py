@@ -89,6 +89,12 @@ def parse_args(argv=None):
                              'commands')
     parser.add_argument('--oversized-mb', type=float, default=40.0,
                         help='stall run: size of the message over the bound, MB (default 40)')
+    parser.add_argument('--sizes', type=int, nargs='+', default=list(STALL_SIZES),
+                        metavar='POINTS', help='stall run: points of the valid trajectories '
+                        '(default 2000 20000 50000)')
+    parser.add_argument('--largest-points', type=int, default=None, metavar='POINTS',
+                        help='stall run: points of the largest trajectory, every field given '
+                        '(default MAX_POINTS, the most the node accepts)')
     parser.add_argument('--node-arg', action='append', default=[], metavar='NAME:=VALUE',
                         help='stall run: an extra -p parameter of the node (repeatable)')
     parser.add_argument('--serve-baseline', action='store_true', help=argparse.SUPPRESS)
@@ -595,7 +601,7 @@ def serve_stream(path, rate=STALL_RATE):
     rclpy.shutdown()
 
 
-def stall_messages(oversized_bytes):
+def stall_messages(oversized_bytes, sizes=STALL_SIZES, largest_points=None):
     """Serialize the stall run's trajectories: (label, bytes, the count logged or None).
 
     STALL_SIZES points (positions only, 1 ms apart, zero stamp: start on receipt); the
@@ -627,9 +633,9 @@ def stall_messages(oversized_bytes):
         msg.points = points
         return serialize_message(msg)
 
-    messages = [(f'{size} points', message(size, False), f'{size} points')
-                for size in STALL_SIZES]
-    messages.append(('largest', message(MAX_POINTS, True), f'{MAX_POINTS} points'))
+    largest = MAX_POINTS if largest_points is None else largest_points
+    messages = [(f'{size} points', message(size, False), f'{size} points') for size in sizes]
+    messages.append(('largest', message(largest, True), f'{largest} points'))
     big = JointTrajectory(joint_names=PUMA_JOINTS)
     big.points = [JointTrajectoryPoint(positions=np.zeros(int(oversized_bytes) // 8),
                                        time_from_start=Duration(sec=1))]
@@ -682,7 +688,7 @@ def run_stall(args):
         [str(ROOT), os.environ.get('PYTHONPATH', '')]), PYTHONUNBUFFERED='1',
         RCUTILS_COLORIZED_OUTPUT='0')
     print('stall: serializing the trajectories ...', file=sys.stderr, flush=True)
-    messages = stall_messages(args.oversized_mb * 1e6)
+    messages = stall_messages(args.oversized_mb * 1e6, args.sizes, args.largest_points)
     if os.environ.get('EXP_BASE'):
         cmd = [sys.executable] + os.environ['EXP_BASE'].split()
     elif args.baseline:
@@ -756,7 +762,7 @@ def run_stall(args):
     return {'setup': f'{who} in its own process ({pathlib.Path(args.params_file).name}, '
                      f'state_timeout as configured), valid joint_states at {STALL_RATE:g} Hz '
                      'from a process of their own; trajectories of '
-                     f'{", ".join(map(str, STALL_SIZES))} points (positions only, 1 ms '
+                     f'{", ".join(map(str, args.sizes))} points (positions only, 1 ms '
                      'apart), the largest the node accepts, and one '
                      f'{args.oversized_mb:g} MB message; {args.stall} rounds',
             'node_args': args.node_arg, 'rows': rows,
@@ -788,7 +794,7 @@ def print_stall(result):
     print(f'  worst gap while valid trajectories arrive: {max(valid):.1f} ms '
           f'(goal <= {1e3 * STALL_GOALS["valid"]:.0f} ms): '
           + ('met' if max(valid) <= 1e3 * STALL_GOALS['valid'] else 'not met'))
-    print(f'    of which the largest trajectory the node accepts: {max(largest):.1f} ms')
+    print(f'    of which the largest trajectory: {max(largest):.1f} ms')
     print(f'  worst gap around the oversized message: {max(oversized):.1f} ms '
           f'(goal <= {1e3 * STALL_GOALS["oversized"]:.0f} ms): '
           + ('met' if max(oversized) <= 1e3 * STALL_GOALS['oversized'] else 'not met'))

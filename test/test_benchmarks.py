@@ -31,3 +31,26 @@ def test_bench_node_soak_reports_every_window_for_node_and_baseline(domain_id):
         assert set(split) == {'after_trajectory', 'other'}
         assert abs(sum(part['share_of_slowest_1pct'] for part in split.values()) - 1) < 1e-9
     assert result['p99_ratio'] > 0
+
+
+def test_bench_node_stall_run_reports_each_message(domain_id):
+    """The stall run, small: a 200-point trajectory, a 500-point one with every field and
+    a 0.5 MB message over a 0.2 MB bound; each handled by the node (the valid ones
+    installed, the big one dropped unread) and each given its gaps (figures reported, not
+    asserted)."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(REPO), os.environ.get('PYTHONPATH', '')]))
+    out = subprocess.run(
+        [sys.executable, str(REPO / 'benchmarks' / 'bench_node.py'), '--stall', '1',
+         '--sizes', '200', '--largest-points', '500', '--oversized-mb', '0.5',
+         '--node-arg', 'max_trajectory_bytes:=200000', '--domain-id', str(domain_id),
+         '--json'], env=env, capture_output=True, text=True, timeout=180)
+    assert out.returncode == 0, out.stderr[-3000:]
+    result = json.loads(out.stdout)
+    rows = result['rows']
+    assert [row['event'] for row in rows] == ['200 points', 'largest', 'oversized']
+    assert rows[-1]['bytes'] > 200_000 > rows[1]['bytes'] > rows[0]['bytes']
+    for row in rows:
+        assert row['handled_s'] is not None, row           # the node logged it
+        assert row['gap_ms'] > 0 and row['steady_gap_ms'] > 0 and row['stream_gap_ms'] > 0
+    assert result['zero_commands_total'] >= 0 and result['timeouts_logged'] >= 0
