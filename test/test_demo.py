@@ -74,7 +74,8 @@ def test_unknown_payload_gives_a_larger_but_bounded_error(tmp_path, domain_id):
     exact, exact_summary, _ = run_demo(tmp_path / 'exact', '--settle', '0.5')
     loaded, loaded_summary, _ = run_demo(tmp_path / 'loaded', '--settle', '0.5',
                                          '--payload', '2')
-    assert exact.returncode == 0 and loaded.returncode == 0, loaded.stdout + loaded.stderr
+    for run in (exact, loaded):
+        assert run.returncode == 0, run.stdout + run.stderr
     exact_error = np.array(exact_summary['max_abs_error_rad'])
     loaded_error = np.array(loaded_summary['max_abs_error_rad'])
     assert loaded_summary['payload_kg'] == 2.0

@@ -47,6 +47,8 @@ from ne_dynamics_ros.control.profiles import PROFILES, sample_profile, sample_ti
 from ne_dynamics_ros.identification.excitation import FourierTrajectory
 
 DEFAULT_TOPIC = '/computed_torque_node/joint_trajectory'
+#: Seconds a subscriber must have been matched before the trajectory is published.
+MATCH_GRACE = 0.5
 TRAJECTORY_QOS = QoSProfile(depth=1, reliability=QoSReliabilityPolicy.RELIABLE,
                             durability=QoSDurabilityPolicy.TRANSIENT_LOCAL)
 
@@ -173,6 +175,7 @@ class TrajectorySourceNode(Node):
         elif not self.goal:
             raise TrajectorySourceError('parameter goal (one position per joint) is required')
         self.trajectory = None
+        self._matched_since = None
         self.publisher = self.create_publisher(JointTrajectory, topic, TRAJECTORY_QOS)
         if not self.joint_names or not self.start:
             self.create_subscription(JointState, '/joint_states', self._on_joint_states, 10)
@@ -197,6 +200,15 @@ class TrajectorySourceNode(Node):
         if self.trajectory is not None or not self.joint_names or not self.start:
             return
         if self.publisher.get_subscription_count() == 0:
+            self._matched_since = None
+            return
+        # Our side of discovery knows the subscriber; its side must also know us, or a
+        # volatile reader drops what we publish meanwhile (seen with the node's receiver
+        # process under load): give it MATCH_GRACE of the steady clock.
+        now = time.monotonic()
+        if self._matched_since is None:
+            self._matched_since = now
+        if now - self._matched_since < MATCH_GRACE:
             return
         if self.excitation is not None:
             self.trajectory = build_excitation_trajectory(

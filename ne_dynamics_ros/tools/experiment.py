@@ -62,6 +62,8 @@ UR5E_START_DEG = (0.0, -90.0, 90.0, -90.0, -90.0, 0.0)
 UR5E_GOAL_DEG = (45.0, -60.0, 60.0, -120.0, -60.0, 90.0)
 
 EXIT_OK, EXIT_USAGE, EXIT_START, EXIT_NO_STATES, EXIT_NO_COMMANDS, EXIT_CRASH = range(6)
+#: Seconds to wait for the controller to accept the trajectory before publishing it again.
+RESEND_PERIOD = 2.0
 
 
 class DemoError(Exception):
@@ -396,10 +398,21 @@ class Run:
         self._spin_until(executor, lambda: source.trajectory is not None, args.timeout,
                          'nobody subscribed to /computed_torque_node/joint_trajectory within '
                          f'{args.timeout:g} s', EXIT_START)
-        # the controller prepares trajectories on a thread of its own: wait until it is in
-        self._spin_until(executor, lambda: controller.accepted_trajectories >= 1,
-                         args.timeout, 'the controller did not accept the trajectory within '
-                         f'{args.timeout:g} s (see its warnings)', EXIT_START)
+        # the controller prepares trajectories on a thread of its own: wait until it is in,
+        # publishing again every RESEND_PERIOD should a message have been lost to discovery
+        deadline = time.monotonic() + args.timeout
+        while controller.accepted_trajectories < 1:
+            remaining = deadline - time.monotonic()
+            try:
+                self._spin_until(executor, lambda: controller.accepted_trajectories >= 1,
+                                 min(RESEND_PERIOD, max(remaining, 0.0)), '', EXIT_START)
+            except DemoError:
+                if time.monotonic() >= deadline:
+                    raise DemoError('the controller did not accept the trajectory within '
+                                    f'{args.timeout:g} s (see its warnings)',
+                                    EXIT_START) from None
+                log('the trajectory has not arrived yet: publishing it again')
+                source.publisher.publish(source.trajectory)
         if setup.excitation is not None:
             log(f'trajectory sent: excitation, {len(source.trajectory.points)} points '
                 f'({setup.t_end - setup.t_start:g} s)')
