@@ -8,6 +8,10 @@ forward dynamics with Pinocchio's ABA
 (:class:`ne_dynamics_ros.simulation.simulated_arm.SimulatedArm`, RK4 at
 ``integration_rate``), and publishes ``sensor_msgs/JointState`` (name, position,
 velocity, effort = the effort being applied) on ``/joint_states`` at ``publish_rate``.
+With ``plant: mujoco`` the arm is MuJoCo's instead
+(:class:`ne_dynamics_ros.simulation.mujoco_arm.MujocoArm`: its URDF import or
+``mjcf_path``, ``damping`` and dry ``friction`` as MuJoCo's damping and friction loss,
+``timestep``, ``integrator``, a payload with ``payload_com`` and ``payload_inertia``).
 
 How simulated time advances
 ---------------------------
@@ -58,9 +62,12 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from ne_dynamics_ros.errors import ModelError
+from ne_dynamics_ros.simulation.mujoco_arm import MujocoArm
 from ne_dynamics_ros.simulation.simulated_arm import DEFAULT_GRAVITY, SimulatedArm
 
 MAX_PUBLISH_RATE = 1000.0
+#: Values of the ``plant`` parameter.
+PLANTS = ('pinocchio', 'mujoco')
 COMMAND_TOPIC = '/effort_controller/commands'
 STATE_TOPIC = '/joint_states'
 WARN_PERIOD = 2.0  # seconds between repeats of the same warning
@@ -121,8 +128,10 @@ class SimArmNode(Node):
                               clock=RclClock(clock_type=ClockType.STEADY_TIME))
         else:
             self.create_timer(self.publish_period, self._on_timer)
+        engine = ('Pinocchio ABA + RK4' if self.plant == 'pinocchio' else
+                  f'MuJoCo ({self.arm.integrator})')
         self.get_logger().info(
-            f'simulating {self.arm.n} joints {self.arm.joint_names} with Pinocchio ABA + RK4 '
+            f'simulating {self.arm.n} joints {self.arm.joint_names} with {engine} '
             f'at {self.arm.integration_rate:g} Hz; states at {self.publish_rate:g} Hz '
             f'({"lockstep, simulated time on /clock" if self.lockstep else "wall-clock timer"})'
             f'; payload {self.arm.payload_mass:g} kg at {self.arm.payload_link}')
@@ -135,6 +144,20 @@ class SimArmNode(Node):
                                              read_only=True)
             return self.declare_parameter(name, default, descriptor).value
 
+        self._plant = declare(
+            'plant', 'pinocchio', "the engine: 'pinocchio' (ABA + RK4 from the URDF) or "
+            "'mujoco' (MuJoCo's import of the URDF, or mjcf_path; friction is MuJoCo's "
+            'friction loss, dry)')
+        self._mjcf_path = declare('mjcf_path', '', "plant 'mujoco': an MJCF file instead of "
+                                  'the URDF (joints named as in the URDF)')
+        self._timestep = declare('timestep', 0.0005, "plant 'mujoco': longest MuJoCo step, s")
+        self._integrator = declare('integrator', 'implicitfast', "plant 'mujoco': "
+                                   'implicitfast, implicit, RK4 or Euler')
+        self._payload_com = declare('payload_com', [0.0, 0.0, 0.0], "plant 'mujoco': the "
+                                    "payload's centre of mass in payload_link's frame, m")
+        self._payload_inertia = declare('payload_inertia', [0.0, 0.0, 0.0], "plant 'mujoco': "
+                                        "the payload's principal inertia about its centre of "
+                                        'mass, kg m^2')
         self._robot_description = declare(
             'robot_description', '', 'URDF XML of the arm; if empty, urdf_path is read')
         self._urdf_path = declare('urdf_path', '', 'path to the URDF file')
@@ -195,17 +218,34 @@ class SimArmNode(Node):
         limits = [v if v > 0 else math.inf for v in _floats(self._effort_limits, 'effort_limits')]
         if all(math.isinf(v) for v in limits):
             limits = None
+        self.plant = str(self._plant)
+        if self.plant not in PLANTS:
+            raise SimArmConfigError(f'plant {self.plant!r} is not one of {PLANTS}')
         try:
-            arm = SimulatedArm(
-                source, joints=joints or None,
-                armature=_floats(self._armature, 'armature'),
-                payload_mass=_float(self._payload_mass, 'payload_mass'),
-                payload_link=self._payload_link or None,
-                joint_friction=self._viscous_friction(),
-                coulomb_friction=_floats(self._friction, 'friction'),
-                gravity=_floats(self._gravity, 'gravity'),
-                integration_rate=_float(self._integration_rate, 'integration_rate'),
-                effort_limits=limits)
+            if self.plant == 'mujoco':
+                arm = MujocoArm(
+                    None if self._mjcf_path else source, mjcf_path=self._mjcf_path or None,
+                    joints=joints or None, armature=_floats(self._armature, 'armature'),
+                    damping=self._viscous_friction(),
+                    friction=_floats(self._friction, 'friction'),
+                    payload_mass=_float(self._payload_mass, 'payload_mass'),
+                    payload_link=self._payload_link or None,
+                    payload_com=_floats(self._payload_com, 'payload_com'),
+                    payload_inertia=_floats(self._payload_inertia, 'payload_inertia'),
+                    gravity=_floats(self._gravity, 'gravity'),
+                    timestep=_float(self._timestep, 'timestep'),
+                    integrator=str(self._integrator), effort_limits=limits)
+            else:
+                arm = SimulatedArm(
+                    source, joints=joints or None,
+                    armature=_floats(self._armature, 'armature'),
+                    payload_mass=_float(self._payload_mass, 'payload_mass'),
+                    payload_link=self._payload_link or None,
+                    joint_friction=self._viscous_friction(),
+                    coulomb_friction=_floats(self._friction, 'friction'),
+                    gravity=_floats(self._gravity, 'gravity'),
+                    integration_rate=_float(self._integration_rate, 'integration_rate'),
+                    effort_limits=limits)
             initial = _floats(self._initial_positions, 'initial_positions')
             if len(initial) == 1:
                 initial = initial * arm.n
