@@ -186,7 +186,8 @@ def test_friction_compensation_adds_urdf_damping_and_friction():
         tau = compute_effort(model, config('computed_torque', model.n, friction=True),
                              q, qd, q_d, qd_d, qdd_d)
         qdd_cmd = qdd_d + PAPER_KD * (qd_d - qd) + PAPER_KP * (q_d - q)
-        np.testing.assert_allclose(tau, ref.rnea(q, qd, qdd_cmd) + friction(qd), rtol=1e-9,
+        # at the desired velocity: compensated from the moment the reference moves
+        np.testing.assert_allclose(tau, ref.rnea(q, qd, qdd_cmd) + friction(qd_d), rtol=1e-9,
                                    atol=1e-9)
         tau = compute_effort(model, config('feedforward', model.n, 0.0, 0.0, friction=True),
                              q, qd, q_d, qd_d, qdd_d)

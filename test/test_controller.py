@@ -239,7 +239,7 @@ def test_hardware_that_compensates_gravity_gets_no_gravity(puma_ref, mode):
     b = check_command(hardware.update(10 * MS, PUMA_JOINTS, q, qd)).effort
     assert np.all(np.abs(a) < PUMA_LIMITS), 'test state should not saturate'
     at = SET_Q if mode == 'feedforward' else q
-    friction = full.model.friction_torques(SET_QD if mode == 'feedforward' else qd)
+    friction = full.model.friction_torques(qd if mode == 'gravity_compensation' else SET_QD)
     gravity = puma_ref.rnea(at, np.zeros(6), np.zeros(6))
     np.testing.assert_allclose(a - b, gravity + friction, rtol=1e-9, atol=1e-9)
     if mode == 'gravity_compensation':
@@ -606,3 +606,95 @@ def test_a_trajectory_prepared_before_a_resume_is_refused():
     np.testing.assert_allclose(c.trajectory.sample(0.3).q, Q0 + 0.05)   # still holding
     fresh = c.prepare_trajectory(PUMA_JOINTS, [goal], 0, 202 * MS)
     assert c.install_trajectory(fresh) is c.trajectory
+
+
+# ---- integral action ----------------------------------------------------------------------
+
+def run_held(c, q, steps, start_ns=0, period_ns=10 * MS):
+    """Feed ``steps`` states at q (at rest) every period; return the efforts (steps, 6)."""
+    return np.array([check_command(c.update(start_ns + k * period_ns, PUMA_JOINTS, q,
+                                            np.zeros(6))).effort for k in range(steps)])
+
+
+def test_integral_action_adds_ki_times_the_integral_of_the_error_up_to_its_bound():
+    """A constant error e for t seconds adds ki e t to the command (rectangle rule over the
+    states' times), until ki e t reaches integral_limit, where it stays."""
+    ki, bound = np.full(6, 300.0), np.full(6, 2.0)
+    with_i = make(ki=ki.tolist(), integral_limit=bound.tolist())
+    without = make()
+    for c in (with_i, without):
+        check_command(c.update(0, PUMA_JOINTS, Q0, np.zeros(6)))   # holds Q0 from here
+    q = Q0 - 0.01                                                  # error +0.01 on each
+    a = run_held(with_i, q, 40, 10 * MS)
+    b = run_held(without, q, 40, 10 * MS)
+    elapsed = 0.01 * np.arange(1, 41)          # the first state after the hold integrates 10 ms
+    expected = np.minimum(ki[None, :] * 0.01 * elapsed[:, None], bound)
+    np.testing.assert_allclose(a - b, expected, rtol=1e-9, atol=1e-12)
+    b2 = run_held(without, q, 200, 410 * MS)
+    a2 = run_held(with_i, q, 200, 410 * MS)
+    elapsed = 0.41 + 0.01 * np.arange(200)      # ki e t reaches the bound at t = 0.67 s
+    expected = np.minimum(ki[None, :] * 0.01 * elapsed[:, None], bound)
+    np.testing.assert_allclose(a2 - b2, expected, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(a2[-1] - b2[-1], bound, atol=1e-12)
+
+
+def test_the_integral_is_frozen_while_the_command_saturates():
+    """Anti-windup: a large error saturating every joint for 2 s stores nothing; when the
+    arm reaches the reference the command is the law's without integral."""
+    limits = np.full(6, 1.0)
+    c = make(ki=50.0, effort_limits=limits.tolist())
+    plain = make(effort_limits=limits.tolist())
+    for controller in (c, plain):
+        check_command(controller.update(0, PUMA_JOINTS, Q0, np.zeros(6)), limits)
+    far = Q0 - 0.5
+    saturated = np.array([check_command(c.update(k * 10 * MS, PUMA_JOINTS, far, np.zeros(6)),
+                                        limits).effort for k in range(1, 201)])
+    assert np.all(np.abs(saturated) == limits)
+    arrived = check_command(c.update(2010 * MS, PUMA_JOINTS, Q0, np.zeros(6)), limits).effort
+    reference = check_command(plain.update(2010 * MS, PUMA_JOINTS, Q0, np.zeros(6)),
+                              limits).effort
+    np.testing.assert_allclose(arrived, reference, atol=1e-12)
+
+
+def test_the_integral_restarts_with_the_reference():
+    """A new trajectory, a state timeout's hold: the integral starts again from zero."""
+    c = make(ki=20.0)
+    plain = make()
+    for controller in (c, plain):
+        check_command(controller.update(0, PUMA_JOINTS, Q0, np.zeros(6)))
+    run_held(c, Q0 - 0.02, 50, 10 * MS)
+    run_held(plain, Q0 - 0.02, 50, 10 * MS)
+    for controller in (c, plain):
+        set_point(controller, 510 * MS)
+    a = check_command(c.update(510 * MS, PUMA_JOINTS, Q0, np.zeros(6))).effort
+    b = check_command(plain.update(510 * MS, PUMA_JOINTS, Q0, np.zeros(6))).effort
+    np.testing.assert_allclose(a, b, atol=1e-12)          # nothing stored, dt = 0
+    for controller in (c, plain):
+        run_held(controller, Q0 - 0.02, 50, 520 * MS)
+        # silence: a timeout, then the next state restarts the reference with a hold
+        assert controller.check_timeout(10 * S) is not None
+    a = check_command(c.update(11 * S, PUMA_JOINTS, Q0, np.zeros(6))).effort
+    b = check_command(plain.update(11 * S, PUMA_JOINTS, Q0, np.zeros(6))).effort
+    np.testing.assert_allclose(a, b, atol=1e-12)
+
+
+def test_ki_zero_gives_lees_law_exactly():
+    """ki = 0 (the default) and any integral_limit: the same commands bit for bit."""
+    default = make()
+    explicit = make(ki=0.0, integral_limit=1.0)
+    for k in range(20):
+        q = Q0 + 0.001 * k
+        a = check_command(default.update(k * 10 * MS, PUMA_JOINTS, q, QD0)).effort
+        b = check_command(explicit.update(k * 10 * MS, PUMA_JOINTS, q, QD0)).effort
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize('settings, match', [
+    ({'ki': -1.0}, 'ki must be finite and >= 0'),
+    ({'ki': math.nan}, 'ki must be finite'),
+    ({'integral_limit': 0.0}, 'integral_limit must be > 0'),
+    ({'ki': [1.0, 2.0]}, 'ki needs 1 or 6 values'),
+])
+def test_bad_integral_settings_are_refused(settings, match):
+    with pytest.raises(ControlParameterError, match=match):
+        make(**settings)

@@ -91,6 +91,8 @@ DEFAULT_SETTINGS = {
     'state_timeout': 0.1,
     'velocity_filter_cutoff': 50.0,
     'position_limit_margin': 0.2,
+    'ki': 0.0,
+    'integral_limit': math.inf,
 }
 
 
@@ -130,11 +132,18 @@ class ControllerSettings:
         kp: (n,) position gains, 1/s^2 in computed_torque mode, N*m/rad in feedforward.
         kd: (n,) velocity gains, 1/s in computed_torque mode, N*m*s/rad in feedforward.
         gravity: (3,) gravity acceleration in the chain's base frame, m/s^2.
-        friction_compensation: add the URDF damping/Coulomb friction torques.
+        friction_compensation: add the URDF damping/Coulomb friction torques, at the
+            desired velocity (the measured one in gravity compensation): see
+            :mod:`ne_dynamics_ros.control.laws`.
         state_timeout: s of the steady clock without a valid state before zero effort.
         velocity_filter_cutoff: Hz, low-pass of finite-difference velocities (inf: none).
         position_limit_margin: rad (m for prismatic joints): a measured position beyond a
             URDF joint limit by more than this is not believed (inf: never checked).
+        ki: (n,) integral gains, N*m/(rad*s) (N/(m*s)) in every mode but gravity
+            compensation: ``ki * integral of (q_d - q) dt`` is added to the command
+            (0, the default, leaves Lee et al.'s law exactly as published).
+        integral_limit: (n,) bound of that integral torque, N*m (N); inf: only the
+            freeze while the command saturates bounds it.
     """
 
     mode: ControlMode
@@ -145,6 +154,8 @@ class ControllerSettings:
     state_timeout: float
     velocity_filter_cutoff: float
     position_limit_margin: float = DEFAULT_SETTINGS['position_limit_margin']
+    ki: Optional[np.ndarray] = None
+    integral_limit: Optional[np.ndarray] = None
 
     @classmethod
     def from_values(cls, values: Mapping, n: Optional[int] = None) -> 'ControllerSettings':
@@ -175,13 +186,21 @@ class ControllerSettings:
             raise ControlParameterError(
                 f'position_limit_margin must be >= 0 (inf: no check), got {margin}')
         kp, kd = _numbers(v['kp'], 'kp'), _numbers(v['kd'], 'kd')
+        ki, bound = _numbers(v['ki'], 'ki'), _numbers(v['integral_limit'], 'integral_limit')
+        if not np.all(np.isfinite(ki) & (ki >= 0.0)):
+            raise ControlParameterError(f'ki must be finite and >= 0, got {ki.tolist()}')
+        if not np.all(bound > 0.0):
+            raise ControlParameterError(
+                f'integral_limit must be > 0 N m (inf: no bound), got {bound.tolist()}')
         return cls(mode=parse_mode(v['mode']),
                    kp=expand_gain(kp, n or kp.size, 'kp'),
                    kd=expand_gain(kd, n or kd.size, 'kd'),
                    gravity=check_gravity(_numbers(v['gravity'], 'gravity')),
                    friction_compensation=bool(v['friction_compensation']),
                    state_timeout=timeout, velocity_filter_cutoff=cutoff,
-                   position_limit_margin=margin)
+                   position_limit_margin=margin,
+                   ki=_per_joint(ki, n, 'ki'), integral_limit=_per_joint(bound, n,
+                                                                         'integral_limit'))
 
     def as_values(self) -> dict:
         """Return the settings as plain values, the inverse of :meth:`from_values`."""
@@ -189,7 +208,18 @@ class ControllerSettings:
                 'friction_compensation': self.friction_compensation,
                 'gravity': self.gravity.tolist(), 'state_timeout': self.state_timeout,
                 'velocity_filter_cutoff': self.velocity_filter_cutoff,
-                'position_limit_margin': self.position_limit_margin}
+                'position_limit_margin': self.position_limit_margin,
+                'ki': self.ki.tolist(), 'integral_limit': self.integral_limit.tolist()}
+
+
+def _per_joint(values, n, name):
+    """One value for every joint or one per joint: an (n,) array (as given if n is None)."""
+    if n is None or values.size == n:
+        return values
+    if values.size == 1:
+        return np.full(n, values[0])
+    raise ControlParameterError(f'{name} needs 1 or {n} values (one per joint), got '
+                                f'{values.size}')
 
 
 def _picker(index):
@@ -370,7 +400,8 @@ class ComputedTorqueController:
                                [model.joint_names.index(j) for j in joints])
         if not isinstance(settings, ControllerSettings):
             settings = ControllerSettings.from_values(settings or {}, n)
-        elif settings.kp.size != n or settings.kd.size != n:
+        elif (settings.kp.size != n or settings.kd.size != n or settings.ki is None
+              or settings.ki.size != n or settings.integral_limit.size != n):
             settings = ControllerSettings.from_values(settings.as_values(), n)
         #: What the law calls for M, C, g: the model, or its generated program.
         self.dynamics = CompiledDynamics(model) if dynamics_backend == 'generated' else model
@@ -390,6 +421,9 @@ class ComputedTorqueController:
         #: state, resume after a timeout, leaving gravity compensation): a trajectory
         #: prepared from an older reference is refused.
         self._reference_generation = 0
+        #: integral of q_d - q (rad*s, chain order) and the time it was last advanced, s
+        self._integral = [0.0] * n
+        self._integral_time = None
         self._lock = threading.RLock()
 
     @classmethod
@@ -443,6 +477,9 @@ class ComputedTorqueController:
                                  np.where(np.isnan(high), MAX_POSITION, high).tolist())
         self._speed_bounds = (SPEED_FACTOR * self.model.velocity_limits).tolist()
         self._negative_speed_bounds = [-m for m in self._speed_bounds]
+        self._integral_gains = (settings.ki.tolist(), settings.integral_limit.tolist())
+        self._integrating = bool(np.any(settings.ki)) and \
+            settings.mode is not ControlMode.GRAVITY_COMPENSATION
         self.law = ControlLawConfig(
             mode=settings.mode, kp=settings.kp, kd=settings.kd, gravity=settings.gravity,
             effort_limits=self.effort_limits,
@@ -669,13 +706,19 @@ class ComputedTorqueController:
         # costs more in call overhead than it computes
         q_d, qd_d, qdd_d = self.trajectory.sample_values(
             self._sample_time(stamp_ns, now_ns, now))
+        position_error = [a - b for a, b in zip(q_d, q)]
+        integral = extra = None
+        if self._integrating:
+            integral, extra = self._integral_step(position_error, now)
         try:
-            tau = compute_effort_values(self.dynamics, self.law, q, qd, q_d, qd_d, qdd_d)
+            tau = compute_effort_values(self.dynamics, self.law, q, qd, q_d, qd_d, qdd_d,
+                                        extra)
         except (NonFiniteEffortError, StateError) as err:
             self.dropped_joint_states += 1
             return NoCommand(SkipReason.NO_VALID_EFFORT, str(err))
+        if integral is not None:
+            self._commit_integral(integral, tau, position_error, now)
         self._last_valid_steady_ns = now_ns if steady_ns is None else steady_ns
-        position_error = [a - b for a, b in zip(q_d, q)]
         velocity_error = [a - b for a, b in zip(qd_d, qd)]
         order = self._command_order
         if order is not None:
@@ -714,6 +757,47 @@ class ComputedTorqueController:
         self._rehold = False
         self.trajectory = Trajectory.hold(q, now)
         self._reference_generation += 1
+        self._reset_integral()
+
+    # ---- integral action --------------------------------------------------------------------
+
+    def _reset_integral(self):
+        """Forget the integral (the reference restarted: hold, timeout, new trajectory)."""
+        self._integral = [0.0] * self.n
+        self._integral_time = None
+
+    def _integral_step(self, error, now):
+        """Advance the integral to ``now``; return it and its torque, bounded.
+
+        ``integral += error * dt`` (rectangle rule over the time since the last state, 0
+        for the first state after a reset); the torque ``ki * integral`` is bounded by
+        ``integral_limit``, and so is the integral behind it (it cannot wind up past it).
+        """
+        ki, bound = self._integral_gains
+        dt = 0.0 if self._integral_time is None else max(0.0, now - self._integral_time)
+        integral, torque = [], []
+        for i, (value, e, k, b) in enumerate(zip(self._integral, error, ki, bound)):
+            value += e * dt
+            t = k * value
+            if t > b or t < -b:
+                t = b if t > 0 else -b
+                value = t / k
+            integral.append(value)
+            torque.append(t)
+        return integral, torque
+
+    def _commit_integral(self, integral, tau, error, now):
+        """Keep the advanced integral, but on joints whose command saturates.
+
+        Anti-windup: a joint whose command sits at its limit in the direction its error
+        pushes keeps its integral frozen.
+        """
+        limits = self.law.gain_values[2]
+        for i, (t, limit, e) in enumerate(zip(tau, limits, error)):
+            if (t >= limit and e > 0.0) or (t <= -limit and e < 0.0):
+                integral[i] = self._integral[i]
+        self._integral = integral
+        self._integral_time = now
 
     # ---- trajectories ---------------------------------------------------------------------
 
@@ -768,6 +852,7 @@ class ComputedTorqueController:
                     'the reference restarted from the measured position while the '
                     'trajectory was prepared (state timeout or resume): send it again')
             self.trajectory = prepared.trajectory
+            self._reset_integral()
             return prepared.trajectory
 
     def reject_trajectory(self, reason: str) -> TrajectoryError:

@@ -25,10 +25,13 @@ The three modes (:class:`ControlMode`):
 ``gravity_compensation``
     ``tau = G(q) = RNEA(q, 0, 0)``: the arm floats; the reference is ignored.
 
-With ``friction_compensation`` the URDF ``<dynamics damping friction>`` torques are added:
-at the measured velocity ``qd`` in ``computed_torque`` and ``gravity_compensation``
-modes (the law cancels the actual nonlinear terms), at ``qd_d`` in ``feedforward`` mode
-(the whole feedforward is evaluated on the reference).
+With ``friction_compensation`` the URDF ``<dynamics damping friction>`` torques are added,
+evaluated at the *desired* velocity ``qd_d`` in ``computed_torque`` and ``feedforward``
+modes: dry friction is compensated from the moment the reference starts to move, not once
+the arm has been pushed through stiction by the feedback (at the measured ``qd`` the
+compensation waits for motion that stiction prevents, and at rest its smoothed sign
+follows measurement noise). In ``gravity_compensation`` mode there is no reference motion:
+the measured ``qd`` (an arm moved by hand feels lighter).
 
 Hardware that compensates by itself (Universal Robots' direct torque control: the robot
 adds g(q), and its own friction model by default):
@@ -146,7 +149,9 @@ class ControlLawConfig:
         kd: (n,) velocity gains, 1/s (computed_torque) or N*m*s/rad (feedforward).
         gravity: (3,) gravity acceleration in the chain's base frame, m/s^2.
         effort_limits: (n,) symmetric limits ``|tau_i| <= effort_limits[i]``, N*m or N.
-        friction_compensation: add the URDF damping/Coulomb friction torques.
+        friction_compensation: add the URDF damping/Coulomb friction torques, at the
+            desired velocity (the measured one in gravity compensation): see
+            :mod:`ne_dynamics_ros.control.laws`.
         hardware_compensates_gravity: leave g(q) out (the hardware adds it).
         hardware_compensates_friction: leave the friction model out (the hardware adds it).
     """
@@ -210,7 +215,7 @@ def clamp_effort(tau, effort_limits):
     return np.minimum(np.maximum(tau, -effort_limits), effort_limits)
 
 
-def _computed_torque_values(model, config, gravity, q, qd, q_d, qd_d, qdd_d):
+def _computed_torque_values(model, config, gravity, q, qd, q_d, qd_d, qdd_d, extra=None):
     """Compute the clamped computed torque on plain floats (the usual control path).
 
     The same operations in the same order as :func:`computed_torque` then
@@ -235,6 +240,8 @@ def _computed_torque_values(model, config, gravity, q, qd, q_d, qd_d, qdd_d):
     if not math.isfinite(sum(tau)):
         model.checked_states(q=q, qd=qd, qdd=qdd_cmd)     # names a non-finite input
         finite_efforts(np.array(tau), 'rnea')               # or says it overflowed
+    if extra is not None:
+        tau = [t + x for t, x in zip(tau, extra)]
     return [-limit if t < -limit else limit if t > limit else t
             for t, limit in zip(tau, gains[2])]
 
@@ -246,21 +253,25 @@ def _fast_path(model, config):
                      and not config.hardware_compensates_friction))
 
 
-def compute_effort_values(model, config: ControlLawConfig, q, qd, q_d, qd_d, qdd_d):
+def compute_effort_values(model, config: ControlLawConfig, q, qd, q_d, qd_d, qdd_d,
+                          extra=None):
     """:func:`compute_effort` on lists of n floats, returning a list (the control path).
 
     Plain floats through the generated program, run once, when the law allows it
     (:func:`_computed_torque_values`); otherwise the arrays of :func:`compute_effort`'s
-    checked path. Raises what :func:`compute_effort` raises.
+    checked path. ``extra``: n efforts (N*m or N) added to the law's before the limits
+    (the controller's integral action), or None. Raises what :func:`compute_effort`
+    raises.
     """
     gravity = _NO_GRAVITY if config.hardware_compensates_gravity else config.gravity
     if _fast_path(model, config):
-        tau = _computed_torque_values(model, config, gravity, q, qd, q_d, qd_d, qdd_d)
+        tau = _computed_torque_values(model, config, gravity, q, qd, q_d, qd_d, qdd_d,
+                                      extra)
         if tau is not None:
             return tau
     return _checked_effort(model, config, gravity, *(np.array(v, dtype=float)
-                                                     for v in (q, qd, q_d, qd_d, qdd_d))
-                           ).tolist()
+                                                     for v in (q, qd, q_d, qd_d, qdd_d)),
+                           extra=extra).tolist()
 
 
 def compute_effort(model, config: ControlLawConfig, q, qd, q_d, qd_d, qdd_d):
@@ -287,14 +298,14 @@ def compute_effort(model, config: ControlLawConfig, q, qd, q_d, qd_d, qdd_d):
     return _checked_effort(model, config, gravity, *arrays)
 
 
-def _checked_effort(model, config, gravity, q, qd, q_d, qd_d, qdd_d):
+def _checked_effort(model, config, gravity, q, qd, q_d, qd_d, qdd_d, extra=None):
     """Apply the law on arrays, each step checked (every mode; the fast path's fallback)."""
     # Overflow (absurd gains) is caught below as a non-finite value or by the model.
     with np.errstate(over='ignore', invalid='ignore'):
         if config.mode is ControlMode.COMPUTED_TORQUE:
             tau = computed_torque(model, q, qd, q_d, qd_d, qdd_d, config.kp, config.kd,
                                   gravity)
-            friction_velocity = qd
+            friction_velocity = qd_d
         elif config.mode is ControlMode.FEEDFORWARD:
             tau = feedforward_pd(model, q, qd, q_d, qd_d, qdd_d, config.kp, config.kd,
                                  gravity)
@@ -307,4 +318,6 @@ def _checked_effort(model, config, gravity, q, qd, q_d, qd_d, qdd_d):
             friction_velocity = qd
         if config.friction_compensation and not config.hardware_compensates_friction:
             tau = tau + model.friction_torques(friction_velocity)
+        if extra is not None:
+            tau = tau + np.asarray(extra, dtype=float)
     return clamp_effort(tau, config.effort_limits)

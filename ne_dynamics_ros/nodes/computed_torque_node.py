@@ -196,8 +196,19 @@ PARAMETERS = {
         'Velocity gain, one value or one per joint (chain order); 1/s in computed_torque '
         'mode, N*m*s/rad (N*s/m) in feedforward mode.', dynamic_typing=True,
         constraints='>= 0')),
+    'ki': (DEFAULT_SETTINGS['ki'], _descriptor(
+        'Integral gain, one value or one per joint (chain order), N*m/(rad*s) (N/(m*s)) in '
+        'every mode but gravity_compensation: ki * integral of (q_d - q) dt is added to the '
+        'command; reset when the reference restarts (hold, timeout, new trajectory), frozen '
+        'on a joint while its command saturates. 0 (default): Lee et al.\'s law as '
+        'published.', dynamic_typing=True, constraints='>= 0')),
+    'integral_limit': (DEFAULT_SETTINGS['integral_limit'], _descriptor(
+        'Bound of the integral torque, one value or one per joint, N*m (N); .inf: none '
+        'beyond the freeze while saturated.', dynamic_typing=True, constraints='> 0')),
     'friction_compensation': (DEFAULT_SETTINGS['friction_compensation'], _descriptor(
-        'Add the URDF <dynamics damping friction> torques to the command.')),
+        'Add the URDF <dynamics damping friction> torques to the command, evaluated at the '
+        'desired velocity (so that dry friction is compensated as soon as the reference '
+        'moves), at the measured velocity in gravity_compensation mode.')),
     'hardware_compensates_gravity': (False, _descriptor(
         'The hardware adds g(q) itself (Universal Robots direct torque control): leave '
         'gravity out of the command in every mode. Fixed at start-up.', read_only=True)),
