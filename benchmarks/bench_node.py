@@ -248,15 +248,24 @@ def match_efforts(args, receipts, states, q_hold, window=2000):
     return answered_at
 
 
+def isolate(args):
+    """Put this process and its children on a private domain, discovery on this host only.
+
+    Returns the ROS_DOMAIN_ID (``--domain-id``, or random in 150..229).
+    """
+    domain_id = args.domain_id if args.domain_id is not None else random.randint(150, 229)
+    os.environ['ROS_DOMAIN_ID'] = str(domain_id)
+    os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
+    os.environ.pop('ROS_LOCALHOST_ONLY', None)
+    return domain_id
+
+
 def percentile(values, p):
     return float(np.percentile(values, p)) if len(values) else float('nan')
 
 
 def run(args):
-    domain_id = args.domain_id if args.domain_id is not None else random.randint(150, 229)
-    os.environ['ROS_DOMAIN_ID'] = str(domain_id)
-    os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
-    os.environ.pop('ROS_LOCALHOST_ONLY', None)
+    domain_id = isolate(args)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [str(ROOT), os.environ.get('PYTHONPATH', '')]))
 
@@ -496,10 +505,7 @@ def soak_one(args, baseline, domain_id):
 
 def run_soak(args):
     """Run the soak: node then baseline, each ``args.soak`` s, in one run."""
-    domain_id = args.domain_id if args.domain_id is not None else random.randint(150, 229)
-    os.environ['ROS_DOMAIN_ID'] = str(domain_id)
-    os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
-    os.environ.pop('ROS_LOCALHOST_ONLY', None)
+    domain_id = isolate(args)
     results = {}
     for name, baseline in (('node', False), ('baseline', True)):
         print(f'soak: {name}, {args.soak:g} s at {args.rate:g} Hz ...', file=sys.stderr,
@@ -680,10 +686,7 @@ def run_stall(args):
     from std_msgs.msg import Float64MultiArray
     from trajectory_msgs.msg import JointTrajectory
 
-    domain_id = args.domain_id if args.domain_id is not None else random.randint(150, 229)
-    os.environ['ROS_DOMAIN_ID'] = str(domain_id)
-    os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
-    os.environ.pop('ROS_LOCALHOST_ONLY', None)
+    domain_id = isolate(args)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [str(ROOT), os.environ.get('PYTHONPATH', '')]), PYTHONUNBUFFERED='1',
         RCUTILS_COLORIZED_OUTPUT='0')

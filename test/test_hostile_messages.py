@@ -25,13 +25,13 @@ import os
 import pathlib
 import re
 import signal
-import struct
 import subprocess
 import sys
 import threading
 import time
 
 from builtin_interfaces.msg import Duration, Time
+from cdr_writer import BigEndianCdr
 import numpy as np
 import pytest
 import rclpy
@@ -446,29 +446,12 @@ def test_undeserializable_trajectory_bytes_are_dropped(ros_context, make_bytes):
 
 def big_endian_joint_state(names, position, velocity):
     """A JointState in big-endian plain CDR (encapsulation 00 00), written field by field."""
-    out = bytearray(b'\x00\x00\x00\x00')
-
-    def align(size):
-        out.extend(b'\x00' * ((-(len(out) - 4)) % size))
-
-    def string(text):
-        raw = text.encode() + b'\x00'
-        align(4)
-        out.extend(struct.pack('>I', len(raw)) + raw)
-
-    out.extend(struct.pack('>iI', 0, 0))
-    string('')
-    align(4)
-    out.extend(struct.pack('>I', len(names)))
-    for name in names:
-        string(name)
+    cdr = BigEndianCdr()
+    cdr.header()
+    cdr.strings(names)
     for values in (position, velocity, []):
-        align(4)
-        out.extend(struct.pack('>I', len(values)))
-        if values:
-            align(8)
-            out.extend(struct.pack(f'>{len(values)}d', *values))
-    return bytes(out)
+        cdr.doubles(values)
+    return cdr.data
 
 
 @pytest.mark.parametrize('make_bytes, answered', [

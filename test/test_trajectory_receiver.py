@@ -10,12 +10,12 @@ import os
 import pathlib
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import threading
 import time
 
+from cdr_writer import BigEndianCdr
 import numpy as np
 import pytest
 import rclpy
@@ -40,35 +40,15 @@ def big_endian_trajectory(names, points):
 
     ``points``: (time_from_start s, positions, velocities) with integral nanoseconds.
     """
-    out = bytearray(b'\x00\x00\x00\x00')
-
-    def align(size):
-        out.extend(b'\x00' * ((-(len(out) - 4)) % size))
-
-    def string(text):
-        raw = text.encode() + b'\x00'
-        align(4)
-        out.extend(struct.pack('>I', len(raw)) + raw)
-
-    out.extend(struct.pack('>iI', 0, 0))
-    string('')
-    align(4)
-    out.extend(struct.pack('>I', len(names)))
-    for name in names:
-        string(name)
-    align(4)
-    out.extend(struct.pack('>I', len(points)))
+    cdr = BigEndianCdr()
+    cdr.header()
+    cdr.strings(names)
+    cdr.uint32(len(points))
     for t, positions, velocities in points:
         for values in (positions, velocities, [], []):
-            align(4)
-            out.extend(struct.pack('>I', len(values)))
-            if len(values):
-                align(8)
-                out.extend(struct.pack(f'>{len(values)}d', *values))
-        align(4)
-        sec, nanosec = divmod(int(round(t * 1e9)), 1_000_000_000)
-        out.extend(struct.pack('>iI', sec, nanosec))
-    return bytes(out)
+            cdr.doubles(values)
+        cdr.duration(t)
+    return cdr.data
 
 
 def test_a_big_endian_trajectory_is_read_by_rclpy_to_the_same_frame():

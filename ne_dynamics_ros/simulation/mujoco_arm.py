@@ -44,6 +44,7 @@ import defusedxml.ElementTree as SafeET
 import numpy as np
 
 from ne_dynamics_ros.errors import ModelError, StateError, URDFError
+from ne_dynamics_ros.simulation.simulated_arm import checked_joint_values
 
 DEFAULT_GRAVITY = (0.0, 0.0, -9.81)
 #: Mass (kg) and principal inertia (kg·m²) given to a zero-mass link MuJoCo would refuse.
@@ -319,13 +320,7 @@ class MujocoArm:
         return 1.0 / self.timestep
 
     def _check(self, value, name):
-        array = np.asarray(value, dtype=float).ravel()
-        if array.shape != (self.n,):
-            raise StateError(f'{name} must have {self.n} values ({self.joint_names}), '
-                             f'got shape {np.shape(value)}')
-        if not np.all(np.isfinite(array)):
-            raise StateError(f'{name} contains NaN or inf: {array.tolist()}')
-        return array
+        return checked_joint_values(value, self.joint_names, name)
 
     def reset(self, positions=None, velocities=None, time=0.0):
         """Set the state (public order; default zero) and the clock; zero the effort."""

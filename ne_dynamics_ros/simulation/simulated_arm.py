@@ -69,6 +69,22 @@ def _per_joint(value, n, name, default=0.0, allow_inf=False):
     return array
 
 
+def checked_joint_values(value, joint_names, name):
+    """Return ``value`` as a finite (n,) float array, one value per joint of ``joint_names``.
+
+    Raises:
+        StateError: another number of values, or NaN/inf (naming ``name`` and the joints).
+    """
+    n = len(joint_names)
+    array = np.asarray(value, dtype=float).ravel()
+    if array.shape != (n,):
+        raise StateError(f'{name} must have {n} values ({joint_names}), '
+                         f'got shape {np.shape(value)}')
+    if not np.all(np.isfinite(array)):
+        raise StateError(f'{name} contains NaN or inf: {array.tolist()}')
+    return array
+
+
 class SimulatedArm:
     """Forward dynamics of a fixed-base arm from a URDF, integrated with RK4 and ZOH torque.
 
@@ -241,13 +257,7 @@ class SimulatedArm:
     # -- state --------------------------------------------------------------------------
 
     def _check(self, value, name):
-        array = np.asarray(value, dtype=float).ravel()
-        if array.shape != (self.n,):
-            raise StateError(f'{name} must have {self.n} values ({self.joint_names}), '
-                             f'got shape {np.shape(value)}')
-        if not np.all(np.isfinite(array)):
-            raise StateError(f'{name} contains NaN or inf: {array.tolist()}')
-        return array
+        return checked_joint_values(value, self.joint_names, name)
 
     def reset(self, positions=None, velocities=None, time=0.0):
         """Set the state (public order; default zero) and the clock; zero the effort."""
