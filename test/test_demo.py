@@ -10,6 +10,7 @@ import sys
 import time
 
 import numpy as np
+import pytest
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
@@ -229,3 +230,27 @@ def test_identify_closes_the_payload_gap(tmp_path, domain_id):
     assert model.n == 6
     assert (output / 'tracking_error.png').stat().st_size > 10000
     assert 'with the identified model:' in result.stdout
+
+
+def test_lees_experiment_on_the_mujoco_plant_stays_below_the_bound(tmp_path, domain_id):
+    """--plant mujoco: the same run on MuJoCo's arm (its import of the URDF, implicitfast at
+    0.5 ms), exact model: every joint under 4.26e-4 rad (issue 19's first goal)."""
+    result, summary, output = run_demo(tmp_path, '--plant', 'mujoco', '--settle', '0.5')
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert summary['plant'] == 'mujoco' and 'on MuJoCo, implicitfast' in result.stdout
+    max_error = np.array(summary['max_abs_error_rad'])
+    assert np.all(max_error < LEE_BOUND_RAD), max_error
+    assert np.all(max_error > 0)
+
+
+@pytest.mark.parametrize('option, value, match', [
+    ('--plant-friction', '-1', 'finite and >= 0'),
+    ('--plant-damping', 'nan', 'finite and >= 0'),
+    ('--plant-armature', '0.1,x', 'not a number'),
+    ('--plant', 'bullet', 'invalid choice'),
+])
+def test_bad_plant_values_exit_2_naming_them(tmp_path, option, value, match):
+    result, summary, output = run_demo(tmp_path, option, value, timeout=60)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert option in result.stderr and match in result.stderr
+    assert summary is None and not output.exists()

@@ -100,6 +100,7 @@ def test_identified_model_predicts_another_motion(setup, identified):
     # Ia1, Ia2 fold into ZZ1R, ZZ2R (not identifiable apart); the others are found
     np.testing.assert_allclose(values['armature'][2:], ARMATURE[2:], rtol=0.05)
     np.testing.assert_allclose(values['damping'], FRICTION, rtol=0.1, atol=0.05)
+    assert values['friction_compensation'] is True       # identified friction: compensate it
     import pinocchio as pin
     pin_model = pin.buildModelFromXML(urdf.read_text())
     assert pin_model.nq == 6
@@ -121,6 +122,7 @@ def test_parameter_yaml_loads_in_both_nodes(ros_context, identified):
     node = ComputedTorqueNode(context=ros_context, cli_args=args)
     try:
         model = node.controller.model
+        assert node.controller.settings.friction_compensation
         np.testing.assert_allclose(model.armature, values['armature'])
         np.testing.assert_allclose(model.damping, values['damping'])
         np.testing.assert_allclose(model.friction, values['friction'])

@@ -74,8 +74,10 @@ def test_plant_quantities_act_as_mujoco_defines_them():
     np.testing.assert_allclose(plant.inverse_dynamics(q, zero, np.eye(6)[2])
                                - bare.inverse_dynamics(q, zero, np.eye(6)[2]),
                                0.5 * np.eye(6)[2], atol=1e-9)
-    # payload: 2 kg at tool0's origin weighs on the shoulder as 2 kg does for our model
-    loaded = MujocoArm(str(UR5E_URDF), joints=names, payload_mass=2.0, payload_link='tool0')
+    # payload: 2 kg at tool0's origin (the tip: the default link) weighs on the joints as
+    # 2 kg at that point does through the Jacobian of our model's kinematics
+    loaded = MujocoArm(str(UR5E_URDF), joints=names, payload_mass=2.0)
+    assert loaded.payload_link == 'tool0'
     heavy = MujocoArm(str(UR5E_URDF), joints=names)
     extra = loaded.inverse_dynamics(q, zero, zero) - heavy.inverse_dynamics(q, zero, zero)
     jacobian = tip_jacobian(model, q)

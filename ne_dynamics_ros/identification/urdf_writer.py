@@ -147,14 +147,23 @@ def identified_urdf(text, model, parameters):
 
 
 def parameters_yaml(model, parameters, header=''):
-    """YAML text with ``joints``, ``armature``, ``damping``, ``friction`` for both nodes."""
+    """YAML text with ``joints``, ``armature``, ``damping``, ``friction`` for both nodes.
+
+    When the parameters carry friction (any damping or Coulomb level above zero), it also
+    turns ``friction_compensation`` on: identified friction is there to be compensated
+    (computed_torque_node evaluates it at the desired velocity; sim_arm_node ignores the
+    setting).
+    """
     import yaml
     p = np.asarray(parameters, dtype=float)
-    data = {'/**': {'ros__parameters': {
+    values = {
         'joints': list(model.joint_names),
         'armature': [float(v) for v in p[10::PER_JOINT]],
         'damping': [float(v) for v in p[11::PER_JOINT]],
-        'friction': [float(v) for v in p[12::PER_JOINT]]}}}
+        'friction': [float(v) for v in p[12::PER_JOINT]]}
+    if any(values['damping']) or any(values['friction']):
+        values['friction_compensation'] = True
+    data = {'/**': {'ros__parameters': values}}
     comment = ''.join(f'# {line}\n' for line in header.splitlines())
     return comment + yaml.safe_dump(data, sort_keys=False)
 

@@ -143,6 +143,18 @@ def _rotation(rpy):
                      [-sp, cp * sr, cp * cr]])
 
 
+def _deepest_body(spec):
+    """The body farthest from the world (the last of the deepest): the arm's tip link."""
+    best, best_depth = None, -1
+    for body in spec.bodies[1:]:
+        depth, parent = 0, body.parent
+        while parent is not None:
+            depth, parent = depth + 1, parent.parent
+        if depth >= best_depth:
+            best, best_depth = body.name, depth
+    return best
+
+
 def _movable_ancestors(link, parents):
     """How many movable joints lie between ``link`` and the root."""
     count = 0
@@ -163,7 +175,8 @@ class MujocoArm:
             hinge or slide joint of the model, in its order.
         armature, damping, friction: per joint (one value for all, or n): rotor inertia
             (kg·m² / kg), viscous damping (N·m·s/rad / N·s/m), dry friction level (N·m / N).
-        payload_mass: kg, welded to ``payload_link`` (default: the deepest link);
+        payload_mass: kg, welded to ``payload_link`` (default: the deepest link, the
+            arm's tip: ``tool0`` for the UR5e, ``flange`` for the PUMA);
             ``payload_com`` (m) and ``payload_inertia`` (kg·m², 3 principal values or a
             3x3 matrix about the centre of mass) in that link's frame.
         effort_noise: standard deviation of Gaussian noise added to each applied effort,
@@ -225,7 +238,7 @@ class MujocoArm:
         if not math.isfinite(self.payload_mass) or self.payload_mass < 0:
             raise ModelError(f'payload_mass must be a finite mass >= 0 kg, got {payload_mass}')
         names = [b.name for b in spec.bodies]
-        self.payload_link = payload_link or names[-1]
+        self.payload_link = payload_link or _deepest_body(spec)
         if self.payload_mass > 0:
             self._add_payload(spec, names, payload_com, payload_inertia)
         try:

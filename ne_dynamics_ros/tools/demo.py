@@ -24,6 +24,18 @@ from ne_dynamics_ros.tools.experiment import (  # noqa: F401 - the exit codes ar
 DEFAULT_OUTPUT = 'ne_dynamics_demo_output'
 
 
+def _values(text):
+    """Parse ``V`` or ``V1,V2,...``: finite numbers >= 0, as a list."""
+    try:
+        values = [float(v) for v in text.split(',')]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f'{text!r} is not a number or a comma-separated '
+                                         'list of numbers') from None
+    if not all(v >= 0 and v < float('inf') for v in values):
+        raise argparse.ArgumentTypeError(f'{text!r}: values must be finite and >= 0')
+    return values
+
+
 def parse_args(argv):
     """Command-line options."""
     parser = argparse.ArgumentParser(
@@ -47,6 +59,19 @@ def parse_args(argv):
                         help='payload at the tip, kg, unknown to the controller (default 0)')
     parser.add_argument('--friction', type=float, default=0.0,
                         help='extra viscous joint friction in the plant, N m s/rad (default 0)')
+    parser.add_argument('--plant', choices=('pinocchio', 'mujoco'), default='pinocchio',
+                        help='the simulated arm\'s engine (default pinocchio; mujoco: '
+                        'MuJoCo\'s import of the URDF, implicitfast at 0.5 ms)')
+    parser.add_argument('--plant-armature', type=_values, metavar='V[,V...]',
+                        help='rotor inertia in the plant, kg m^2, one value or one per joint '
+                        '(default: the controller\'s, from config/<robot>.yaml)')
+    parser.add_argument('--plant-damping', type=_values, metavar='V[,V...]',
+                        help='viscous damping in the plant the controller is not told, '
+                        'N m s/rad, one value or one per joint (default 0)')
+    parser.add_argument('--plant-friction', type=_values, metavar='V[,V...]',
+                        help='dry friction in the plant the controller is not told, N m, one '
+                        'value or one per joint (default 0; MuJoCo\'s friction loss, or '
+                        'Fc tanh(qd / 0.01) on the pinocchio plant)')
     parser.add_argument('--kp', type=float, default=100.0, help='K_p, 1/s^2 (default 100)')
     parser.add_argument('--kd', type=float, default=20.0, help='K_v, 1/s (default 20)')
     parser.add_argument('--profile', choices=sorted(PROFILES), default='quintic',

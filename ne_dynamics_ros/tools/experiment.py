@@ -147,6 +147,12 @@ class Setup:
             raise DemoError(f'{self.params_file}: armature has {len(armature)} values for '
                             f'{n} joints', EXIT_USAGE)
         self.armature = [float(a) for a in armature]
+        # the plant's own armature, damping and dry friction (the controller is not told)
+        self.plant_armature = self._per_joint(args.plant_armature, self.armature,
+                                              '--plant-armature')
+        self.plant_damping = self._per_joint(args.plant_damping, [0.0] * n, '--plant-damping')
+        self.plant_friction = self._per_joint(args.plant_friction, [0.0] * n,
+                                              '--plant-friction')
 
         start_deg, goal_deg = self._default_motion(probe)
         start_deg = args.start if args.start is not None else start_deg
@@ -166,6 +172,18 @@ class Setup:
         self.controller_armature = list(self.armature)
         self.controller_damping = self.controller_friction = None
         self.excitation = None          # (file, periods, move duration, period) when set
+
+    def _per_joint(self, values, default, option):
+        """One value for every joint or one per joint (None: ``default``)."""
+        if values is None:
+            return list(default)
+        n = len(self.joint_names)
+        if len(values) == 1:
+            return values * n
+        if len(values) != n:
+            raise DemoError(f'{option} needs 1 or {n} values for {self.joint_names}, got '
+                            f'{len(values)}', EXIT_USAGE)
+        return list(values)
 
     def use_excitation(self, path, periods, move, period):
         """Make this run an excitation run: a move to the rest pose, then the periods."""
@@ -343,9 +361,12 @@ class Run:
             sim_overrides = [
                 Parameter('urdf_path', value=str(setup.urdf_path)),
                 Parameter('joints', value=list(setup.joint_names)),
-                Parameter('armature', value=list(setup.armature)),
+                Parameter('armature', value=list(setup.plant_armature)),
                 Parameter('payload_mass', value=float(args.payload)),
                 Parameter('joint_friction', value=[float(args.friction)]),
+                Parameter('damping', value=list(setup.plant_damping)),
+                Parameter('friction', value=list(setup.plant_friction)),
+                Parameter('plant', value=args.plant),
                 Parameter('initial_positions', value=setup.start.tolist()),
                 Parameter('publish_rate', value=float(args.rate)),
                 Parameter('integration_rate', value=float(args.integration_rate)),
@@ -358,9 +379,13 @@ class Run:
             self.sim.run_until(0.0)   # hold at t = 0 until the trajectory is in place
             nodes.append(self.sim)
             executor.add_node(self.sim)
-            log(f'simulated arm: {setup.robot} ({setup.urdf_path.name}), payload '
+            engine = (f'Pinocchio, RK4 at {args.integration_rate:g} Hz'
+                      if args.plant == 'pinocchio' else
+                      f'MuJoCo, {self.sim.arm.integrator} at {self.sim.arm.timestep * 1e3:g} ms')
+            log(f'simulated arm: {setup.robot} ({setup.urdf_path.name}) on {engine}, payload '
                 f'{args.payload:g} kg at {self.sim.arm.payload_link}, friction '
-                f'{args.friction:g} N m s/rad, RK4 at {args.integration_rate:g} Hz, '
+                f'{args.friction:g} N m s/rad, plant damping {setup.plant_damping} N m s/rad, '
+                f'dry friction {setup.plant_friction} N m, armature {setup.plant_armature}, '
                 f'lockstep at {args.rate:g} Hz')
 
         self._spin_until(
@@ -557,6 +582,10 @@ def write_summary(path, setup, run, result, wall_time, identified=None):
         'payload_kg': args.payload,
         'payload_link': run.sim.arm.payload_link if run.sim is not None else None,
         'plant_joint_friction': args.friction,
+        'plant': args.plant,
+        'plant_armature': setup.plant_armature,
+        'plant_damping': setup.plant_damping,
+        'plant_friction': setup.plant_friction,
         'kp': args.kp,
         'kd': args.kd,
         'armature': setup.armature,
