@@ -144,7 +144,7 @@ def _rotation(rpy):
 
 
 def _deepest_body(spec):
-    """The body farthest from the world (the last of the deepest): the arm's tip link."""
+    """Return the body farthest from the world (the last of the deepest): the tip link."""
     best, best_depth = None, -1
     for body in spec.bodies[1:]:
         depth, parent = 0, body.parent
