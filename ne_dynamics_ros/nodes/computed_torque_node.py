@@ -687,18 +687,19 @@ class ComputedTorqueNode(Node):
         elif kind == 'trajectory':
             self._install(trajectory_fields(header, arrays), received_ns)
 
-    def _install(self, fields, received_ns=None):
-        """Check, interpolate and install one :class:`JointTrajectoryFields` (any thread)."""
+    def _install(self, fields, received_ns):
+        """Check, interpolate and install one :class:`JointTrajectoryFields` (any thread).
+
+        ``received_ns``: when it arrived, on the node's clock.
+        """
         if self.controller is None:
             self._warnings.warn('trajectory', 'rejected a trajectory: no robot model yet')
             return
-        now_ns = self.get_clock().now().nanoseconds if received_ns is None else received_ns
-        points = fields.points
         fp_errors = _FloatingPointErrors()
         try:
             with fp_errors.context():
                 prepared = self.controller.prepare_trajectory(
-                    fields.joint_names, points, _stamp_ns(fields), now_ns)
+                    fields.joint_names, fields.points, _stamp_ns(fields), received_ns)
             trajectory = self.controller.install_trajectory(prepared)
         except TrajectoryError as err:
             self._warnings.warn('trajectory', f'rejected a trajectory, keeping the previous '

@@ -426,18 +426,17 @@ class Run:
         # the controller prepares trajectories on a thread of its own: wait until it is in,
         # publishing again every RESEND_PERIOD should a message have been lost to discovery
         deadline = time.monotonic() + args.timeout
+        resend = time.monotonic() + RESEND_PERIOD
         while controller.accepted_trajectories < 1:
-            remaining = deadline - time.monotonic()
-            try:
-                self._spin_until(executor, lambda: controller.accepted_trajectories >= 1,
-                                 min(RESEND_PERIOD, max(remaining, 0.0)), '', EXIT_START)
-            except DemoError:
-                if time.monotonic() >= deadline:
-                    raise DemoError('the controller did not accept the trajectory within '
-                                    f'{args.timeout:g} s (see its warnings)',
-                                    EXIT_START) from None
+            now = time.monotonic()
+            if now > deadline:
+                raise DemoError('the controller did not accept the trajectory within '
+                                f'{args.timeout:g} s (see its warnings)', EXIT_START)
+            if now > resend:
                 log('the trajectory has not arrived yet: publishing it again')
                 source.publisher.publish(source.trajectory)
+                resend = now + RESEND_PERIOD
+            self._spin_once(executor)
         if setup.excitation is not None:
             log(f'trajectory sent: excitation, {len(source.trajectory.points)} points '
                 f'({setup.t_end - setup.t_start:g} s)')
