@@ -237,11 +237,11 @@ def _computed_torque_values(model, config, gravity, q, qd, q_d, qd_d, qdd_d, ext
     tau = model.rnea_values(q, qd, qdd_cmd, gravity)
     if tau is None:
         return None
+    if extra is not None:
+        tau = [t + x for t, x in zip(tau, extra)]
     if not math.isfinite(sum(tau)):
         model.checked_states(q=q, qd=qd, qdd=qdd_cmd)     # names a non-finite input
         finite_efforts(np.array(tau), 'rnea')               # or says it overflowed
-    if extra is not None:
-        tau = [t + x for t, x in zip(tau, extra)]
     return [-limit if t < -limit else limit if t > limit else t
             for t, limit in zip(tau, gains[2])]
 
