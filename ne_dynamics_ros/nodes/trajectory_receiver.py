@@ -328,8 +328,9 @@ def serve(sock, topic, node_name, namespace, domain_id, max_bytes, depth, chain_
                 for _ in range(dropped):
                     send_frame(sock, {'kind': 'dropped', 'unread': False, 'superseded': True,
                                       'received_monotonic_ns': time.monotonic_ns(),
-                                      'reason': 'a trajectory was dropped unread: '
-                                                f'{depth} newer ones were waiting'}, [])
+                                      'reason': 'a trajectory was dropped unread: more '
+                                                f'than {depth} messages (or twice '
+                                                'max_trajectory_bytes) were waiting'}, [])
                 if data is None:
                     continue
                 if isinstance(data, bytes):
@@ -369,14 +370,16 @@ def serve(sock, topic, node_name, namespace, domain_id, max_bytes, depth, chain_
         event_callbacks=SubscriptionEventCallbacks(use_default_callbacks=False))
     executor = EventsExecutor(context=context)
     executor.add_node(node)
+    try:
+        # before the sending thread starts: two threads writing the socket at once would
+        # interleave their frames
+        send_frame(sock, {'kind': 'ready'}, [])
+    except OSError:
+        closed.set()
     threads = [threading.Thread(target=send_loop, daemon=True),
                threading.Thread(target=watch_socket, daemon=True)]
     for thread in threads:
         thread.start()
-    try:
-        send_frame(sock, {'kind': 'ready'}, [])
-    except OSError:
-        closed.set()
     while not closed.is_set() and context.ok():
         executor.spin_once(timeout_sec=0.1)
     executor.shutdown()
