@@ -179,20 +179,26 @@ def test_friction_compensation_adds_urdf_damping_and_friction():
     coulomb = urdf_joint_values(PUMA560_URDF, model.joint_names, 'dynamics', 'friction', 0.0)
     assert np.all(damping > 0) and np.all(coulomb > 0)
 
-    def friction(v):
-        return damping * v + coulomb * np.tanh(v / model.coulomb_velocity)
+    def friction(v, scale=model.coulomb_velocity):
+        return damping * v + coulomb * np.tanh(v / scale)
 
-    for q, qd, q_d, qd_d, qdd_d in random_states(model.n, seed=6):
+    # the reference's sign is sharper (its own v_s, 0.003 rad/s by default): slow desired
+    # velocities, where the two scales differ, among the random ones
+    reference = ControlLawConfig.__dataclass_fields__['coulomb_velocity'].default
+    assert reference == 0.003 and model.coulomb_velocity == 0.01
+    for k, (q, qd, q_d, qd_d, qdd_d) in enumerate(random_states(model.n, seed=6)):
+        if k % 2:
+            qd_d = qd_d * 1e-3
         tau = compute_effort(model, config('computed_torque', model.n, friction=True),
                              q, qd, q_d, qd_d, qdd_d)
         qdd_cmd = qdd_d + PAPER_KD * (qd_d - qd) + PAPER_KP * (q_d - q)
         # at the desired velocity: compensated from the moment the reference moves
-        np.testing.assert_allclose(tau, ref.rnea(q, qd, qdd_cmd) + friction(qd_d), rtol=1e-9,
-                                   atol=1e-9)
+        np.testing.assert_allclose(tau, ref.rnea(q, qd, qdd_cmd) + friction(qd_d, reference),
+                                   rtol=1e-9, atol=1e-9)
         tau = compute_effort(model, config('feedforward', model.n, 0.0, 0.0, friction=True),
                              q, qd, q_d, qd_d, qdd_d)
-        np.testing.assert_allclose(tau, ref.rnea(q_d, qd_d, qdd_d) + friction(qd_d), rtol=1e-9,
-                                   atol=1e-9)
+        np.testing.assert_allclose(tau, ref.rnea(q_d, qd_d, qdd_d) + friction(qd_d, reference),
+                                   rtol=1e-9, atol=1e-9)
         tau = compute_effort(model, config('gravity_compensation', model.n, friction=True),
                              q, qd, q_d, qd_d, qdd_d)
         zero = np.zeros(model.n)

@@ -250,7 +250,7 @@ def test_trajectory_source_plays_an_excitation_file(ros_context, tmp_path):
     source = TrajectorySourceNode(context=ros_context, parameter_overrides=[
         Parameter('profile', value='excitation'), Parameter('file', value=str(path)),
         Parameter('periods', value=2), Parameter('duration', value=0.5),
-        Parameter('sample_period', value=0.01)])
+        Parameter('sample_period', value=0.01), Parameter('excitation_law', value='unchanged')])
     listener = Node('listener_exc', context=ros_context)
     received = []
     qos = QoSProfile(depth=1, reliability=QoSReliabilityPolicy.RELIABLE,
@@ -308,10 +308,86 @@ def test_a_joint_that_never_moves_is_named_and_kept_nominal(setup):
                                'frozen joint 6')
     result = identify(model, recording)
     assert any("joints ['joint_6']" in w and 'nominal' in w for w in result.warnings)
-    assert any("hardly moves ['joint_6']" in w for w in result.warnings)
+    assert any(w.startswith('joint_6 hardly moved') and 'feedforward' in w
+               for w in result.warnings)
     k = result.names.index('Fv6')
     assert np.isnan(result.std[k]) and result.beta[k] == result.nominal[k]
     assert np.all(np.isfinite(result.beta))
     consistent = consistent_parameters(result.grouping, result.beta,
                                        model.standard_parameters(), result.std)
     assert np.all(np.isfinite(consistent.parameters))
+
+
+def test_trajectory_source_plays_the_excitation_under_its_pd_then_restores_the_law(
+        ros_context, tmp_path):
+    """excitation_law feedforward_pd (default): the controller runs mode feedforward with the
+    file's kp, kd while the excitation plays, and its own law again once it has ended."""
+    import threading
+    import time
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.node import Node
+    from rclpy.parameter import Parameter
+    from sensor_msgs.msg import JointState
+    from conftest import UR5E_URDF
+    from ne_dynamics_ros.identification.excitation import excitation_gains
+    from ne_dynamics_ros.nodes.computed_torque_node import ComputedTorqueNode
+    from ne_dynamics_ros.nodes.trajectory_source_node import (
+        _publish_once, TrajectorySourceError, TrajectorySourceNode)
+    model = load_model(str(UR5E_URDF))
+    kp, kd = excitation_gains(model)
+    np.testing.assert_allclose(kp, [300, 300, 300, 56, 56, 56])     # 150 or 28 N m / 0.5 rad
+    np.testing.assert_allclose(kd, 0.1 * kp)
+    n = model.n
+    excitation = FourierTrajectory(tuple(model.joint_names), 1.0, np.zeros(n),
+                                   np.zeros((n, 2)), np.zeros((n, 2)))
+    bare = tmp_path / 'bare.yaml'
+    bare.write_text(yaml.safe_dump(excitation.to_dict()))
+    with pytest.raises(TrajectorySourceError, match='no play section'):
+        TrajectorySourceNode(context=ros_context, parameter_overrides=[
+            Parameter('profile', value='excitation'), Parameter('file', value=str(bare))])
+    path = tmp_path / 'exc.yaml'
+    path.write_text(yaml.safe_dump(excitation.with_gains(kp, kd).to_dict()))
+    assert FourierTrajectory.from_dict(yaml.safe_load(path.read_text())).kp.tolist() == \
+        kp.tolist()
+
+    controller = ComputedTorqueNode(context=ros_context, parameter_overrides=[
+        Parameter('urdf_path', value=str(UR5E_URDF)), Parameter('state_timeout', value=5.0)])
+    arm = Node('fake_arm_law', context=ros_context)
+    states = arm.create_publisher(JointState, '/joint_states', 10)
+    background = SingleThreadedExecutor(context=ros_context)
+    for node in (controller, arm):
+        background.add_node(node)
+    modes, stop = [], threading.Event()
+
+    def spin():
+        while not stop.is_set():
+            msg = JointState(name=list(model.joint_names), position=[0.0] * n,
+                             velocity=[0.0] * n)
+            msg.header.stamp = arm.get_clock().now().to_msg()
+            states.publish(msg)
+            background.spin_once(timeout_sec=0.01)
+            mode = controller.get_parameter('mode').value
+            if not modes or modes[-1][0] != mode:
+                modes.append((mode, np.atleast_1d(controller.get_parameter('kp').value)))
+
+    thread = threading.Thread(target=spin)
+    thread.start()
+    source = TrajectorySourceNode(context=ros_context, parameter_overrides=[
+        Parameter('profile', value='excitation'), Parameter('file', value=str(path)),
+        Parameter('duration', value=0.2), Parameter('start', value=[0.0] * n),
+        Parameter('joint_names', value=list(model.joint_names))])
+    try:
+        started = time.monotonic()
+        assert _publish_once(source, wait_timeout=20.0, linger=0.2) == 0
+        elapsed = time.monotonic() - started
+    finally:
+        stop.set()
+        thread.join()
+        for node in (controller, arm, source):
+            node.destroy_node()
+        background.shutdown()
+    # computed torque, then the excitation's PD, then computed torque with Lee's gains again
+    assert [m for m, _ in modes] == ['computed_torque', 'feedforward', 'computed_torque']
+    np.testing.assert_allclose(modes[1][1], kp)
+    np.testing.assert_allclose(modes[2][1], [100.0])
+    assert elapsed >= 1.2            # restored only after the 0.2 s move and the 1 s period

@@ -217,3 +217,101 @@ def test_friction_compensated_at_the_desired_velocity_breaks_stiction():
         error = evaluate('quintic', run.t - 0.5, start, goal, 3.0)[0] - run.q
         worst[compensate] = np.abs(error).max()
     assert worst[True] < 2e-3 < 2e-2 < worst[False], worst
+
+
+UR5E_JOINTS = ['shoulder_pan_joint', 'shoulder_lift_joint', 'elbow_joint', 'wrist_1_joint',
+               'wrist_2_joint', 'wrist_3_joint']
+HIDDEN = {'armature': [0.1] * 6, 'damping': [6.0, 6.0, 4.0, 1.0, 1.0, 1.0],
+          'friction': [2.5, 2.5, 1.5, 0.4, 0.4, 0.4], 'payload_mass': 1.2}
+
+
+def excite_hidden_plant(friction, rate=500.0):
+    """Play an excitation on the MuJoCo UR5e with the issue's hidden plant, as the demo does.
+
+    Feedforward of the nominal model + the joint PD sized from the effort limits; returns
+    (the nominal model, the recording with the controller's tracking error)."""
+    from ne_dynamics_ros.control import ComputedTorqueController
+    from ne_dynamics_ros.identification.excitation import design_excitation, excitation_gains
+    from ne_dynamics_ros.identification.recording import JointRecording
+    from ne_dynamics_ros.simulation.closed_loop import excitation_trajectory
+    nominal = load_model(str(UR5E_URDF), tip_link='tool0')
+    excitation, _ = design_excitation(nominal, 8.0, harmonics=4, starts=1, iterations=150)
+    kp, kd = excitation_gains(nominal)
+    start = np.radians([0, -90, 90, -90, -90, 0])
+    controller = ComputedTorqueController(nominal, {'mode': 'feedforward', 'kp': kp.tolist(),
+                                                    'kd': kd.tolist(), 'state_timeout': 10.0})
+    arm = MujocoArm(str(UR5E_URDF), joints=UR5E_JOINTS, initial_positions=start,
+                    **dict(HIDDEN, friction=friction))
+    trajectory = excitation_trajectory(excitation, start, 2.0, 2, 1 / rate, 0.5)
+    run = run_lockstep(controller, arm, 0.5 + 2.0 + 16.0 + 0.5, rate, trajectory)
+    # each state carries the effort held over the sample before it, as sim_arm_node's do
+    effort = np.vstack([np.zeros((1, 6)), run.effort[:-1]])
+    recording = JointRecording(tuple(UR5E_JOINTS), run.t, run.q, run.qd, effort, 'mujoco',
+                               tracking_error=(run.t, run.position_error))
+    return nominal, recording
+
+
+def test_identification_on_the_hidden_mujoco_plant_closes_lees_bound():
+    """Issue 19's arm (MuJoCo UR5e, rotor inertia, gearbox damping, dry friction and a
+    payload the URDF lacks): excited under feedforward + joint PD, every joint follows (no
+    warning); damping and dry friction come back within 5 %, the identifiable armatures
+    (Ia3..Ia6) within 10 %; the identified model, loaded with friction compensation, tracks
+    the 3 s quintic at 500 Hz within Lee et al.'s 4.26e-4 rad on every joint (measured
+    3.1e-4; 9.5e-2 was the issue's figure before). Without the stiction band the gravity
+    parameters take the dry friction's error and the run misses (measured 1.1e-3 rad)."""
+    import yaml
+    from ne_dynamics_ros.control import ComputedTorqueController
+    from ne_dynamics_ros.control.profiles import evaluate
+    from ne_dynamics_ros.identification.consistency import consistent_parameters
+    from ne_dynamics_ros.identification.estimation import identify
+    from ne_dynamics_ros.identification.urdf_writer import identified_urdf, parameters_yaml
+    from ne_dynamics_ros.simulation.closed_loop import profile_trajectory
+    nominal, recording = excite_hidden_plant(HIDDEN['friction'])
+    found = identify(nominal, recording, effort_delay=0.5 / 500.0)
+    assert found.warnings == []
+    consistent = consistent_parameters(found.grouping, found.beta,
+                                       nominal.standard_parameters(), found.std)
+    values = yaml.safe_load(parameters_yaml(nominal, consistent.parameters))[
+        '/**']['ros__parameters']
+    assert values['friction_compensation'] is True
+    for key, goal in (('damping', 0.05), ('friction', 0.05)):
+        np.testing.assert_allclose(values[key], HIDDEN[key], rtol=goal)
+    identifiable = [j for j in range(6) if f'Ia{j + 1}' in found.names]
+    assert identifiable == [2, 3, 4, 5]      # Ia1, Ia2 fold into the link inertias
+    np.testing.assert_allclose(np.take(values['armature'], identifiable), 0.1, rtol=0.10)
+
+    urdf = identified_urdf(UR5E_URDF.read_text(), nominal, consistent.parameters)
+    start = np.radians([0, -90, 90, -90, -90, 0])
+    goal = np.radians([45, -60, 60, -120, -60, 90])
+    controller = ComputedTorqueController.from_urdf(
+        urdf, tip_link='tool0', armature=values['armature'], damping=values['damping'],
+        friction=values['friction'], settings={'kp': 100.0, 'kd': 20.0, 'state_timeout': 10.0,
+                                               'friction_compensation': True})
+    arm = MujocoArm(str(UR5E_URDF), joints=UR5E_JOINTS, initial_positions=start, **HIDDEN)
+    run = run_lockstep(controller, arm, 4.5, 500.0,
+                       profile_trajectory(UR5E_JOINTS, 'quintic', start, goal, 3.0, 1 / 500,
+                                          0.5))
+    error = evaluate('quintic', run.t - 0.5, start, goal, 3.0)[0] - run.q
+    assert np.abs(error).max() < 4.26e-4, np.abs(error).max(axis=0)
+
+
+def test_the_excitation_warning_names_a_joint_held_still_and_only_it():
+    """Wrist 3 with 30 N m of dry friction (over its 28 N m limit) cannot move: identify
+    names it, says what to change, and names no other joint."""
+    from ne_dynamics_ros.identification.estimation import following_warnings
+    nominal, recording = excite_hidden_plant([2.5, 2.5, 1.5, 0.4, 0.4, 30.0])
+    still, warnings = following_warnings(nominal, recording)
+    assert len(warnings) == 1 and warnings[0].startswith('wrist_3_joint did not follow')
+    assert 'feedforward' in warnings[0] and 'kp' in warnings[0]
+    # MuJoCo's friction loss is a soft constraint: pushed at 28 N m against 30 and shaken
+    # by the other joints, wrist 3 creeps (0.25 rad/s RMS against 1.2-1.6 for the others),
+    # which is why the tracking error, not the velocity alone, tells
+    assert not still.any()
+    # a bag of /joint_states alone, wrist 3 truly still: judged from the velocity
+    from dataclasses import replace
+    q, qd = recording.q.copy(), recording.qd.copy()
+    q[:, 5], qd[:, 5] = q[0, 5], 0.0
+    still, warnings = following_warnings(nominal, replace(recording, q=q, qd=qd,
+                                                          tracking_error=None))
+    assert still.tolist() == [False] * 5 + [True]
+    assert len(warnings) == 1 and warnings[0].startswith('wrist_3_joint hardly moved')

@@ -93,6 +93,7 @@ DEFAULT_SETTINGS = {
     'position_limit_margin': 0.2,
     'ki': 0.0,
     'integral_limit': math.inf,
+    'coulomb_velocity': 0.003,
 }
 
 
@@ -144,6 +145,9 @@ class ControllerSettings:
             (0, the default, leaves Lee et al.'s law exactly as published).
         integral_limit: (n,) bound of that integral torque, N*m (N); inf: only the
             freeze while the command saturates bounds it.
+        coulomb_velocity: velocity scale v_s, rad/s (m/s), of the Coulomb friction
+            compensated at the desired velocity: ``Fc tanh(qd_d / v_s)`` (see
+            :mod:`ne_dynamics_ros.control.laws`).
     """
 
     mode: ControlMode
@@ -156,6 +160,7 @@ class ControllerSettings:
     position_limit_margin: float = DEFAULT_SETTINGS['position_limit_margin']
     ki: Optional[np.ndarray] = None
     integral_limit: Optional[np.ndarray] = None
+    coulomb_velocity: float = DEFAULT_SETTINGS['coulomb_velocity']
 
     @classmethod
     def from_values(cls, values: Mapping, n: Optional[int] = None) -> 'ControllerSettings':
@@ -185,6 +190,10 @@ class ControllerSettings:
         if not margin >= 0.0:
             raise ControlParameterError(
                 f'position_limit_margin must be >= 0 (inf: no check), got {margin}')
+        coulomb_velocity = _scalar(v['coulomb_velocity'], 'coulomb_velocity')
+        if not (math.isfinite(coulomb_velocity) and coulomb_velocity > 0.0):
+            raise ControlParameterError(
+                f'coulomb_velocity must be a finite velocity > 0, got {coulomb_velocity}')
         kp, kd = _numbers(v['kp'], 'kp'), _numbers(v['kd'], 'kd')
         ki, bound = _numbers(v['ki'], 'ki'), _numbers(v['integral_limit'], 'integral_limit')
         if not np.all(np.isfinite(ki) & (ki >= 0.0)):
@@ -200,7 +209,8 @@ class ControllerSettings:
                    state_timeout=timeout, velocity_filter_cutoff=cutoff,
                    position_limit_margin=margin,
                    ki=_per_joint(ki, n, 'ki'), integral_limit=_per_joint(bound, n,
-                                                                         'integral_limit'))
+                                                                         'integral_limit'),
+                   coulomb_velocity=coulomb_velocity)
 
     def as_values(self) -> dict:
         """Return the settings as plain values, the inverse of :meth:`from_values`."""
@@ -209,7 +219,8 @@ class ControllerSettings:
                 'gravity': self.gravity.tolist(), 'state_timeout': self.state_timeout,
                 'velocity_filter_cutoff': self.velocity_filter_cutoff,
                 'position_limit_margin': self.position_limit_margin,
-                'ki': self.ki.tolist(), 'integral_limit': self.integral_limit.tolist()}
+                'ki': self.ki.tolist(), 'integral_limit': self.integral_limit.tolist(),
+                'coulomb_velocity': self.coulomb_velocity}
 
 
 def _per_joint(values, n, name):
@@ -484,6 +495,7 @@ class ComputedTorqueController:
             mode=settings.mode, kp=settings.kp, kd=settings.kd, gravity=settings.gravity,
             effort_limits=self.effort_limits,
             friction_compensation=settings.friction_compensation,
+            coulomb_velocity=settings.coulomb_velocity,
             hardware_compensates_gravity=self.hardware_compensates_gravity,
             hardware_compensates_friction=self.hardware_compensates_friction)
 

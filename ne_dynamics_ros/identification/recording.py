@@ -11,6 +11,7 @@ CSV: a header row with ``time`` (s) and, per joint, ``position/<joint>``, option
 ``/joint_states/position/joint_1``, is taken too); one row per sample.
 """
 import csv
+import dataclasses
 from dataclasses import dataclass
 import os
 import pathlib
@@ -40,6 +41,9 @@ class JointRecording:
         qd: (N, n) recorded velocities (rad/s or m/s), or None when not recorded.
         effort: (N, n) measured efforts (N·m or N).
         source: where it came from (file and topic), for messages.
+        tracking_error: the controller's ``q_d - q`` when the recording carries it
+            (``computed_torque_node``'s ``~/tracking_error``), else None: a pair of (M,)
+            times in the same time base as ``t`` and (M, n) errors, rad (m).
     """
 
     joints: tuple
@@ -48,6 +52,7 @@ class JointRecording:
     qd: Optional[np.ndarray]
     effort: np.ndarray
     source: str
+    tracking_error: Optional[tuple] = None
 
     @property
     def rate(self):
@@ -82,7 +87,12 @@ def _finish(joints, stamps, q, qd, effort, source, min_samples):
     return JointRecording(tuple(joints), t - t[0], arrays[0], velocity, arrays[1], source)
 
 
-def read_bag(path, joints, topic='/joint_states', min_samples=MIN_SAMPLES, progress=True):
+#: Where computed_torque_node publishes q_d - q (read with the joint states when recorded).
+TRACKING_ERROR_TOPIC = '/computed_torque_node/tracking_error'
+
+
+def read_bag(path, joints, topic='/joint_states', min_samples=MIN_SAMPLES, progress=True,
+             tracking_topic=TRACKING_ERROR_TOPIC):
     """Read joint states of ``joints`` from a rosbag2 directory (or its .mcap/.db3 file).
 
     Args:
@@ -91,6 +101,8 @@ def read_bag(path, joints, topic='/joint_states', min_samples=MIN_SAMPLES, progr
         topic: the JointState topic.
         min_samples: fewest samples accepted.
         progress: show a progress bar (tqdm, on stderr) for long bags.
+        tracking_topic: JointState topic with the controller's ``q_d - q`` in ``position``
+            (read into ``tracking_error`` when the bag has it; None: not read).
 
     Returns:
         :class:`JointRecording`. Messages that lack one of the joints are skipped; if
@@ -150,6 +162,7 @@ def read_bag(path, joints, topic='/joint_states', min_samples=MIN_SAMPLES, progr
                 qd.append(np.asarray(msg.velocity, dtype=float)[rows])
             else:
                 velocities = False
+        tracking = _read_tracking(reader, tracking_topic, joints)
     finally:
         reader.close()
     missing = [name for name in joints if name not in seen]
@@ -161,7 +174,40 @@ def read_bag(path, joints, topic='/joint_states', min_samples=MIN_SAMPLES, progr
                              'publishes the measured effort when the hardware has an effort '
                              'state interface)')
     seconds = [(s - stamps[0]) * 1e-9 for s in stamps]     # exact differences first
-    return _finish(joints, seconds, q, qd if velocities else None, effort, source, min_samples)
+    recording = _finish(joints, seconds, q, qd if velocities else None, effort, source,
+                        min_samples)
+    if tracking is not None and stamps:
+        t_e = np.array([(s - stamps[0]) * 1e-9 for s in tracking[0]])
+        recording = dataclasses.replace(recording, tracking_error=(t_e, tracking[1]))
+    return recording
+
+
+def _read_tracking(reader, topic, joints):
+    """Return (stamps in ns, (M, n) q_d - q) from ``topic`` of an open bag, or None.
+
+    Messages that lack a joint or hold non-finite values are skipped; None when the bag
+    has no such JointState topic or no usable message.
+    """
+    connections = [c for c in reader.connections
+                   if topic and c.topic == topic and c.msgtype == JOINT_STATE]
+    if not connections:
+        return None
+    stamps, errors = [], []
+    for connection, timestamp, raw in reader.messages(connections=connections):
+        msg = reader.deserialize(raw, connection.msgtype)
+        index = {name: k for k, name in enumerate(msg.name)}
+        if len(msg.position) != len(msg.name) or any(j not in index for j in joints):
+            continue
+        row = np.asarray(msg.position, dtype=float)[[index[j] for j in joints]]
+        if not np.all(np.isfinite(row)):
+            continue
+        stamp = msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec
+        stamps.append(stamp if stamp > 0 else timestamp)
+        errors.append(row)
+    if not stamps:
+        return None
+    order = np.argsort(stamps, kind='stable')
+    return [stamps[k] for k in order], np.array(errors)[order]
 
 
 def read_csv(path, joints, min_samples=MIN_SAMPLES):
@@ -209,15 +255,15 @@ def read_csv(path, joints, min_samples=MIN_SAMPLES):
 
 
 def read_recording(path, joints, topic='/joint_states', min_samples=MIN_SAMPLES,
-                   progress=True):
+                   progress=True, tracking_topic=TRACKING_ERROR_TOPIC):
     """Read a CSV file (``.csv``) or a rosbag2 (anything else): see :func:`read_bag`."""
     if str(path).lower().endswith('.csv'):
         return read_csv(path, joints, min_samples)
-    return read_bag(path, joints, topic, min_samples, progress)
+    return read_bag(path, joints, topic, min_samples, progress, tracking_topic)
 
 
 def write_bag(path, joints, t, q, qd=None, effort=None, topic='/joint_states',
-              storage='mcap', start_ns=1_700_000_000_000_000_000):
+              storage='mcap', start_ns=1_700_000_000_000_000_000, tracking_error=None):
     """Write JointState messages as a rosbag2 (``ros2 bag play`` and :func:`read_bag` read it).
 
     Args:
@@ -226,6 +272,8 @@ def write_bag(path, joints, t, q, qd=None, effort=None, topic='/joint_states',
         joints: (n,) names; t: (N,) s; q, qd, effort: (N, n) or None.
         storage: ``'mcap'`` or ``'sqlite3'``.
         start_ns: stamp of t = 0 (ns since the epoch).
+        tracking_error: None, or ((M,) s, (M, n) q_d - q) written as JointState positions
+            on :data:`TRACKING_ERROR_TOPIC`, as ``computed_torque_node`` publishes them.
 
     Raises:
         FileExistsError: ``path`` exists. OSError: cannot write.
@@ -244,22 +292,31 @@ def write_bag(path, joints, t, q, qd=None, effort=None, topic='/joint_states',
     empty = np.zeros(0)
     try:
         with Writer(target, version=9, storage_plugin=plugin) as writer:
-            connection = writer.add_connection(topic, JOINT_STATE, typestore=typestore)
-            for k, tk in enumerate(np.asarray(t, dtype=float)):
+            def message(tk, position, velocity, effort_k):
                 stamp = start_ns + int(round(tk * 1e9))
                 msg = JointState(
                     header=Header(stamp=Time(sec=stamp // 10**9, nanosec=stamp % 10**9),
                                   frame_id=''),
-                    name=list(joints),
-                    position=np.asarray(q[k], dtype=np.float64),
-                    velocity=np.asarray(qd[k], dtype=np.float64) if qd is not None else empty,
-                    effort=(np.asarray(effort[k], dtype=np.float64) if effort is not None
-                            else empty))
-                writer.write(connection, stamp, typestore.serialize_cdr(msg, JOINT_STATE))
+                    name=list(joints), position=np.asarray(position, dtype=np.float64),
+                    velocity=empty if velocity is None else np.asarray(velocity, np.float64),
+                    effort=empty if effort_k is None else np.asarray(effort_k, np.float64))
+                return stamp, typestore.serialize_cdr(msg, JOINT_STATE)
+
+            connection = writer.add_connection(topic, JOINT_STATE, typestore=typestore)
+            for k, tk in enumerate(np.asarray(t, dtype=float)):
+                writer.write(connection, *message(tk, q[k], None if qd is None else qd[k],
+                                                  None if effort is None else effort[k]))
+            if tracking_error is not None:
+                connection = writer.add_connection(TRACKING_ERROR_TOPIC, JOINT_STATE,
+                                                   typestore=typestore)
+                for tk, row in zip(np.asarray(tracking_error[0], dtype=float),
+                                   np.asarray(tracking_error[1], dtype=float)):
+                    writer.write(connection, *message(tk, row, None, None))
         os.replace(target, path)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return path
 
 
-__all__ = ['JointRecording', 'read_bag', 'read_csv', 'read_recording', 'write_bag']
+__all__ = ['JointRecording', 'read_bag', 'read_csv', 'read_recording', 'TRACKING_ERROR_TOPIC',
+           'write_bag']

@@ -209,6 +209,11 @@ PARAMETERS = {
         'Add the URDF <dynamics damping friction> torques to the command, evaluated at the '
         'desired velocity (so that dry friction is compensated as soon as the reference '
         'moves), at the measured velocity in gravity_compensation mode.')),
+    'coulomb_velocity': (DEFAULT_SETTINGS['coulomb_velocity'], _descriptor(
+        'Velocity scale v_s, rad/s (m/s), of the Coulomb friction compensated at the '
+        'desired velocity: Fc*tanh(qd_d/v_s). The reference is noise-free, so the sign '
+        'can be sharp (the model\'s 0.01 rad/s is kept at measured velocities).',
+        dynamic_typing=True, constraints='> 0')),
     'hardware_compensates_gravity': (False, _descriptor(
         'The hardware adds g(q) itself (Universal Robots direct torque control): leave '
         'gravity out of the command in every mode. Fixed at start-up.', read_only=True)),

@@ -18,8 +18,17 @@ profile exactly between points.
 
 * ``profile: excitation`` with ``file:`` an ``ne-dynamics excite`` YAML: a quintic move
   of ``duration`` s from the start to the excitation's rest pose, then ``periods``
-  periods of the Fourier excitation (for identification; record ``/joint_states`` with
-  ``ros2 bag record`` meanwhile); ``goal`` is not used.
+  periods of the Fourier excitation (for identification; record ``/joint_states`` and
+  ``/computed_torque_node/tracking_error`` with ``ros2 bag record`` meanwhile); ``goal``
+  is not used.
+* The excitation is played under a law that does not rely on the model being identified
+  (``excitation_law: feedforward_pd``, the default): before publishing, the node reads
+  the controller's ``mode``, ``kp``, ``kd`` and sets ``mode: feedforward`` with the joint
+  PD of the file's ``play`` section (N*m/rad, sized from the effort limits by
+  ``ne-dynamics excite``; see :mod:`ne_dynamics_ros.identification.excitation`) through
+  the controller's parameter services (``controller``, default: the node the topic
+  belongs to); when the trajectory has ended (and on Ctrl-C) it sets the values it read
+  back. ``excitation_law: unchanged`` leaves the controller's law alone.
 
 Example::
 
@@ -35,18 +44,27 @@ from builtin_interfaces.msg import Duration
 import numpy as np
 from rcl_interfaces.msg import ParameterDescriptor
 import rclpy
+import rclpy.duration
 from rclpy.clock import Clock, ClockType
 from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
+from rclpy.parameter import Parameter
+from rclpy.signals import SignalHandlerOptions
 from rclpy.qos import QoSDurabilityPolicy, QoSProfile, QoSReliabilityPolicy
 from rclpy.time import Time
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from ne_dynamics_ros.control.profiles import PROFILES, sample_profile, sample_times
-from ne_dynamics_ros.identification.excitation import FourierTrajectory
+from ne_dynamics_ros.control.profiles import PROFILES, sample_profile
+from ne_dynamics_ros.identification.excitation import FourierTrajectory, sample_excitation
 
 DEFAULT_TOPIC = '/computed_torque_node/joint_trajectory'
+#: Values of ``excitation_law``.
+EXCITATION_LAWS = ('feedforward_pd', 'unchanged')
+#: The controller parameters the excitation law sets (and the node restores).
+LAW_PARAMETERS = ('mode', 'kp', 'kd')
+#: Seconds to wait for the controller's parameter services.
+SERVICE_TIMEOUT = 10.0
 #: Seconds a subscriber must have been matched before the trajectory is published.
 MATCH_GRACE = 0.5
 TRAJECTORY_QOS = QoSProfile(depth=1, reliability=QoSReliabilityPolicy.RELIABLE,
@@ -112,24 +130,16 @@ def build_excitation_trajectory(excitation, start, move_duration, periods=1,
         start: (n,) positions now (rad or m), in the excitation's joint order.
         move_duration: s for the move to ``excitation.q0`` (0: start at q0 directly).
         periods: how many periods of the excitation.
+
+    Raises:
+        TrajectorySourceError: as :func:`~ne_dynamics_ros.identification.excitation.
+            sample_excitation` (wrong start, periods).
     """
-    start = np.asarray(start, dtype=float)
-    if start.size != len(excitation.joints):
-        raise TrajectorySourceError(f'{start.size} start values for the excitation\'s '
-                                    f'{len(excitation.joints)} joints')
-    if not (isinstance(periods, int) and periods >= 1):
-        raise TrajectorySourceError(f'periods must be an integer >= 1, got {periods!r}')
-    parts = []
-    offset = 0.0
-    if move_duration > 0:
-        times, q, qd, qdd = sample_profile('quintic', start, excitation.q0, move_duration,
-                                           sample_period)
-        parts.append((times[:-1], q[:-1], qd[:-1], qdd[:-1]))
-        offset = move_duration
-    t = sample_times(periods * excitation.duration, sample_period)
-    q, qd, qdd = excitation.evaluate(t)
-    parts.append((t + offset, q, qd, qdd))
-    times, q, qd, qdd = (np.concatenate(arrays) for arrays in zip(*parts))
+    try:
+        times, q, qd, qdd = sample_excitation(excitation, start, move_duration, periods,
+                                              sample_period)
+    except ValueError as exc:
+        raise TrajectorySourceError(str(exc)) from None
     return _message(excitation.joints, times, q, qd, qdd, start_time)
 
 
@@ -159,7 +169,15 @@ class TrajectorySourceNode(Node):
         self.start_time = float(declare('start_time', 0.0,
                                         'header.stamp in s; 0 = start on receipt'))
         topic = declare('topic', DEFAULT_TOPIC, 'trajectory topic')
+        self.excitation_law = declare(
+            'excitation_law', 'feedforward_pd', 'profile excitation: feedforward_pd (set the '
+            'controller to mode feedforward with the file\'s play kp, kd while the '
+            'excitation plays, then restore) or unchanged')
+        controller = declare('controller', '', 'node whose mode, kp, kd the excitation law '
+                             'sets; default: the node the topic belongs to')
+        self.controller = controller or (topic.rsplit('/', 1)[0] or '/')
         self.excitation = None
+        self._law = None          # the excitation law's progress (see _switch_law)
         if self.profile == 'excitation':
             if not self.file:
                 raise TrajectorySourceError('profile excitation needs the parameter file '
@@ -169,6 +187,19 @@ class TrajectorySourceNode(Node):
                 raise TrajectorySourceError(f'joint_names {self.joint_names} differ from the '
                                             f'excitation\'s {list(self.excitation.joints)}')
             self.joint_names = list(self.excitation.joints)
+            if self.excitation_law not in EXCITATION_LAWS:
+                raise TrajectorySourceError(f'excitation_law must be one of '
+                                            f'{list(EXCITATION_LAWS)}, got '
+                                            f'{self.excitation_law!r}')
+            if self.excitation_law == 'feedforward_pd':
+                if self.excitation.kp is None:
+                    raise TrajectorySourceError(
+                        f'{self.file} has no play section (the joint PD to play it under; '
+                        'written by ne-dynamics excite since 0.9): write it again, or set '
+                        'excitation_law:=unchanged to play it under the controller\'s law')
+                from rclpy.parameter_client import AsyncParameterClient
+                self._law = {'client': AsyncParameterClient(self, self.controller),
+                             'state': 'waiting', 'since': time.monotonic()}
         elif self.profile not in PROFILES:
             raise TrajectorySourceError(f'unknown profile {self.profile!r}; choose one of '
                                         f'{sorted(PROFILES) + ["excitation"]}')
@@ -210,6 +241,8 @@ class TrajectorySourceNode(Node):
             self._matched_since = now
         if now - self._matched_since < MATCH_GRACE:
             return
+        if self._law is not None and not self._switch_law():
+            return
         if self.excitation is not None:
             self.trajectory = build_excitation_trajectory(
                 self.excitation, self.start, self.duration, self.periods, self.sample_period,
@@ -222,29 +255,133 @@ class TrajectorySourceNode(Node):
                                                self.sample_period, self.start_time)
             what = f'{self.duration:g} s {self.profile}'
         self.publisher.publish(self.trajectory)
+        self.published_at = self.get_clock().now()
         self.get_logger().info(
             f'published a {what} trajectory with {len(self.trajectory.points)} points for '
             f'{self.joint_names}')
 
+    def _switch_law(self):
+        """Advance the excitation law's switch; True once the controller runs it.
+
+        waiting (for the parameter services) -> reading (mode, kp, kd) -> setting (mode
+        feedforward, the file's kp, kd) -> active.
+
+        Raises:
+            TrajectorySourceError: the services did not come up within SERVICE_TIMEOUT,
+                or the controller refused the values (its reason).
+        """
+        law = self._law
+        state = law['state']
+        if state == 'waiting':
+            if not law['client'].services_are_ready():
+                if time.monotonic() - law['since'] > SERVICE_TIMEOUT:
+                    raise TrajectorySourceError(
+                        f'no parameter services of {self.controller} within '
+                        f'{SERVICE_TIMEOUT:g} s to set the excitation law (set controller:= '
+                        'its node name, or excitation_law:=unchanged)')
+                return False
+            law['future'] = law['client'].get_parameters(list(LAW_PARAMETERS))
+            law['state'] = 'reading'
+        elif state == 'reading' and law['future'].done():
+            values = law['future'].result().values
+            if len(values) != len(LAW_PARAMETERS) or any(v.type == 0 for v in values):
+                raise TrajectorySourceError(f'{self.controller} has no {LAW_PARAMETERS} '
+                                            'parameters: is it computed_torque_node?')
+            from rcl_interfaces.msg import Parameter as ParameterMsg
+            law['previous'] = [ParameterMsg(name=name, value=value)
+                               for name, value in zip(LAW_PARAMETERS, values)]
+            law['future'] = law['client'].set_parameters_atomically([
+                Parameter('mode', value='feedforward'),
+                Parameter('kp', value=[float(v) for v in self.excitation.kp]),
+                Parameter('kd', value=[float(v) for v in self.excitation.kd])])
+            law['state'] = 'setting'
+        elif state == 'setting' and law['future'].done():
+            result = law['future'].result().result
+            if not result.successful:
+                raise TrajectorySourceError(f'{self.controller} refused the excitation law: '
+                                            f'{result.reason}')
+            law['state'] = 'active'
+            self.get_logger().info(
+                f'{self.controller} set to mode feedforward, kp '
+                f'{np.round(self.excitation.kp, 3).tolist()} N*m/rad, kd '
+                f'{np.round(self.excitation.kd, 3).tolist()} N*m*s/rad for the excitation; '
+                'restored when it ends')
+        return law['state'] == 'active'
+
+    @property
+    def law_switching(self):
+        """True once the excitation law is being set and until it is restored."""
+        return self._law is not None and self._law['state'] in ('setting', 'active')
+
+    @property
+    def law_active(self):
+        """True while the controller runs the excitation law this node set."""
+        return self._law is not None and self._law['state'] == 'active'
+
+    def trajectory_end(self):
+        """Return the controller-clock time (rclpy Time) the published trajectory ends at."""
+        last = self.trajectory.points[-1].time_from_start
+        stamp = self.trajectory.header.stamp
+        start = (Time.from_msg(stamp) if stamp.sec or stamp.nanosec else self.published_at)
+        return start + rclpy.duration.Duration(seconds=last.sec, nanoseconds=last.nanosec)
+
+    def restore_law(self):
+        """Set the controller's mode, kp, kd back to what they were; return the Future."""
+        self._law['state'] = 'restoring'
+        return self._law['client'].set_parameters_atomically(self._law['previous'])
+
 
 def _publish_once(node, wait_timeout, linger):
-    """Spin until the trajectory is out, then linger; return an exit status."""
+    """Spin until the trajectory is out, then linger; return an exit status.
+
+    With the excitation law set on the controller, spin until the trajectory has ended
+    (plus ``linger``) and set the controller's law back, also on Ctrl-C.
+    """
+    from rclpy.executors import SingleThreadedExecutor
+    executor = SingleThreadedExecutor(context=node.context)
+    executor.add_node(node)
+    try:
+        return _spin_publish(node, executor, wait_timeout, linger)
+    finally:
+        executor.remove_node(node)
+        executor.shutdown()
+
+
+def _spin_publish(node, executor, wait_timeout, linger):
     deadline = time.monotonic() + wait_timeout
     while node.trajectory is None and time.monotonic() < deadline:
-        rclpy.spin_once(node, timeout_sec=0.1)
+        executor.spin_once(timeout_sec=0.1)
     if node.trajectory is None:
         what = 'joint states' if not (node.joint_names and node.start) else 'subscriber'
         print(f'trajectory_source: no {what} within {wait_timeout:g} s', file=sys.stderr)
         return 1
     end = time.monotonic() + linger
     while time.monotonic() < end:
-        rclpy.spin_once(node, timeout_sec=0.1)
+        executor.spin_once(timeout_sec=0.1)
+    if not node.law_active:
+        return 0
+    try:
+        ends = node.trajectory_end() + rclpy.duration.Duration(seconds=linger)
+        node.get_logger().info('waiting for the excitation to end to restore the '
+                               f'controller\'s law ({node.controller})')
+        while node.get_clock().now() < ends:
+            executor.spin_once(timeout_sec=0.1)
+    finally:                  # Ctrl-C included: the controller must not stay on the PD
+        future = node.restore_law()
+        executor.spin_until_future_complete(future, timeout_sec=SERVICE_TIMEOUT)
+        if not (future.done() and future.result().result.successful):
+            print(f'trajectory_source: could not restore the law of {node.controller}: '
+                  f'set its mode, kp, kd by hand', file=sys.stderr)
+            return 1
+        node.get_logger().info(f'restored the law of {node.controller}')
     return 0
 
 
 def main(args=None, wait_timeout=30.0, linger=1.0):
     """Publish one trajectory and exit 0, or exit 1 if nobody listens within the timeout."""
-    rclpy.init(args=args)
+    # Ctrl-C raises KeyboardInterrupt instead of shutting the context down, so that the
+    # controller's law can still be restored
+    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     status = 1
     node = None
     try:
@@ -254,6 +391,10 @@ def main(args=None, wait_timeout=30.0, linger=1.0):
         print(f'trajectory_source: {exc}', file=sys.stderr)
     except (KeyboardInterrupt, ExternalShutdownException):
         status = 0
+        if node is not None and node.law_switching:
+            # interrupted while the law was being set: set the values read back
+            rclpy.spin_until_future_complete(node, node.restore_law(),
+                                             timeout_sec=SERVICE_TIMEOUT)
     finally:
         if node is not None:
             node.destroy_node()

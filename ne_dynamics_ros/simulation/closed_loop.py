@@ -73,6 +73,25 @@ def profile_trajectory(joint_names, profile, start, goal, duration, sample_perio
     return TrajectoryMessage(list(joint_names), points, round(start_time * 1e9))
 
 
+def excitation_trajectory(excitation, start, move_duration, periods=1, sample_period=0.01,
+                          start_time=0.0) -> TrajectoryMessage:
+    """Sample an excitation as ``trajectory_source``'s ``profile: excitation`` does.
+
+    A quintic move of ``move_duration`` s from ``start`` to the excitation's rest pose,
+    then ``periods`` periods (:func:`~ne_dynamics_ros.identification.excitation.
+    sample_excitation`); ``start_time`` as in :func:`profile_trajectory`.
+
+    Raises:
+        ValueError: as ``sample_excitation``.
+    """
+    from ne_dynamics_ros.identification.excitation import sample_excitation
+    times, q, qd, qdd = sample_excitation(excitation, start, move_duration, periods,
+                                          sample_period)
+    points = [TrajectoryPoint(round(t * 1e9) * 1e-9, q[k], qd[k], qdd[k])
+              for k, t in enumerate(times)]
+    return TrajectoryMessage(list(excitation.joints), points, round(start_time * 1e9))
+
+
 @dataclass(frozen=True)
 class ClosedLoopRun:
     """The record of a closed-loop run; arrays in the arm's joint order.

@@ -17,15 +17,19 @@ the general recursion's (001 Table 2) and Renaud's. The file is written whole or
 all.
 
 ``ne-dynamics excite URDF [--base] [--tip] --duration S [--harmonics L] [--margin F]
---output FILE.yaml`` optimises a Fourier excitation trajectory for identification and
-prints the condition number it reaches (``trajectory_source`` plays the file with
-``profile: excitation``).
+[--saturation-error RAD] [--derivative-time S] --output FILE.yaml`` optimises a Fourier
+excitation trajectory for identification and prints the condition number it reaches; the
+file also carries the joint PD to play it under, with the nominal model's feedforward,
+sized from the effort limits (``trajectory_source`` plays the file with ``profile:
+excitation`` and sets that law on the controller meanwhile).
 
 ``ne-dynamics identify --urdf NOMINAL.urdf --bag BAG_DIR --output-urdf OUT.urdf
---output-params OUT.yaml [--topic /joint_states] [--base-link] [--tip-link] [--csv FILE]``
-identifies the base and drive parameters from a recording, prints them beside the nominal
-ones with their standard deviations and the effort residuals before and after, and writes
-a physically consistent URDF and the node parameter YAML (both, or nothing).
+--output-params OUT.yaml [--topic /joint_states] [--base-link] [--tip-link] [--csv FILE]
+[--stiction-band V] [--tracking-topic TOPIC]`` identifies the base and drive parameters
+from a recording, prints them beside the nominal ones with their standard deviations and
+the effort residuals before and after, warns, naming the joint and what to change, when a
+joint did not follow its excitation, and writes a physically consistent URDF and the node
+parameter YAML (both, or nothing).
 """
 import argparse
 import json
@@ -40,6 +44,9 @@ from ne_dynamics_ros.errors import IdentificationError, ModelError, RecordingErr
 from ne_dynamics_ros.dynamics.base_parameters import base_parameters
 from ne_dynamics_ros.codegen import c_source, generate, python_source
 from ne_dynamics_ros.dynamics.model import fk_residual, load_model
+from ne_dynamics_ros.identification.estimation import STICTION_BAND
+from ne_dynamics_ros.identification.excitation import DERIVATIVE_TIME, SATURATION_ERROR
+from ne_dynamics_ros.identification.recording import TRACKING_ERROR_TOPIC
 
 
 def _clean(value):
@@ -206,15 +213,17 @@ def _write_all(files):
 def excite_command(args):
     """Run ``ne-dynamics excite``; return the process exit code."""
     import yaml
-    from ne_dynamics_ros.identification.excitation import design_excitation
+    from ne_dynamics_ros.identification.excitation import design_excitation, excitation_gains
     try:
         model = load_model(args.urdf, base_link=args.base, tip_link=args.tip)
+        kp, kd = excitation_gains(model, args.saturation_error, args.derivative_time)
         print(f'optimising a {args.duration:g} s excitation of {model.joint_names} '
               f'({args.harmonics} harmonics, {args.starts} starts)...', flush=True)
         trajectory, condition = design_excitation(
             model, args.duration, harmonics=args.harmonics, margin=args.margin,
             starts=args.starts, iterations=args.iterations, seed=args.seed,
             progress=lambda f: print(f'  {100 * f:.0f}%', flush=True))
+        trajectory = trajectory.with_gains(kp, kd)
     except ModelError as exc:
         print(f'ne-dynamics excite: error: {exc}', file=sys.stderr)
         return 2
@@ -228,7 +237,9 @@ def excite_command(args):
               f'{exc.strerror or exc}', file=sys.stderr)
         return 2
     print(f'wrote {args.output}: condition number of the base regressor {condition:.2f} '
-          '(unit-norm columns)')
+          '(unit-norm columns); to be played under feedforward + joint PD, kp '
+          f'{np.round(kp, 3).tolist()} N m/rad, kd {np.round(kd, 3).tolist()} N m s/rad '
+          '(trajectory_source sets them on the controller while it plays the file)')
     return 0
 
 
@@ -249,12 +260,17 @@ def identify_command(args):
     try:
         model = load_model(text, base_link=args.base_link, tip_link=args.tip_link,
                            armature=args.armature)
-        recording = read_recording(args.bag or args.csv, model.joint_names, args.topic)
+        recording = read_recording(args.bag or args.csv, model.joint_names, args.topic,
+                                   tracking_topic=args.tracking_topic)
         print(f'{recording.source}: {recording.t.size} samples over {recording.t[-1]:.2f} s '
               f'({recording.rate:.1f} Hz), velocities '
               f'{"recorded" if recording.qd is not None else "differentiated"}', flush=True)
+        if recording.tracking_error is None and args.bag:
+            print(f'note: no {args.tracking_topic} in the recording: whether each joint '
+                  'followed its excitation is judged from its velocity alone (record it '
+                  'with the joint states)', flush=True)
         result = identify(model, recording, cutoff=args.cutoff,
-                          effort_delay=args.effort_delay)
+                          effort_delay=args.effort_delay, stiction_band=args.stiction_band)
         consistent = consistent_parameters(result.grouping, result.beta,
                                            model.standard_parameters(), result.std)
         header = (f'identified by ne-dynamics identify from {args.bag or args.csv} '
@@ -334,6 +350,12 @@ def build_parser():
     exc.add_argument('--iterations', type=int, default=400,
                      help='optimiser iterations per start (default 400)')
     exc.add_argument('--seed', type=int, default=0)
+    exc.add_argument('--saturation-error', type=float, default=SATURATION_ERROR,
+                     metavar='RAD', help='position error at which the joint PD the '
+                     'excitation is played under reaches the effort limit: kp = '
+                     f'effort_limit / RAD (default {SATURATION_ERROR:g})')
+    exc.add_argument('--derivative-time', type=float, default=DERIVATIVE_TIME, metavar='S',
+                     help=f'kd = kp * S of that PD (default {DERIVATIVE_TIME:g})')
     exc.add_argument('--output', required=True, help='YAML file to write')
     exc.set_defaults(func=excite_command)
     ide = sub.add_parser('identify', help='identify the dynamics from a recording')
@@ -350,6 +372,14 @@ def build_parser():
                      help='low-pass cutoff, Hz (default min(10, rate / 5))')
     ide.add_argument('--effort-delay', type=float, default=0.0,
                      help='s by which the recorded effort lags the state (default 0)')
+    ide.add_argument('--stiction-band', type=float, default=STICTION_BAND, metavar='V',
+                     help='rad/s (m/s): a joint\'s samples slower than V are left out of the '
+                     'fit, where dry friction is stiction rather than the model '
+                     f'(default {STICTION_BAND:g}; 0 keeps all)')
+    ide.add_argument('--tracking-topic', default=TRACKING_ERROR_TOPIC,
+                     help='JointState topic with the controller\'s q_d - q, used (when '
+                     'recorded) to name joints that did not follow the excitation '
+                     f'(default {TRACKING_ERROR_TOPIC})')
     ide.add_argument('--output-urdf', required=True, help='URDF to write')
     ide.add_argument('--output-params', required=True, help='parameter YAML to write')
     ide.set_defaults(func=identify_command)

@@ -121,7 +121,11 @@ class Setup:
             if self.urdf_path is None:
                 raise DemoError(f'the {args.robot} URDF (config/{args.robot}.urdf) is not '
                                 'installed with the package', EXIT_USAGE)
-            self.params_file = _find_config(f'config/{args.robot}.yaml')
+            # a simulated UR5e needs the full computed torque (config/ur5e_sim.yaml); the
+            # real arm's config/ur5e.yaml leaves gravity to the UR controller
+            config = ('ur5e_sim' if args.robot == 'ur5e' and args.arm == 'sim'
+                      else args.robot)
+            self.params_file = _find_config(f'config/{config}.yaml')
         else:
             self.robot = pathlib.Path(args.robot).stem
             self.urdf_path = pathlib.Path(args.robot)
@@ -164,13 +168,14 @@ class Setup:
         self.start = np.radians(start_deg)
         self.goal = np.radians(goal_deg)
         self.is_lee_experiment = self.robot == 'puma560'
-        self.bound = LEE_BOUND_RAD if self.is_lee_experiment else None
+        # Lee et al.'s bound (001 section 5) is the goal on the shipped arms
+        self.bound = LEE_BOUND_RAD if args.robot in ('puma560', 'ur5e') else None
         self.t_start = args.start_time
         self.t_end = args.start_time + args.duration + args.settle
         # the controller's model: the URDF and armature above unless identified ones
         self.controller_urdf = self.urdf_path
         self.controller_armature = list(self.armature)
-        self.controller_damping = self.controller_friction = None
+        self.identified_params = None   # the YAML of ne-dynamics identify, when loaded
         self.excitation = None          # (file, periods, move duration, period) when set
 
     def _per_joint(self, values, default, option):
@@ -190,12 +195,14 @@ class Setup:
         self.excitation = (str(path), int(periods), float(move), float(period))
         self.t_end = self.t_start + move + periods * period + 0.5
 
-    def use_identified(self, urdf, values):
-        """Make the controller load the identified URDF and drive parameters."""
+    def use_identified(self, urdf, params):
+        """Make the controller load the identified URDF and parameter YAML, as a user does.
+
+        The YAML (armature, damping, friction, friction_compensation) is a second
+        ``--params-file`` after the robot's config, as in ``ros2 launch ... params_file:=``.
+        """
         self.controller_urdf = pathlib.Path(urdf).resolve()
-        self.controller_armature = [float(v) for v in values['armature']]
-        self.controller_damping = [float(v) for v in values['damping']]
-        self.controller_friction = [float(v) for v in values['friction']]
+        self.identified_params = pathlib.Path(params).resolve()
 
     def _default_motion(self, probe):
         if self.robot == 'puma560' and self.args.robot == 'puma560':
@@ -329,23 +336,23 @@ class Run:
             Parameter('joints', value=list(setup.joint_names)),
             Parameter('kp', value=[float(args.kp)] * len(setup.joint_names)),
             Parameter('kd', value=[float(args.kd)] * len(setup.joint_names)),
-            Parameter('armature', value=list(setup.controller_armature)),
             Parameter('use_sim_time', value=lockstep),
         ]
+        if setup.identified_params is None:
+            controller_overrides.append(
+                Parameter('armature', value=list(setup.controller_armature)))
         if setup.is_lee_experiment:
             # Lee et al.'s start (joint 3 at 90 deg) lies outside RTB's joint 3 range
             # [-225, 45] deg that config/puma560.urdf carries (their joint zeros differ);
             # the simulated arm has no stops, so the range is not a plausibility bound here.
             controller_overrides.append(Parameter('position_limit_margin', value=math.inf))
-        if setup.controller_damping is not None:
-            controller_overrides += [Parameter('damping', value=setup.controller_damping),
-                                     Parameter('friction', value=setup.controller_friction)]
         if lockstep:
             # The arm is held at t = 0 (no new states) while the trajectory is delivered;
             # a steady-clock state timeout would fire then. Lockstep cannot go stale.
             controller_overrides.append(Parameter('state_timeout', value=float(args.timeout)))
-        cli_args = (['--ros-args', '--params-file', str(setup.params_file)]
-                    if setup.params_file else None)
+        files = [f for f in (setup.params_file, setup.identified_params) if f is not None]
+        cli_args = (['--ros-args'] + [a for f in files for a in ('--params-file', str(f))]
+                    if files else None)
         try:
             from ne_dynamics_ros.nodes.computed_torque_node import ComputedTorqueNode
             controller = ComputedTorqueNode(context=context, cli_args=cli_args,
@@ -695,17 +702,60 @@ def plot_comparison(path, setup, results):
 
 
 def write_run_bag(path, setup, run):
-    """Write every state the arm published as a rosbag2 (MCAP), replacing an older one."""
+    """Write the run as a rosbag2 (MCAP), replacing an older one.
+
+    Every state the arm published (``/joint_states``) and the controller's ``q_d - q``
+    (``/computed_torque_node/tracking_error``), as ``ros2 bag record`` of both topics
+    would keep them.
+    """
     import shutil
     from ne_dynamics_ros.identification.recording import write_bag
     stamps = np.array(sorted(run.states))
     if path.exists():
         shutil.rmtree(path)      # the demo's own output of an earlier run
     rows = [run.states[s] for s in stamps]
+    tracked = np.array([s for s in sorted(run.tracking)
+                        if len(run.tracking[s][0]) == len(setup.joint_names)])
+    tracking = None
+    if tracked.size:
+        tracking = (tracked - stamps[0], np.array([run.tracking[s][0] for s in tracked]))
     write_bag(path, setup.joint_names, stamps - stamps[0], np.array([r[0] for r in rows]),
               np.array([r[1] for r in rows]), np.array([r[2] for r in rows]),
-              start_ns=int(round(stamps[0] * 1e9)))
+              start_ns=int(round(stamps[0] * 1e9)), tracking_error=tracking)
     return path
+
+
+def drive_errors(plant, identified, identifiable=None):
+    """Relative errors (n,) of identified drive values against the plant's (nan where 0).
+
+    ``identifiable``: (n,) booleans, nan where False (e.g. an armature that folds into a
+    link's inertia, ``Ia1`` into ``ZZ1R``).
+    """
+    plant, identified = np.asarray(plant, dtype=float), np.asarray(identified, dtype=float)
+    with np.errstate(divide='ignore', invalid='ignore'):
+        error = np.where(plant > 0, np.abs(identified - plant) / plant, np.nan)
+    if identifiable is not None:
+        error = np.where(identifiable, error, np.nan)
+    return error
+
+
+def print_drive_table(setup, model, found, values):
+    """Print the plant's armature, damping, dry friction beside the identified ones."""
+    identifiable = [f'Ia{j + 1}' in found.names for j in range(model.n)]
+    rows = [('armature [kg m^2]', setup.plant_armature, values['armature'], identifiable,
+             0.10),
+            ('damping [N m s/rad]', setup.plant_damping, values['damping'], None, 0.05),
+            ('dry friction [N m]', setup.plant_friction, values['friction'], None, 0.05)]
+    log('identification: the plant\'s drive values (unknown to the controller) and the '
+        'identified ones; goals: armature within 10 % where identifiable, damping and '
+        'friction within 5 %')
+    for label, plant, identified, mask, goal in rows:
+        error = drive_errors(plant, identified, mask)
+        cells = ' '.join(f'{p:.4g}/{i:.4g}' + ('' if np.isnan(e) else f' ({100 * e:.1f}%)')
+                         for p, i, e in zip(plant, identified, error))
+        met = np.nanmax(error) <= goal if np.any(np.isfinite(error)) else None
+        log(f'  {label:<20} plant/identified: {cells}'
+            + ('' if met is None else f'  goal {"met" if met else "MISSED"}'))
 
 
 def identify_and_rerun(args, output):
@@ -718,18 +768,24 @@ def identify_and_rerun(args, output):
     from ne_dynamics_ros.errors import IdentificationError, ModelError, RecordingError
     from ne_dynamics_ros.identification.consistency import consistent_parameters
     from ne_dynamics_ros.identification.estimation import identify
-    from ne_dynamics_ros.identification.excitation import design_excitation
+    from ne_dynamics_ros.identification.excitation import design_excitation, excitation_gains
     from ne_dynamics_ros.identification.recording import read_bag
     from ne_dynamics_ros.identification.urdf_writer import identified_urdf, parameters_yaml
     nominal = Setup(args)
     model = load_model(str(nominal.urdf_path), armature=nominal.armature)
     log(f'identification: optimising a {args.excitation_duration:g} s excitation trajectory')
+    try:
+        kp, kd = excitation_gains(model)
+    except ModelError as exc:
+        raise DemoError(f'identification: {exc}', EXIT_USAGE) from exc
     excitation, condition = design_excitation(model, args.excitation_duration, harmonics=4,
                                               starts=1, iterations=150)
+    excitation = excitation.with_gains(kp, kd)
     excitation_file = output / 'excitation.yaml'
     excitation_file.write_text(yaml.safe_dump(excitation.to_dict(), sort_keys=False))
     log(f'identification: condition number {condition:.2f}; playing it on the arm '
-        f'(payload {args.payload:g} kg) under the nominal model')
+        f'(payload {args.payload:g} kg) under the nominal feedforward + joint PD, kp '
+        f'{np.round(kp, 3).tolist()} N m/rad, kd {np.round(kd, 3).tolist()} N m s/rad')
     excite = Setup(args)
     excite.use_excitation(excitation_file, args.excitation_periods, 2.0, excitation.duration)
     excite_run = Run(excite)
@@ -741,6 +797,8 @@ def identify_and_rerun(args, output):
         # each state carries the effort held over the sample before it (ros2_control's
         # read-update-write): half a sample behind the state's central differences
         found = identify(model, recording, effort_delay=0.5 / args.rate)
+        for warning in found.warnings:
+            log(f'identification: warning: {warning}')
         consistent = consistent_parameters(found.grouping, found.beta,
                                            model.standard_parameters(), found.std)
         urdf_text = identified_urdf(nominal.urdf_path.read_text(), model,
@@ -752,12 +810,13 @@ def identify_and_rerun(args, output):
     params = output / 'identified.yaml'
     params.write_text(parameters_yaml(model, consistent.parameters, f'identified from {bag}'))
     values = yaml.safe_load(params.read_text())['/**']['ros__parameters']
+    print_drive_table(nominal, model, found, values)
     relative = found.residual_rms / found.effort_rms
     log('identification: effort residual, % of RMS per joint: nominal '
         + ' '.join(f'{100 * r:.1f}' for r in found.nominal_rms / found.effort_rms)
         + ' -> identified ' + ' '.join(f'{100 * r:.2f}' for r in relative))
     rerun = Setup(args)
-    rerun.use_identified(urdf_path, values)
+    rerun.use_identified(urdf_path, params)
     log('identification: the experiment again, the controller now with the identified model')
     run = Run(rerun)
     wall = run.execute()
@@ -770,6 +829,10 @@ def identify_and_rerun(args, output):
         'effort_residual_nominal': (found.nominal_rms / found.effort_rms).tolist(),
         'effort_residual_identified': relative.tolist(),
         'consistent_exact': consistent.exact, 'wall_time_s': round(wall, 3),
+        'identified_armature': values['armature'], 'identified_damping': values['damping'],
+        'identified_friction': values['friction'],
+        'armature_identifiable': [f'Ia{j + 1}' in found.names for j in range(model.n)],
+        'identification_warnings': list(found.warnings),
         'max_abs_error_rad': [float(v) for v in result['max_abs_error_rad']],
         'rms_error_rad': [float(v) for v in result['rms_error_rad']],
         'below_bound': (None if rerun.bound is None else
