@@ -27,6 +27,7 @@ setup(
         ],
         'sim': ['pin', 'matplotlib'],
         'identify': ['scipy', 'cvxpy', 'rosbags', 'tqdm', 'pyyaml'],
+        'mujoco': ['mujoco'],
         'test': ['pytest', 'pytest-timeout', 'hypothesis', 'pin', 'roboticstoolbox-python',
                  'matplotlib', 'flake8', 'pydocstyle', 'scipy', 'pyyaml', 'rosbags',
                  'cvxpy', 'tqdm'],

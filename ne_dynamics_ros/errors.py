@@ -49,3 +49,36 @@ class IdentificationError(ValueError):
 
     E.g. the data do not excite the parameters, or no physically consistent model is found.
     """
+
+
+class MissingDependencyError(ImportError):
+    """An optional Python package a feature needs is not installed.
+
+    The message is one line naming the package and the ``pip install`` extra that brings
+    it (``ne_dynamics_ros[identify]``, ``[sim]``, ``[mujoco]``).
+    """
+
+
+#: Which pip extra of ne_dynamics_ros brings each optional package.
+EXTRAS = {'cvxpy': 'identify', 'rosbags': 'identify', 'scipy': 'identify', 'tqdm': 'identify',
+          'yaml': 'identify', 'pinocchio': 'sim', 'matplotlib': 'sim', 'mujoco': 'mujoco'}
+
+
+def require(module, feature):
+    """Import and return the optional package ``module`` needed by ``feature``.
+
+    Raises:
+        MissingDependencyError: it is not installed; the message names the pip extra.
+    """
+    import importlib
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        top = module.split('.')[0]
+        if getattr(exc, 'name', None) not in (None, top, module):
+            raise                      # installed but broken: not a missing package
+        extra = EXTRAS.get(top, 'identify')
+        package = {'yaml': 'pyyaml', 'pinocchio': 'pin'}.get(top, top)
+        raise MissingDependencyError(
+            f'{feature} needs the Python package {package!r}, which is not installed: '
+            f"pip install 'ne_dynamics_ros[{extra}]'") from None

@@ -239,8 +239,9 @@ def read_urdf_text(urdf, max_bytes=None):
     """Return the URDF XML text: ``urdf`` is either XML (starts with '<') or a file path.
 
     A file is read as bytes and decoded with the encoding its XML declaration names
-    (UTF-8 when none). Nothing larger than ``max_bytes`` (default :data:`MAX_URDF_BYTES`)
-    is read.
+    (UTF-8 when none); a UTF-8 byte-order mark is dropped. Nothing larger than
+    ``max_bytes`` (default :data:`MAX_URDF_BYTES`) is read. Every reader of the package
+    (the model, the identification, both simulation plants, the nodes) goes through it.
 
     Raises:
         URDFError: wrong argument type, no such file (the path tried), unreadable, too
@@ -279,6 +280,8 @@ def read_urdf_text(urdf, max_bytes=None):
                         f'{type(urdf).__name__}')
     if len(raw) > limit:
         raise URDFError(f'{where} is larger than the {limit} bytes allowed (max_bytes)')
+    if raw.startswith(b'\xef\xbb\xbf'):
+        raw = raw[3:]                                   # UTF-8 byte-order mark
     declared = re.match(rb'\s*<\?xml[^>]*encoding\s*=\s*["\']([A-Za-z0-9._-]+)["\']', raw)
     encoding = declared.group(1).decode('ascii') if declared else 'utf-8'
     try:
@@ -288,6 +291,25 @@ def read_urdf_text(urdf, max_bytes=None):
     except UnicodeDecodeError as exc:
         raise URDFError(f'{where} is not {encoding} text (byte {exc.start}: '
                         f'{exc.reason}); is it a URDF?') from None
+
+
+def urdf_xml_bytes(urdf, max_bytes=None):
+    """Return the URDF as UTF-8 bytes without its XML declaration, for an XML parser.
+
+    ``urdf``: XML text or a file path, read by :func:`read_urdf_text` (size bound,
+    declared encoding, byte-order mark).
+
+    Raises:
+        URDFError: as :func:`read_urdf_text`, or text that cannot be encoded.
+    """
+    text = read_urdf_text(urdf, max_bytes).lstrip('\ufeff')
+    # the declaration was honoured when decoding; the parsers get text without it
+    text = re.sub(r'\A\s*<\?xml[^>]*\?>', '', text, count=1)
+    try:
+        return text.encode('utf-8')
+    except UnicodeEncodeError as exc:
+        raise URDFError(f'the URDF text cannot be encoded ({exc.reason} at character '
+                        f'{exc.start})') from None
 
 
 def parse_urdf(urdf, max_bytes=None):
@@ -308,14 +330,7 @@ def parse_urdf(urdf, max_bytes=None):
 
     from urdf_parser_py.xml_reflection import core
 
-    text = read_urdf_text(urdf, max_bytes)
-    # the declaration was honoured when decoding; the parsers get text without it
-    text = re.sub(r'\A\s*<\?xml[^>]*\?>', '', text, count=1)
-    try:
-        data = text.encode('utf-8')
-    except UnicodeEncodeError as exc:
-        raise URDFError(f'the URDF text cannot be encoded ({exc.reason} at character '
-                        f'{exc.start})') from None
+    data = urdf_xml_bytes(urdf, max_bytes)
     try:
         root = SafeET.fromstring(data, forbid_dtd=True)
     except defusedxml.DefusedXmlException as exc:
@@ -335,7 +350,7 @@ def parse_urdf(urdf, max_bytes=None):
     previous = core.on_error
     core.on_error = complaints.append
     try:
-        robot = URDF.from_xml_string(text)
+        robot = URDF.from_xml_string(data.decode("utf-8"))
     except Exception as exc:  # urdf_parser_py raises assorted types on bad documents
         raise URDFError(f'invalid URDF: {_shorten(exc, 300)}') from None
     finally:

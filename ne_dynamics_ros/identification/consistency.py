@@ -23,7 +23,7 @@ import warnings
 import numpy as np
 
 from ne_dynamics_ros.dynamics.parameters import PER_JOINT
-from ne_dynamics_ros.errors import IdentificationError
+from ne_dynamics_ros.errors import IdentificationError, require
 
 #: Smallest eigenvalue asked of each pseudo-inertia, relative to the link's nominal size.
 MARGIN = 1e-6
@@ -90,7 +90,7 @@ def consistent_parameters(grouping, beta, nominal, std=None, n=None):
     Raises:
         IdentificationError: the solver fails on both problems.
     """
-    import cvxpy as cp
+    cp = require('cvxpy', 'the physically consistent model of ne-dynamics identify')
     G = np.asarray(grouping, dtype=float)
     beta = np.asarray(beta, dtype=float)
     pi0 = np.asarray(nominal, dtype=float)

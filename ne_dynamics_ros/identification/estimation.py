@@ -39,7 +39,7 @@ import numpy as np
 
 from ne_dynamics_ros.dynamics.base_parameters import numeric_base
 from ne_dynamics_ros.dynamics.parameters import parameter_names, PER_JOINT
-from ne_dynamics_ros.errors import IdentificationError
+from ne_dynamics_ros.errors import IdentificationError, require
 
 #: Default low-pass cutoff, Hz (never above a fifth of the sample rate).
 DEFAULT_CUTOFF = 10.0
@@ -112,8 +112,13 @@ def identifiable_grouping(model):
     return kept, names, G
 
 
+def _signal():
+    """scipy.signal, or a one-line error naming the pip extra."""
+    return require('scipy.signal', 'identification (ne-dynamics identify)')
+
+
 def _lowpass(x, cutoff, rate, axis=0):
-    from scipy.signal import butter, sosfiltfilt
+    butter, sosfiltfilt = _signal().butter, _signal().sosfiltfilt
     sos = butter(4, cutoff, fs=rate, output='sos')
     return sosfiltfilt(sos, x, axis=axis)
 
@@ -164,7 +169,7 @@ def decimate(W, tau, cutoff, rate, r):
     filter's start-up at both ends. Returns (the kept sample indices, the filtered W and
     tau at them: (m, n, p) and (m, n)).
     """
-    from scipy.signal import butter, sosfiltfilt
+    butter, sosfiltfilt = _signal().butter, _signal().sosfiltfilt
     N = W.shape[0]
     if r > 1:
         sos = butter(4, min(cutoff, 0.8 * rate / (2 * r)), fs=rate, output='sos')

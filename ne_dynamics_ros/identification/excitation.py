@@ -41,7 +41,7 @@ from typing import Optional
 import numpy as np
 
 from ne_dynamics_ros.dynamics.base_parameters import numeric_base
-from ne_dynamics_ros.errors import ModelError
+from ne_dynamics_ros.errors import ModelError, require
 
 
 @dataclass(frozen=True)
@@ -270,6 +270,36 @@ def regressor_condition(model, trajectory, t, columns=None):
     return float(sv[0] / sv[-1]) if sv[-1] > 0 else math.inf
 
 
+#: Documented ranges of the excitation design's arguments (inclusive, margin: < 0.5).
+DESIGN_RANGES = {'duration': (1.0, 600.0), 'harmonics': (2, 20), 'margin': (0.0, 0.45),
+                 'starts': (1, 50), 'iterations': (1, 20000), 'samples': (20, 5000)}
+
+
+def check_design_arguments(duration, harmonics, margin, starts, iterations, samples=200):
+    """Refuse excitation design arguments outside :data:`DESIGN_RANGES`, before any work.
+
+    duration in s (1 to 600: shorter leaves too few harmonics under the limits, longer
+    makes the regressor ill-conditioned and the file huge); harmonics, starts, iterations,
+    samples integers; margin a fraction of each joint's range.
+
+    Raises:
+        ModelError: naming the argument, its value and its range.
+    """
+    values = {'duration': duration, 'harmonics': harmonics, 'margin': margin,
+              'starts': starts, 'iterations': iterations, 'samples': samples}
+    for name, value in values.items():
+        low, high = DESIGN_RANGES[name]
+        integer = isinstance(low, int)
+        ok = (isinstance(value, (int, float)) and not isinstance(value, bool)
+              and math.isfinite(value) and low <= value <= high
+              and (not integer or int(value) == value))
+        if not ok:
+            kind = 'an integer' if integer else 'a number'
+            unit = ' s' if name == 'duration' else ''
+            raise ModelError(f'{name} must be {kind} in [{low:g}, {high:g}]{unit}, got '
+                             f'{value!r}')
+
+
 def design_excitation(model, duration, harmonics=5, q0=None, margin=0.1,
                       velocity_limits=None, acceleration_limits=None, samples=200,
                       starts=4, iterations=400, seed=0, progress=None):
@@ -295,14 +325,15 @@ def design_excitation(model, duration, harmonics=5, q0=None, margin=0.1,
     Raises:
         ModelError: bad duration, harmonics, q0 or margin, or q0 outside the bounds.
     """
-    from scipy.optimize import minimize
+    minimize = require('scipy.optimize', 'ne-dynamics excite').minimize
     n = model.n
-    if not (isinstance(duration, (int, float)) and duration > 0 and math.isfinite(duration)):
-        raise ModelError(f'duration must be a positive number of seconds, got {duration!r}')
-    if int(harmonics) != harmonics or harmonics < 2:
-        raise ModelError(f'harmonics must be an integer >= 2, got {harmonics!r}')
-    if not 0 <= margin < 0.5:
-        raise ModelError(f'margin must be in [0, 0.5), got {margin!r}')
+    check_design_arguments(duration, harmonics, margin, starts, iterations, samples)
+    fixed = [name for name, lo, hi in zip(model.joint_names, model.lower_limits,
+                                          model.upper_limits) if not hi > lo]
+    if fixed:
+        raise ModelError(f'joints {fixed} have a lower limit equal to (or above) their upper '
+                         'limit: they cannot move, so their parameters cannot be excited; '
+                         'fix the URDF <limit> or leave them out of the chain (--tip)')
     low, high = _limits(model, margin)
     if q0 is None:
         q0 = np.where(np.isfinite(model.lower_limits) & np.isfinite(model.upper_limits),
@@ -349,4 +380,5 @@ def design_excitation(model, duration, harmonics=5, q0=None, margin=0.1,
 
 __all__ = ['DERIVATIVE_TIME', 'design_excitation', 'excitation_gains', 'FourierTrajectory',
            'identifiable_columns', 'regressor_condition', 'sample_excitation',
+           'check_design_arguments', 'DESIGN_RANGES',
            'SATURATION_ERROR']

@@ -21,7 +21,7 @@ from typing import Optional
 
 import numpy as np
 
-from ne_dynamics_ros.errors import RecordingError
+from ne_dynamics_ros.errors import RecordingError, require
 
 #: Fewer samples than this cannot identify anything.
 MIN_SAMPLES = 50
@@ -44,6 +44,7 @@ class JointRecording:
         tracking_error: the controller's ``q_d - q`` when the recording carries it
             (``computed_torque_node``'s ``~/tracking_error``), else None: a pair of (M,)
             times in the same time base as ``t`` and (M, n) errors, rad (m).
+        notes: what was skipped or dropped on the way, one message each (counts).
     """
 
     joints: tuple
@@ -53,6 +54,7 @@ class JointRecording:
     effort: np.ndarray
     source: str
     tracking_error: Optional[tuple] = None
+    notes: tuple = ()
 
     @property
     def rate(self):
@@ -61,7 +63,8 @@ class JointRecording:
 
 
 def _typestore():
-    from rosbags.typesys import get_typestore, Stores
+    typesys = require('rosbags.typesys', 'reading and writing rosbag2 recordings')
+    get_typestore, Stores = typesys.get_typestore, typesys.Stores
     return get_typestore(Stores.ROS2_JAZZY)
 
 
@@ -113,58 +116,95 @@ def read_bag(path, joints, topic='/joint_states', min_samples=MIN_SAMPLES, progr
             no effort in the messages, joints never present, too few samples, stamps
             not increasing.
     """
-    from rosbags.highlevel import AnyReader, AnyReaderError
-    from rosbags.rosbag2 import ReaderError
+    highlevel = require('rosbags.highlevel', 'reading rosbag2 recordings')
+    AnyReader, AnyReaderError = highlevel.AnyReader, highlevel.AnyReaderError
+    ReaderError = require('rosbags.rosbag2', 'reading rosbag2 recordings').ReaderError
     path = pathlib.Path(path)
-    if not path.exists():
-        raise RecordingError(f'no recording at {path}')
-    bag_dir = path.parent if path.is_file() else path
+    bag_dir = _bag_folder(path)
     joints = list(joints)
     source = f'{bag_dir} ({topic})'
     try:
         reader = AnyReader([bag_dir], default_typestore=_typestore())
         reader.open()
-    except (AnyReaderError, ReaderError, OSError, ValueError, KeyError) as exc:
-        raise RecordingError(f'{bag_dir} is not a readable rosbag2 recording: {exc}') from None
+    except (AnyReaderError, ReaderError, OSError, ValueError, KeyError, TypeError) as exc:
+        raise RecordingError(f'{bag_dir} is not a readable rosbag2 recording: '
+                             f'{_short(exc)}') from None
     try:
-        connections = [c for c in reader.connections if c.topic == topic]
-        if not connections:
-            topics = sorted({f'{c.topic} [{c.msgtype}]' for c in reader.connections})
-            raise RecordingError(f'{bag_dir}: no topic {topic}; the recording has {topics}')
-        wrong = [c.msgtype for c in connections if c.msgtype != JOINT_STATE]
-        if wrong:
-            raise RecordingError(f'{source}: messages of type {wrong[0]}, expected '
-                                 f'{JOINT_STATE}')
-        total = sum(c.msgcount for c in connections)
-        messages = reader.messages(connections=connections)
-        if progress and total > PROGRESS_MESSAGES:
-            from tqdm import tqdm
-            messages = tqdm(messages, total=total, unit='msg', desc=f'reading {topic}')
-        stamps, q, qd, effort = [], [], [], []
-        seen, with_effort = set(), 0
-        velocities = True
-        for connection, timestamp, raw in messages:
-            msg = reader.deserialize(raw, connection.msgtype)
-            names = list(msg.name)
-            seen.update(names)
-            index = {name: k for k, name in enumerate(names)}
-            if any(name not in index for name in joints):
-                continue
-            if len(msg.effort) != len(names):
-                continue
-            with_effort += 1
-            rows = [index[name] for name in joints]
-            stamp = msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec   # integer ns
-            stamps.append(stamp if stamp > 0 else timestamp)
-            q.append(np.asarray(msg.position, dtype=float)[rows])
-            effort.append(np.asarray(msg.effort, dtype=float)[rows])
-            if len(msg.velocity) == len(names):
-                qd.append(np.asarray(msg.velocity, dtype=float)[rows])
-            else:
-                velocities = False
-        tracking = _read_tracking(reader, tracking_topic, joints)
+        return _read_messages(reader, bag_dir, source, topic, joints, progress,
+                              tracking_topic, min_samples)
+    except (AnyReaderError, ReaderError, OSError, ValueError, KeyError, TypeError,
+            IndexError, AssertionError, EOFError) as exc:
+        if isinstance(exc, RecordingError):
+            raise
+        raise RecordingError(f'{bag_dir}: the storage file is damaged or not what '
+                             f'metadata.yaml says ({type(exc).__name__}: {_short(exc)})') \
+            from None
     finally:
         reader.close()
+
+
+def _bag_folder(path):
+    """Return the rosbag2 folder ``path`` names; RecordingError saying what is wrong."""
+    if not path.exists():
+        raise RecordingError(f'no recording at {path}')
+    if path.is_file():
+        if path.suffix in ('.mcap', '.db3') and (path.parent / 'metadata.yaml').is_file():
+            return path.parent                 # the storage file of a bag: its folder
+        raise RecordingError(f'{path} is a file, not a rosbag2 folder: give the folder '
+                             '`ros2 bag record` made (metadata.yaml and the .mcap or .db3 '
+                             'file), or a .csv file')
+    if not path.is_dir():
+        raise RecordingError(f'{path} is neither a rosbag2 folder nor a file')
+    if not (path / 'metadata.yaml').is_file():
+        raise RecordingError(f'{path} has no metadata.yaml: not a rosbag2 folder (a bag '
+                             'recorded with `ros2 bag record` has one beside its .mcap or '
+                             '.db3 file)')
+    return path
+
+
+def _read_messages(reader, bag_dir, source, topic, joints, progress, tracking_topic,
+                   min_samples):
+    """Read the joint states (and tracking errors) of an open reader: :func:`read_bag`."""
+    connections = [c for c in reader.connections if c.topic == topic]
+    if not connections:
+        topics = sorted({f'{c.topic} [{c.msgtype}]' for c in reader.connections})
+        raise RecordingError(f'{bag_dir}: no topic {topic}; the recording has {topics}')
+    wrong = [c.msgtype for c in connections if c.msgtype != JOINT_STATE]
+    if wrong:
+        raise RecordingError(f'{source}: messages of type {wrong[0]}, expected '
+                             f'{JOINT_STATE}')
+    total = sum(c.msgcount for c in connections)
+    messages = reader.messages(connections=connections)
+    if progress and total > PROGRESS_MESSAGES:
+        from tqdm import tqdm
+        messages = tqdm(messages, total=total, unit='msg', desc=f'reading {topic}')
+    stamps, q, qd, effort = [], [], [], []
+    seen, with_effort = set(), 0
+    velocities = True
+    short = 0                       # messages with fewer positions than names
+    for connection, timestamp, raw in messages:
+        msg = reader.deserialize(raw, connection.msgtype)
+        names = list(msg.name)
+        seen.update(names)
+        index = {name: k for k, name in enumerate(names)}
+        if any(name not in index for name in joints):
+            continue
+        if len(msg.position) != len(names):
+            short += 1
+            continue
+        if len(msg.effort) != len(names):
+            continue
+        with_effort += 1
+        rows = [index[name] for name in joints]
+        stamp = msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec   # integer ns
+        stamps.append(stamp if stamp > 0 else timestamp)
+        q.append(np.asarray(msg.position, dtype=float)[rows])
+        effort.append(np.asarray(msg.effort, dtype=float)[rows])
+        if len(msg.velocity) == len(names):
+            qd.append(np.asarray(msg.velocity, dtype=float)[rows])
+        else:
+            velocities = False
+    tracking = _read_tracking(reader, tracking_topic, joints)
     missing = [name for name in joints if name not in seen]
     if missing:
         raise RecordingError(f'{source}: joints {missing} are in no message '
@@ -179,6 +219,9 @@ def read_bag(path, joints, topic='/joint_states', min_samples=MIN_SAMPLES, progr
     if tracking is not None and stamps:
         t_e = np.array([(s - stamps[0]) * 1e-9 for s in tracking[0]])
         recording = dataclasses.replace(recording, tracking_error=(t_e, tracking[1]))
+    if short:
+        recording = dataclasses.replace(recording, notes=recording.notes + (
+            f'{source}: skipped {short} messages with fewer positions than names',))
     return recording
 
 
@@ -210,31 +253,48 @@ def _read_tracking(reader, topic, joints):
     return [stamps[k] for k in order], np.array(errors)[order]
 
 
+def _short(text, limit=300):
+    """Cut a message from a library to a readable length."""
+    text = str(text).replace('\n', ' ')
+    return text if len(text) <= limit else text[:limit - 30] + f'... ({len(text)} characters)'
+
+
 def read_csv(path, joints, min_samples=MIN_SAMPLES):
-    """Read joint states from a CSV file (module docstring); errors as :func:`read_bag`."""
+    """Read joint states from a CSV file (module docstring); errors as :func:`read_bag`.
+
+    UTF-8 with or without a byte-order mark; the delimiter is the header's (``,``, ``;``
+    or a tab); the numbers are parsed by NumPy in C (a 2-million-row file needs about
+    twice its numbers' size in memory, not a Python object per cell).
+    """
     path = pathlib.Path(path)
     joints = list(joints)
     source = str(path)
+    if path.is_dir():
+        raise RecordingError(f'{source} is a folder, not a CSV file')
     try:
-        with open(path, newline='', encoding='utf-8') as stream:
-            rows = list(csv.reader(stream))
+        with open(path, newline='', encoding='utf-8-sig') as stream:
+            first = stream.readline()
+    except FileNotFoundError:
+        raise RecordingError(f'no recording at {source}') from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise RecordingError(f'cannot read {path}: {exc}') from None
-    if not rows:
-        raise RecordingError(f'{source}: empty file')
-    header = [h.strip() for h in rows[0]]
+        raise RecordingError(f'cannot read {source}: {_short(exc)}') from None
+    if not first.strip():
+        raise RecordingError(f'{source}: empty file (no header row)')
+    delimiter = max(',;\t', key=first.count)
+    header = [h.strip() for h in next(csv.reader([first], delimiter=delimiter))]
 
     def column(kind, joint, required=True):
         matches = [k for k, h in enumerate(header) if h.endswith(f'{kind}/{joint}')]
         if not matches:
             if required:
                 raise RecordingError(f'{source}: no column {kind}/{joint} (header: '
-                                     f'{header[:12]}{"..." if len(header) > 12 else ""})')
+                                     f'{_short(header[:12])}{"..." if len(header) > 12 else ""})')
             return None
         return matches[0]
 
     if 'time' not in header:
-        raise RecordingError(f'{source}: no "time" column')
+        raise RecordingError(f'{source}: no "time" column (header: {_short(header[:12])}; '
+                             'comma-, semicolon- or tab-separated)')
     missing = [j for j in joints if column('position', j, False) is None]
     if missing:
         raise RecordingError(f'{source}: joints {missing} have no position column')
@@ -244,14 +304,93 @@ def read_csv(path, joints, min_samples=MIN_SAMPLES):
     p_cols = [column('position', j) for j in joints]
     e_cols = [column('effort', j) for j in joints]
     v_cols = [column('velocity', j, False) for j in joints]
+    velocities = not any(v is None for v in v_cols)
+    used = [t_col] + p_cols + e_cols + (v_cols if velocities else [])
     try:
-        data = np.array([[float(r[k]) for k in range(len(header))] for r in rows[1:] if r],
-                        dtype=float).reshape(-1, len(header))
+        with open(path, newline='', encoding='utf-8-sig') as stream:
+            data = np.loadtxt(stream, delimiter=delimiter, skiprows=1, usecols=used,
+                              dtype=float, ndmin=2)
     except (ValueError, IndexError) as exc:
-        raise RecordingError(f'{source}: a row is not {len(header)} numbers ({exc})') from None
-    qd = None if any(v is None for v in v_cols) else data[:, v_cols]
-    return _finish(joints, data[:, t_col], data[:, p_cols], qd, data[:, e_cols], source,
-                   min_samples)
+        raise RecordingError(f'{source}: a row is not {len(header)} numbers separated by '
+                             f'{delimiter!r} ({_short(exc, 200)})') from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RecordingError(f'cannot read {source}: {_short(exc)}') from None
+    n = len(joints)
+    qd = data[:, 1 + 2 * n:1 + 3 * n] if velocities else None
+    return _finish(joints, data[:, 0], data[:, 1:1 + n], qd, data[:, 1 + n:1 + 2 * n],
+                   source, min_samples)
+
+
+#: A jump is implausible beyond this multiple of the velocity limit over the step.
+JUMP_FACTOR = 1.1
+#: At most this fraction of the samples may be dropped as jumps.
+MAX_JUMP_FRACTION = 0.01
+
+
+def drop_jumps(recording, velocity_limits, joint_names=None):
+    """Drop samples whose position jumps beyond the joint's velocity limit.
+
+    A sample is implausible when, for some joint, ``|q_k - q_last| > 1.1 v_max (t_k -
+    t_last) + 1e-6`` against the last plausible sample (a sensor glitch: one or a few
+    samples far away, the arm cannot have moved there); joints without a finite limit
+    are not checked.
+
+    Args:
+        recording: :class:`JointRecording`.
+        velocity_limits: (n,) rad/s or m/s (inf: not checked).
+        joint_names: names for the message (default the recording's).
+
+    Returns:
+        the recording without them (its ``notes`` counting them, naming the joints), or
+        the same recording when there are none.
+
+    Raises:
+        RecordingError: more than 1 % of the samples would be dropped (the positions are
+            not a plausible motion: wrong units, or another joint order?).
+    """
+    vmax = np.asarray(velocity_limits, dtype=float)
+    q, t = recording.q, recording.t
+    checked = np.isfinite(vmax)
+    if q.shape[0] < 2 or not checked.any():
+        return recording
+    allowed = JUMP_FACTOR * np.where(checked, vmax, 0.0)
+    step = np.abs(np.diff(q[:, checked], axis=0))
+    bad_step = np.any(step > allowed[checked] * np.diff(t)[:, None] + 1e-6, axis=1)
+    candidates = np.flatnonzero(bad_step) + 1
+    if candidates.size == 0:
+        return recording
+    keep = np.ones(q.shape[0], dtype=bool)
+    culprits = np.zeros(q.shape[1], dtype=bool)
+    limit = int(MAX_JUMP_FRACTION * q.shape[0]) + 1
+    last, k, position = 0, 0, 0
+    while position < candidates.size:
+        k = max(k, int(candidates[position]))
+        position += 1
+        # walk on from a candidate until a sample is plausible against the last kept one
+        while k < q.shape[0]:
+            far = np.abs(q[k] - q[last]) > allowed * (t[k] - t[last]) + 1e-6
+            far &= checked
+            if not far.any():
+                last = k
+                break
+            keep[k] = False
+            culprits |= far
+            if (~keep).sum() > limit:
+                raise RecordingError(
+                    f'{recording.source}: more than {100 * MAX_JUMP_FRACTION:g}% of the '
+                    'samples jump beyond the joints\' velocity limits: the positions are not '
+                    'a plausible motion (units? joint order?)')
+            k += 1
+        while position < candidates.size and candidates[position] <= k:
+            position += 1
+    names = list(joint_names or recording.joints)
+    dropped = int((~keep).sum())
+    note = (f'{recording.source}: dropped {dropped} samples whose position jumps beyond the '
+            f'velocity limit over one sample (joints '
+            f'{[n for n, c in zip(names, culprits) if c]})')
+    return dataclasses.replace(
+        recording, t=t[keep], q=q[keep], qd=None if recording.qd is None else
+        recording.qd[keep], effort=recording.effort[keep], notes=recording.notes + (note,))
 
 
 def read_recording(path, joints, topic='/joint_states', min_samples=MIN_SAMPLES,
@@ -278,7 +417,8 @@ def write_bag(path, joints, t, q, qd=None, effort=None, topic='/joint_states',
     Raises:
         FileExistsError: ``path`` exists. OSError: cannot write.
     """
-    from rosbags.rosbag2 import StoragePlugin, Writer
+    rosbag2 = require('rosbags.rosbag2', 'writing rosbag2 recordings')
+    StoragePlugin, Writer = rosbag2.StoragePlugin, rosbag2.Writer
     path = pathlib.Path(path)
     if path.exists():
         raise FileExistsError(f'{path} exists already')
@@ -318,5 +458,5 @@ def write_bag(path, joints, t, q, qd=None, effort=None, topic='/joint_states',
     return path
 
 
-__all__ = ['JointRecording', 'read_bag', 'read_csv', 'read_recording', 'TRACKING_ERROR_TOPIC',
-           'write_bag']
+__all__ = ['drop_jumps', 'JointRecording', 'read_bag', 'read_csv', 'read_recording',
+           'TRACKING_ERROR_TOPIC', 'write_bag']

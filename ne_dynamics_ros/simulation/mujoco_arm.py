@@ -43,7 +43,8 @@ import xml.etree.ElementTree as ElementTree
 import defusedxml.ElementTree as SafeET
 import numpy as np
 
-from ne_dynamics_ros.errors import ModelError, StateError, URDFError
+from ne_dynamics_ros.errors import ModelError, require, StateError, URDFError
+from ne_dynamics_ros.dynamics.urdf_import import urdf_xml_bytes
 from ne_dynamics_ros.simulation.simulated_arm import checked_joint_values
 
 DEFAULT_GRAVITY = (0.0, 0.0, -9.81)
@@ -73,14 +74,7 @@ def _per_joint(value, n, name, minimum=0.0, allow_inf=False):
 
 def _urdf_for_mujoco(urdf):
     """Return (URDF XML for MuJoCo's import, the element tree it came from)."""
-    if not isinstance(urdf, (str, os.PathLike)):
-        raise URDFError(f'urdf must be an XML string or a file path, got {type(urdf).__name__}')
-    text = os.fspath(urdf)
-    if not text.lstrip().startswith('<'):
-        if not os.path.isfile(text):
-            raise URDFError(f'URDF file not found: {text}')
-        with open(text, 'rb') as stream:
-            text = stream.read()
+    text = urdf_xml_bytes(urdf)          # size bound, declared encoding, byte-order mark
     try:
         root = SafeET.fromstring(text, forbid_dtd=True)
     except (ElementTree.ParseError, ValueError) as exc:
@@ -199,7 +193,7 @@ class MujocoArm:
                  effort_noise=0.0, seed=0, gravity=DEFAULT_GRAVITY, timestep=0.0005,
                  integrator='implicitfast', initial_positions=None, initial_velocities=None,
                  effort_limits=None):
-        import mujoco
+        mujoco = require('mujoco', 'the MuJoCo plant')
         self._mujoco = mujoco
         if (urdf is None) == (mjcf_path is None):
             raise ModelError('give either a URDF or an MJCF file (mjcf_path), not both')

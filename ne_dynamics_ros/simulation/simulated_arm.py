@@ -30,27 +30,23 @@ and builds Pinocchio's configuration vector from it, so positions in and out are
 URDF joint values (a continuous joint that turns twice reads ``4 pi``).
 """
 import math
-import os
 
 import numpy as np
 import pinocchio as pin
 
 from ne_dynamics_ros.errors import ModelError, StateError, URDFError
+from ne_dynamics_ros.dynamics.urdf_import import urdf_xml_bytes
 
 DEFAULT_GRAVITY = (0.0, 0.0, -9.81)
 
 
 def _read_urdf(urdf):
-    """Return URDF XML text from an XML string or a file path."""
-    if not isinstance(urdf, (str, os.PathLike)):
-        raise URDFError(f'urdf must be an XML string or a file path, got {type(urdf).__name__}')
-    text = os.fspath(urdf)
-    if text.lstrip().startswith('<'):
-        return text
-    if not os.path.isfile(text):
-        raise URDFError(f'URDF file not found: {text}')
-    with open(text, encoding='utf-8') as stream:
-        return stream.read()
+    """Return URDF XML text (no declaration) from an XML string or a file path.
+
+    Read as every reader of the package reads it (:func:`~ne_dynamics_ros.dynamics.
+    urdf_import.urdf_xml_bytes`: size bound, declared encoding, byte-order mark).
+    """
+    return urdf_xml_bytes(urdf).decode('utf-8')
 
 
 def _per_joint(value, n, name, default=0.0, allow_inf=False):

@@ -36,17 +36,21 @@ import json
 import os
 import pathlib
 import sys
-import tempfile
 
 import numpy as np
 
-from ne_dynamics_ros.errors import IdentificationError, ModelError, RecordingError
+from ne_dynamics_ros.errors import (IdentificationError, MissingDependencyError, ModelError,
+                                    RecordingError, require)
 from ne_dynamics_ros.dynamics.base_parameters import base_parameters
 from ne_dynamics_ros.codegen import c_source, generate, python_source
 from ne_dynamics_ros.dynamics.model import fk_residual, load_model
 from ne_dynamics_ros.identification.estimation import STICTION_BAND
 from ne_dynamics_ros.identification.excitation import DERIVATIVE_TIME, SATURATION_ERROR
 from ne_dynamics_ros.identification.recording import TRACKING_ERROR_TOPIC
+from ne_dynamics_ros.tools.files import check_outputs, OutputError, write_outputs
+
+#: Error messages longer than this are cut (a 1e308 position must not print 110 000 chars).
+MAX_MESSAGE = 600
 
 
 def _clean(value):
@@ -137,42 +141,31 @@ def base_params_command(args):
     return 0
 
 
-def write_atomically(path, text):
-    """Write ``text`` to ``path`` through a temporary file in the same directory.
-
-    Raises:
-        OSError: the directory is missing or not writable; nothing is left behind.
-    """
-    path = pathlib.Path(path)
-    handle, temporary = tempfile.mkstemp(prefix=f'.{path.name}.', dir=path.parent or '.')
-    try:
-        with os.fdopen(handle, 'w', encoding='utf-8') as stream:
-            stream.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise
+def _fail(command, error):
+    """Print ``ne-dynamics COMMAND: error: ...`` (one readable line) and return exit code 2."""
+    message = str(error)
+    if len(message) > MAX_MESSAGE:
+        message = message[:MAX_MESSAGE - 40] + f' ... ({len(message)} characters)'
+    print(f'ne-dynamics {command}: error: {message}', file=sys.stderr)
+    return 2
 
 
 def codegen_command(args):
     """Run ``ne-dynamics codegen``; return the process exit code."""
     try:
+        check_outputs([('--output', args.output)], [args.urdf])
         model = load_model(args.urdf, base_link=args.base, tip_link=args.tip,
                            convention=args.convention, armature=args.armature)
         program = generate(model)
-    except ModelError as exc:
-        print(f'ne-dynamics codegen: error: {exc}', file=sys.stderr)
-        return 2
+    except (ModelError, OutputError) as exc:
+        return _fail('codegen', exc)
     robot = f'{pathlib.Path(args.urdf).name} ({model.base_link} -> {model.tip_link})'
     text = (python_source(program, robot) if args.lang == 'python'
             else c_source(program, robot))
     try:
-        write_atomically(args.output, text)
-    except OSError as exc:
-        print(f'ne-dynamics codegen: error: cannot write {args.output}: '
-              f'{exc.strerror or exc}', file=sys.stderr)
-        return 2
+        write_outputs([('--output', args.output, text)], [args.urdf])
+    except OutputError as exc:
+        return _fail('codegen', exc)
     n = model.n
     ops = program.operations
     print(f'wrote {args.output} ({args.lang}, {model.convention.value}, joints '
@@ -189,53 +182,44 @@ def codegen_command(args):
     return 0
 
 
-def _write_all(files):
-    """Write every (path, text) through temporary files, then rename them all.
-
-    On an error nothing is left behind.
-    """
-    staged = []
-    try:
-        for path, text in files:
-            path = pathlib.Path(path)
-            handle, temporary = tempfile.mkstemp(prefix=f'.{path.name}.', dir=path.parent)
-            staged.append((temporary, path))
-            with os.fdopen(handle, 'w', encoding='utf-8') as stream:
-                stream.write(text)
-        for temporary, path in staged:
-            os.replace(temporary, path)
-    finally:
-        for temporary, _ in staged:
-            if os.path.exists(temporary):
-                os.unlink(temporary)
-
-
 def excite_command(args):
     """Run ``ne-dynamics excite``; return the process exit code."""
-    import yaml
-    from ne_dynamics_ros.identification.excitation import design_excitation, excitation_gains
+    from ne_dynamics_ros.identification.excitation import (
+        check_design_arguments, design_excitation, excitation_gains)
+    if not (np.isfinite(args.max_condition) and args.max_condition >= 1):
+        return _fail('excite', f'--max-condition must be a number >= 1, got '
+                     f'{args.max_condition}')
     try:
+        yaml = require('yaml', 'ne-dynamics excite')
+        check_design_arguments(args.duration, args.harmonics, args.margin, args.starts,
+                               args.iterations)
+        check_outputs([('--output', args.output)], [args.urdf])
         model = load_model(args.urdf, base_link=args.base, tip_link=args.tip)
         kp, kd = excitation_gains(model, args.saturation_error, args.derivative_time)
         print(f'optimising a {args.duration:g} s excitation of {model.joint_names} '
               f'({args.harmonics} harmonics, {args.starts} starts)...', flush=True)
-        trajectory, condition = design_excitation(
-            model, args.duration, harmonics=args.harmonics, margin=args.margin,
-            starts=args.starts, iterations=args.iterations, seed=args.seed,
-            progress=lambda f: print(f'  {100 * f:.0f}%', flush=True))
+        with np.errstate(all='ignore'):
+            trajectory, condition = design_excitation(
+                model, args.duration, harmonics=args.harmonics, margin=args.margin,
+                starts=args.starts, iterations=args.iterations, seed=args.seed,
+                progress=lambda f: print(f'  {100 * f:.0f}%', flush=True))
         trajectory = trajectory.with_gains(kp, kd)
-    except ModelError as exc:
-        print(f'ne-dynamics excite: error: {exc}', file=sys.stderr)
-        return 2
+    except (ModelError, OutputError) as exc:
+        return _fail('excite', exc)
+    if not condition <= args.max_condition:
+        return _fail('excite', f'the best excitation found has condition number '
+                     f'{condition:.3g}, over --max-condition {args.max_condition:g}: the '
+                     'parameters would be poorly determined; try more --starts or '
+                     '--iterations, a longer --duration, more --harmonics or a smaller '
+                     f'--margin (nothing written to {args.output})')
     data = trajectory.to_dict()
     data['condition_number'] = condition
     data['urdf'] = str(args.urdf)
     try:
-        write_atomically(args.output, yaml.safe_dump(data, sort_keys=False))
-    except OSError as exc:
-        print(f'ne-dynamics excite: error: cannot write {args.output}: '
-              f'{exc.strerror or exc}', file=sys.stderr)
-        return 2
+        write_outputs([('--output', args.output, yaml.safe_dump(data, sort_keys=False))],
+                      [args.urdf])
+    except OutputError as exc:
+        return _fail('excite', exc)
     print(f'wrote {args.output}: condition number of the base regressor {condition:.2f} '
           '(unit-norm columns); to be played under feedforward + joint PD, kp '
           f'{np.round(kp, 3).tolist()} N m/rad, kd {np.round(kd, 3).tolist()} N m s/rad '
@@ -243,21 +227,36 @@ def excite_command(args):
     return 0
 
 
+def _bag_inputs(path):
+    """Return the files a recording argument reads: the CSV, or the bag folder and files."""
+    if path is None:
+        return []
+    path = pathlib.Path(path)
+    if path.is_dir():
+        return [path] + [p for p in path.iterdir() if p.is_file()]
+    return [path]
+
+
 def identify_command(args):
     """Run ``ne-dynamics identify``; return the process exit code."""
-    from ne_dynamics_ros.identification.consistency import consistent_parameters
-    from ne_dynamics_ros.identification.estimation import identify
+    from ne_dynamics_ros.dynamics.urdf_import import read_urdf_text
+    from ne_dynamics_ros.identification.pipeline import identify_model
     from ne_dynamics_ros.identification.recording import read_recording
-    from ne_dynamics_ros.identification.urdf_writer import identified_urdf, parameters_yaml
     if (args.bag is None) == (args.csv is None):
-        print('ne-dynamics identify: error: give one of --bag or --csv', file=sys.stderr)
-        return 2
+        return _fail('identify', 'give one of --bag or --csv')
+    if not (np.isfinite(args.stiction_band) and args.stiction_band >= 0):
+        return _fail('identify', f'--stiction-band must be a finite velocity >= 0, got '
+                     f'{args.stiction_band}')
+    if args.cutoff is not None and not (np.isfinite(args.cutoff) and args.cutoff > 0):
+        return _fail('identify', f'--cutoff must be a frequency > 0 Hz, got {args.cutoff}')
+    if not (np.isfinite(args.effort_delay) and args.effort_delay >= 0):
+        return _fail('identify', f'--effort-delay must be a finite time >= 0 s, got '
+                     f'{args.effort_delay}')
+    outputs = [('--output-urdf', args.output_urdf), ('--output-params', args.output_params)]
+    inputs = [args.urdf] + _bag_inputs(args.bag or args.csv)
     try:
-        text = pathlib.Path(args.urdf).read_text(encoding='utf-8')
-    except (OSError, UnicodeDecodeError) as exc:
-        print(f'ne-dynamics identify: error: cannot read {args.urdf}: {exc}', file=sys.stderr)
-        return 2
-    try:
+        check_outputs(outputs, inputs)
+        text = read_urdf_text(args.urdf)
         model = load_model(text, base_link=args.base_link, tip_link=args.tip_link,
                            armature=args.armature)
         recording = read_recording(args.bag or args.csv, model.joint_names, args.topic,
@@ -265,27 +264,27 @@ def identify_command(args):
         print(f'{recording.source}: {recording.t.size} samples over {recording.t[-1]:.2f} s '
               f'({recording.rate:.1f} Hz), velocities '
               f'{"recorded" if recording.qd is not None else "differentiated"}', flush=True)
+        for note in recording.notes:
+            print(f'warning: {note}', flush=True)
         if recording.tracking_error is None and args.bag:
             print(f'note: no {args.tracking_topic} in the recording: whether each joint '
                   'followed its excitation is judged from its velocity alone (record it '
                   'with the joint states)', flush=True)
-        result = identify(model, recording, cutoff=args.cutoff,
-                          effort_delay=args.effort_delay, stiction_band=args.stiction_band)
-        consistent = consistent_parameters(result.grouping, result.beta,
-                                           model.standard_parameters(), result.std)
         header = (f'identified by ne-dynamics identify from {args.bag or args.csv} '
                   f'({args.urdf})')
-        new_urdf = identified_urdf(text, model, consistent.parameters)
-        new_yaml = parameters_yaml(model, consistent.parameters, header)
-    except (ModelError, RecordingError, IdentificationError) as exc:
-        print(f'ne-dynamics identify: error: {exc}', file=sys.stderr)
-        return 2
+        found = identify_model(text, model, recording, cutoff=args.cutoff,
+                               effort_delay=args.effort_delay,
+                               stiction_band=args.stiction_band, header=header)
+    except (ModelError, RecordingError, IdentificationError, OutputError) as exc:
+        return _fail('identify', exc)
+    result, consistent = found.result, found.consistent
     width = max(len(name) for name in result.names)
     print(f'\n{"parameter":<{width}} {"nominal":>12} {"identified":>12} {"± std":>10} '
           f'{"rel. std":>9}')
-    for name, nom, value, std, rel in zip(result.names, result.nominal, result.beta,
-                                          result.std, result.relative_std):
-        print(f'{name:<{width}} {nom:>12.5g} {value:>12.5g} {std:>10.2g} {rel:>8.2g}%')
+    with np.errstate(all='ignore'):
+        for name, nom, value, std, rel in zip(result.names, result.nominal, result.beta,
+                                              result.std, result.relative_std):
+            print(f'{name:<{width}} {nom:>12.5g} {value:>12.5g} {std:>10.2g} {rel:>8.2g}%')
     print(f'\ncondition number {result.condition:.3g}; {result.samples} samples per joint '
           f'at {result.rate:.1f} Hz after decimation (low-pass {result.cutoff:g} Hz)')
     print(f'\n{"joint":<16} {"effort RMS":>11} {"residual nominal":>17} '
@@ -299,12 +298,12 @@ def identify_command(args):
     if not consistent.exact:
         print(f'note: no physical model reproduces the identified values exactly; the '
               f'closest one is off by {np.abs(consistent.base_error).max():.3g} at most '
-              f'(largest standard deviation {result.std.max():.3g})')
+              f'(largest standard deviation {np.nanmax(result.std):.3g})')
     try:
-        _write_all([(args.output_urdf, new_urdf), (args.output_params, new_yaml)])
-    except OSError as exc:
-        print(f'ne-dynamics identify: error: cannot write: {exc}', file=sys.stderr)
-        return 2
+        write_outputs([('--output-urdf', args.output_urdf, found.urdf),
+                       ('--output-params', args.output_params, found.params_yaml)], inputs)
+    except OutputError as exc:
+        return _fail('identify', exc)
     print(f'\nwrote {args.output_urdf} and {args.output_params}')
     return 0
 
@@ -342,14 +341,20 @@ def build_parser():
     exc.add_argument('urdf', help='URDF file path')
     exc.add_argument('--base', default=None, help='base link (default: URDF root)')
     exc.add_argument('--tip', default=None, help='tip link (default: end of the movable chain)')
-    exc.add_argument('--duration', type=float, required=True, help='period, s')
-    exc.add_argument('--harmonics', type=int, default=5, help='Fourier harmonics (default 5)')
+    exc.add_argument('--duration', type=float, required=True, help='period, s (1 to 600)')
+    exc.add_argument('--harmonics', type=int, default=5,
+                     help='Fourier harmonics (2 to 20, default 5)')
     exc.add_argument('--margin', type=float, default=0.1,
-                     help='fraction of each joint range kept free at both ends (default 0.1)')
-    exc.add_argument('--starts', type=int, default=4, help='optimiser starts (default 4)')
+                     help='fraction of each joint range kept free at both ends (0 to 0.45, '
+                     'default 0.1)')
+    exc.add_argument('--starts', type=int, default=4,
+                     help='optimiser starts (1 to 50, default 4)')
     exc.add_argument('--iterations', type=int, default=400,
-                     help='optimiser iterations per start (default 400)')
+                     help='optimiser iterations per start (1 to 20000, default 400)')
     exc.add_argument('--seed', type=int, default=0)
+    exc.add_argument('--max-condition', type=float, default=1e3, metavar='C',
+                     help='refuse (write nothing) when the best condition number found is '
+                     'over C (default 1e3)')
     exc.add_argument('--saturation-error', type=float, default=SATURATION_ERROR,
                      metavar='RAD', help='position error at which the joint PD the '
                      'excitation is played under reaches the effort limit: kp = '
@@ -387,10 +392,27 @@ def build_parser():
 
 
 def main(argv=None):
-    """Console-script entry point."""
+    """Console-script entry point; return the exit status.
+
+    0 done; 2 bad arguments or input, an output refused or not written (nothing changed),
+    or a missing optional package (one line naming the pip extra). A closed stdout (e.g.
+    ``| head``) ends the command quietly. NumPy's and SciPy's own warnings are not shown:
+    every failure they would announce is checked and reported in the command's words.
+    """
+    import warnings
     args = build_parser().parse_args(argv)
     np.set_printoptions(suppress=True)
-    return args.func(args)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore', RuntimeWarning)
+            return args.func(args)
+    except MissingDependencyError as exc:
+        return _fail(args.command, exc)
+    except BrokenPipeError:
+        # the reader went away: say nothing more (also not at exit, when Python flushes)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
 
 
 if __name__ == '__main__':

@@ -133,7 +133,14 @@ def main(argv=None):
             raise DemoError('--identify needs the simulated arm (--arm sim)', EXIT_USAGE)
         setup = Setup(args)
         output = pathlib.Path(args.output)
-        output.mkdir(parents=True, exist_ok=True)
+        if output.exists() and not output.is_dir():
+            raise DemoError(f'--output {output} is not a folder: the demo writes several '
+                            'files and bags into one', EXIT_USAGE)
+        try:
+            output.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise DemoError(f'cannot make the folder --output {output}: '
+                            f'{exc.strerror or exc}', EXIT_USAGE) from None
         log(f'robot {setup.robot}: {setup.urdf_path}')
         if setup.is_lee_experiment and is_lee_default(args):
             log("Lee et al.'s PUMA experiment (001 section 5): 3 s quintic, 0.01 s sampling, "

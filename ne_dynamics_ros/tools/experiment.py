@@ -43,6 +43,7 @@ the same ROS domain; 3 no joint states from the arm (or they stopped);
 4 no commands from the controller; 5 a node raised an exception while running.
 """
 import csv
+import io
 import json
 import math
 import os
@@ -545,17 +546,38 @@ def analyse(setup, run):
     }
 
 
+def _write(path, content, setup):
+    """Write one output with the tools' writer (atomic; never a device or an input)."""
+    from ne_dynamics_ros.tools.files import OutputError, write_outputs
+    try:
+        write_outputs([(path, content)], [setup.urdf_path, setup.params_file])
+    except OutputError as exc:
+        raise DemoError(str(exc), EXIT_USAGE) from exc
+
+
+def _save_figure(fig, path, setup, dpi):
+    """Render ``fig`` as PNG and write it with :func:`_write`; close it."""
+    import matplotlib.pyplot as plt
+    buffer = io.BytesIO()
+    try:
+        fig.savefig(buffer, format='png', dpi=dpi)
+    finally:
+        plt.close(fig)
+    _write(path, buffer.getvalue(), setup)
+
+
 def write_csv(path, setup, result):
     """Write ``log.csv``: t, then q_d, q, e = q_d - q and tau for every joint."""
     names = setup.joint_names
     header = (['t_s'] + [f'q_d_{j}' for j in names] + [f'q_{j}' for j in names]
               + [f'e_{j}' for j in names] + [f'tau_{j}' for j in names])
-    with open(path, 'w', newline='', encoding='utf-8') as stream:
-        writer = csv.writer(stream)
-        writer.writerow(header)
-        for k, t in enumerate(result['t']):
-            row = [t, *result['q_d'][k], *result['q'][k], *result['e'][k], *result['tau'][k]]
-            writer.writerow([f'{v:.9g}' for v in row])
+    stream = io.StringIO(newline='')
+    writer = csv.writer(stream)
+    writer.writerow(header)
+    for k, t in enumerate(result['t']):
+        row = [t, *result['q_d'][k], *result['q'][k], *result['e'][k], *result['tau'][k]]
+        writer.writerow([f'{v:.9g}' for v in row])
+    _write(path, stream.getvalue(), setup)
 
 
 def write_summary(path, setup, run, result, wall_time, identified=None):
@@ -615,9 +637,7 @@ def write_summary(path, setup, run, result, wall_time, identified=None):
     }
     if identified is not None:
         summary['identified'] = identified
-    with open(path, 'w', encoding='utf-8') as stream:
-        json.dump(summary, stream, indent=2)
-        stream.write('\n')
+    _write(path, json.dumps(summary, indent=2) + '\n', setup)
     return summary
 
 
@@ -664,8 +684,7 @@ def plot(path, setup, result):
                  f'Kp={args.kp:g}, Kv={args.kd:g}, payload {args.payload:g} kg '
                  f'(shaded: {args.duration:g} s {args.profile} motion)', fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _save_figure(fig, path, setup, dpi=110)
 
 
 def plot_comparison(path, setup, results):
@@ -697,8 +716,7 @@ def plot_comparison(path, setup, results):
                  'nominal URDF (left) and with the model identified from a recording (right)'
                  + ('; dashed: 4.26e-4 rad' if setup.bound is not None else ''), fontsize=9)
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    _save_figure(fig, path, setup, dpi=100)
 
 
 def write_run_bag(path, setup, run):
@@ -711,7 +729,10 @@ def write_run_bag(path, setup, run):
     import shutil
     from ne_dynamics_ros.identification.recording import write_bag
     stamps = np.array(sorted(run.states))
-    if path.exists():
+    if path.exists() or path.is_symlink():
+        if path.is_symlink() or not (path / 'metadata.yaml').is_file():
+            raise DemoError(f'{path} exists and is not a bag of an earlier run: the demo '
+                            'does not replace it (give another --output)', EXIT_USAGE)
         shutil.rmtree(path)      # the demo's own output of an earlier run
     rows = [run.states[s] for s in stamps]
     tracked = np.array([s for s in sorted(run.tracking)
@@ -765,14 +786,15 @@ def identify_and_rerun(args, output):
     """
     import yaml
     from ne_dynamics_ros import load_model
+    from ne_dynamics_ros.dynamics.urdf_import import read_urdf_text
     from ne_dynamics_ros.errors import IdentificationError, ModelError, RecordingError
-    from ne_dynamics_ros.identification.consistency import consistent_parameters
-    from ne_dynamics_ros.identification.estimation import identify
     from ne_dynamics_ros.identification.excitation import design_excitation, excitation_gains
+    from ne_dynamics_ros.identification.pipeline import identify_model
     from ne_dynamics_ros.identification.recording import read_bag
-    from ne_dynamics_ros.identification.urdf_writer import identified_urdf, parameters_yaml
+    from ne_dynamics_ros.tools.files import OutputError, write_outputs
     nominal = Setup(args)
-    model = load_model(str(nominal.urdf_path), armature=nominal.armature)
+    urdf_text = read_urdf_text(str(nominal.urdf_path))
+    model = load_model(urdf_text, armature=nominal.armature)
     log(f'identification: optimising a {args.excitation_duration:g} s excitation trajectory')
     try:
         kp, kd = excitation_gains(model)
@@ -782,7 +804,13 @@ def identify_and_rerun(args, output):
                                               starts=1, iterations=150)
     excitation = excitation.with_gains(kp, kd)
     excitation_file = output / 'excitation.yaml'
-    excitation_file.write_text(yaml.safe_dump(excitation.to_dict(), sort_keys=False))
+    urdf_path, params = output / 'identified.urdf', output / 'identified.yaml'
+    inputs = [nominal.urdf_path, nominal.params_file]
+    try:
+        write_outputs([(excitation_file, yaml.safe_dump(excitation.to_dict(), sort_keys=False))],
+                      inputs)
+    except OutputError as exc:
+        raise DemoError(str(exc), EXIT_USAGE) from exc
     log(f'identification: condition number {condition:.2f}; playing it on the arm '
         f'(payload {args.payload:g} kg) under the nominal feedforward + joint PD, kp '
         f'{np.round(kp, 3).tolist()} N m/rad, kd {np.round(kd, 3).tolist()} N m s/rad')
@@ -795,21 +823,18 @@ def identify_and_rerun(args, output):
     try:
         recording = read_bag(bag, model.joint_names, progress=False)
         # each state carries the effort held over the sample before it (ros2_control's
-        # read-update-write): half a sample behind the state's central differences
-        found = identify(model, recording, effort_delay=0.5 / args.rate)
-        for warning in found.warnings:
-            log(f'identification: warning: {warning}')
-        consistent = consistent_parameters(found.grouping, found.beta,
-                                           model.standard_parameters(), found.std)
-        urdf_text = identified_urdf(nominal.urdf_path.read_text(), model,
-                                    consistent.parameters)
-    except (ModelError, RecordingError, IdentificationError) as exc:
+        # read-update-write): half a sample behind the state's central differences;
+        # the same pipeline as ne-dynamics identify
+        identified = identify_model(urdf_text, model, recording, effort_delay=0.5 / args.rate,
+                                    header=f'identified from {bag}')
+        write_outputs([(urdf_path, identified.urdf), (params, identified.params_yaml)],
+                      inputs)
+    except (ModelError, RecordingError, IdentificationError, OutputError) as exc:
         raise DemoError(f'identification failed: {exc}', EXIT_CRASH) from exc
-    urdf_path = output / 'identified.urdf'
-    urdf_path.write_text(urdf_text)
-    params = output / 'identified.yaml'
-    params.write_text(parameters_yaml(model, consistent.parameters, f'identified from {bag}'))
-    values = yaml.safe_load(params.read_text())['/**']['ros__parameters']
+    found, values = identified.result, identified.values
+    consistent = identified.consistent
+    for warning in found.warnings:
+        log(f'identification: warning: {warning}')
     print_drive_table(nominal, model, found, values)
     relative = found.residual_rms / found.effort_rms
     log('identification: effort residual, % of RMS per joint: nominal '

@@ -1,0 +1,130 @@
+"""The identify pipeline: recording in, an identified URDF and parameter YAML out.
+
+One function shared by ``ne-dynamics identify`` and ``ne-dynamics-demo --identify``:
+:func:`identify_model` takes the nominal URDF text, its model and a recording, and runs
+:func:`~ne_dynamics_ros.identification.estimation.identify` (base and drive parameters,
+stiction band, the warnings naming joints that did not follow),
+:func:`~ne_dynamics_ros.identification.consistency.consistent_parameters` (the closest
+physical model) and the writers (:func:`~ne_dynamics_ros.identification.urdf_writer.
+identified_urdf`, :func:`~ne_dynamics_ros.identification.urdf_writer.parameters_yaml`).
+Nothing is written to disk here: the caller writes both texts together (the tools'
+output writer, :mod:`ne_dynamics_ros.tools.files`).
+"""
+from dataclasses import dataclass
+import math
+import re
+
+import numpy as np
+
+from ne_dynamics_ros.errors import IdentificationError, require
+from ne_dynamics_ros.identification.estimation import Identification, identify, STICTION_BAND
+from ne_dynamics_ros.identification.recording import drop_jumps
+
+#: ``--effort-delay`` must stay under this fraction of the recording's duration.
+MAX_DELAY_FRACTION = 0.1
+
+
+@dataclass(frozen=True)
+class IdentifiedModel:
+    """What :func:`identify_model` returns.
+
+    Attributes:
+        result: the least-squares :class:`~ne_dynamics_ros.identification.estimation.
+            Identification` (values, deviations, residuals, warnings).
+        consistent: the physically consistent standard parameters
+            (:class:`~ne_dynamics_ros.identification.consistency.ConsistentParameters`).
+        urdf: the identified URDF text (UTF-8, declared so).
+        params_yaml: the parameter YAML text for both nodes.
+        values: its ``ros__parameters`` as plain values (``armature``, ``damping``,
+            ``friction`` lists, ``friction_compensation``).
+    """
+
+    result: Identification
+    consistent: object
+    urdf: str
+    params_yaml: str
+    values: dict
+
+
+def check_effort_delay(effort_delay, recording):
+    """Validate ``--effort-delay``: finite, >= 0, under a tenth of the recording, in s.
+
+    Raises:
+        IdentificationError: naming the value and the bound.
+    """
+    duration = float(recording.t[-1] - recording.t[0])
+    if not (isinstance(effort_delay, (int, float)) and math.isfinite(effort_delay)
+            and effort_delay >= 0):
+        raise IdentificationError(f'effort delay must be a finite time >= 0 s, got '
+                                  f'{effort_delay!r}')
+    if effort_delay >= MAX_DELAY_FRACTION * duration:
+        raise IdentificationError(
+            f'effort delay {effort_delay:g} s is not under a tenth of the {duration:.3g} s '
+            'recording: the efforts would be matched to other states (it is half a sample '
+            'for ros2_control, e.g. 0.001 s at 500 Hz)')
+
+
+def utf8_declared(text):
+    """Return URDF ``text`` with its XML declaration (if any) saying UTF-8.
+
+    The text was decoded as its declaration said (:func:`~ne_dynamics_ros.dynamics.
+    urdf_import.read_urdf_text`); it is written back as UTF-8, so a latin-1 declaration
+    would misname the written file.
+    """
+    return re.sub(r'(\A\s*<\?xml[^>]*encoding\s*=\s*["\'])[A-Za-z0-9._-]+', r'\g<1>UTF-8',
+                  text.lstrip('\ufeff'), count=1)
+
+
+def identify_model(urdf_text, model, recording, cutoff=None, effort_delay=0.0,
+                   stiction_band=STICTION_BAND, header=''):
+    """Identify ``model``'s arm from ``recording``; return the texts to write.
+
+    Args:
+        urdf_text: the nominal URDF, as read (:func:`~ne_dynamics_ros.dynamics.
+            urdf_import.read_urdf_text`); the identified one is this text with the
+            inertials and joint dynamics changed.
+        model: the nominal :class:`~ne_dynamics_ros.dynamics.model.RobotModel` loaded
+            from it.
+        recording: :class:`~ne_dynamics_ros.identification.recording.JointRecording`.
+        cutoff, stiction_band: as for :func:`~ne_dynamics_ros.identification.
+            estimation.identify`.
+        effort_delay: s, checked by :func:`check_effort_delay`.
+        header: comment lines at the top of the YAML (where it came from).
+
+    Returns:
+        :class:`IdentifiedModel`.
+
+    Samples whose position jumps beyond the velocity limit are dropped first
+    (:func:`~ne_dynamics_ros.identification.recording.drop_jumps`; the first warning of
+    the result counts them).
+
+    Raises:
+        RecordingError: more than 1 % of the samples jump.
+        IdentificationError: from the checks, the estimation or the consistency step.
+        MissingDependencyError: cvxpy or SciPy is not installed (one line naming the pip
+            extra).
+    """
+    from ne_dynamics_ros.identification.consistency import consistent_parameters
+    from ne_dynamics_ros.identification.urdf_writer import identified_urdf, parameters_yaml
+    yaml = require('yaml', 'the parameter YAML of ne-dynamics identify')
+    check_effort_delay(effort_delay, recording)
+    clean = drop_jumps(recording, model.velocity_limits, model.joint_names)
+    with np.errstate(all='ignore'):     # no raw NumPy warning: failures are checked below
+        result = identify(model, clean, cutoff=cutoff, effort_delay=effort_delay,
+                          stiction_band=stiction_band)
+    result.warnings[:0] = list(clean.notes[len(recording.notes):])
+    if not (np.all(np.isfinite(result.beta)) and np.any(result.effort_rms > 0)):
+        raise IdentificationError(f'{recording.source}: the efforts are all zero or the fit '
+                                  'is not finite: does the recording carry the measured '
+                                  'efforts (joint_state_broadcaster with an effort state '
+                                  'interface)?')
+    consistent = consistent_parameters(result.grouping, result.beta,
+                                       model.standard_parameters(), result.std)
+    urdf = identified_urdf(utf8_declared(urdf_text), model, consistent.parameters)
+    text = parameters_yaml(model, consistent.parameters, header)
+    values = yaml.safe_load(text)['/**']['ros__parameters']
+    return IdentifiedModel(result, consistent, urdf, text, values)
+
+
+__all__ = ['check_effort_delay', 'identify_model', 'IdentifiedModel', 'MAX_DELAY_FRACTION',
+           'utf8_declared']
