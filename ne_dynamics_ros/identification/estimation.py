@@ -48,6 +48,8 @@ EXCITATION_FRACTION = 0.02
 #: A joint whose tracking-error RMS exceeds this fraction of its excitation's RMS did not
 #: follow its excitation (:func:`following_warnings`).
 FOLLOWING_FRACTION = 0.1
+#: Samples of the regressor computed and filtered at once (memory: about 20 000 n p 24 B).
+BLOCK_SAMPLES = 20000
 #: Default stiction band, rad/s (m/s): a joint's rows with a slower filtered velocity are
 #: left out of the fit (:func:`stiction_mask`).
 STICTION_BAND = 0.1
@@ -117,10 +119,30 @@ def _signal():
     return require('scipy.signal', 'identification (ne-dynamics identify)')
 
 
-def _lowpass(x, cutoff, rate, axis=0):
+def _lowpass(x, cutoff, rate):
+    """Zero-phase low-pass of the (N, n) ``x`` along time, one column at a time.
+
+    Column by column, so that the filter's temporaries are (N,) and not (N, n).
+    """
     butter, sosfiltfilt = _signal().butter, _signal().sosfiltfilt
     sos = butter(4, cutoff, fs=rate, output='sos')
-    return sosfiltfilt(sos, x, axis=axis)
+    out = np.empty(x.shape)
+    for j in range(x.shape[1]):
+        out[:, j] = sosfiltfilt(sos, x[:, j])
+    return out
+
+
+def _gradient(x, t):
+    """Central differences of the (N, n) ``x`` over the times ``t``, one column at a time."""
+    out = np.empty(x.shape)
+    for j in range(x.shape[1]):
+        out[:, j] = np.gradient(x[:, j], t)
+    return out
+
+
+def _mean_square(x):
+    """Return the (n,) mean of the squares of the (N, n) ``x`` without an (N, n) temporary."""
+    return np.einsum('ij,ij->j', x, x) / max(1, x.shape[0])
 
 
 def filtered_states(recording, cutoff):
@@ -130,8 +152,8 @@ def filtered_states(recording, cutoff):
     if recording.qd is not None:
         qd = _lowpass(recording.qd, cutoff, rate)
     else:
-        qd = np.gradient(q, recording.t, axis=0)
-    qdd = np.gradient(qd, recording.t, axis=0)
+        qd = _gradient(q, recording.t)
+    qdd = _gradient(qd, recording.t)
     return q, qd, qdd
 
 
@@ -156,9 +178,24 @@ def aligned_efforts(recording, effort_delay):
     tau = recording.effort
     if effort_delay:
         shifted = recording.t + float(effort_delay)
-        tau = np.column_stack([np.interp(shifted, recording.t, tau[:, j])
-                               for j in range(tau.shape[1])])
+        out = np.empty(tau.shape)
+        for j in range(tau.shape[1]):
+            out[:, j] = np.interp(shifted, recording.t, tau[:, j])
+        tau = out
     return tau
+
+
+def _decimation_filter(cutoff, rate, r):
+    """The parallel-decimation low-pass (second-order sections), or None when r == 1."""
+    if r <= 1:
+        return None
+    return _signal().butter(4, min(cutoff, 0.8 * rate / (2 * r)), fs=rate, output='sos')
+
+
+def decimation_index(N, r):
+    """Return the kept sample indices: every r-th, away from the filter start-up at both ends."""
+    edge = max(1, int(0.02 * N))
+    return np.arange(edge, N - edge, r)
 
 
 def decimate(W, tau, cutoff, rate, r):
@@ -167,31 +204,125 @@ def decimate(W, tau, cutoff, rate, r):
     The same zero-phase low-pass (cutoff at most 0.8 of the new Nyquist frequency) goes
     over the regressor and the efforts, then every ``r``-th sample is kept, away from the
     filter's start-up at both ends. Returns (the kept sample indices, the filtered W and
-    tau at them: (m, n, p) and (m, n)).
+    tau at them: (m, n, p) and (m, n)). Whole arrays; :func:`identify` runs the same steps
+    block by block (:func:`decimated_blocks`).
     """
-    butter, sosfiltfilt = _signal().butter, _signal().sosfiltfilt
-    N = W.shape[0]
-    if r > 1:
-        sos = butter(4, min(cutoff, 0.8 * rate / (2 * r)), fs=rate, output='sos')
-        W = sosfiltfilt(sos, W, axis=0)
-        tau = sosfiltfilt(sos, tau, axis=0)
-    edge = max(1, int(0.02 * N))                 # filter start-up at both ends
-    index = np.arange(edge, N - edge, r)
+    sos = _decimation_filter(cutoff, rate, r)
+    if sos is not None:
+        W = _signal().sosfiltfilt(sos, W, axis=0)
+        tau = _signal().sosfiltfilt(sos, tau, axis=0)
+    index = decimation_index(W.shape[0], r)
     return index, W[index], tau[index]
 
 
-def unexcited_parameters(model, qd, A, kept):
+def decimated_blocks(model, q, qd, qdd, tau, columns, cutoff, rate, r, block=BLOCK_SAMPLES):
+    """Yield the decimated regressor block by block: memory bounded by ``block``, not N.
+
+    The regressor of each block of about ``block`` samples is computed with a margin of
+    ``pad`` samples on both sides, filtered with the parallel-decimation low-pass
+    (:func:`decimate`) and sampled at the block's kept indices. The margin is 25 time
+    constants of the filter, so each kept sample is the whole-recording filter's value to
+    about 1e-10 of the signal (the filter's memory decays as exp(-t / 0.04 s) at 10 Hz).
+
+    Args:
+        model: the model (its regressor).
+        q, qd, qdd: (N, n) filtered states; tau: (N, n) efforts at the states' times.
+        columns: kept columns of the full regressor.
+        cutoff, rate, r: low-pass cutoff (Hz), sample rate (Hz), decimation factor.
+        block: samples per block (the memory: about ``block * n * p * 24`` bytes).
+
+    Yields:
+        (index (m,), W (m, n, p), tau (m, n), qd (m, n)) at the kept samples.
+    """
+    N = q.shape[0]
+    index = decimation_index(N, r)
+    sos = _decimation_filter(cutoff, rate, r)
+    pad = 0 if sos is None else int(math.ceil(25 * rate / (2 * math.pi * min(
+        cutoff, 0.8 * rate / (2 * r)) * 0.38)))
+    per_block = max(1, block // max(r, 1))
+    sosfiltfilt = _signal().sosfiltfilt
+    for start in range(0, index.size, per_block):
+        kept = index[start:start + per_block]
+        lo, hi = max(0, int(kept[0]) - pad), min(N, int(kept[-1]) + pad + 1)
+        W = regress(model, q[lo:hi], qd[lo:hi], qdd[lo:hi], columns)
+        T = tau[lo:hi]
+        if sos is not None:
+            W = sosfiltfilt(sos, W, axis=0)
+            T = sosfiltfilt(sos, T, axis=0)
+        yield kept, W[kept - lo], T[kept - lo], qd[kept]
+
+
+class NormalEquations:
+    """Each joint's least-squares sums, accumulated block by block (bounded memory).
+
+    For joint j over the rows added: ``AtA[j] = A_jᵀ A_j`` (p, p), ``Aty[j] = A_jᵀ y_j``,
+    ``yty[j] = y_jᵀ y_j`` and ``rows[j]``. The fit, the weights, the residuals and the
+    column norms all follow from these sums, so a 2-million-sample recording needs the
+    memory of one block of its regressor, not of all of it (which would be (N, n, p)
+    float64: 5 GB for 2 million samples of a 6-joint arm).
+    """
+
+    def __init__(self, n, p):
+        self.AtA = np.zeros((n, p, p))
+        self.Aty = np.zeros((n, p))
+        self.yty = np.zeros(n)
+        self.rows = np.zeros(n, dtype=np.int64)
+
+    def add(self, W, tau, mask=None):
+        """Add rows: ``W`` (m, n, p), ``tau`` (m, n), ``mask`` (m, n) rows to use (None: all)."""
+        for j in range(W.shape[1]):
+            A, y = W[:, j, :], tau[:, j]
+            if mask is not None:
+                A, y = A[mask[:, j]], y[mask[:, j]]
+            self.AtA[j] += A.T @ A
+            self.Aty[j] += A.T @ y
+            self.yty[j] += y @ y
+            self.rows[j] += y.size
+
+    def shifted(self, beta0):
+        """Return the sums of the problem ``y - A beta0`` (a copy)."""
+        out = NormalEquations(*self.Aty.shape)
+        out.AtA = self.AtA.copy()
+        out.rows = self.rows.copy()
+        AtA_b = self.AtA @ beta0
+        out.Aty = self.Aty - AtA_b
+        out.yty = self.yty - 2.0 * self.Aty @ beta0 + AtA_b @ beta0
+        return out
+
+    def columns(self, keep):
+        """Return the sums restricted to the columns ``keep`` (indices)."""
+        out = NormalEquations(len(self.yty), len(keep))
+        out.AtA = self.AtA[:, keep][:, :, keep]
+        out.Aty = self.Aty[:, keep]
+        out.yty = self.yty.copy()
+        out.rows = self.rows.copy()
+        return out
+
+    def rss(self, beta):
+        """Return each joint's residual sum of squares with ``beta``: (n,), >= 0."""
+        quadratic = np.einsum('p,jpq,q->j', beta, self.AtA, beta)
+        value = self.yty - 2.0 * self.Aty @ beta + quadratic
+        return np.maximum(value, 0.0)
+
+    def column_norms(self):
+        """Return the norm of every column of the stacked A: (p,)."""
+        return np.sqrt(np.maximum(np.einsum('jpp->p', self.AtA), 0.0))
+
+
+def unexcited_parameters(model, qd, norms, kept):
     """Which joints the recording hardly moves, and which parameters it leaves undetermined.
 
     A joint is unexcited when its velocity RMS is under ``EXCITATION_FRACTION`` of its
     limit. A parameter is not identified (kept at its nominal value) when its column of
-    ``A`` (m n, p) is zero, or when it is an Ia, Fv, Fc of an unexcited joint (its column
-    holds only noise). Returns (the joints' (n,) still mask, the parameters' (p,) dead mask).
+    the stacked identification matrix is zero (``norms``: (p,) column norms,
+    :meth:`NormalEquations.column_norms`), or when it is an Ia, Fv, Fc of an unexcited
+    joint (its column holds only noise). Returns (the joints' (n,) still mask, the
+    parameters' (p,) dead mask).
     """
     vlimit = np.where(np.isfinite(model.velocity_limits), model.velocity_limits, 1.0)
-    speed = np.sqrt((qd ** 2).mean(axis=0))
+    speed = np.sqrt(_mean_square(qd))
     still = speed < EXCITATION_FRACTION * vlimit
-    norms = np.linalg.norm(A, axis=0)
+    norms = np.asarray(norms, dtype=float)
     dead = norms <= 1e-9 * max(float(norms.max()), 1e-300)
     for i, k in enumerate(kept):
         if k % PER_JOINT >= 10 and still[k // PER_JOINT]:
@@ -230,9 +361,10 @@ def following_warnings(model, recording, qd=None):
     """
     vlimit = np.where(np.isfinite(model.velocity_limits), model.velocity_limits, 1.0)
     if qd is None:
-        qd = recording.qd if recording.qd is not None else np.gradient(
-            recording.q, recording.t, axis=0)
-    speed = np.sqrt((qd ** 2).mean(axis=0))
+        qd = recording.qd
+        if qd is None:
+            qd = _gradient(recording.q, recording.t)
+    speed = np.sqrt(_mean_square(qd))
     still = speed < EXCITATION_FRACTION * vlimit
     ratio = np.zeros(model.n)
     if recording.tracking_error is not None and len(recording.tracking_error[0]) > 1:
@@ -263,46 +395,56 @@ def following_warnings(model, recording, qd=None):
     return still, warnings
 
 
-def fit(A, y, n, weighted=True, mask=None):
-    """Step 3: ordinary, then weighted least squares, with the parameters' deviations.
+def fit_normal(equations, weighted=True):
+    """Step 3 on accumulated sums: ordinary, then weighted least squares, and deviations.
 
-    ``A``: (m n, p') rows of m samples of n joints; ``y``: (m n,) efforts; ``mask``: (m, n)
-    rows to use (None: all; the others are zeroed, so they weigh nothing). Weighted: each
+    ``equations``: :class:`NormalEquations` of the rows to fit (p' columns). Weighted: each
     joint's rows divided by its residual standard deviation of the first fit. Returns
     (beta (p',), std (p',) from ``σ² (AᵀA)⁻¹``, the condition number of A with unit-norm
-    columns).
+    columns, from the eigenvalues of the normalised ``AᵀA``).
 
     Raises:
-        IdentificationError: A is singular (condition above 1e12): the motion does not
-            excite the parameters.
+        IdentificationError: A is singular (condition above 1e8, where ``AᵀA`` holds
+            nothing but rounding): the motion does not excite the parameters.
     """
-    rows = A.shape[0] // n
-    used = np.ones((rows, n), dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
-    if mask is not None:
-        keep = used.reshape(-1).astype(float)
-        A, y = A * keep[:, None], y * keep
-    norms = np.linalg.norm(A, axis=0)
+    n, p = equations.Aty.shape
+    M = equations.AtA.sum(axis=0)
+    b = equations.Aty.sum(axis=0)
+    norms = np.sqrt(np.maximum(np.diag(M), 0.0))
     norms = np.where(norms > 0, norms, 1.0)
-    sv = np.linalg.svd(A / norms, compute_uv=False)
-    condition = float(sv[0] / sv[-1]) if sv[-1] > 0 else math.inf
-    if not math.isfinite(condition) or condition > 1e12:
+    eig = np.linalg.eigvalsh(M / np.outer(norms, norms))
+    condition = (math.sqrt(float(eig[-1] / eig[0])) if eig[0] > 0 and np.all(np.isfinite(eig))
+                 else math.inf)
+    if not math.isfinite(condition) or condition > 1e8:
         raise IdentificationError(f'the identification matrix is singular (condition '
                                   f'{condition:.3g}): the motion does not excite the '
                                   'parameters; record an excitation trajectory')
-    p = A.shape[1]
-    beta = np.linalg.lstsq(A, y, rcond=None)[0]
-    dof = np.maximum(1, used.sum(axis=0) - int(math.ceil(p / n)))
+    beta = np.linalg.solve(M, b)
+    dof = np.maximum(1, equations.rows - int(math.ceil(p / n)))
+    weights = np.ones(n)
     if weighted:
-        residual = (y - A @ beta).reshape(rows, n)
-        sigma = np.sqrt((residual ** 2).sum(axis=0) / dof)
-        sigma = np.where(sigma > 0, sigma, max(float(sigma.max()), 1e-12))
-        weights = np.tile(1.0 / sigma, rows)
-        A, y = A * weights[:, None], y * weights
-        beta = np.linalg.lstsq(A, y, rcond=None)[0]
-    rw = y - A @ beta
-    variance = float(rw @ rw) / max(1, int(used.sum()) - p)
-    covariance = variance * np.linalg.pinv(A.T @ A)
+        sigma2 = equations.rss(beta) / dof
+        sigma2 = np.where(sigma2 > 0, sigma2, max(float(sigma2.max()), 1e-24))
+        weights = 1.0 / sigma2
+        M = np.einsum('j,jpq->pq', weights, equations.AtA)
+        beta = np.linalg.solve(M, weights @ equations.Aty)
+    rw = float(weights @ equations.rss(beta))
+    variance = rw / max(1, int(equations.rows.sum()) - p)
+    covariance = variance * np.linalg.pinv(M)
     return beta, np.sqrt(np.clip(np.diag(covariance), 0.0, None)), condition
+
+
+def fit(A, y, n, weighted=True, mask=None):
+    """Step 3 on a dense matrix: :func:`fit_normal` of its rows.
+
+    ``A``: (m n, p') rows of m samples of n joints; ``y``: (m n,) efforts; ``mask``: (m, n)
+    rows to use (None: all). Returns and raises as :func:`fit_normal`.
+    """
+    rows = A.shape[0] // n
+    equations = NormalEquations(n, A.shape[1])
+    equations.add(A.reshape(rows, n, -1), np.asarray(y).reshape(rows, n),
+                  None if mask is None else np.asarray(mask, dtype=bool))
+    return fit_normal(equations, weighted)
 
 
 def effort_residuals(A, tau, beta, nominal):
@@ -311,12 +453,20 @@ def effort_residuals(A, tau, beta, nominal):
     ``A``: (m n, p); ``tau``: (m, n). Returns (residual_rms, nominal_rms, effort_rms).
     """
     rows, n = tau.shape
-    residual_rms = np.sqrt(((tau - (A @ beta).reshape(rows, n)) ** 2).mean(axis=0))
-    nominal_rms = np.sqrt(((tau - (A @ nominal).reshape(rows, n)) ** 2).mean(axis=0))
-    return residual_rms, nominal_rms, np.sqrt((tau ** 2).mean(axis=0))
+    equations = NormalEquations(n, A.shape[1])
+    equations.add(A.reshape(rows, n, -1), tau)
+    return residuals_from(equations, beta, nominal)
 
 
-def identify(model, recording, cutoff=None, decimation=None, weighted=True, chunk=4096,
+def residuals_from(equations, beta, nominal):
+    """:func:`effort_residuals` from accumulated sums (all rows, no mask)."""
+    rows = np.maximum(equations.rows, 1)
+    return (np.sqrt(equations.rss(beta) / rows), np.sqrt(equations.rss(nominal) / rows),
+            np.sqrt(np.maximum(equations.yty, 0.0) / rows))
+
+
+def identify(model, recording, cutoff=None, decimation=None, weighted=True,
+             chunk=BLOCK_SAMPLES,
              effort_delay=0.0, stiction_band=STICTION_BAND):
     """Identify the base and drive parameters of ``model``'s chain from ``recording``.
 
@@ -333,7 +483,8 @@ def identify(model, recording, cutoff=None, decimation=None, weighted=True, chun
         decimation: keep every r-th sample after the parallel low-pass (default: the
             largest r with rate / r >= 4 cutoff).
         weighted: weighted least squares (each joint by its residual deviation).
-        chunk: states per regressor block (bounds memory).
+        chunk: samples per regressor block (bounds the memory: the regressor is never
+            held for the whole recording, :func:`decimated_blocks`).
         effort_delay: s by which the recorded effort lags the recorded state (e.g. half a
             sample when each message carries the effort held over the sample before it, as
             ros2_control's read-update-write cycle reports it); the effort is taken at
@@ -364,26 +515,31 @@ def identify(model, recording, cutoff=None, decimation=None, weighted=True, chun
     kept, names, G = identifiable_grouping(model)
     p = kept.size
     q, qd, qdd = filtered_states(recording, cutoff)                      # step 1
-    W = regress(model, q, qd, qdd, kept, chunk)                          # step 2
-    index, W, tau = decimate(W, aligned_efforts(recording, effort_delay), cutoff, rate, r)
-    if index.size * n < 2 * p:
-        raise IdentificationError(f'{index.size} samples after decimation by {r}: too few '
+    tau = aligned_efforts(recording, effort_delay)
+    samples = decimation_index(q.shape[0], r).size
+    if samples * n < 2 * p:
+        raise IdentificationError(f'{samples} samples after decimation by {r}: too few '
                                   f'for {p} parameters')
-    A_all = W.reshape(-1, p)
+    every = NormalEquations(n, p)        # all rows: column norms, residuals
+    outside = NormalEquations(n, p)      # the rows outside the stiction band: the fit
+    for _, W, T, qd_kept in decimated_blocks(model, q, qd, qdd, tau, kept, cutoff, rate,
+                                             r, chunk):                  # step 2
+        every.add(W, T)
+        outside.add(W, T, stiction_mask(qd_kept, stiction_band))
     nominal = G @ model.standard_parameters()
-    _, dead = unexcited_parameters(model, qd, A_all, kept)
+    _, dead = unexcited_parameters(model, qd, every.column_norms(), kept)
     live = np.flatnonzero(~dead)
     if live.size == 0:
         raise IdentificationError('the recording excites no parameter: did the arm move?')
     # parameters the recording does not excite keep their nominal values
-    y = tau.reshape(-1) - A_all[:, dead] @ nominal[dead]
-    mask = stiction_mask(qd[index], stiction_band)
-    fitted, fitted_std, condition = fit(A_all[:, live], y, n, weighted, mask)  # step 3
+    fixed = np.where(dead, nominal, 0.0)
+    fitted, fitted_std, condition = fit_normal(outside.shifted(fixed).columns(live),
+                                               weighted)                 # step 3
     beta = nominal.copy()
     beta[live] = fitted
     std = np.full(p, np.nan)                  # nan: not identified (kept nominal)
     std[live] = fitted_std
-    residual_rms, nominal_rms, effort_rms = effort_residuals(A_all, tau, beta, nominal)
+    residual_rms, nominal_rms, effort_rms = residuals_from(every, beta, nominal)
     still, warnings = following_warnings(model, recording, qd)
     unexcited = [name for name, s in zip(model.joint_names, still) if s]
     if np.any(dead):
@@ -393,10 +549,12 @@ def identify(model, recording, cutoff=None, decimation=None, weighted=True, chun
         warnings.append(f'the recording does not excite {fixed} (joints {joints}): they keep '
                         'their nominal values')
     return Identification(tuple(model.joint_names), names, G, beta, std, nominal, condition,
-                          residual_rms, nominal_rms, effort_rms, int(index.size), rate / r,
+                          residual_rms, nominal_rms, effort_rms, int(samples), rate / r,
                           cutoff, unexcited, warnings)
 
 
-__all__ = ['aligned_efforts', 'decimate', 'effort_residuals', 'filtered_states', 'fit',
+__all__ = ['aligned_efforts', 'decimate', 'decimated_blocks', 'decimation_index',
+           'fit_normal', 'NormalEquations', 'residuals_from', 'effort_residuals',
+           'filtered_states', 'fit',
            'following_warnings', 'identifiable_grouping', 'identify', 'Identification',
            'regress', 'stiction_mask', 'unexcited_parameters']

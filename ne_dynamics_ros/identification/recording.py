@@ -354,9 +354,14 @@ def drop_jumps(recording, velocity_limits, joint_names=None):
     if q.shape[0] < 2 or not checked.any():
         return recording
     allowed = JUMP_FACTOR * np.where(checked, vmax, 0.0)
-    step = np.abs(np.diff(q[:, checked], axis=0))
-    bad_step = np.any(step > allowed[checked] * np.diff(t)[:, None] + 1e-6, axis=1)
-    candidates = np.flatnonzero(bad_step) + 1
+    columns = np.flatnonzero(checked)
+    found = []
+    for start in range(0, q.shape[0] - 1, 100000):     # bounded temporaries
+        stop = min(q.shape[0], start + 100001)
+        step = np.abs(np.diff(q[start:stop, columns], axis=0))
+        step -= allowed[columns] * np.diff(t[start:stop])[:, None] + 1e-6
+        found.append(np.flatnonzero((step > 0).any(axis=1)) + start + 1)
+    candidates = np.concatenate(found)
     if candidates.size == 0:
         return recording
     keep = np.ones(q.shape[0], dtype=bool)
