@@ -186,7 +186,7 @@ def aligned_efforts(recording, effort_delay):
 
 
 def _decimation_filter(cutoff, rate, r):
-    """The parallel-decimation low-pass (second-order sections), or None when r == 1."""
+    """Return the parallel-decimation low-pass (second-order sections), or None if r == 1."""
     if r <= 1:
         return None
     return _signal().butter(4, min(cutoff, 0.8 * rate / (2 * r)), fs=rate, output='sos')
