@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import os
 import pathlib
 import shutil
+import struct
 import tempfile
 from typing import Optional
 
@@ -126,14 +127,13 @@ def read_bag(path, joints, topic='/joint_states', min_samples=MIN_SAMPLES, progr
     try:
         reader = AnyReader([bag_dir], default_typestore=_typestore())
         reader.open()
-    except (AnyReaderError, ReaderError, OSError, ValueError, KeyError, TypeError) as exc:
+    except (AnyReaderError, ReaderError, *_DAMAGED) as exc:
         raise RecordingError(f'{bag_dir} is not a readable rosbag2 recording: '
                              f'{_short(exc)}') from None
     try:
         return _read_messages(reader, bag_dir, source, topic, joints, progress,
                               tracking_topic, min_samples)
-    except (AnyReaderError, ReaderError, OSError, ValueError, KeyError, TypeError,
-            IndexError, AssertionError, EOFError) as exc:
+    except (AnyReaderError, ReaderError, *_DAMAGED) as exc:
         if isinstance(exc, RecordingError):
             raise
         raise RecordingError(f'{bag_dir}: the storage file is damaged or not what '
@@ -141,6 +141,12 @@ def read_bag(path, joints, topic='/joint_states', min_samples=MIN_SAMPLES, progr
             from None
     finally:
         reader.close()
+
+
+#: What rosbags and its storage readers raise on a damaged file (besides their own errors):
+#: a garbage length field can surface as any of these.
+_DAMAGED = (OSError, ValueError, LookupError, TypeError, ArithmeticError, AssertionError,
+            EOFError, struct.error, MemoryError)
 
 
 def _bag_folder(path):
