@@ -409,7 +409,7 @@ def test_a_glitch_is_dropped_with_a_count_and_does_not_move_the_model(data, tmp_
         values[label] = yaml.safe_load((tmp_path / f'{label}.yaml').read_text())[
             '/**']['ros__parameters']
         if label == 'glitch':
-            assert "dropped 1 samples whose position jumps" in result.stdout
+            assert "dropped 1 samples whose position jumps beyond twice" in result.stdout
             assert "['joint_3']" in result.stdout
     error = {}
     for label in values:

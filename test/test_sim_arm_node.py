@@ -202,7 +202,7 @@ def test_missing_urdf_exits_nonzero_with_a_message(domain_id):
          '-p', 'urdf_path:=/nonexistent/arm.urdf'],
         capture_output=True, text=True, timeout=60, env=env)
     assert result.returncode == 1
-    assert 'URDF file not found: /nonexistent/arm.urdf' in result.stdout + result.stderr
+    assert "URDF file not found: '/nonexistent/arm.urdf'" in result.stdout + result.stderr
 
 
 def test_the_mujoco_plant_in_lockstep_matches_the_pinocchio_plant(make_system):

@@ -94,7 +94,7 @@ def identify_model(urdf_text, model, recording, cutoff=None, effort_delay=0.0,
     Returns:
         :class:`IdentifiedModel`.
 
-    Samples whose position jumps beyond the velocity limit are dropped first
+    Samples whose position jumps beyond twice the velocity limit are dropped first
     (:func:`~ne_dynamics_ros.identification.recording.drop_jumps`; the first warning of
     the result counts them).
 
@@ -109,12 +109,14 @@ def identify_model(urdf_text, model, recording, cutoff=None, effort_delay=0.0,
     yaml = require('yaml', 'the parameter YAML of ne-dynamics identify')
     check_effort_delay(effort_delay, recording)
     clean = drop_jumps(recording, model.velocity_limits, model.joint_names)
+    notes = clean.notes[len(recording.notes):]
+    del recording                # the caller may have let go of it: no two copies held
     with np.errstate(all='ignore'):     # no raw NumPy warning: failures are checked below
         result = identify(model, clean, cutoff=cutoff, effort_delay=effort_delay,
                           stiction_band=stiction_band)
-    result.warnings[:0] = list(clean.notes[len(recording.notes):])
+    result.warnings[:0] = list(notes)
     if not (np.all(np.isfinite(result.beta)) and np.any(result.effort_rms > 0)):
-        raise IdentificationError(f'{recording.source}: the efforts are all zero or the fit '
+        raise IdentificationError(f'{clean.source}: the efforts are all zero or the fit '
                                   'is not finite: does the recording carry the measured '
                                   'efforts (joint_state_broadcaster with an effort state '
                                   'interface)?')

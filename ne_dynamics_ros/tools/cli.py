@@ -272,7 +272,11 @@ def identify_command(args):
                   'with the joint states)', flush=True)
         header = (f'identified by ne-dynamics identify from {args.bag or args.csv} '
                   f'({args.urdf})')
-        found = identify_model(text, model, recording, cutoff=args.cutoff,
+        # hand the recording over without keeping a reference: if samples are dropped,
+        # the pipeline's copy replaces it in memory instead of joining it
+        held = [recording]
+        del recording
+        found = identify_model(text, model, held.pop(), cutoff=args.cutoff,
                                effort_delay=args.effort_delay,
                                stiction_band=args.stiction_band, header=header)
     except (ModelError, RecordingError, IdentificationError, OutputError) as exc:
