@@ -391,3 +391,55 @@ def test_trajectory_source_plays_the_excitation_under_its_pd_then_restores_the_l
     np.testing.assert_allclose(modes[1][1], kp)
     np.testing.assert_allclose(modes[2][1], [100.0])
     assert elapsed >= 1.2            # restored only after the 0.2 s move and the 1 s period
+
+
+def plant_gravity(arm, q):
+    """The plant's g(q), (N, n), through its public forward dynamics only.
+
+    At rest the acceleration is affine in the effort, ``a(tau) = M⁻¹ (tau - g)``: the
+    columns of M⁻¹ are a(e_i) - a(0), and g = -M a(0) (no friction at zero velocity).
+    """
+    n = q.shape[1]
+    zero = np.zeros(n)
+    out = np.empty_like(q)
+    for k, qk in enumerate(q):
+        a0 = arm.acceleration(qk, zero, zero)
+        Minv = np.column_stack([arm.acceleration(qk, zero, e) - a0 for e in np.eye(n)])
+        out[k] = -np.linalg.solve(Minv, a0)
+    return out
+
+
+@pytest.mark.parametrize('exclude_friction', [False, True])
+def test_efforts_without_gravity_identify_a_model_used_the_same_way(setup, exclude_friction):
+    """A UR's driver reports efforts with g(q) removed: --efforts-exclude-gravity identifies
+    with zero gravity, keeps what only gravity shows at its nominal value, says so in the
+    YAML, and the model predicts the gravity-free efforts of another motion within 2 %, as
+    the full-effort path does. With the friction removed too, Fv and Fc stay nominal."""
+    from ne_dynamics_ros.identification.pipeline import identify_model
+    from ne_dynamics_ros.identification.recording import JointRecording
+    model, arm, record = setup['model'], setup['arm'], setup['record']
+    names = model.joint_names
+    effort = record.effort - plant_gravity(arm, record.q)
+    if exclude_friction:
+        effort -= arm.joint_friction * record.qd
+    recording = JointRecording(tuple(names), record.t, record.q, record.qd, effort,
+                               'gravity removed')
+    found = identify_model(PUMA560_URDF.read_text(), model, recording,
+                           efforts_exclude_gravity=True,
+                           efforts_exclude_friction=exclude_friction)
+    values = yaml.safe_load(found.params_yaml)['/**']['ros__parameters']
+    assert values['hardware_compensates_gravity'] is True
+    assert values.get('hardware_compensates_friction', False) is exclude_friction
+    assert any('recorded without gravity' in w for w in found.result.warnings)
+    identified = load_model(found.urdf, tip_link='flange', armature=values['armature'],
+                            damping=values['damping'], friction=values['friction'])
+    run = setup['validation']
+    measured = run.tau - plant_gravity(arm, run.q)
+    predicted = identified.rnea(run.q, run.qd, run.qdd, gravity=np.zeros(3))
+    if exclude_friction:
+        measured = measured - arm.joint_friction * run.qd
+        np.testing.assert_allclose(values['damping'], model.damping, rtol=1e-9)  # the URDF's
+    else:
+        predicted = predicted + identified.friction_torques(run.qd)
+    ratio = np.sqrt(((predicted - measured) ** 2).mean(axis=0) / (measured ** 2).mean(axis=0))
+    assert np.all(ratio < 0.02), ratio

@@ -157,7 +157,7 @@ def filtered_states(recording, cutoff):
     return q, qd, qdd
 
 
-def regress(model, q, qd, qdd, columns, chunk=4096):
+def regress(model, q, qd, qdd, columns, chunk=4096, gravity=None):
     """Step 2a: the regressor of the identifiable parameters at every sample, (N, n, p).
 
     ``q, qd, qdd``: (N, n) filtered states; ``columns``: the kept columns of the full
@@ -168,8 +168,11 @@ def regress(model, q, qd, qdd, columns, chunk=4096):
     W = np.empty((N, model.n, len(columns)))
     for start in range(0, N, chunk):
         stop = min(N, start + chunk)
-        W[start:stop] = model.regressor(q[start:stop], qd[start:stop],
-                                        qdd[start:stop])[:, :, columns]
+        if gravity is None:
+            block = model.regressor(q[start:stop], qd[start:stop], qdd[start:stop])
+        else:
+            block = model.regressor(q[start:stop], qd[start:stop], qdd[start:stop], gravity)
+        W[start:stop] = block[:, :, columns]
     return W
 
 
@@ -215,7 +218,8 @@ def decimate(W, tau, cutoff, rate, r):
     return index, W[index], tau[index]
 
 
-def decimated_blocks(model, q, qd, qdd, tau, columns, cutoff, rate, r, block=BLOCK_SAMPLES):
+def decimated_blocks(model, q, qd, qdd, tau, columns, cutoff, rate, r, block=BLOCK_SAMPLES,
+                     gravity=None):
     """Yield the decimated regressor block by block: memory bounded by ``block``, not N.
 
     The regressor of each block of about ``block`` samples is computed with a margin of
@@ -230,6 +234,8 @@ def decimated_blocks(model, q, qd, qdd, tau, columns, cutoff, rate, r, block=BLO
         columns: kept columns of the full regressor.
         cutoff, rate, r: low-pass cutoff (Hz), sample rate (Hz), decimation factor.
         block: samples per block (the memory: about ``block * n * p * 24`` bytes).
+        gravity: (3,) m/s² for the regressor (None: the standard gravity; zeros when
+            the efforts were recorded with gravity removed).
 
     Yields:
         (index (m,), W (m, n, p), tau (m, n), qd (m, n)) at the kept samples.
@@ -244,7 +250,7 @@ def decimated_blocks(model, q, qd, qdd, tau, columns, cutoff, rate, r, block=BLO
     for start in range(0, index.size, per_block):
         kept = index[start:start + per_block]
         lo, hi = max(0, int(kept[0]) - pad), min(N, int(kept[-1]) + pad + 1)
-        W = regress(model, q[lo:hi], qd[lo:hi], qdd[lo:hi], columns)
+        W = regress(model, q[lo:hi], qd[lo:hi], qdd[lo:hi], columns, gravity=gravity)
         T = tau[lo:hi]
         if sos is not None:
             W = sosfiltfilt(sos, W, axis=0)
@@ -395,6 +401,26 @@ def following_warnings(model, recording, qd=None):
     return still, warnings
 
 
+def dependent_columns(equations, tolerance=1e-10):
+    """Return the (p,) mask of columns that add nothing to the ones before them.
+
+    Pivoted QR of the column-normalised ``AᵀA`` (a rank-revealing order, as a pivoted
+    Cholesky factorisation): a column whose pivot is under ``tolerance`` of the first is a
+    combination of the kept ones (``tolerance`` on ``AᵀA``: 1e-10 is a condition number
+    of 1e5 on A). Used when the efforts were recorded without gravity: parameters that
+    only gravity separates then move together.
+    """
+    from scipy.linalg import qr
+    M = equations.AtA.sum(axis=0)
+    norms = np.sqrt(np.maximum(np.diag(M), 0.0))
+    norms = np.where(norms > 0, norms, 1.0)
+    _, R, order = qr(M / np.outer(norms, norms), pivoting=True)
+    pivots = np.abs(np.diag(R))
+    dependent = np.zeros(M.shape[0], dtype=bool)
+    dependent[order[pivots <= tolerance * max(float(pivots[0]), 1e-300)]] = True
+    return dependent
+
+
 def fit_normal(equations, weighted=True):
     """Step 3 on accumulated sums: ordinary, then weighted least squares, and deviations.
 
@@ -466,8 +492,8 @@ def residuals_from(equations, beta, nominal):
 
 
 def identify(model, recording, cutoff=None, decimation=None, weighted=True,
-             chunk=BLOCK_SAMPLES,
-             effort_delay=0.0, stiction_band=STICTION_BAND):
+             chunk=BLOCK_SAMPLES, effort_delay=0.0, stiction_band=STICTION_BAND,
+             efforts_exclude_gravity=False, efforts_exclude_friction=False):
     """Identify the base and drive parameters of ``model``'s chain from ``recording``.
 
     The steps of the module docstring: :func:`filtered_states`, :func:`regress`,
@@ -491,6 +517,12 @@ def identify(model, recording, cutoff=None, decimation=None, weighted=True,
             ``t + effort_delay`` by linear interpolation.
         stiction_band: rad/s (m/s), >= 0: each joint's rows where it moves slower are left
             out of the fit (:func:`stiction_mask`); 0 keeps every row.
+        efforts_exclude_gravity: the recorded efforts have g(q) removed (a UR arm's driver
+            reports them so by default): the regressor is taken with zero gravity, and the
+            parameters that only gravity reveals (zero columns, or columns that only
+            gravity told apart) keep their nominal values, named in a warning.
+        efforts_exclude_friction: the recorded efforts have the drive friction removed
+            (the hardware compensates it): Fv and Fc keep their nominal values.
 
     Returns:
         :class:`Identification`.
@@ -522,17 +554,32 @@ def identify(model, recording, cutoff=None, decimation=None, weighted=True,
                                   f'for {p} parameters')
     every = NormalEquations(n, p)        # all rows: column norms, residuals
     outside = NormalEquations(n, p)      # the rows outside the stiction band: the fit
+    gravity = np.zeros(3) if efforts_exclude_gravity else None
     for _, W, T, qd_kept in decimated_blocks(model, q, qd, qdd, tau, kept, cutoff, rate,
-                                             r, chunk):                  # step 2
+                                             r, chunk, gravity):         # step 2
         every.add(W, T)
         outside.add(W, T, stiction_mask(qd_kept, stiction_band))
     nominal = G @ model.standard_parameters()
-    _, dead = unexcited_parameters(model, qd, every.column_norms(), kept)
+    norms = every.column_norms()
+    _, dead = unexcited_parameters(model, qd, norms, kept)
+    hardware = np.zeros(p, dtype=bool)        # what the hardware took out of the efforts
+    if efforts_exclude_friction:
+        hardware |= np.array([k % PER_JOINT in (11, 12) for k in kept])
+    if efforts_exclude_gravity:
+        # a column that is zero in an excited recording is one only gravity fills
+        hardware |= norms <= 1e-9 * max(float(norms.max()), 1e-300)
+        live_now = np.flatnonzero(~(dead | hardware))
+        dependent = np.zeros(p, dtype=bool)
+        dependent[live_now] = dependent_columns(outside.columns(live_now))
+        hardware |= dependent
+    dead |= hardware
     live = np.flatnonzero(~dead)
     if live.size == 0:
         raise IdentificationError('the recording excites no parameter: did the arm move?')
     # parameters the recording does not excite keep their nominal values
     fixed = np.where(dead, nominal, 0.0)
+    if efforts_exclude_friction:        # not in the efforts at all: nothing to take out
+        fixed[[i for i, k in enumerate(kept) if k % PER_JOINT in (11, 12)]] = 0.0
     fitted, fitted_std, condition = fit_normal(outside.shifted(fixed).columns(live),
                                                weighted)                 # step 3
     beta = nominal.copy()
@@ -542,6 +589,14 @@ def identify(model, recording, cutoff=None, decimation=None, weighted=True,
     residual_rms, nominal_rms, effort_rms = residuals_from(every, beta, nominal)
     still, warnings = following_warnings(model, recording, qd)
     unexcited = [name for name, s in zip(model.joint_names, still) if s]
+    if np.any(hardware):
+        excluded = (('gravity', efforts_exclude_gravity),
+                    ('friction', efforts_exclude_friction))
+        why = ' and '.join(what for what, on in excluded if on)
+        warnings.append(f'the efforts were recorded without {why}: '
+                        f'{[names[k] for k in np.flatnonzero(hardware)]} cannot be seen in '
+                        'them and keep their nominal values')
+        dead = dead & ~hardware
     if np.any(dead):
         fixed = [names[k] for k in np.flatnonzero(dead)]
         joints = sorted({model.joint_names[int(G[k].nonzero()[0].max()) // PER_JOINT]

@@ -76,7 +76,8 @@ def utf8_declared(text):
 
 
 def identify_model(urdf_text, model, recording, cutoff=None, effort_delay=0.0,
-                   stiction_band=STICTION_BAND, header=''):
+                   stiction_band=STICTION_BAND, header='', efforts_exclude_gravity=False,
+                   efforts_exclude_friction=False):
     """Identify ``model``'s arm from ``recording``; return the texts to write.
 
     Args:
@@ -90,6 +91,10 @@ def identify_model(urdf_text, model, recording, cutoff=None, effort_delay=0.0,
             estimation.identify`.
         effort_delay: s, checked by :func:`check_effort_delay`.
         header: comment lines at the top of the YAML (where it came from).
+        efforts_exclude_gravity, efforts_exclude_friction: the recorded efforts have g(q)
+            (the friction) removed by the hardware, as a UR's driver reports them: see
+            :func:`~ne_dynamics_ros.identification.estimation.identify`; the YAML then
+            says ``hardware_compensates_gravity`` (``_friction``): true.
 
     Returns:
         :class:`IdentifiedModel`.
@@ -113,7 +118,9 @@ def identify_model(urdf_text, model, recording, cutoff=None, effort_delay=0.0,
     del recording                # the caller may have let go of it: no two copies held
     with np.errstate(all='ignore'):     # no raw NumPy warning: failures are checked below
         result = identify(model, clean, cutoff=cutoff, effort_delay=effort_delay,
-                          stiction_band=stiction_band)
+                          stiction_band=stiction_band,
+                          efforts_exclude_gravity=efforts_exclude_gravity,
+                          efforts_exclude_friction=efforts_exclude_friction)
     result.warnings[:0] = list(notes)
     if not (np.all(np.isfinite(result.beta)) and np.any(result.effort_rms > 0)):
         raise IdentificationError(f'{clean.source}: the efforts are all zero or the fit '
@@ -123,7 +130,9 @@ def identify_model(urdf_text, model, recording, cutoff=None, effort_delay=0.0,
     consistent = consistent_parameters(result.grouping, result.beta,
                                        model.standard_parameters(), result.std)
     urdf = identified_urdf(utf8_declared(urdf_text), model, consistent.parameters)
-    text = parameters_yaml(model, consistent.parameters, header)
+    text = parameters_yaml(model, consistent.parameters, header,
+                           hardware_compensates_gravity=efforts_exclude_gravity,
+                           hardware_compensates_friction=efforts_exclude_friction)
     values = yaml.safe_load(text)['/**']['ros__parameters']
     return IdentifiedModel(result, consistent, urdf, text, values)
 

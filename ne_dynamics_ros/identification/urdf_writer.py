@@ -146,13 +146,16 @@ def identified_urdf(text, model, parameters):
     return text
 
 
-def parameters_yaml(model, parameters, header=''):
+def parameters_yaml(model, parameters, header='', hardware_compensates_gravity=False,
+                    hardware_compensates_friction=False):
     """YAML text with ``joints``, ``armature``, ``damping``, ``friction`` for both nodes.
 
     When the parameters carry friction (any damping or Coulomb level above zero), it also
     turns ``friction_compensation`` on: identified friction is there to be compensated
     (computed_torque_node evaluates it at the desired velocity; sim_arm_node ignores the
-    setting).
+    setting). Identified from efforts the hardware had already taken gravity (or friction)
+    out of, the model must be used the same way: ``hardware_compensates_gravity: true``
+    (``hardware_compensates_friction: true``) is written.
     """
     import yaml
     p = np.asarray(parameters, dtype=float)
@@ -163,6 +166,10 @@ def parameters_yaml(model, parameters, header=''):
         'friction': [float(v) for v in p[12::PER_JOINT]]}
     if any(values['damping']) or any(values['friction']):
         values['friction_compensation'] = True
+    if hardware_compensates_gravity:
+        values['hardware_compensates_gravity'] = True
+    if hardware_compensates_friction:
+        values['hardware_compensates_friction'] = True
     data = {'/**': {'ros__parameters': values}}
     comment = ''.join(f'# {line}\n' for line in header.splitlines())
     return comment + yaml.safe_dump(data, sort_keys=False)

@@ -278,7 +278,9 @@ def identify_command(args):
         del recording
         found = identify_model(text, model, held.pop(), cutoff=args.cutoff,
                                effort_delay=args.effort_delay,
-                               stiction_band=args.stiction_band, header=header)
+                               stiction_band=args.stiction_band, header=header,
+                               efforts_exclude_gravity=args.efforts_exclude_gravity,
+                               efforts_exclude_friction=args.efforts_exclude_friction)
     except (ModelError, RecordingError, IdentificationError, OutputError) as exc:
         return _fail('identify', exc)
     result, consistent = found.result, found.consistent
@@ -385,6 +387,15 @@ def build_parser():
                      help='rad/s (m/s): a joint\'s samples slower than V are left out of the '
                      'fit, where dry friction is stiction rather than the model '
                      f'(default {STICTION_BAND:g}; 0 keeps all)')
+    ide.add_argument('--efforts-exclude-gravity', action='store_true',
+                     help='the recorded efforts have g(q) removed (a UR arm\'s driver reports '
+                     'them so by default): identify with zero gravity; parameters only '
+                     'gravity shows keep their nominal values; the YAML says '
+                     'hardware_compensates_gravity: true')
+    ide.add_argument('--efforts-exclude-friction', action='store_true',
+                     help='the recorded efforts have the drive friction removed (the '
+                     'hardware compensates it): damping and friction keep their nominal '
+                     'values; the YAML says hardware_compensates_friction: true')
     ide.add_argument('--tracking-topic', default=TRACKING_ERROR_TOPIC,
                      help='JointState topic with the controller\'s q_d - q, used (when '
                      'recorded) to name joints that did not follow the excitation '
