@@ -700,3 +700,63 @@ def test_ki_zero_gives_lees_law_exactly():
 def test_bad_integral_settings_are_refused(settings, match):
     with pytest.raises(ControlParameterError, match=match):
         make(**settings)
+
+
+# ---- lifecycle ---------------------------------------------------------------------------
+
+def test_the_loose_update_form_and_the_sample_give_the_same_command():
+    from ne_dynamics_ros.control import JointStateSample
+    a, b = make(), make()
+    for k in range(3):
+        q = np.asarray(Q0) + 0.01 * k
+        loose = a.update(k * MS, PUMA_JOINTS, q, QD0, stamp_ns=k * MS)
+        sample = b.update(k * MS, JointStateSample(PUMA_JOINTS, q, QD0, stamp_ns=k * MS))
+        np.testing.assert_array_equal(loose.effort, sample.effort)
+
+
+def test_deactivate_sends_zero_once_then_commands_nothing_until_activated(puma_ref):
+    """Inactive: states answered NoCommand(INACTIVE) and trajectories refused, no state
+    timeout; activate(q) holds q (the error is q - measured); activate() holds the next
+    position measured."""
+    from ne_dynamics_ros.control import JointStateSample
+    c = make()
+    check_command(c.update(0, JointStateSample(PUMA_JOINTS, Q0, QD0)))
+    zero = c.deactivate()
+    np.testing.assert_array_equal(zero, np.zeros(6))
+    assert not c.active
+    for k in range(1, 4):
+        out = c.update(k * MS, JointStateSample(PUMA_JOINTS, Q0, QD0))
+        assert isinstance(out, NoCommand) and out.reason is SkipReason.INACTIVE
+    with pytest.raises(TrajectoryError, match='inactive'):
+        set_point(c, 4 * MS)
+    assert c.check_timeout(100 * S) is None           # silence while inactive is no timeout
+    held = np.asarray(Q0) + 0.05
+    c.activate(held, now_ns=5 * MS)
+    out = check_command(c.update(6 * MS, JointStateSample(PUMA_JOINTS, Q0, QD0)))
+    np.testing.assert_allclose(out.position_error, held - np.asarray(Q0), atol=1e-12)
+    # the law toward the held position: computed torque with q_d = held, at rest
+    q, qd = np.asarray(Q0), np.asarray(QD0)
+    qdd_cmd = KD * (0.0 - qd) + KP * (held - q)
+    np.testing.assert_allclose(out.effort, np.clip(puma_ref.rnea(q, qd, qdd_cmd),
+                                                   -PUMA_LIMITS, PUMA_LIMITS), rtol=1e-9,
+                               atol=1e-9)
+    set_point(c, 7 * MS)                               # active again: trajectories taken
+    c.deactivate()
+    c.activate()
+    moved = np.asarray(Q0) - 0.1
+    out = check_command(c.update(8 * MS, JointStateSample(PUMA_JOINTS, moved, QD0)))
+    np.testing.assert_allclose(out.position_error, 0.0, atol=1e-12)
+
+
+def test_configure_applies_settings_inactive_and_refuses_bad_ones():
+    from ne_dynamics_ros.control import JointStateSample
+    c = make()
+    c.update(0, JointStateSample(PUMA_JOINTS, Q0, QD0))
+    settings = c.configure({'kp': 50.0, 'mode': 'feedforward'})
+    assert not c.active and settings.mode is ControlMode.FEEDFORWARD
+    np.testing.assert_array_equal(c.settings.kp, np.full(6, 50.0))
+    with pytest.raises(ControlParameterError, match='kp'):
+        c.configure({'kp': -1.0})
+    np.testing.assert_array_equal(c.settings.kp, np.full(6, 50.0))
+    c.activate()
+    assert isinstance(c.update(MS, JointStateSample(PUMA_JOINTS, Q0, QD0)), Command)

@@ -10,9 +10,9 @@ Pure Python + NumPy (no ROS import); imports only :mod:`ne_dynamics_ros.dynamics
 * :mod:`.velocity_estimator`: filtered finite differences for states without velocities;
 * :mod:`.controller`: :class:`ComputedTorqueController`, every decision of the node.
 """
-from .controller import (Command, ComputedTorqueController, ControllerSettings, NoCommand,
-                         SkipReason, Timeout)
+from .controller import (Command, ComputedTorqueController, ControllerSettings,
+                         JointStateSample, NoCommand, SkipReason, Timeout)
 from .laws import ControlMode
 
 __all__ = ['Command', 'ComputedTorqueController', 'ControllerSettings', 'ControlMode',
-           'NoCommand', 'SkipReason', 'Timeout']
+           'JointStateSample', 'NoCommand', 'SkipReason', 'Timeout']

@@ -306,6 +306,31 @@ class SkipReason(str, enum.Enum):
     INVALID_STATE = 'invalid_state'
     #: The law produced NaN/inf, or the model refused the state: dropped.
     NO_VALID_EFFORT = 'no_valid_effort'
+    #: The controller is inactive (:meth:`ComputedTorqueController.deactivate`): it
+    #: watches the states but commands nothing until :meth:`~ComputedTorqueController.
+    #: activate`.
+    INACTIVE = 'inactive'
+
+
+class JointStateSample(NamedTuple):
+    """One measured joint state, as ``sensor_msgs/JointState`` carries it.
+
+    Attributes:
+        names: (k,) joint names, any order; joints that are not controlled are ignored.
+        positions: (k,) rad (m).
+        velocities: (k,) rad/s (m/s), or empty / all NaN to have them estimated.
+        efforts: (k,) N*m (N) or empty; only checked for length.
+        stamp_ns: ``header.stamp``, ns on the controller's clock; 0 = unstamped.
+        steady_ns: a monotonic clock at receipt, ns, for the state timeout; None = the
+            ``now_ns`` given to :meth:`ComputedTorqueController.update`.
+    """
+
+    names: Sequence[str]
+    positions: Sequence[float]
+    velocities: Sequence[float] = ()
+    efforts: Sequence[float] = ()
+    stamp_ns: int = 0
+    steady_ns: Optional[int] = None
 
 
 class NoCommand(NamedTuple):
@@ -366,6 +391,15 @@ class ComputedTorqueController:
         ne_dynamics_ros.errors.ModelError: the generated program disagrees with the
             recursion (then nothing may be commanded with it).
 
+    Lifecycle (as a ros2_control controller's ``on_configure``, ``on_activate``,
+    ``on_deactivate``, ``update``): a new controller is *active* and holds the first
+    position it measures; :meth:`deactivate` stops commanding (its answer is the zero
+    effort to send once, then :meth:`update` answers ``NoCommand(INACTIVE)``);
+    :meth:`configure` applies settings while inactive; :meth:`activate` commands again,
+    holding the position measured then (or the one given). The hold is one rule
+    (``_hold_next``): the first state after activation, a state timeout or leaving gravity
+    compensation is held, until a trajectory is installed.
+
     Threads: :meth:`update`, :meth:`check_timeout`, :meth:`reconfigure`,
     :meth:`install_trajectory` and :meth:`set_trajectory` may be called from different
     threads (the node runs its watchdog and its trajectory preparation on threads of their
@@ -420,9 +454,11 @@ class ComputedTorqueController:
         self._velocity_estimator = VelocityEstimator(n, settings.velocity_filter_cutoff)
         self.trajectory: Optional[Trajectory] = None
         self.timed_out = False
+        self.active = True
         self.dropped_joint_states = 0
         self.rejected_trajectories = 0
-        self._rehold = False
+        #: the next valid state is held: start, activation, timeout, leaving gravity comp.
+        self._hold_next = True
         self._epoch_ns = None
         self._stamp_origin_ns = None
         self._last_valid_steady_ns = None
@@ -523,7 +559,7 @@ class ComputedTorqueController:
             old_mode = self.settings.mode
             self._apply(settings)
             if old_mode is ControlMode.GRAVITY_COMPENSATION and settings.mode is not old_mode:
-                self._rehold = True
+                self._hold_next = True
             if 'velocity_filter_cutoff' in values:
                 self._velocity_estimator = VelocityEstimator(self.n,
                                                              settings.velocity_filter_cutoff)
@@ -656,30 +692,83 @@ class ComputedTorqueController:
                 f'{what} of {self.model.joint_names[j]} is {qd[j]:.6g}, beyond '
                 f'{SPEED_FACTOR:g} x its limit {self.model.velocity_limits[j]:.6g}')
 
-    def update(self, now_ns: int, joint_names: Sequence[str], positions: Sequence[float],
-               velocities: Sequence[float] = (), efforts: Sequence[float] = (),
-               stamp_ns: int = 0, steady_ns: Optional[int] = None
-               ) -> Union[Command, NoCommand]:
+    def update(self, now_ns: int, sample, *fields, **named) -> Union[Command, NoCommand]:
         """Answer one measured joint state: the hot path, once per ``/joint_states``.
 
         Args:
             now_ns: the controller's clock now, ns (ROS time; simulated time under
                 ``use_sim_time``).
-            joint_names: (k,) names of the measured joints, any order; joints that are not
-                controlled are ignored.
-            positions: (k,) rad (m). velocities: (k,) rad/s (m/s), or empty / all NaN to
-                have them estimated. efforts: (k,) or empty; only checked for length.
-            stamp_ns: the state's ``header.stamp``, ns; 0 = unstamped.
-            steady_ns: a monotonic clock now, ns, for the state timeout; default
-                ``now_ns``.
+            sample: the state, a :class:`JointStateSample`. (The earlier loose form
+                ``update(now_ns, joint_names, positions, velocities=(), efforts=(),
+                stamp_ns=0, steady_ns=None)`` is still taken: scripts written for it keep
+                working.)
 
         Returns:
             :class:`Command` (publish it) or :class:`NoCommand` (publish nothing; warn
-            unless the reason is ``NOT_CONTROLLED``).
+            unless the reason is ``NOT_CONTROLLED``); ``NoCommand(INACTIVE)`` while the
+            controller is inactive (:meth:`deactivate`).
+        """
+        if not isinstance(sample, JointStateSample):
+            sample = JointStateSample(sample, *fields, **named)
+        with self._lock:
+            if not self.active:
+                return NoCommand(SkipReason.INACTIVE, 'the controller is inactive')
+            return self._update(now_ns, *sample)
+
+    # ---- lifecycle ------------------------------------------------------------------------
+
+    def configure(self, settings: Union[Mapping, None] = None) -> ControllerSettings:
+        """Apply ``settings`` (a mapping of parameter names to values) while inactive.
+
+        Deactivates first if needed; forgets the trajectory, the integral and the
+        estimator's history; the counters stay. Returns the settings in force.
+
+        Raises:
+            ControlParameterError: a bad value (nothing is changed but the deactivation).
+        """
+        self.deactivate()
+        with self._lock:
+            settings = self.validate(**dict(settings or {}))
+            self._apply(settings)
+            self._velocity_estimator = VelocityEstimator(self.n,
+                                                         settings.velocity_filter_cutoff)
+            self.trajectory = None
+            self._reset_integral()
+            return settings
+
+    def activate(self, q: Optional[Sequence[float]] = None, now_ns: Optional[int] = None):
+        """Start commanding: hold ``q`` (chain order, rad or m), or the next position measured.
+
+        ``now_ns``: the controller's clock (needed with ``q``). A trajectory sent before
+        activation is not kept: the reference starts from where the arm is.
+
+        Raises:
+            ne_dynamics_ros.errors.StateError: ``q`` is not n finite values.
         """
         with self._lock:
-            return self._update(now_ns, joint_names, positions, velocities, efforts, stamp_ns,
-                                steady_ns)
+            self.active = True
+            self.timed_out = False
+            self._velocity_estimator.reset()
+            if q is None or now_ns is None:
+                self.trajectory = None
+                self._hold_next = True
+            else:
+                q = self.model.checked_vector(q, 'q', allow_batch=False)
+                self._hold(q.tolist(), self._seconds(now_ns))
+
+    def deactivate(self) -> np.ndarray:
+        """Stop commanding; return the zero effort (n,) to send once (command order).
+
+        States are still watched (and counted) but answered ``NoCommand(INACTIVE)``; the
+        trajectory and the integral are forgotten.
+        """
+        with self._lock:
+            self.active = False
+            self.trajectory = None
+            self._hold_next = True
+            self._reset_integral()
+            self._last_valid_steady_ns = None       # no timeout while inactive
+        return self.zero_effort()
 
     def reject_state(self, reason: str) -> 'NoCommand':
         """Count a joint state its caller could not even read (e.g. malformed bytes).
@@ -709,7 +798,7 @@ class ComputedTorqueController:
             state = (state[0].tolist(), state[1].tolist())
         q, qd = state
         resumed = self.timed_out
-        if self.timed_out or self._rehold or self.trajectory is None:
+        if self._hold_next or self.timed_out:
             self._hold(q, now)
             if resumed:
                 # differences across the silence are no velocity: start afresh
@@ -766,7 +855,7 @@ class ComputedTorqueController:
     def _hold(self, q, now):
         """Start (or restart after a timeout / mode change) by holding the measured q."""
         self.timed_out = False
-        self._rehold = False
+        self._hold_next = False
         self.trajectory = Trajectory.hold(q, now)
         self._reference_generation += 1
         self._reset_integral()
@@ -833,6 +922,9 @@ class ComputedTorqueController:
         try:
             with self._lock:
                 now = self._seconds(now_ns)
+                if not self.active:
+                    raise TrajectoryError('the controller is inactive: a trajectory is taken '
+                                          'once it is activated')
                 if self.trajectory is None or self.timed_out:
                     raise TrajectoryError(
                         'no valid joint_states '
@@ -930,5 +1022,6 @@ class ComputedTorqueController:
 
 
 __all__ = ['Command', 'ComputedTorqueController', 'ControllerSettings', 'DEFAULT_SETTINGS',
-           'DYNAMICS_BACKENDS', 'JointStateError', 'NoCommand', 'PreparedTrajectory',
+           'DYNAMICS_BACKENDS', 'JointStateError', 'JointStateSample', 'NoCommand',
+           'PreparedTrajectory',
            'SkipReason', 'STAMP_TOLERANCE_NS', 'Timeout']

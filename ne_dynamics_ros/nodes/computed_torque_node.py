@@ -104,7 +104,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from ne_dynamics_ros.control.controller import (
     Command, ComputedTorqueController, ControllerSettings, DEFAULT_SETTINGS,
-    MAX_STATE_JOINTS, SkipReason)
+    JointStateSample, MAX_STATE_JOINTS, SkipReason)
 from ne_dynamics_ros.control.trajectory import TrajectoryError
 from ne_dynamics_ros.nodes.cdr import (
     CdrError, float64_multi_array_bytes, joint_names_block, joint_state_bytes,
@@ -593,10 +593,9 @@ class ComputedTorqueNode(Node):
         # one lock for "decide, then publish" here and in the watchdog: the watchdog's zero
         # command can never overtake a command of a state that ended the timeout
         with self._command_lock, self._fp_errors.context():
-            out = controller.update(
-                self._now_ns(), state.names, state.position, state.velocity, state.effort,
-                stamp_ns=_stamp_ns(state),
-                steady_ns=time.monotonic_ns())
+            out = controller.update(self._now_ns(), JointStateSample(
+                state.names, state.position, state.velocity, state.effort, _stamp_ns(state),
+                time.monotonic_ns()))
             commanded = out.__class__ is Command
             if commanded:
                 self._effort_pub.publish(float64_multi_array_bytes(out.effort_values))
@@ -628,7 +627,7 @@ class ComputedTorqueNode(Node):
 
     def _skip(self, out):
         """Warn (throttled) of a :class:`NoCommand`, unless the state was not ours."""
-        if out.reason is not SkipReason.NOT_CONTROLLED:
+        if out.reason in _SKIP_WARNINGS:         # not NOT_CONTROLLED, not INACTIVE
             self._warnings.warn(out.reason.value, _SKIP_WARNINGS[out.reason] + out.message)
 
     def _warn_floating_point(self, errors, doing):

@@ -24,7 +24,8 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from ne_dynamics_ros.control.controller import ComputedTorqueController, NoCommand
+from ne_dynamics_ros.control.controller import (ComputedTorqueController, JointStateSample,
+                                                NoCommand)
 from ne_dynamics_ros.control.profiles import sample_profile
 from ne_dynamics_ros.control.trajectory import TrajectoryPoint
 from ne_dynamics_ros.simulation.simulated_arm import SimulatedArm
@@ -145,7 +146,8 @@ def run_lockstep(controller: ComputedTorqueController, arm: SimulatedArm, end_ti
     for k in range(steps + 1):
         stamp_ns = round(arm.time * 1e9)
         position, velocity = arm.position, arm.velocity
-        out = controller.update(stamp_ns, names, position, velocity, stamp_ns=stamp_ns)
+        out = controller.update(stamp_ns, JointStateSample(names, position, velocity,
+                                                           stamp_ns=stamp_ns))
         if isinstance(out, NoCommand):
             raise ClosedLoopError(f'no command at t = {arm.time:.6f} s: {out.message}')
         tau = out.effort[to_arm]
