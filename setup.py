@@ -23,7 +23,8 @@ setup(
     extras_require={
         'ros-jazzy-wheels': [
             'ros-jazzy-rclpy[fastrtps]', 'ros-jazzy-sensor-msgs',
-            'ros-jazzy-std-msgs', 'ros-jazzy-trajectory-msgs',
+            'ros-jazzy-std-msgs', 'ros-jazzy-trajectory-msgs', 'ros-jazzy-lifecycle-msgs',
+            'ros-jazzy-diagnostic-msgs',
         ],
         'sim': ['pin', 'matplotlib'],
         'identify': ['scipy', 'cvxpy', 'rosbags', 'tqdm', 'pyyaml'],

@@ -36,6 +36,7 @@ def _node(context):
         'robot_description': ParameterValue(LaunchConfiguration('robot_description'),
                                             value_type=str),
         'use_sim_time': ParameterValue(LaunchConfiguration('use_sim_time'), value_type=bool),
+        'autostart': ParameterValue(LaunchConfiguration('autostart'), value_type=bool),
     }
     if params_file and not os.path.isfile(params_file):
         raise RuntimeError(f'params_file not found: {params_file} (no such file)')
@@ -93,6 +94,11 @@ def generate_launch_description():
         DeclareLaunchArgument(
             'use_sim_time', default_value='false',
             description='Use the /clock topic (simulation) for trajectory timing.'),
+        DeclareLaunchArgument(
+            'autostart', default_value='true',
+            description='Configure and activate the (lifecycle) node at start-up; false: it '
+                        'waits unconfigured for ros2 lifecycle set '
+                        '/computed_torque_node configure, then activate.'),
         DeclareLaunchArgument(
             'log_level', default_value='info',
             description='Logging level of the node: debug, info, warn, error.'),

@@ -2,11 +2,17 @@ r"""Computed-torque control of a real UR5e through Universal Robots' ROS 2 drive
 
 Commands go to the driver's ``/forward_effort_controller/commands`` (direct torque
 control); config/ur5e.yaml tells the node that the robot compensates gravity and friction
-itself, so the torques sent leave them out. Switch the driver's controllers first::
+itself, so the torques sent leave them out. The node starts unconfigured
+(``autostart:=false``), as a hardware controller is operated: launch it, switch the
+driver's controllers, then configure and activate it::
 
+    ros2 launch ne_dynamics_ros ur5e.launch.py
     ros2 control switch_controllers --deactivate scaled_joint_trajectory_controller \
         --activate forward_effort_controller
-    ros2 launch ne_dynamics_ros ur5e.launch.py
+    ros2 lifecycle set /computed_torque_node configure
+    ros2 lifecycle set /computed_torque_node activate     # holds the current position
+
+``ros2 lifecycle set /computed_torque_node deactivate`` sends zero effort once and stops.
 
 The model is read from config/ur5e.urdf; pass ``urdf:=robot_description`` to take it from
 the driver's ``/robot_description`` topic instead (the calibrated description of your
@@ -41,6 +47,11 @@ def generate_launch_description():
         DeclareLaunchArgument(
             'use_sim_time', default_value='false',
             description='Use the /clock topic (simulation) for trajectory timing.'),
+        DeclareLaunchArgument(
+            'autostart', default_value='false',
+            description='false (a real arm): the node waits unconfigured for ros2 '
+                        'lifecycle set configure / activate; true: start commanding at '
+                        'once.'),
         IncludeLaunchDescription(
             PythonLaunchDescriptionSource(
                 PathJoinSubstitution([share, 'launch', 'computed_torque.launch.py'])),
@@ -50,5 +61,6 @@ def generate_launch_description():
                 'command_topic': LaunchConfiguration('command_topic'),
                 'namespace': LaunchConfiguration('namespace'),
                 'use_sim_time': LaunchConfiguration('use_sim_time'),
+                'autostart': LaunchConfiguration('autostart'),
             }.items()),
     ])

@@ -26,11 +26,17 @@ def generate_launch_description():
         DeclareLaunchArgument(
             'command_topic', default_value='/effort_controller/commands',
             description='Float64MultiArray topic of the effort controller.'),
+        DeclareLaunchArgument(
+            'autostart', default_value='true',
+            description='Configure and activate the node at start-up (false: wait for ros2 '
+                        'lifecycle set configure / activate).'),
         IncludeLaunchDescription(
             PythonLaunchDescriptionSource(
                 PathJoinSubstitution([share, 'launch', 'ur5e.launch.py'])),
             launch_arguments={
                 'params_file': LaunchConfiguration('params_file'),
                 'command_topic': LaunchConfiguration('command_topic'),
+                # a simulated arm commands at once (the real arm's launch waits)
+                'autostart': LaunchConfiguration('autostart'),
             }.items()),
     ])

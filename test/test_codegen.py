@@ -20,7 +20,10 @@ PUMA_ARMATURE = yaml.safe_load((CONFIG_DIR / 'puma560.yaml').read_text())[
     'computed_torque_node']['ros__parameters']['armature']
 
 
-def assert_rel(ours, ref, rel=1e-12):
+def assert_rel(ours, ref, rel=1e-11):
+    # 1e-11 of the largest effort: the generated program sums the base parameters in
+    # another order than the recursion, and a random chain's cancellations cost a few
+    # digits (hypothesis found 7.6e-12 of 6.9 N m on a 4-joint chain with a skew axis)
     scale = max(1.0, float(np.max(np.abs(ref))))
     np.testing.assert_allclose(ours, ref, rtol=0, atol=rel * scale)
 

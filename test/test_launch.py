@@ -110,7 +110,8 @@ SHARE = AMENT_PREFIX / 'share' / 'ne_dynamics_ros'
 
 @pytest.mark.parametrize('name, arguments, joints, topic, gravity', [
     ('puma560.launch.py', (), PUMA_JOINTS, '/effort_controller/commands', True),
-    ('ur5e.launch.py', (), UR_JOINTS, '/forward_effort_controller/commands', False),
+    ('ur5e.launch.py', ('autostart:=true',), UR_JOINTS, '/forward_effort_controller/commands',
+     False),
     ('ur5e_sim.launch.py', (), UR_JOINTS, '/effort_controller/commands', True),
     ('computed_torque.launch.py', (f'urdf:={SHARE / "config" / "puma560.urdf"}',
                                    f'params_file:={SHARE / "config" / "puma560.yaml"}'),
@@ -181,3 +182,76 @@ def test_bad_arguments_fail_with_a_message_naming_the_problem(domain_id, tmp_pat
             os.killpg(process.pid, signal.SIGKILL)
     assert process.returncode == 1, output
     assert message in output, output
+
+
+def ros2_lifecycle(env, *arguments):
+    """Run ``ros2 lifecycle ARGS`` (the shared launch wheels' CLI); return its output.
+
+    Each run is a new DDS participant that must discover the node first: a "Node not
+    found" is discovery not being done yet, so the command is run again (up to 20 s).
+    """
+    deadline = time.monotonic() + 20.0
+    while True:
+        done = subprocess.run([str(ROS2), 'lifecycle', *arguments, '--no-daemon',
+                               '--spin-time', '1.0'], env=env, capture_output=True,
+                              text=True, timeout=60)
+        out = done.stdout + done.stderr
+        if 'Node not found' not in out or time.monotonic() > deadline:
+            return done.returncode, out
+
+
+def test_the_real_arm_launch_waits_for_the_operator_then_commands(ros_context, domain_id):
+    """ur5e.launch.py (autostart false): unconfigured and silent while states stream, then
+    `ros2 lifecycle set configure` / `activate` as the README's operator sequence, and
+    commands come; `deactivate` sends zero and stops them."""
+    env = launch_env(domain_id)
+    process = ros2_launch(env, 'ur5e.launch.py')
+    peer = rclpy.create_node('lifecycle_launch_peer', context=ros_context)
+    executor = SingleThreadedExecutor(context=ros_context)
+    executor.add_node(peer)
+    efforts = []
+    node = '/computed_torque_node'
+    try:
+        peer.create_subscription(Float64MultiArray, '/forward_effort_controller/commands',
+                                 lambda m: efforts.append(np.array(m.data)), 10)
+        states = peer.create_publisher(JointState, '/joint_states', 10)
+        q = [0.0, -1.5, 1.5, -1.5, -1.5, 0.0]
+
+        def stream(seconds):
+            end = time.monotonic() + seconds
+            while time.monotonic() < end:
+                assert process.poll() is None, 'launch exited: ' + stop(process)
+                states.publish(JointState(name=UR_JOINTS, position=q, velocity=[0.0] * 6))
+                executor.spin_once(timeout_sec=0.02)
+
+        deadline = time.monotonic() + 40.0
+        while True:
+            code, out = ros2_lifecycle(env, 'get', node)
+            if code == 0 and 'unconfigured' in out:
+                break
+            assert time.monotonic() < deadline, f'no lifecycle node: {out}' + stop(process)
+            time.sleep(0.5)
+        stream(1.0)
+        assert efforts == []
+        for transition, state in (('configure', 'inactive'), ('activate', 'active')):
+            code, out = ros2_lifecycle(env, 'set', node, transition)
+            assert code == 0 and 'Transitioning successful' in out, out
+            code, out = ros2_lifecycle(env, 'get', node)
+            assert out.startswith(state), out
+        deadline = time.monotonic() + 20.0
+        while len(efforts) < 3:
+            assert time.monotonic() < deadline, 'no command after activation: ' + stop(process)
+            stream(0.2)
+        np.testing.assert_allclose(efforts[-1], 0.0, atol=1e-9)   # the UR adds gravity
+        code, out = ros2_lifecycle(env, 'set', node, 'deactivate')
+        assert code == 0, out
+        stream(0.5)
+        count = len(efforts)
+        stream(1.0)
+        assert len(efforts) == count                              # silent when inactive
+    finally:
+        output = stop(process)
+        executor.shutdown(timeout_sec=1.0)
+        peer.destroy_node()
+    assert 'Traceback' not in output
+    assert process.returncode == 0, output

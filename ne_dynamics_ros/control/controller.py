@@ -45,7 +45,6 @@ Units: q in rad (m for prismatic joints), qd in rad/s, qdd in rad/s^2, efforts i
 import array
 from collections import Counter
 import enum
-import math
 from operator import itemgetter, le
 import threading
 from dataclasses import dataclass
@@ -53,13 +52,14 @@ from typing import Mapping, NamedTuple, Optional, Sequence, Union
 
 import numpy as np
 
+from ne_dynamics_ros.control import parameters
 from ne_dynamics_ros.control.laws import (
-    check_effort_limits, check_gravity, compute_effort_values, ControlLawConfig, ControlMode,
-    ControlParameterError, expand_gain, NonFiniteEffortError, parse_mode)
+    compute_effort_values, ControlLawConfig, ControlMode, ControlParameterError,
+    NonFiniteEffortError)
 from ne_dynamics_ros.control.trajectory import (
     DesiredState, Trajectory, trajectory_from_points, TrajectoryError, TrajectoryPoint,
     WaypointArrays)
-from ne_dynamics_ros.control.velocity_estimator import check_cutoff, VelocityEstimator
+from ne_dynamics_ros.control.velocity_estimator import VelocityEstimator
 from ne_dynamics_ros.codegen import CompiledDynamics
 from ne_dynamics_ros.dynamics.model import load_model
 from ne_dynamics_ros.errors import StateError
@@ -69,7 +69,7 @@ STAMP_TOLERANCE_NS = 500_000_000
 
 #: How the law's inverse dynamics are computed: Renaud's generated straight-line program
 #: (004; checked against the recursion when the controller is built) or the recursion.
-DYNAMICS_BACKENDS = ('generated', 'recursive')
+DYNAMICS_BACKENDS = parameters.DYNAMICS_BACKENDS
 
 #: No joint of an arm measures beyond this, rad or m (a continuous joint would need
 #: 160 000 turns): a larger position is a glitch, not a state.
@@ -81,20 +81,9 @@ SPEED_FACTOR = 10.0
 #: and checking the names of a larger message would hold up the control path.
 MAX_STATE_JOINTS = 10_000
 
-#: The settings that can change while running, with their defaults.
-DEFAULT_SETTINGS = {
-    'mode': ControlMode.COMPUTED_TORQUE.value,
-    'kp': 100.0,
-    'kd': 20.0,
-    'friction_compensation': False,
-    'gravity': (0.0, 0.0, -9.81),
-    'state_timeout': 0.1,
-    'velocity_filter_cutoff': 50.0,
-    'position_limit_margin': 0.2,
-    'ki': 0.0,
-    'integral_limit': math.inf,
-    'coulomb_velocity': 0.003,
-}
+#: The settings that can change while running, with their defaults: the run-time
+#: parameters of the table (:mod:`ne_dynamics_ros.control.parameters`).
+DEFAULT_SETTINGS = parameters.defaults(runtime_only=True)
 
 
 class JointStateError(ValueError):
@@ -104,24 +93,7 @@ class JointStateError(ValueError):
 _SEQUENCES = (list, tuple, np.ndarray, array.array)
 
 
-def _numbers(value, name) -> np.ndarray:
-    """Return a number or sequence of numbers as a 1-D float array (no booleans, no text)."""
-    items = value if isinstance(value, _SEQUENCES) else [value]
-    if any(isinstance(v, (bool, np.bool_, str, bytes)) for v in items):
-        raise ControlParameterError(
-            f'{name} must be a number or an array of numbers, got {value!r}')
-    try:
-        return np.atleast_1d(np.asarray(value, dtype=float)).reshape(-1)
-    except (TypeError, ValueError):
-        raise ControlParameterError(
-            f'{name} must be a number or an array of numbers, got {value!r}') from None
-
-
-def _scalar(value, name) -> float:
-    values = _numbers(value, name)
-    if isinstance(value, _SEQUENCES) or values.size != 1:
-        raise ControlParameterError(f'{name} must be a single number, got {value!r}')
-    return float(values[0])
+_numbers = parameters.numbers
 
 
 @dataclass(frozen=True)
@@ -177,40 +149,14 @@ class ControllerSettings:
         if unknown:
             raise ControlParameterError(f'unknown controller settings {unknown}')
         v = dict(DEFAULT_SETTINGS, **values)
-        if not isinstance(v['mode'], str):
-            raise ControlParameterError(f'mode must be a string, got {v["mode"]!r}')
-        if not isinstance(v['friction_compensation'], (bool, np.bool_)):
-            raise ControlParameterError(
-                f'friction_compensation must be true or false, got {v["friction_compensation"]!r}')
-        timeout = _scalar(v['state_timeout'], 'state_timeout')
-        if not (math.isfinite(timeout) and timeout > 0.0):
-            raise ControlParameterError(f'state_timeout must be > 0 s, got {timeout}')
-        cutoff = check_cutoff(_scalar(v['velocity_filter_cutoff'], 'velocity_filter_cutoff'))
-        margin = _scalar(v['position_limit_margin'], 'position_limit_margin')
-        if not margin >= 0.0:
-            raise ControlParameterError(
-                f'position_limit_margin must be >= 0 (inf: no check), got {margin}')
-        coulomb_velocity = _scalar(v['coulomb_velocity'], 'coulomb_velocity')
-        if not (math.isfinite(coulomb_velocity) and coulomb_velocity > 0.0):
-            raise ControlParameterError(
-                f'coulomb_velocity must be a finite velocity > 0, got {coulomb_velocity}')
-        kp, kd = _numbers(v['kp'], 'kp'), _numbers(v['kd'], 'kd')
-        ki, bound = _numbers(v['ki'], 'ki'), _numbers(v['integral_limit'], 'integral_limit')
-        if not np.all(np.isfinite(ki) & (ki >= 0.0)):
-            raise ControlParameterError(f'ki must be finite and >= 0, got {ki.tolist()}')
-        if not np.all(bound > 0.0):
-            raise ControlParameterError(
-                f'integral_limit must be > 0 N m (inf: no bound), got {bound.tolist()}')
-        return cls(mode=parse_mode(v['mode']),
-                   kp=expand_gain(kp, n or kp.size, 'kp'),
-                   kd=expand_gain(kd, n or kd.size, 'kd'),
-                   gravity=check_gravity(_numbers(v['gravity'], 'gravity')),
-                   friction_compensation=bool(v['friction_compensation']),
-                   state_timeout=timeout, velocity_filter_cutoff=cutoff,
-                   position_limit_margin=margin,
-                   ki=_per_joint(ki, n, 'ki'), integral_limit=_per_joint(bound, n,
-                                                                         'integral_limit'),
-                   coulomb_velocity=coulomb_velocity)
+        # each value checked as the parameter table says (the node checks with it too)
+        c = {name: parameters.check(name, v[name], n) for name in DEFAULT_SETTINGS}
+        return cls(mode=c['mode'], kp=c['kp'], kd=c['kd'], gravity=c['gravity'],
+                   friction_compensation=c['friction_compensation'],
+                   state_timeout=c['state_timeout'],
+                   velocity_filter_cutoff=c['velocity_filter_cutoff'],
+                   position_limit_margin=c['position_limit_margin'], ki=c['ki'],
+                   integral_limit=c['integral_limit'], coulomb_velocity=c['coulomb_velocity'])
 
     def as_values(self) -> dict:
         """Return the settings as plain values, the inverse of :meth:`from_values`."""
@@ -221,16 +167,6 @@ class ControllerSettings:
                 'position_limit_margin': self.position_limit_margin,
                 'ki': self.ki.tolist(), 'integral_limit': self.integral_limit.tolist(),
                 'coulomb_velocity': self.coulomb_velocity}
-
-
-def _per_joint(values, n, name):
-    """One value for every joint or one per joint: an (n,) array (as given if n is None)."""
-    if n is None or values.size == n:
-        return values
-    if values.size == 1:
-        return np.full(n, values[0])
-    raise ControlParameterError(f'{name} needs 1 or {n} values (one per joint), got '
-                                f'{values.size}')
 
 
 def _picker(index):
@@ -413,18 +349,13 @@ class ComputedTorqueController:
                  dynamics_backend: str = 'generated', hardware_compensates_gravity=False,
                  hardware_compensates_friction=False):
         self.model = model
-        for name, flag in (('hardware_compensates_gravity', hardware_compensates_gravity),
-                           ('hardware_compensates_friction', hardware_compensates_friction)):
-            if not isinstance(flag, (bool, np.bool_)):
-                raise ControlParameterError(f'{name} must be true or false, got {flag!r}')
         #: Fixed at start-up (a change would jump the command by g(q)): see laws.py.
-        self.hardware_compensates_gravity = bool(hardware_compensates_gravity)
-        self.hardware_compensates_friction = bool(hardware_compensates_friction)
+        self.hardware_compensates_gravity = parameters.check(
+            'hardware_compensates_gravity', hardware_compensates_gravity)
+        self.hardware_compensates_friction = parameters.check(
+            'hardware_compensates_friction', hardware_compensates_friction)
         n = model.n
-        if dynamics_backend not in DYNAMICS_BACKENDS:
-            raise ControlParameterError(
-                f'dynamics_backend {dynamics_backend!r} is not one of {DYNAMICS_BACKENDS}')
-        self.dynamics_backend = dynamics_backend
+        self.dynamics_backend = parameters.check('dynamics_backend', dynamics_backend)
         if joints is None:
             joints = list(model.joint_names)
         else:
@@ -437,7 +368,7 @@ class ComputedTorqueController:
         if effort_limits is None:
             limits = np.array(model.effort_limits, dtype=float)
         else:
-            limits = check_effort_limits(_numbers(effort_limits, 'effort_limits'), n)
+            limits = parameters.check('effort_limits', effort_limits, n)
         self.joints = joints
         self.effort_limits = limits
         # None: the command order is the chain order (the usual case), nothing to reorder
@@ -495,9 +426,9 @@ class ComputedTorqueController:
         if convention not in ('dh', 'mdh'):
             raise ControlParameterError(f'convention {convention!r} is not dh or mdh')
         if armature is not None:
-            armature = _numbers(armature, 'armature')
-        damping = None if damping is None else _numbers(damping, 'damping')
-        friction = None if friction is None else _numbers(friction, 'friction')
+            armature = parameters.check('armature', armature)
+        damping = parameters.check('damping', damping)
+        friction = parameters.check('friction', friction)
         model = load_model(urdf, base_link=base_link, tip_link=tip_link,
                            convention=convention, armature=armature, damping=damping,
                            friction=friction)

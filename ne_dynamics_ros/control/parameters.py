@@ -1,0 +1,379 @@
+"""Every parameter of ``computed_torque_node``, declared once.
+
+One table (:data:`PARAMETERS`, in the order the docs list them): name, type, default,
+unit, the constraint in words, the description, whether it may change at run time, and
+the function that checks a value. From it are built:
+
+* the node's parameter descriptors and its on-set validation
+  (:mod:`ne_dynamics_ros.nodes.computed_torque.parameters`);
+* the controller's settings validation (:meth:`~ne_dynamics_ros.control.controller.
+  ControllerSettings.from_values` checks each run-time setting with the check here);
+* the parameter table of the docs (:func:`markdown_table`, written by ``docs/conf.py``).
+
+As generate_parameter_library does for ros2_controllers, but in Python. Pure module (no
+ROS import). A ``None`` default means "not set: the model's value" (the URDF's limits,
+chain order, no armature).
+"""
+from dataclasses import dataclass
+import math
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+from ne_dynamics_ros.control.laws import (check_effort_limits, check_gravity,
+                                          ControlParameterError, expand_gain, parse_mode)
+
+#: Where the node takes its trajectories and joint states (for the descriptions).
+EXECUTORS = ('events', 'single_threaded')
+CONVENTIONS = ('dh', 'mdh')
+DYNAMICS_BACKENDS = ('generated', 'recursive')
+#: Default bound of a trajectory message, bytes: the largest trajectory the node accepts
+#: (100 000 points with every field for 7 joints) fits.
+MAX_TRAJECTORY_BYTES = 32 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class ParameterSpec:
+    """One parameter: what it is, its default, its unit and how a value is checked.
+
+    Attributes:
+        name: the ROS parameter name.
+        type: ``'string'``, ``'bool'``, ``'integer'``, ``'double'``, ``'double_array'``
+            (one value or one per joint), ``'string_array'``.
+        default: the default value (None: not set).
+        description: what it does.
+        unit: SI unit ('' for none).
+        constraints: the bounds, in words (the descriptor's ``additional_constraints``).
+        runtime: may change while the node runs (otherwise read-only).
+        check: ``check(value, n)`` returns the value normalised or raises
+            :class:`ControlParameterError` naming the parameter; ``n`` is the number of
+            joints, or None before the model is known. None: no check beyond the type.
+    """
+
+    name: str
+    type: str
+    default: Any
+    description: str
+    unit: str = ''
+    constraints: str = ''
+    runtime: bool = False
+    check: Optional[Callable] = None
+
+
+_SEQUENCES = (list, tuple, np.ndarray)
+
+
+def numbers(value, name) -> np.ndarray:
+    """Return a number or sequence of numbers as a 1-D float array (no booleans, no text).
+
+    Raises:
+        ControlParameterError: anything else, naming ``name``.
+    """
+    items = value if isinstance(value, _SEQUENCES) else [value]
+    if any(isinstance(v, (bool, np.bool_, str, bytes)) for v in items):
+        raise ControlParameterError(
+            f'{name} must be a number or an array of numbers, got {value!r}')
+    try:
+        return np.atleast_1d(np.asarray(value, dtype=float)).reshape(-1)
+    except (TypeError, ValueError):
+        raise ControlParameterError(
+            f'{name} must be a number or an array of numbers, got {value!r}') from None
+
+
+def scalar(value, name) -> float:
+    """Return a single number as a float; ControlParameterError otherwise."""
+    values = numbers(value, name)
+    if isinstance(value, _SEQUENCES) or values.size != 1:
+        raise ControlParameterError(f'{name} must be a single number, got {value!r}')
+    return float(values[0])
+
+
+def per_joint(values, n, name):
+    """One value for every joint or one per joint: an (n,) array (as given if n is None)."""
+    values = np.asarray(values, dtype=float)
+    if n is None or values.size == n:
+        return values
+    if values.size == 1:
+        return np.full(n, values[0])
+    raise ControlParameterError(f'{name} needs 1 or {n} values (one per joint), got '
+                                f'{values.size}')
+
+
+def _one_of(choices):
+    def check(value, n, name):
+        if value not in choices:
+            raise ControlParameterError(f'{name} {value!r} is not one of: '
+                                        f'{", ".join(choices)}')
+        return value
+    return check
+
+
+def _flag(value, n, name):
+    if not isinstance(value, (bool, np.bool_)):
+        raise ControlParameterError(f'{name} must be true or false, got {value!r}')
+    return bool(value)
+
+
+def _positive(value, n, name):
+    value = scalar(value, name)
+    if not (math.isfinite(value) and value > 0.0):
+        raise ControlParameterError(f'{name} must be a finite value > 0, got {value}')
+    return value
+
+
+def _non_negative_or_inf(value, n, name):
+    value = scalar(value, name)
+    if not value >= 0.0:
+        raise ControlParameterError(f'{name} must be >= 0 (inf: no check), got {value}')
+    return value
+
+
+def _gains(value, n, name):
+    values = numbers(value, name)
+    return expand_gain(values, n or values.size, name)
+
+
+def _ki(value, n, name):
+    values = numbers(value, name)
+    if not np.all(np.isfinite(values) & (values >= 0.0)):
+        raise ControlParameterError(f'{name} must be finite and >= 0, got {values.tolist()}')
+    return per_joint(values, n, name)
+
+
+def _integral_limit(value, n, name):
+    values = numbers(value, name)
+    if not np.all(values > 0.0):
+        raise ControlParameterError(
+            f'{name} must be > 0 N m (inf: no bound), got {values.tolist()}')
+    return per_joint(values, n, name)
+
+
+def _mode(value, n, name):
+    if not isinstance(value, str):
+        raise ControlParameterError(f'{name} must be a string, got {value!r}')
+    return parse_mode(value)
+
+
+def _gravity(value, n, name):
+    return check_gravity(numbers(value, name))
+
+
+def _cutoff(value, n, name):
+    value = scalar(value, name)
+    if math.isnan(value) or value <= 0.0:
+        raise ControlParameterError(f'{name} must be > 0 Hz, got {value}')
+    return value
+
+
+def _byte_count(value, n, name):
+    if type(value) is not int or value <= 0:
+        raise ControlParameterError(f'{name} must be an integer > 0, got {value!r}')
+    return value
+
+
+def _drive_values(value, n, name):
+    """Armature, damping or friction: unset, or n values >= 0."""
+    if value is None:
+        return None
+    values = numbers(value, name)
+    if not np.all(np.isfinite(values) & (values >= 0.0)):
+        raise ControlParameterError(f'{name} must be finite values >= 0, got '
+                                    f'{values.tolist()}')
+    if n is not None and values.size != n:
+        raise ControlParameterError(f'{name} needs {n} values (one per joint), got '
+                                    f'{values.size}')
+    return values
+
+
+def _effort_limits(value, n, name):
+    if value is None:
+        return None
+    values = numbers(value, name)
+    return check_effort_limits(values, n if n is not None else values.size)
+
+
+def _joint_names(value, n, name):
+    if value is None:
+        return None
+    if not isinstance(value, _SEQUENCES) or not all(isinstance(v, str) for v in value):
+        raise ControlParameterError(f'{name} must be a list of joint names, got {value!r}')
+    return list(value)
+
+
+def _text(value, n, name):
+    if not isinstance(value, str):
+        raise ControlParameterError(f'{name} must be text, got {value!r}')
+    return value
+
+
+#: The parameters of computed_torque_node, in the order the docs list them.
+PARAMETERS = (
+    ParameterSpec('robot_description', 'string', '',
+                  'URDF XML of the robot. If empty, urdf_path is used; if both are empty the '
+                  'node waits for the robot_description topic.', check=_text),
+    ParameterSpec('urdf_path', 'string', '',
+                  'Path of a URDF file (absolute, relative to the working directory, or '
+                  'relative to the share directory of ne_dynamics_ros, e.g. '
+                  'config/puma560.urdf).', check=_text),
+    ParameterSpec('base_link', 'string', '', 'First link of the chain; empty = URDF root '
+                  'link.', check=_text),
+    ParameterSpec('tip_link', 'string', '', 'Last link of the chain; empty = the single tip '
+                  'of the movable tree.', check=_text),
+    ParameterSpec('convention', 'string', 'mdh',
+                  'Frame convention of the Newton-Euler recursion: mdh (Craig) or dh '
+                  '(Luh-Walker-Paul, 001 eqs 3.21-3.27). Both give the same torques.',
+                  constraints='one of: dh, mdh', check=_one_of(CONVENTIONS)),
+    ParameterSpec('dynamics_backend', 'string', 'generated',
+                  'How the inverse dynamics are computed: generated (the robot-specific '
+                  'straight-line program of Renaud 004, checked against the recursion when '
+                  'configured; configuring fails on a mismatch) or recursive (the '
+                  'Newton-Euler recursion).', constraints='one of: generated, recursive',
+                  check=_one_of(DYNAMICS_BACKENDS)),
+    ParameterSpec('executor', 'string', 'events',
+                  'rclpy executor of the node when run as a program: events '
+                  '(rclpy.experimental.EventsExecutor, written in C++: about half the '
+                  'per-message overhead here) or single_threaded '
+                  '(rclpy.executors.SingleThreadedExecutor).',
+                  constraints='one of: events, single_threaded', check=_one_of(EXECUTORS)),
+    ParameterSpec('autostart', 'bool', True,
+                  'Configure and activate at start-up (ros2 run, the demo, the simulated '
+                  'arms). false: the node starts unconfigured and waits for ros2 lifecycle '
+                  'set configure / activate (a real arm, after switching its controllers).',
+                  check=_flag),
+    ParameterSpec('mode', 'string', 'computed_torque',
+                  'Control law: computed_torque (tau = RNEA(q, qd, qdd_d + kd*(qd_d - qd) + '
+                  'kp*(q_d - q)), 001 eqs 4.1, 4.4), feedforward (tau = RNEA(q_d, qd_d, '
+                  'qdd_d) + kp*e + kd*de) or gravity_compensation (tau = G(q)).',
+                  constraints='one of: computed_torque, feedforward, gravity_compensation',
+                  runtime=True, check=_mode),
+    ParameterSpec('kp', 'double_array', 100.0,
+                  'Position gain, one value or one per joint (chain order); 1/s^2 in '
+                  'computed_torque mode, N*m/rad (N/m) in feedforward mode.',
+                  unit='1/s^2 or N*m/rad', constraints='>= 0', runtime=True, check=_gains),
+    ParameterSpec('kd', 'double_array', 20.0,
+                  'Velocity gain, one value or one per joint (chain order); 1/s in '
+                  'computed_torque mode, N*m*s/rad (N*s/m) in feedforward mode.',
+                  unit='1/s or N*m*s/rad', constraints='>= 0', runtime=True, check=_gains),
+    ParameterSpec('ki', 'double_array', 0.0,
+                  'Integral gain, one value or one per joint (chain order), in every mode but '
+                  'gravity_compensation: ki * integral of (q_d - q) dt is added to the '
+                  'command; reset when the reference restarts (hold, timeout, new '
+                  'trajectory), frozen on a joint while its command saturates. 0 (default): '
+                  "Lee et al.'s law as published.", unit='N*m/(rad*s)', constraints='>= 0',
+                  runtime=True, check=_ki),
+    ParameterSpec('integral_limit', 'double_array', math.inf,
+                  'Bound of the integral torque, one value or one per joint; .inf: none '
+                  'beyond the freeze while saturated.', unit='N*m', constraints='> 0',
+                  runtime=True, check=_integral_limit),
+    ParameterSpec('friction_compensation', 'bool', False,
+                  'Add the URDF <dynamics damping friction> torques to the command, evaluated '
+                  'at the desired velocity (so that dry friction is compensated as soon as '
+                  'the reference moves), at the measured velocity in gravity_compensation '
+                  'mode.', runtime=True, check=_flag),
+    ParameterSpec('coulomb_velocity', 'double', 0.003,
+                  'Velocity scale v_s of the Coulomb friction compensated at the desired '
+                  'velocity: Fc*tanh(qd_d/v_s). The reference is noise-free, so the sign can '
+                  "be sharp (the model's 0.01 rad/s is kept at measured velocities).",
+                  unit='rad/s', constraints='> 0', runtime=True, check=_positive),
+    ParameterSpec('hardware_compensates_gravity', 'bool', False,
+                  'The hardware adds g(q) itself (Universal Robots direct torque control): '
+                  'leave gravity out of the command in every mode.', check=_flag),
+    ParameterSpec('hardware_compensates_friction', 'bool', False,
+                  'The hardware adds its own friction model (UR direct torque control by '
+                  'default): never add the URDF friction, whatever friction_compensation '
+                  'says.', check=_flag),
+    ParameterSpec('gravity', 'double_array', [0.0, 0.0, -9.81],
+                  'Gravity acceleration in the chain base frame.', unit='m/s^2',
+                  constraints='3 finite numbers', runtime=True, check=_gravity),
+    ParameterSpec('effort_limits', 'double_array', None,
+                  'Symmetric effort limits, one per joint (chain order); unset = URDF <limit '
+                  'effort> (inf where absent). Every command is clamped to them.',
+                  unit='N*m or N', constraints='> 0', check=_effort_limits),
+    ParameterSpec('joints', 'string_array', None,
+                  'Order of the joints in the effort command (as configured in the effort '
+                  'controller); unset = chain order. Must list every chain joint once.',
+                  check=_joint_names),
+    ParameterSpec('armature', 'double_array', None,
+                  'Reflected rotor inertia per joint (chain order), added as armature*qdd; '
+                  'unset = zero.', unit='kg*m^2 or kg', constraints='>= 0',
+                  check=_drive_values),
+    ParameterSpec('damping', 'double_array', None,
+                  'Viscous friction per joint (chain order), replacing the URDF <dynamics '
+                  'damping> (e.g. from ne-dynamics identify); unset = the URDF values.',
+                  unit='N*m*s/rad or N*s/m', constraints='>= 0', check=_drive_values),
+    ParameterSpec('friction', 'double_array', None,
+                  'Coulomb friction per joint (chain order), replacing the URDF <dynamics '
+                  'friction>; unset = the URDF values.', unit='N*m or N', constraints='>= 0',
+                  check=_drive_values),
+    ParameterSpec('state_timeout', 'double', 0.1,
+                  'Seconds without a valid joint_states message after which the node stops '
+                  'commanding and publishes zero effort.', unit='s', constraints='> 0',
+                  runtime=True, check=_positive),
+    ParameterSpec('position_limit_margin', 'double', 0.2,
+                  'A joint_states position beyond a URDF joint limit by more than this is '
+                  'dropped as a glitch (.inf: no check).', unit='rad or m',
+                  constraints='>= 0', runtime=True, check=_non_negative_or_inf),
+    ParameterSpec('max_trajectory_bytes', 'integer', MAX_TRAJECTORY_BYTES,
+                  'Serialized size beyond which a trajectory message is dropped unread by '
+                  'the trajectory receiver process (which takes every message, so that the '
+                  'control path never does). The default holds the largest trajectory the '
+                  'node accepts (100 000 points with every field for 7 joints).',
+                  unit='bytes', constraints='integer > 0', check=_byte_count),
+    ParameterSpec('velocity_filter_cutoff', 'double', 50.0,
+                  'Cut-off frequency of the low-pass on finite-difference velocities, used '
+                  'when joint_states carries no velocity.', unit='Hz', constraints='> 0',
+                  runtime=True, check=_cutoff),
+)
+
+#: name -> spec.
+BY_NAME = {spec.name: spec for spec in PARAMETERS}
+#: The parameters that may change at run time: the controller's settings.
+RUNTIME = tuple(spec.name for spec in PARAMETERS if spec.runtime)
+
+
+def check(name, value, n=None):
+    """Check ``value`` for the parameter ``name``; return it normalised.
+
+    Raises:
+        ControlParameterError: an unknown name, or a bad value (the message names it).
+    """
+    spec = BY_NAME.get(name)
+    if spec is None:
+        raise ControlParameterError(f'unknown parameter {name!r}')
+    if spec.check is None:
+        return value
+    return spec.check(value, n, name)
+
+
+def defaults(runtime_only=False):
+    """Return {name: default} of every parameter (or of the run-time ones)."""
+    return {s.name: s.default for s in PARAMETERS if s.runtime or not runtime_only}
+
+
+def markdown_table():
+    """Return the docs' parameter table (Markdown), generated from :data:`PARAMETERS`."""
+    def cell(text):
+        return str(text).replace('|', '\\|')
+
+    def shown(value):
+        if value is None:
+            return 'unset'
+        if isinstance(value, bool):
+            return str(value).lower()
+        if isinstance(value, float) and math.isinf(value):
+            return '.inf'
+        if isinstance(value, str):
+            return f'"{value}"' if value else '""'
+        return str(value)
+
+    lines = ['| parameter | default | unit | constraints | run time | description |',
+             '|---|---|---|---|---|---|']
+    for s in PARAMETERS:
+        lines.append(f'| `{s.name}` | `{cell(shown(s.default))}` | {cell(s.unit)} | '
+                     f'{cell(s.constraints)} | {"yes" if s.runtime else "read-only"} | '
+                     f'{cell(s.description)} |')
+    return '\n'.join(lines) + '\n'
+
+
+__all__ = ['BY_NAME', 'check', 'defaults', 'markdown_table', 'numbers', 'ParameterSpec',
+           'PARAMETERS', 'per_joint', 'RUNTIME', 'scalar']

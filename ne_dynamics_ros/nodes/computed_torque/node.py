@@ -1,0 +1,458 @@
+"""The lifecycle adapter: :class:`ComputedTorqueNode`, a managed (lifecycle) rclpy node.
+
+Transitions (``ros2 lifecycle set /computed_torque_node <transition>``):
+
+* ``configure``: the parameters are checked against the table, the robot description is
+  read (parameter, file, or the ``robot_description`` topic, waited for) and the model
+  and controller built; ``joint_states`` is subscribed, the trajectory receiver process
+  and the node's threads start. A bad URDF or parameter fails the transition: the node
+  stays unconfigured and logs the reason (also in ``/diagnostics``).
+* ``activate``: the controller holds the first position measured after activation and
+  commands start.
+* ``deactivate``: one zero-effort command, then silence on the command topic (states are
+  still read, trajectories refused).
+* ``cleanup`` / ``shutdown``: threads, receiver and subscriptions go (``shutdown`` from
+  active sends zero effort first).
+* an error in a transition: the error-processing transition sends zero effort; the node
+  is unconfigured afterwards (ROS 2's lifecycle).
+
+``autostart`` (default true) configures and activates at construction, so ``ros2 run``,
+the demo and the simulated arms behave as an unmanaged node; then a failure to configure
+raises :class:`NodeConfigurationError` from the constructor, as before.
+"""
+import logging
+import os
+import threading
+import time
+
+from rclpy.event_handler import PublisherEventCallbacks
+from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
+from rclpy.qos import QoSDurabilityPolicy, QoSHistoryPolicy, QoSProfile, QoSReliabilityPolicy
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray, String
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+from diagnostic_msgs.msg import DiagnosticArray
+
+from ne_dynamics_ros.control.controller import (Command, ComputedTorqueController,
+                                                MAX_STATE_JOINTS, SkipReason)
+from ne_dynamics_ros.nodes.cdr import (CdrError, float64_multi_array_bytes, joint_names_block,
+                                       joint_state_bytes, JointStateReader)
+from ne_dynamics_ros.nodes.computed_torque import diagnostics
+from ne_dynamics_ros.nodes.computed_torque import parameters as params
+from ne_dynamics_ros.nodes.computed_torque.parameters import NodeConfigurationError
+from ne_dynamics_ros.nodes.computed_torque.readers import (joint_state_fields,
+                                                           read_joint_state, sample)
+from ne_dynamics_ros.nodes.computed_torque.support import (FloatingPointErrors, RosLogHandler,
+                                                           ThrottledWarnings)
+from ne_dynamics_ros.nodes.computed_torque.threads import ControlThreads
+from ne_dynamics_ros.nodes.trajectory_receiver import TrajectoryReceiver
+from ne_dynamics_ros.resources import find_resource
+
+NODE_NAME = 'computed_torque_node'
+#: joint_state_broadcaster's publisher QoS (reliable, volatile, keep last 10).
+JOINT_STATE_QOS = QoSProfile(history=QoSHistoryPolicy.KEEP_LAST, depth=10,
+                             reliability=QoSReliabilityPolicy.RELIABLE,
+                             durability=QoSDurabilityPolicy.VOLATILE)
+#: robot_state_publisher's latched robot_description.
+ROBOT_DESCRIPTION_QOS = QoSProfile(history=QoSHistoryPolicy.KEEP_LAST, depth=1,
+                                   reliability=QoSReliabilityPolicy.RELIABLE,
+                                   durability=QoSDurabilityPolicy.TRANSIENT_LOCAL)
+_NO_PUBLISHER_EVENTS = PublisherEventCallbacks(use_default_callbacks=False)
+_SKIP_WARNINGS = {SkipReason.INVALID_STATE: 'dropped a joint_states message: ',
+                  SkipReason.NO_VALID_EFFORT: 'no command for this joint state: '}
+_SUCCESS, _FAILURE = TransitionCallbackReturn.SUCCESS, TransitionCallbackReturn.FAILURE
+
+
+class ComputedTorqueNode(ControlThreads, LifecycleNode):
+    """Computed-torque controller node, managed (lifecycle); see the package docstring.
+
+    ``controller`` is the :class:`ComputedTorqueController` (None until configured and the
+    robot description has arrived).
+
+    Raises:
+        NodeConfigurationError: from the constructor, with ``autostart`` true, when the
+            robot description is missing or bad, or a parameter is invalid (logged too).
+            ``main`` turns it into exit code 1.
+    """
+
+    def __init__(self, node_name=NODE_NAME, **kwargs):
+        """Declare the parameters and the outputs; configure and activate if ``autostart``.
+
+        ``kwargs`` go to :class:`rclpy.lifecycle.LifecycleNode` (``context``,
+        ``parameter_overrides``, ``namespace``, ``cli_args``...).
+        """
+        super().__init__(node_name, **kwargs)
+        # the package's Python log lines (e.g. the URDF loader's summary of ignored vendor
+        # tags) go to this node's ROS logger
+        self._log_bridge = RosLogHandler(self.get_logger())
+        logging.getLogger('ne_dynamics_ros').addHandler(self._log_bridge)
+        logging.getLogger('ne_dynamics_ros').setLevel(logging.INFO)
+        self._warnings = ThrottledWarnings(self.get_logger())
+        self._fp_errors = FloatingPointErrors()
+        self._command_lock = threading.Lock()
+        self._threads, self._receiver, self._stopping = [], None, None
+        self._subscriptions_made = []
+        self.controller = None
+        self.statistics = diagnostics.ControlStatistics()
+        #: Trajectory messages dropped before the controller saw them (too large,
+        #: undeserializable, superseded while waiting); the controller counts its own.
+        self.dropped_trajectories = 0
+        #: Trajectory messages that became the reference.
+        self.accepted_trajectories = 0
+        #: Why the last configure failed ('' when it did not).
+        self.configure_error = ''
+        self._activate_when_built = False
+        self._description_source = ''
+        self._state_reader = JointStateReader(MAX_STATE_JOINTS)
+        self._joints_block = None
+        self._outputs_wanted = (False, False)
+        self._ros_clock = self.get_clock()
+        self._diagnostics_due = time.monotonic()
+        self._diagnostics_counts = {}
+        try:
+            params.declare(self)
+        except Exception as err:  # a value of the wrong ROS type
+            self.get_logger().error(f'invalid parameter: {err}')
+            self._destroy_quietly()
+            raise NodeConfigurationError(f'invalid parameter: {err}') from err
+        # the command: a lifecycle publisher, silent unless active
+        self._effort_pub = self.create_lifecycle_publisher(
+            Float64MultiArray, 'effort_controller/commands', 10)
+        # No QoS-event handlers on the ~/ outputs: each one is polled by the executor on
+        # every wake-up (~8 us apiece in rclpy), which the 1 kHz loop notices.
+        self._tracking_error_pub = self.create_publisher(
+            JointState, '~/tracking_error', 10, event_callbacks=_NO_PUBLISHER_EVENTS)
+        self._desired_pub = self.create_publisher(
+            JointTrajectory, '~/desired', 10, event_callbacks=_NO_PUBLISHER_EVENTS)
+        self._diagnostics_pub = self.create_publisher(
+            DiagnosticArray, '/diagnostics', 10, event_callbacks=_NO_PUBLISHER_EVENTS)
+        self.add_on_set_parameters_callback(
+            lambda changes: params.validate_changes(self, self.controller, changes))
+        self.add_post_set_parameters_callback(self._apply_parameters)
+        if self.get_parameter('autostart').value is True:
+            self.trigger_configure()
+            if self.configure_error:
+                self._destroy_quietly()
+                raise NodeConfigurationError(self.configure_error)
+            self.trigger_activate()
+
+    # ---- lifecycle ---------------------------------------------------------------------------
+
+    @property
+    def lifecycle_state(self):
+        """Return the current lifecycle state's label ('unconfigured', 'active', ...)."""
+        return self._state_machine.current_state[1]
+
+    def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
+        """Check the parameters, build the model (or wait for it), start the threads."""
+        self.configure_error = ''
+        try:
+            params.check_all(self)
+            self._max_trajectory_bytes = self.get_parameter('max_trajectory_bytes').value
+            description = self._description_from_parameters()
+            if description is not None:
+                self._build(description)
+        except NodeConfigurationError as err:
+            self.configure_error = str(err)
+            self.get_logger().error(f'configure failed: {err}')
+            self.controller = None
+            self._publish_diagnostics()
+            return _FAILURE
+        if description is None:
+            self.get_logger().info('robot_description and urdf_path are empty: waiting for '
+                                   'the robot_description topic')
+            self._subscriptions_made.append(self.create_subscription(
+                String, 'robot_description', self._on_robot_description,
+                ROBOT_DESCRIPTION_QOS))
+        # Raw bytes, read by ne_dynamics_ros.nodes.cdr: rclpy's own conversion of a
+        # JointState into Python objects costs more than the control law.
+        self._subscriptions_made.append(self.create_subscription(
+            JointState, 'joint_states', self._on_joint_state_bytes, JOINT_STATE_QOS, raw=True))
+        # Trajectories are taken and read by a process of their own (see
+        # ne_dynamics_ros.nodes.trajectory_receiver): no message, however large, is ever
+        # copied in this process before the node sees it; what arrives here are columns.
+        self._receiver = TrajectoryReceiver(
+            self.resolve_topic_name('~/joint_trajectory'), self.get_name(),
+            self.get_namespace(), self.context.get_domain_id(), self._max_trajectory_bytes,
+            chain_joint_names=(None if self.controller is None
+                               else self.controller.model.joint_names))
+        self.start_threads()
+        return _SUCCESS
+
+    def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
+        """Command from now on, holding the first position measured."""
+        if self.controller is None:
+            self._activate_when_built = True      # the description is still to come
+        else:
+            self.controller.activate()
+        self.get_logger().info('activated: holding the next position measured, then '
+                               'following trajectories')
+        return super().on_activate(state)
+
+    def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
+        """Send one zero-effort command, then stay silent on the command topic."""
+        self._activate_when_built = False
+        if self.controller is not None:
+            with self._command_lock:
+                zero = self.controller.deactivate()
+                self._effort_pub.publish(float64_multi_array_bytes(zero.tolist()))
+        self.get_logger().info('deactivated: published zero effort; commands stop')
+        return super().on_deactivate(state)
+
+    def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:
+        """Stop the threads and the receiver, drop the subscriptions and the model."""
+        self._teardown()
+        return _SUCCESS
+
+    def on_shutdown(self, state: LifecycleState) -> TransitionCallbackReturn:
+        """From active: zero effort first; then as cleanup."""
+        if state.label == 'active':
+            self.publish_zero_effort()
+        self._teardown()
+        return _SUCCESS
+
+    def on_error(self, state: LifecycleState) -> TransitionCallbackReturn:
+        """Error processing: zero effort, threads stopped; the node ends unconfigured."""
+        self.get_logger().error(f'error in the {state.label} state: publishing zero effort')
+        self.publish_zero_effort()
+        self._teardown()
+        return _SUCCESS
+
+    def _teardown(self):
+        if self._stopping is not None:
+            self.stop_threads()
+        for subscription in self._subscriptions_made:
+            self.destroy_subscription(subscription)
+        self._subscriptions_made = []
+        self._receiver = None
+        self.controller = None
+        self._activate_when_built = False
+
+    def destroy_node(self):
+        """Stop the node's threads, detach the log bridge, then destroy the node."""
+        if self._stopping is not None:
+            self.stop_threads()
+        logging.getLogger('ne_dynamics_ros').removeHandler(self._log_bridge)
+        return super().destroy_node()
+
+    def _destroy_quietly(self):
+        logging.getLogger('ne_dynamics_ros').removeHandler(self._log_bridge)
+        if self._stopping is not None:
+            self.stop_threads()
+        LifecycleNode.destroy_node(self)
+
+    # ---- configuration --------------------------------------------------------------------------
+
+    def _description_from_parameters(self):
+        """URDF XML text from robot_description / urdf_path, or None if both are empty."""
+        xml = self.get_parameter('robot_description').value
+        if xml.strip():
+            self._description_source = 'robot_description parameter'
+            return xml
+        path = self.get_parameter('urdf_path').value
+        if not path.strip():
+            return None
+        from ne_dynamics_ros.dynamics.urdf_import import read_urdf_text
+        if not os.path.exists(path):
+            if os.path.isabs(path):
+                raise NodeConfigurationError(f'urdf_path {path!r}: no such file')
+            try:
+                path = str(find_resource(path))      # a path inside the package's share
+            except FileNotFoundError as err:
+                raise NodeConfigurationError(
+                    f'urdf_path {path!r} not found: tried {os.path.abspath(path)!r}, then '
+                    f'{err}') from None
+        try:
+            text = read_urdf_text(path)              # encoding as declared, size bound
+        except ValueError as err:
+            raise NodeConfigurationError(f'cannot read urdf_path {path!r}: {err}') from None
+        self._description_source = f'urdf_path {path}'
+        return text
+
+    def _build(self, urdf_xml):
+        """Build the controller (inactive) from the URDF and the parameters.
+
+        Raises:
+            NodeConfigurationError: the URDF or a parameter is unusable.
+        """
+        v = params.values(self)
+        try:
+            controller = ComputedTorqueController.from_urdf(
+                urdf_xml, base_link=v['base_link'] or None, tip_link=v['tip_link'] or None,
+                convention=v['convention'], armature=v['armature'], damping=v['damping'],
+                friction=v['friction'], settings=params.runtime_values(self),
+                hardware_compensates_gravity=v['hardware_compensates_gravity'],
+                hardware_compensates_friction=v['hardware_compensates_friction'],
+                joints=v['joints'], effort_limits=v['effort_limits'],
+                dynamics_backend=v['dynamics_backend'])
+        except ValueError as err:
+            # ModelError/URDFError/StateError and ControlParameterError are ValueErrors.
+            raise NodeConfigurationError(f'cannot build the robot model: {err}') from err
+        controller.deactivate()                  # commands start with activation
+        self._joints_block = joint_names_block(controller.joints)
+        self.statistics = diagnostics.ControlStatistics(controller.n)
+        self.controller = controller
+        model = controller.model
+        for note in model.warnings:
+            self.get_logger().warning(f'URDF import: {note}')
+        self.get_logger().info(
+            f'model {model.base_link} -> {model.tip_link}, {model.n} joints {model.joint_names}, '
+            f'{model.convention.value}; mode {controller.settings.mode.value}, effort limits '
+            f'{controller.effort_limits.tolist()}; dynamics {controller.dynamics_backend}'
+            + (f' ({controller.dynamics.operations["mul"]} mul + '
+               f'{controller.dynamics.operations["add"]} add per call)'
+               if controller.dynamics_backend == 'generated' else ''))
+
+    def _apply_parameters(self, changes):
+        """Post-set callback: hand the new run-time values to the controller."""
+        names = {p.name for p in changes}
+        if self.controller is not None and names & set(params.RUNTIME_PARAMETERS):
+            changed = {k: v for k, v in params.runtime_values(self).items() if k in names}
+            settings = self.controller.reconfigure(**changed)
+            self.get_logger().info(
+                f'parameters {sorted(names)} set: mode {settings.mode.value}, '
+                f'kp {settings.kp.tolist()}, kd {settings.kd.tolist()}')
+
+    def _on_robot_description(self, msg):
+        if self.controller is not None:
+            return
+        try:
+            self._build(msg.data)
+        except NodeConfigurationError as err:
+            self.get_logger().error(f'{err}; still waiting for a valid robot_description')
+            return
+        self._description_source = 'robot_description topic'
+        if self._receiver is not None:
+            self._receiver.set_chain(self.controller.model.joint_names)
+        if self._activate_when_built:
+            self.controller.activate()
+
+    # ---- joint states -> controller -> effort ---------------------------------------------
+
+    def _on_joint_state_bytes(self, data):
+        """Executor thread: one serialized ``joint_states`` message (the control path)."""
+        started = time.perf_counter_ns()
+        controller = self.controller
+        if controller is None:
+            return
+        try:
+            state = read_joint_state(self._state_reader, data)
+        except CdrError as err:
+            self.statistics.seen()
+            self._skip(controller.reject_state(str(err)))
+            return
+        self._answer(controller, state, started)
+
+    def _on_joint_state(self, msg):
+        """Answer a ``sensor_msgs/JointState`` object as the subscription answers its bytes."""
+        controller = self.controller
+        if controller is not None:
+            self._answer(controller, joint_state_fields(msg), time.perf_counter_ns())
+
+    def _now_ns(self):
+        """ROS time now, ns: the system clock unless simulated time (/clock) is active."""
+        clock = self._ros_clock
+        return clock.now().nanoseconds if clock.ros_time_is_active else time.time_ns()
+
+    def _answer(self, controller, state, started):
+        """Command (and report) one joint state, a :class:`JointStateFields`."""
+        # one lock for "decide, then publish" here and in the watchdog: the watchdog's zero
+        # command can never overtake a command of a state that ended the timeout
+        with self._command_lock, self._fp_errors.context():
+            out = controller.update(self._now_ns(), sample(state))
+            commanded = out.__class__ is Command
+            if commanded:
+                self._effort_pub.publish(float64_multi_array_bytes(out.effort_values))
+        if self._fp_errors.kinds:
+            self._warn_floating_point(self._fp_errors, 'answering a joint_states message (the '
+                                      'command, if any, was checked finite and within the '
+                                      'limits)')
+        if not commanded:
+            self.statistics.seen()
+            self._skip(out)
+            return
+        self.statistics.commanded(time.perf_counter_ns() - started, out.effort_values,
+                                  controller.law.gain_values[2], out.position_error_values)
+        if out.resumed:
+            self.get_logger().info('valid joint_states again: resuming, holding the current '
+                                   'position (the previous trajectory is discarded)')
+        # The ~/ outputs cost a DDS write each: only when someone listens (the watchdog
+        # thread refreshes who listens).
+        if self._outputs_wanted[0]:
+            self._tracking_error_pub.publish(joint_state_bytes(
+                state.sec, state.nanosec, state.frame_id, self._joints_block,
+                out.position_error_values, out.velocity_error_values, out.effort_values))
+        if self._outputs_wanted[1]:
+            q_d, qd_d, qdd_d = out.desired_values
+            desired = JointTrajectory(joint_names=controller.joints)
+            desired.header.stamp.sec = state.sec
+            desired.header.stamp.nanosec = state.nanosec
+            desired.header.frame_id = state.frame_id.decode('utf-8', 'replace')
+            desired.points = [JointTrajectoryPoint(positions=q_d, velocities=qd_d,
+                                                   accelerations=qdd_d)]
+            self._desired_pub.publish(desired)
+
+    def _skip(self, out):
+        """Warn (throttled) of a :class:`NoCommand`, unless the state was not ours."""
+        if out.reason in _SKIP_WARNINGS:         # not NOT_CONTROLLED, not INACTIVE
+            self._warnings.warn(out.reason.value, _SKIP_WARNINGS[out.reason] + out.message)
+
+    def _warn_floating_point(self, errors, doing):
+        """Warn (throttled) of the floating-point errors ``errors`` collected while ``doing``."""
+        kinds = errors.take()
+        if kinds:
+            self._warnings.warn('floating_point',
+                                f'floating-point {", ".join(kinds)} while {doing}')
+
+    # ---- diagnostics, shutdown --------------------------------------------------------------
+
+    def _counts(self):
+        c = self.controller
+        return {'joint_states dropped': c.dropped_joint_states if c else 0,
+                'trajectories rejected': c.rejected_trajectories if c else 0,
+                'trajectory messages dropped unread': self.dropped_trajectories}
+
+    def publish_diagnostics_when_due(self):
+        """Publish ``/diagnostics`` when a period has passed (the watchdog thread calls it)."""
+        now = time.monotonic()
+        if now >= self._diagnostics_due:
+            self._publish_diagnostics(now)
+
+    def _publish_diagnostics(self, now=None):
+        now = time.monotonic() if now is None else now
+        elapsed = max(1e-9, now - (self._diagnostics_due - diagnostics.PERIOD))
+        self._diagnostics_due = now + diagnostics.PERIOD
+        c = self.controller
+        counts = self._counts()
+        facts = {'lifecycle state': self.lifecycle_state,
+                 'dynamics backend': c.dynamics_backend if c else '',
+                 'robot description': self._description_source,
+                 'state timeouts': self.statistics.timeouts,
+                 'trajectories accepted': self.accepted_trajectories}
+        message = diagnostics.status(
+            self.get_name(), f'{c.model.base_link} -> {c.model.tip_link}' if c else '',
+            facts, self.statistics.take(c.n if c else 0), elapsed, self._diagnostics_counts,
+            counts, float(self.get_parameter('state_timeout').value),
+            c.joints if c else [], bool(c and c.timed_out), self.configure_error)
+        message.header.stamp = self.get_clock().now().to_msg()
+        self._diagnostics_counts = counts
+        self._diagnostics_pub.publish(message)
+
+    def drop_summary(self):
+        """One line: what the node refused since it started (logged on shutdown)."""
+        c = self.controller
+        return (f'{c.dropped_joint_states if c else 0} joint_states messages dropped, '
+                f'{c.rejected_trajectories if c else 0} trajectories rejected, '
+                f'{self.dropped_trajectories} trajectory messages dropped unread, '
+                f'{self.accepted_trajectories} trajectories accepted')
+
+    def publish_zero_effort(self):
+        """Publish an all-zero effort command (only while active: else nothing commands)."""
+        if self.controller is not None and self.controller.active:
+            self._effort_pub.publish(
+                float64_multi_array_bytes(self.controller.zero_effort().tolist()))
+
+
+__all__ = ['ComputedTorqueNode', 'JOINT_STATE_QOS', 'NODE_NAME', 'NodeConfigurationError',
+           'ROBOT_DESCRIPTION_QOS']

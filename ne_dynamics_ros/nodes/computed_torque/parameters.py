@@ -1,0 +1,101 @@
+"""The node's parameters: descriptors and validation, built from the one table.
+
+:data:`ne_dynamics_ros.control.parameters.PARAMETERS` says what each parameter is; here
+it becomes ROS: a ``ParameterDescriptor`` per parameter (description with the unit,
+``additional_constraints``, read-only unless it may change at run time), the values read
+back from the node, and the on-set validation (the table's check of each value, then the
+controller's of the whole set).
+"""
+from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
+from rclpy.parameter import Parameter
+
+from ne_dynamics_ros.control import parameters as table
+from ne_dynamics_ros.control.controller import ControllerSettings
+from ne_dynamics_ros.control.laws import ControlParameterError
+
+#: The parameters that may change while the node runs (the controller's settings).
+RUNTIME_PARAMETERS = table.RUNTIME
+
+
+class NodeConfigurationError(ValueError):
+    """The node cannot be configured: bad or missing robot description or parameters."""
+
+
+def descriptor(spec):
+    """Return the ``ParameterDescriptor`` of one parameter of the table (a ``ParameterSpec``)."""
+    description = spec.description + (f' Unit: {spec.unit}.' if spec.unit else '')
+    # arrays, numbers given as one value or one per joint, and unset defaults take any type
+    dynamic = spec.type in ('double_array', 'string_array', 'double', 'integer') \
+        or spec.default is None
+    return ParameterDescriptor(description=description, read_only=not spec.runtime,
+                               dynamic_typing=dynamic,
+                               additional_constraints=spec.constraints)
+
+
+#: name -> (default, descriptor), as the node declares them.
+PARAMETERS = {spec.name: (spec.default, descriptor(spec)) for spec in table.PARAMETERS}
+
+
+def declare(node):
+    """Declare every parameter of the table on ``node``."""
+    for name, (default, desc) in PARAMETERS.items():
+        node.declare_parameter(name, default, desc)
+
+
+def unset_to_none(param):
+    """Return a parameter's value; None if never set or set to an empty array."""
+    if param.type_ == Parameter.Type.NOT_SET:
+        return None
+    if param.type_.name.endswith('_ARRAY') and len(param.value) == 0:
+        return None
+    return param.value
+
+
+def values(node):
+    """Return {name: value} of every parameter (None where unset)."""
+    return {name: unset_to_none(node.get_parameter_or(name)) for name in PARAMETERS}
+
+
+def check_all(node):
+    """Check every parameter value against the table (before the model is known).
+
+    Raises:
+        NodeConfigurationError: naming the parameter and what is wrong.
+    """
+    try:
+        for name, value in values(node).items():
+            table.check(name, value)
+    except ControlParameterError as err:
+        raise NodeConfigurationError(f'invalid parameter: {err}') from None
+
+
+def runtime_values(node, changes=()):
+    """Run-time parameter values by name, with the ``Parameter`` list ``changes`` applied."""
+    current = {name: node.get_parameter_or(name).value for name in RUNTIME_PARAMETERS}
+    current.update((p.name, p.value) for p in changes if p.name in current)
+    return current
+
+
+def validate_changes(node, controller, params):
+    """On-set validation: each changed value by the table, then the whole set.
+
+    Returns a ``SetParametersResult`` (refused with the reason).
+    """
+    try:
+        for p in params:
+            if p.name in table.BY_NAME:
+                table.check(p.name, unset_to_none(p), None if controller is None
+                            else controller.n)
+        merged = runtime_values(node, params)
+        if controller is not None:
+            controller.validate(**merged)
+        else:
+            ControllerSettings.from_values(merged)
+    except ValueError as err:
+        return SetParametersResult(successful=False, reason=str(err))
+    return SetParametersResult(successful=True)
+
+
+__all__ = ['check_all', 'declare', 'descriptor', 'NodeConfigurationError', 'PARAMETERS',
+           'RUNTIME_PARAMETERS', 'runtime_values', 'unset_to_none', 'validate_changes',
+           'values']

@@ -1,0 +1,118 @@
+"""``computed_torque_node`` as a program: :func:`main`, the executor, signals.
+
+Ctrl-C / SIGTERM publish a final zero-effort command (when active) before shutting down:
+rclpy's own signal handlers are disabled for that, they would shut the context down
+before the node could publish.
+"""
+import gc
+import signal
+import sys
+
+import rclpy
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.signals import SignalHandlerOptions
+
+from ne_dynamics_ros.control.parameters import EXECUTORS, MAX_TRAJECTORY_BYTES
+from ne_dynamics_ros.nodes.computed_torque.node import ComputedTorqueNode
+from ne_dynamics_ros.nodes.computed_torque.parameters import NodeConfigurationError
+
+#: The GIL switch interval set by :func:`main`, s: the thread that installs a
+#: trajectory delays the control path by at most about this much at a time between its
+#: NumPy operations (Python's default is 5 ms).
+SWITCH_INTERVAL = 0.0005
+
+
+def make_executor(kind, context=None):
+    """Return the rclpy executor named by the ``executor`` parameter.
+
+    ``events``: ``rclpy.experimental.EventsExecutor`` (C++; shipped with Jazzy's rclpy);
+    ``single_threaded``: ``rclpy.executors.SingleThreadedExecutor``.
+
+    Raises:
+        NodeConfigurationError: an unknown kind.
+    """
+    if kind == 'events':
+        from rclpy.experimental import EventsExecutor
+        return EventsExecutor(context=context)
+    if kind == 'single_threaded':
+        return SingleThreadedExecutor(context=context)
+    raise NodeConfigurationError(f'executor {kind!r} is not one of {EXECUTORS}')
+
+
+def main(args=None):
+    """Run the node until Ctrl-C / SIGTERM; return the process exit code.
+
+    Exit code 1 when the robot description or parameters are invalid (logged). On
+    Ctrl-C/SIGTERM a final zero-effort command is published before shutting down, for
+    the reason given in the module docstring. rclpy's own signal handlers are disabled
+    for that: they would shut the context down before the node could publish. Signals
+    after the first are ignored (``ros2 launch`` forwards Ctrl-C a second time); after a
+    signal-ended run SIGINT and SIGTERM stay ignored until the process exits, otherwise
+    the previous handlers are restored.
+    """
+    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    sys.setswitchinterval(SWITCH_INTERVAL)
+    interrupted = []
+    executor = None
+
+    def _terminate(signum, frame):
+        # Ctrl-C in a terminal reaches the whole process group: ros2 launch forwards it a
+        # second time. Only the first one stops the node; later ones must not interrupt
+        # the zero-effort command and the clean shutdown.
+        if interrupted:
+            return
+        interrupted.append(signum)
+        if executor is None:
+            raise KeyboardInterrupt             # still starting: abandon the start
+        # Spinning: only ask the loop to stop. An exception raised here could land inside
+        # rclpy's C++ message conversion, which turns it into a RuntimeError.
+        executor.wake()
+
+    previous_sigterm = signal.signal(signal.SIGTERM, _terminate)
+    previous_sigint = signal.signal(signal.SIGINT, _terminate)
+    node = None
+    try:
+        node = ComputedTorqueNode()
+        spinning = make_executor(node.get_parameter('executor').value)
+        spinning.add_node(node)
+        executor = spinning
+        while rclpy.ok() and not interrupted:
+            # A finite timeout lets Python run the signal handlers between waits.
+            executor.spin_once(timeout_sec=0.1)
+        if interrupted:
+            raise KeyboardInterrupt
+    except NodeConfigurationError:
+        return 1
+    except (KeyboardInterrupt, ExternalShutdownException):
+        if node is not None and node.context.ok():
+            if node._stopping is not None:
+                node.stop_threads()   # no watchdog publishing after the final zero command
+            node.publish_zero_effort()
+            node.get_logger().info('shutting down: published zero effort; '
+                                   + node.drop_summary())
+    finally:
+        # Tear down while our handlers still swallow late signals (ros2 launch forwards a
+        # second SIGINT): the executor first, so that no C++ executor calls back into
+        # Python afterwards, where a KeyboardInterrupt would abort the process.
+        signalled = bool(interrupted)
+        interrupted.append(None)            # from here on every signal is swallowed
+        if executor is not None:
+            executor.shutdown()
+            executor.remove_node(node)
+        executor = spinning = None
+        if node is not None:
+            node.destroy_node()
+        rclpy.try_shutdown()
+        gc.collect()
+        # After a signal the process is on its way out: a forwarded second Ctrl-C must
+        # not turn into a KeyboardInterrupt traceback while the interpreter exits.
+        signal.signal(signal.SIGTERM, signal.SIG_IGN if signalled else previous_sigterm)
+        signal.signal(signal.SIGINT, signal.SIG_IGN if signalled else previous_sigint)
+    return 0
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())
+
+
+__all__ = ['EXECUTORS', 'main', 'make_executor', 'MAX_TRAJECTORY_BYTES', 'SWITCH_INTERVAL']
