@@ -173,3 +173,22 @@ def test_diagnostics_report_state_rate_latency_and_a_timeout(managed):
     error = next(d.status[0] for d in m.diagnostics if d.status[0].level == DiagnosticStatus.ERROR)
     assert 'state timeout' in error.message
     assert {kv.key: kv.value for kv in error.values}['state timeouts'] == '1'
+
+
+def test_an_error_while_active_sends_zero_and_deactivates(managed):
+    m = managed()
+    m.node.trigger_configure()
+    m.node.trigger_activate()
+    m.spin_until(lambda: m.states.get_subscription_count() >= 1, 'discovery')
+    m.stream(0.3)
+    m.spin_until(lambda: len(m.efforts) > 3, 'commands')
+
+    def broken(*args, **kwargs):
+        raise RuntimeError('a bug')
+
+    m.node.controller.update = broken
+    before = len(m.efforts)
+    m.stream(0.5)
+    assert m.node.lifecycle_state == 'inactive'
+    assert len(m.efforts) == before + 1
+    np.testing.assert_array_equal(m.efforts[-1], np.zeros(6))

@@ -13,6 +13,8 @@ Transitions (``ros2 lifecycle set /computed_torque_node <transition>``):
   still read, trajectories refused).
 * ``cleanup`` / ``shutdown``: threads, receiver and subscriptions go (``shutdown`` from
   active sends zero effort first).
+* an unexpected error on the control path while active: logged, one zero-effort command,
+  and the node deactivates (inactive, silent) until activated again;
 * an error in a transition: the error-processing transition sends zero effort; the node
   is unconfigured afterwards (ROS 2's lifecycle).
 
@@ -342,7 +344,18 @@ class ComputedTorqueNode(ControlThreads, LifecycleNode):
             self.statistics.seen()
             self._skip(controller.reject_state(str(err)))
             return
-        self._answer(controller, state, started)
+        try:
+            self._answer(controller, state, started)
+        except Exception as err:  # noqa: BLE001 - an error while active: stop commanding
+            self._fail_while_active(err)
+
+    def _fail_while_active(self, err):
+        """Answer an unexpected error on the control path: zero effort once, then inactive."""
+        self.get_logger().error(f'error while commanding: {type(err).__name__}: {err}; '
+                                'deactivating (zero effort, then silence); activate again '
+                                'when the cause is gone')
+        if self.lifecycle_state == 'active':
+            self.trigger_deactivate()
 
     def _on_joint_state(self, msg):
         """Answer a ``sensor_msgs/JointState`` object as the subscription answers its bytes."""
