@@ -467,5 +467,4 @@ class ComputedTorqueNode(ControlThreads, LifecycleNode):
                 float64_multi_array_bytes(self.controller.zero_effort().tolist()))
 
 
-__all__ = ['ComputedTorqueNode', 'JOINT_STATE_QOS', 'NODE_NAME', 'NodeConfigurationError',
-           'ROBOT_DESCRIPTION_QOS']
+__all__ = ['ComputedTorqueNode', 'JOINT_STATE_QOS', 'NODE_NAME', 'ROBOT_DESCRIPTION_QOS']
