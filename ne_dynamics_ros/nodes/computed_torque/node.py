@@ -116,7 +116,7 @@ class ComputedTorqueNode(ControlThreads, LifecycleNode):
             params.declare(self)
         except Exception as err:  # a value of the wrong ROS type
             self.get_logger().error(f'invalid parameter: {err}')
-            self._destroy_quietly()
+            self.destroy_node()
             raise NodeConfigurationError(f'invalid parameter: {err}') from err
         # the command: a lifecycle publisher, silent unless active
         self._effort_pub = self.create_lifecycle_publisher(
@@ -135,7 +135,7 @@ class ComputedTorqueNode(ControlThreads, LifecycleNode):
         if self.get_parameter('autostart').value is True:
             self.trigger_configure()
             if self.configure_error:
-                self._destroy_quietly()
+                self.destroy_node()
                 raise NodeConfigurationError(self.configure_error)
             self.trigger_activate()
 
@@ -222,8 +222,7 @@ class ComputedTorqueNode(ControlThreads, LifecycleNode):
         return _SUCCESS
 
     def _teardown(self):
-        if self._stopping is not None:
-            self.stop_threads()
+        self.stop_threads()
         for subscription in self._subscriptions_made:
             self.destroy_subscription(subscription)
         self._subscriptions_made = []
@@ -233,16 +232,9 @@ class ComputedTorqueNode(ControlThreads, LifecycleNode):
 
     def destroy_node(self):
         """Stop the node's threads, detach the log bridge, then destroy the node."""
-        if self._stopping is not None:
-            self.stop_threads()
+        self.stop_threads()
         logging.getLogger('ne_dynamics_ros').removeHandler(self._log_bridge)
         return super().destroy_node()
-
-    def _destroy_quietly(self):
-        logging.getLogger('ne_dynamics_ros').removeHandler(self._log_bridge)
-        if self._stopping is not None:
-            self.stop_threads()
-        LifecycleNode.destroy_node(self)
 
     # ---- configuration --------------------------------------------------------------------------
 

@@ -77,15 +77,13 @@ def runtime_values(node, changes=()):
 
 
 def validate_changes(node, controller, params):
-    """On-set validation: each changed value by the table, then the whole set.
+    """On-set validation of run-time values: the whole set, each value by the table.
 
-    Returns a ``SetParametersResult`` (refused with the reason).
+    rclpy refuses changes to read-only parameters before this runs; the run-time ones
+    are checked by :meth:`ControllerSettings.from_values`, which applies the table's check
+    to each. Returns a ``SetParametersResult`` (refused with the reason).
     """
     try:
-        for p in params:
-            if p.name in table.BY_NAME:
-                table.check(p.name, unset_to_none(p), None if controller is None
-                            else controller.n)
         merged = runtime_values(node, params)
         if controller is not None:
             controller.validate(**merged)

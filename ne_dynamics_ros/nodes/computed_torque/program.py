@@ -85,8 +85,7 @@ def main(args=None):
         return 1
     except (KeyboardInterrupt, ExternalShutdownException):
         if node is not None and node.context.ok():
-            if node._stopping is not None:
-                node.stop_threads()   # no watchdog publishing after the final zero command
+            node.stop_threads()       # no watchdog publishing after the final zero command
             node.publish_zero_effort()
             node.get_logger().info('shutting down: published zero effort; '
                                    + node.drop_summary())

@@ -31,7 +31,12 @@ class ControlThreads:
             thread.start()
 
     def stop_threads(self, timeout=2.0):
-        """Stop the watchdog, the trajectory receiver and its thread (idempotent)."""
+        """Stop the watchdog, the trajectory receiver and its thread (idempotent).
+
+        Nothing to do before :meth:`start_threads` (a node never configured).
+        """
+        if self._stopping is None:
+            return
         self._stopping.set()
         if self._receiver is not None:
             self._receiver.close()
