@@ -51,6 +51,18 @@ class IdentificationError(ValueError):
     """
 
 
+def shorten(text, limit=80, one_line=False):
+    """Return ``text`` (anything ``str`` takes) cut to ``limit`` characters for a message.
+
+    A cut text ends with ``... (N characters)``; ``one_line``: newlines become spaces (a
+    library's multi-line exception text inside one line of ours).
+    """
+    text = str(text)
+    if one_line:
+        text = text.replace('\n', ' ')
+    return text if len(text) <= limit else f'{text[:limit]}... ({len(text)} characters)'
+
+
 class MissingDependencyError(ImportError):
     """An optional Python package a feature needs is not installed.
 

@@ -22,6 +22,7 @@ import numpy as np
 
 from ne_dynamics_ros.control.laws import (check_effort_limits, check_gravity,
                                           ControlParameterError, expand_gain, parse_mode)
+from ne_dynamics_ros.control.velocity_estimator import check_cutoff
 
 #: Where the node takes its trajectories and joint states (for the descriptions).
 EXECUTORS = ('events', 'single_threaded')
@@ -159,10 +160,7 @@ def _gravity(value, n, name):
 
 
 def _cutoff(value, n, name):
-    value = scalar(value, name)
-    if math.isnan(value) or value <= 0.0:
-        raise ControlParameterError(f'{name} must be > 0 Hz, got {value}')
-    return value
+    return check_cutoff(scalar(value, name))
 
 
 def _byte_count(value, n, name):

@@ -35,7 +35,7 @@ import defusedxml
 import defusedxml.ElementTree as SafeET
 import numpy as np
 
-from ..errors import InertiaError, URDFError
+from ..errors import InertiaError, shorten, URDFError
 
 ACTUATED_TYPES = ('revolute', 'continuous', 'prismatic')
 
@@ -49,12 +49,6 @@ MAX_MASS = 1e7
 MAX_INERTIA = 1e12
 LOGGER = logging.getLogger('ne_dynamics_ros')
 XACRO_NAMESPACE = 'http://www.ros.org/wiki/xacro'
-
-
-def _shorten(text, limit=80):
-    """Return ``text`` cut to ``limit`` characters for a message."""
-    text = str(text)
-    return text if len(text) <= limit else f'{text[:limit]}... ({len(text)} characters)'
 
 
 @dataclass(frozen=True)
@@ -261,7 +255,7 @@ def read_urdf_text(urdf, max_bytes=None):
             return text
         if '\0' in text or '\n' in text or len(text) > 4096:
             raise URDFError(f'urdf is neither XML (it does not start with "<") nor a file '
-                            f'path: {_shorten(text)!r}')
+                            f'path: {shorten(text)!r}')
         where = f'URDF file {text!r}'
         try:
             size = os.path.getsize(text)
@@ -339,7 +333,7 @@ def parse_urdf(urdf, max_bytes=None):
     except SafeET.ParseError as exc:
         raise URDFError(f'malformed URDF XML: {exc}') from exc
     if root.tag != 'robot':
-        raise URDFError(f'URDF root element must be <robot>, got <{_shorten(root.tag)}>')
+        raise URDFError(f'URDF root element must be <robot>, got <{shorten(root.tag)}>')
     if any(XACRO_NAMESPACE in element.tag or any(
             XACRO_NAMESPACE in value or '${' in value for value in element.attrib.values())
             for element in root.iter()):
@@ -352,12 +346,12 @@ def parse_urdf(urdf, max_bytes=None):
     try:
         robot = URDF.from_xml_string(data.decode("utf-8"))
     except Exception as exc:  # urdf_parser_py raises assorted types on bad documents
-        raise URDFError(f'invalid URDF: {_shorten(exc, 300)}') from None
+        raise URDFError(f'invalid URDF: {shorten(exc, 300)}') from None
     finally:
         core.on_error = previous
     if complaints:
         LOGGER.info('urdf_parser_py ignored %d unknown elements or attributes (vendor '
-                    'extensions), e.g. %s', len(complaints), _shorten(complaints[0], 120))
+                    'extensions), e.g. %s', len(complaints), shorten(complaints[0], 120))
     return robot
 
 
@@ -398,8 +392,8 @@ def _check_numbers(root):
                     text = element.get(attribute)
                     if text is None:
                         continue
-                    where = (f'<{kind} name="{_shorten(owner.get("name"))}">/{path} '
-                             f'attribute {attribute}="{_shorten(text)}"')
+                    where = (f'<{kind} name="{shorten(owner.get("name"))}">/{path} '
+                             f'attribute {attribute}="{shorten(text)}"')
                     words = text.split()
                     if len(words) != count:
                         raise URDFError(f'{where}: expected {count} number'
@@ -408,7 +402,7 @@ def _check_numbers(root):
                         try:
                             float(word)
                         except ValueError:
-                            raise URDFError(f'{where}: {_shorten(word)!r} is not a '
+                            raise URDFError(f'{where}: {shorten(word)!r} is not a '
                                             'number') from None
 
 

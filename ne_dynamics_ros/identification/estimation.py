@@ -315,6 +315,18 @@ class NormalEquations:
         return np.sqrt(np.maximum(np.einsum('jpp->p', self.AtA), 0.0))
 
 
+def _still_joints(model, qd):
+    """Return (still, speed, vlimit): the joints that hardly move, and why.
+
+    ``still``: (n,) velocity RMS under ``EXCITATION_FRACTION`` of the limit; ``speed``:
+    (n,) the velocity RMS of ``qd`` (N, n); ``vlimit``: (n,) the limits used (1 where
+    the URDF has none).
+    """
+    vlimit = np.where(np.isfinite(model.velocity_limits), model.velocity_limits, 1.0)
+    speed = np.sqrt(_mean_square(qd))
+    return speed < EXCITATION_FRACTION * vlimit, speed, vlimit
+
+
 def unexcited_parameters(model, qd, norms, kept):
     """Which joints the recording hardly moves, and which parameters it leaves undetermined.
 
@@ -325,15 +337,23 @@ def unexcited_parameters(model, qd, norms, kept):
     joint (its column holds only noise). Returns (the joints' (n,) still mask, the
     parameters' (p,) dead mask).
     """
-    vlimit = np.where(np.isfinite(model.velocity_limits), model.velocity_limits, 1.0)
-    speed = np.sqrt(_mean_square(qd))
-    still = speed < EXCITATION_FRACTION * vlimit
+    still = _still_joints(model, qd)[0]
     norms = np.asarray(norms, dtype=float)
     dead = norms <= 1e-9 * max(float(norms.max()), 1e-300)
     for i, k in enumerate(kept):
         if k % PER_JOINT >= 10 and still[k // PER_JOINT]:
             dead[i] = True
     return still, dead
+
+
+def check_stiction_band(value, name='stiction_band'):
+    """Validate a stiction band: a finite velocity >= 0, rad/s (m/s).
+
+    Raises:
+        IdentificationError: naming ``name`` (the argument or the option) and the value.
+    """
+    if not (isinstance(value, (int, float)) and 0 <= value < math.inf):
+        raise IdentificationError(f'{name} must be a finite velocity >= 0, got {value!r}')
 
 
 def stiction_mask(qd, band):
@@ -365,13 +385,11 @@ def following_warnings(model, recording, qd=None):
         (still, warnings): (n,) booleans, True where the joint hardly moved; and one
         message per joint that did not follow, naming it, with the figures and advice.
     """
-    vlimit = np.where(np.isfinite(model.velocity_limits), model.velocity_limits, 1.0)
     if qd is None:
         qd = recording.qd
         if qd is None:
             qd = _gradient(recording.q, recording.t)
-    speed = np.sqrt(_mean_square(qd))
-    still = speed < EXCITATION_FRACTION * vlimit
+    still, speed, vlimit = _still_joints(model, qd)
     ratio = np.zeros(model.n)
     if recording.tracking_error is not None and len(recording.tracking_error[0]) > 1:
         t_e, error = recording.tracking_error
@@ -537,9 +555,7 @@ def identify(model, recording, cutoff=None, decimation=None, weighted=True,
     n = model.n
     rate = recording.rate
     cutoff = float(cutoff) if cutoff is not None else min(DEFAULT_CUTOFF, rate / 5.0)
-    if not (isinstance(stiction_band, (int, float)) and 0 <= stiction_band < math.inf):
-        raise IdentificationError(f'stiction_band must be a finite velocity >= 0, got '
-                                  f'{stiction_band!r}')
+    check_stiction_band(stiction_band)
     if not 0 < cutoff < rate / 2:
         raise IdentificationError(f'cutoff {cutoff} Hz must be in (0, {rate / 2:g}) Hz '
                                   f'for a {rate:g} Hz recording')
@@ -612,4 +628,4 @@ __all__ = ['aligned_efforts', 'decimate', 'decimated_blocks', 'decimation_index'
            'fit_normal', 'NormalEquations', 'residuals_from', 'effort_residuals',
            'filtered_states', 'fit',
            'following_warnings', 'identifiable_grouping', 'identify', 'Identification',
-           'regress', 'stiction_mask', 'unexcited_parameters']
+           'regress', 'check_stiction_band', 'stiction_mask', 'unexcited_parameters']

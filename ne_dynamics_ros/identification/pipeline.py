@@ -46,20 +46,25 @@ class IdentifiedModel:
     values: dict
 
 
-def check_effort_delay(effort_delay, recording):
+def check_effort_delay(effort_delay, recording=None, name='effort delay'):
     """Validate ``--effort-delay``: finite, >= 0, under a tenth of the recording, in s.
+
+    ``recording`` None: only what can be told before reading it (the command line checks
+    that before any work). ``name``: how messages call it.
 
     Raises:
         IdentificationError: naming the value and the bound.
     """
-    duration = float(recording.t[-1] - recording.t[0])
     if not (isinstance(effort_delay, (int, float)) and math.isfinite(effort_delay)
             and effort_delay >= 0):
-        raise IdentificationError(f'effort delay must be a finite time >= 0 s, got '
+        raise IdentificationError(f'{name} must be a finite time >= 0 s, got '
                                   f'{effort_delay!r}')
+    if recording is None:
+        return
+    duration = float(recording.t[-1] - recording.t[0])
     if effort_delay >= MAX_DELAY_FRACTION * duration:
         raise IdentificationError(
-            f'effort delay {effort_delay:g} s is not under a tenth of the {duration:.3g} s '
+            f'{name} {effort_delay:g} s is not under a tenth of the {duration:.3g} s '
             'recording: the efforts would be matched to other states (it is half a sample '
             'for ros2_control, e.g. 0.001 s at 500 Hz)')
 

@@ -22,13 +22,18 @@ from typing import Optional
 
 import numpy as np
 
-from ne_dynamics_ros.errors import RecordingError, require
+from ne_dynamics_ros.errors import RecordingError, require, shorten
 
 #: Fewer samples than this cannot identify anything.
 MIN_SAMPLES = 50
 #: Show a progress bar for bags with more messages than this.
 PROGRESS_MESSAGES = 5000
 JOINT_STATE = 'sensor_msgs/msg/JointState'
+
+
+def _cut(text):
+    """Return a library's message on one line, cut to 300 characters (:func:`shorten`)."""
+    return shorten(text, 300, one_line=True)
 
 
 @dataclass(frozen=True)
@@ -129,7 +134,7 @@ def read_bag(path, joints, topic='/joint_states', min_samples=MIN_SAMPLES, progr
         reader.open()
     except (AnyReaderError, ReaderError, *_DAMAGED) as exc:
         raise RecordingError(f'{bag_dir} is not a readable rosbag2 recording: '
-                             f'{_short(exc)}') from None
+                             f'{_cut(exc)}') from None
     try:
         return _read_messages(reader, bag_dir, source, topic, joints, progress,
                               tracking_topic, min_samples)
@@ -137,7 +142,7 @@ def read_bag(path, joints, topic='/joint_states', min_samples=MIN_SAMPLES, progr
         if isinstance(exc, RecordingError):
             raise
         raise RecordingError(f'{bag_dir}: the storage file is damaged or not what '
-                             f'metadata.yaml says ({type(exc).__name__}: {_short(exc)})') \
+                             f'metadata.yaml says ({type(exc).__name__}: {_cut(exc)})') \
             from None
     finally:
         reader.close()
@@ -259,12 +264,6 @@ def _read_tracking(reader, topic, joints):
     return [stamps[k] for k in order], np.array(errors)[order]
 
 
-def _short(text, limit=300):
-    """Cut a message from a library to a readable length."""
-    text = str(text).replace('\n', ' ')
-    return text if len(text) <= limit else text[:limit - 30] + f'... ({len(text)} characters)'
-
-
 def read_csv(path, joints, min_samples=MIN_SAMPLES):
     """Read joint states from a CSV file (module docstring); errors as :func:`read_bag`.
 
@@ -283,7 +282,7 @@ def read_csv(path, joints, min_samples=MIN_SAMPLES):
     except FileNotFoundError:
         raise RecordingError(f'no recording at {source}') from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise RecordingError(f'cannot read {source}: {_short(exc)}') from None
+        raise RecordingError(f'cannot read {source}: {_cut(exc)}') from None
     if not first.strip():
         raise RecordingError(f'{source}: empty file (no header row)')
     delimiter = max(',;\t', key=first.count)
@@ -294,12 +293,12 @@ def read_csv(path, joints, min_samples=MIN_SAMPLES):
         if not matches:
             if required:
                 raise RecordingError(f'{source}: no column {kind}/{joint} (header: '
-                                     f'{_short(header[:12])}{"..." if len(header) > 12 else ""})')
+                                     f'{_cut(header[:12])}{"..." if len(header) > 12 else ""})')
             return None
         return matches[0]
 
     if 'time' not in header:
-        raise RecordingError(f'{source}: no "time" column (header: {_short(header[:12])}; '
+        raise RecordingError(f'{source}: no "time" column (header: {_cut(header[:12])}; '
                              'comma-, semicolon- or tab-separated)')
     missing = [j for j in joints if column('position', j, False) is None]
     if missing:
@@ -318,9 +317,9 @@ def read_csv(path, joints, min_samples=MIN_SAMPLES):
                               dtype=float, ndmin=2)
     except (ValueError, IndexError) as exc:
         raise RecordingError(f'{source}: a row is not {len(header)} numbers separated by '
-                             f'{delimiter!r} ({_short(exc, 200)})') from None
+                             f'{delimiter!r} ({shorten(exc, 200, one_line=True)})') from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise RecordingError(f'cannot read {source}: {_short(exc)}') from None
+        raise RecordingError(f'cannot read {source}: {_cut(exc)}') from None
     n = len(joints)
     qd = data[:, 1 + 2 * n:1 + 3 * n] if velocities else None
     return _finish(joints, data[:, 0], data[:, 1:1 + n], qd, data[:, 1 + n:1 + 2 * n],

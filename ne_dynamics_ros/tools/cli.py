@@ -40,7 +40,7 @@ import sys
 import numpy as np
 
 from ne_dynamics_ros.errors import (IdentificationError, MissingDependencyError, ModelError,
-                                    RecordingError, require)
+                                    RecordingError, require, shorten)
 from ne_dynamics_ros.dynamics.base_parameters import base_parameters
 from ne_dynamics_ros.codegen import c_source, generate, python_source
 from ne_dynamics_ros.dynamics.model import fk_residual, load_model
@@ -143,10 +143,7 @@ def base_params_command(args):
 
 def _fail(command, error):
     """Print ``ne-dynamics COMMAND: error: ...`` (one readable line) and return exit code 2."""
-    message = str(error)
-    if len(message) > MAX_MESSAGE:
-        message = message[:MAX_MESSAGE - 40] + f' ... ({len(message)} characters)'
-    print(f'ne-dynamics {command}: error: {message}', file=sys.stderr)
+    print(f'ne-dynamics {command}: error: {shorten(error, MAX_MESSAGE)}', file=sys.stderr)
     return 2
 
 
@@ -240,18 +237,18 @@ def _bag_inputs(path):
 def identify_command(args):
     """Run ``ne-dynamics identify``; return the process exit code."""
     from ne_dynamics_ros.dynamics.urdf_import import read_urdf_text
-    from ne_dynamics_ros.identification.pipeline import identify_model
+    from ne_dynamics_ros.identification.estimation import check_stiction_band
+    from ne_dynamics_ros.identification.pipeline import check_effort_delay, identify_model
     from ne_dynamics_ros.identification.recording import read_recording
     if (args.bag is None) == (args.csv is None):
         return _fail('identify', 'give one of --bag or --csv')
-    if not (np.isfinite(args.stiction_band) and args.stiction_band >= 0):
-        return _fail('identify', f'--stiction-band must be a finite velocity >= 0, got '
-                     f'{args.stiction_band}')
     if args.cutoff is not None and not (np.isfinite(args.cutoff) and args.cutoff > 0):
         return _fail('identify', f'--cutoff must be a frequency > 0 Hz, got {args.cutoff}')
-    if not (np.isfinite(args.effort_delay) and args.effort_delay >= 0):
-        return _fail('identify', f'--effort-delay must be a finite time >= 0 s, got '
-                     f'{args.effort_delay}')
+    try:              # the checks that need no recording, before any work
+        check_stiction_band(args.stiction_band, '--stiction-band')
+        check_effort_delay(args.effort_delay, name='--effort-delay')
+    except IdentificationError as exc:
+        return _fail('identify', exc)
     outputs = [('--output-urdf', args.output_urdf), ('--output-params', args.output_params)]
     inputs = [args.urdf] + _bag_inputs(args.bag or args.csv)
     try:
