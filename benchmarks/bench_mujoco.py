@@ -27,6 +27,8 @@ import time
 
 import numpy as np
 
+from ne_dynamics_ros.tools.experiment import drive_errors
+
 BOUND = 4.26e-4
 UR5E_PLANT = ['--payload', '1.2', '--plant-armature', '0.1', '--plant-damping', '6,6,4,1,1,1',
               '--plant-friction', '2.5,2.5,1.5,0.4,0.4,0.4']
@@ -67,11 +69,9 @@ def drive_table(summary):
             ('dry friction', 'plant_friction', 'identified_friction', 0.05)]
     print(f'{"":<22}' + ''.join(f'{n[:14]:>16}' for n in names) + f'{"worst":>9}{"goal":>7}')
     for label, plant_key, found_key, goal in rows:
-        plant = np.asarray(summary[plant_key], dtype=float)
-        found = np.asarray(facts[found_key], dtype=float)
-        error = np.abs(found - plant) / plant
-        if label == 'armature':
-            error = np.where(facts['armature_identifiable'], error, np.nan)
+        plant, found = summary[plant_key], facts[found_key]
+        error = drive_errors(plant, found, facts['armature_identifiable']
+                             if label == 'armature' else None)
         cells = ''.join(f'{p:>7.4g}/{f:<8.4g}' for p, f in zip(plant, found))
         print(f'{label + " plant/id":<22}{cells}{100 * np.nanmax(error):>8.2f}%'
               f'{100 * goal:>6.0f}%')

@@ -68,7 +68,12 @@ def profile_trajectory(joint_names, profile, start, goal, duration, sample_perio
     Raises:
         ValueError: as :func:`~ne_dynamics_ros.control.profiles.sample_profile`.
     """
-    times, q, qd, qdd = sample_profile(profile, start, goal, duration, sample_period)
+    return _message(joint_names, *sample_profile(profile, start, goal, duration,
+                                                 sample_period), start_time)
+
+
+def _message(joint_names, times, q, qd, qdd, start_time):
+    """Return samples as a :class:`TrajectoryMessage`, times rounded to the nanosecond."""
     points = [TrajectoryPoint(round(t * 1e9) * 1e-9, q[k], qd[k], qdd[k])
               for k, t in enumerate(times)]
     return TrajectoryMessage(list(joint_names), points, round(start_time * 1e9))
@@ -86,11 +91,9 @@ def excitation_trajectory(excitation, start, move_duration, periods=1, sample_pe
         ValueError: as ``sample_excitation``.
     """
     from ne_dynamics_ros.identification.excitation import sample_excitation
-    times, q, qd, qdd = sample_excitation(excitation, start, move_duration, periods,
-                                          sample_period)
-    points = [TrajectoryPoint(round(t * 1e9) * 1e-9, q[k], qd[k], qdd[k])
-              for k, t in enumerate(times)]
-    return TrajectoryMessage(list(excitation.joints), points, round(start_time * 1e9))
+    return _message(excitation.joints, *sample_excitation(excitation, start, move_duration,
+                                                          periods, sample_period),
+                    start_time)
 
 
 @dataclass(frozen=True)
