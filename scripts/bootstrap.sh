@@ -32,4 +32,13 @@ if [ -d "$LAUNCH_WHEELS" ]; then
   done
   echo "bootstrap: ROS 2 launch tooling from $LAUNCH_WHEELS; package in the ament prefix .venv/ament"
 fi
+# control_msgs (FollowJointTrajectory, JointTrajectoryControllerState, QueryTrajectoryState)
+# is not on PyPI either: a wheel built unchanged from its jazzy sources sits in ../shared on
+# CI. Without it the node runs without its action and says so; the action tests skip.
+CONTROL_MSGS_WHEELS=../shared/wheels/ros2-jazzy-control-msgs
+if [ -d "$CONTROL_MSGS_WHEELS" ]; then
+  .venv/bin/python -m pip install --quiet ros-jazzy-geometry-msgs ros-jazzy-action-msgs \
+    "$CONTROL_MSGS_WHEELS"/*.whl
+  echo "bootstrap: control_msgs from $CONTROL_MSGS_WHEELS"
+fi
 echo "bootstrap: .venv ready ($(.venv/bin/python --version))"

@@ -104,7 +104,7 @@ class Harness:
                         and self.node._tracking_error_pub.get_subscription_count() >= 1
                         and self.node._desired_pub.get_subscription_count() >= 1
                         # the node's watchdog thread has noticed the diagnostics' readers
-                        and self.node._outputs_wanted == (True, True),
+                        and self.node._outputs_wanted[:2] == (True, True),
                         what='discovery')
 
     def spin_until(self, predicate, timeout=TIMEOUT, what='condition'):

@@ -53,6 +53,8 @@ from typing import Mapping, NamedTuple, Optional, Sequence, Union
 import numpy as np
 
 from ne_dynamics_ros.control import parameters
+from ne_dynamics_ros.control.goals import (GoalEnd, GoalMonitor, GoalStatus, ResultCode,
+                                           SegmentTolerances)
 from ne_dynamics_ros.control.laws import (
     compute_effort_values, ControlLawConfig, ControlMode, ControlParameterError,
     NonFiniteEffortError)
@@ -194,18 +196,22 @@ class Command:
         velocity_error_values: ``qd_d - qd``, rad/s (m/s).
         resumed: True when this state ended a state timeout (the reference now holds the
             position it measured; the previous trajectory was discarded).
+        goal_end: the :class:`~ne_dynamics_ros.control.goals.GoalEnd` of the action goal
+            this state judged finished (reached, or a tolerance broken: then the
+            reference now holds the position measured), else None.
     """
 
     __slots__ = ('effort_values', 'desired_values', 'position_error_values',
-                 'velocity_error_values', 'resumed')
+                 'velocity_error_values', 'resumed', 'goal_end')
 
     def __init__(self, effort_values, desired_values, position_error_values,
-                 velocity_error_values, resumed=False):
+                 velocity_error_values, resumed=False, goal_end=None):
         self.effort_values = effort_values
         self.desired_values = desired_values
         self.position_error_values = position_error_values
         self.velocity_error_values = velocity_error_values
         self.resumed = resumed
+        self.goal_end = goal_end
 
     @property
     def effort(self) -> np.ndarray:
@@ -402,6 +408,11 @@ class ComputedTorqueController:
         #: integral of q_d - q (rad*s, chain order) and the time it was last advanced, s
         self._integral = [0.0] * n
         self._integral_time = None
+        #: the action goal the reference follows (None: none, or a topic trajectory)
+        self._goal: Optional[GoalMonitor] = None
+        #: goals ended off the control path (replaced, canceled, deactivated, timed out),
+        #: for the node to report: GoalEnd items, oldest first
+        self._goal_ends = []
         self._lock = threading.RLock()
 
     @classmethod
@@ -489,6 +500,9 @@ class ComputedTorqueController:
             settings = self.validate(**values)
             old_mode = self.settings.mode
             self._apply(settings)
+            if settings.mode is not old_mode:
+                self._end_goal(GoalStatus.ABORTED, f'Aborted: mode changed to '
+                               f'{settings.mode.value}')
             if old_mode is ControlMode.GRAVITY_COMPENSATION and settings.mode is not old_mode:
                 self._hold_next = True
             if 'velocity_filter_cutoff' in values:
@@ -694,6 +708,7 @@ class ComputedTorqueController:
         trajectory and the integral are forgotten.
         """
         with self._lock:
+            self._end_goal(GoalStatus.ABORTED, 'Aborted: the controller was deactivated')
             self.active = False
             self.trajectory = None
             self._hold_next = True
@@ -736,8 +751,8 @@ class ComputedTorqueController:
                 self._velocity_estimator.reset()
         # plain lists of floats from here to the Command: six-element NumPy arithmetic
         # costs more in call overhead than it computes
-        q_d, qd_d, qdd_d = self.trajectory.sample_values(
-            self._sample_time(stamp_ns, now_ns, now))
+        t = self._sample_time(stamp_ns, now_ns, now)
+        q_d, qd_d, qdd_d = self.trajectory.sample_values(t)
         position_error = [a - b for a, b in zip(q_d, q)]
         integral = extra = None
         if self._integrating:
@@ -752,12 +767,81 @@ class ComputedTorqueController:
             self._commit_integral(integral, tau, position_error, now)
         self._last_valid_steady_ns = now_ns if steady_ns is None else steady_ns
         velocity_error = [a - b for a, b in zip(qd_d, qd)]
+        goal_end = None
+        if self._goal is not None:
+            goal_end = self._judge_goal(t, position_error, velocity_error, q, now)
         order = self._command_order
         if order is not None:
             tau, q_d, qd_d, qdd_d, position_error, velocity_error = (
                 [v[i] for i in order]
                 for v in (tau, q_d, qd_d, qdd_d, position_error, velocity_error))
-        return Command(tau, (q_d, qd_d, qdd_d), position_error, velocity_error, resumed)
+        return Command(tau, (q_d, qd_d, qdd_d), position_error, velocity_error, resumed,
+                       goal_end)
+
+    # ---- action goals -----------------------------------------------------------------------
+
+    def _judge_goal(self, t, position_error, velocity_error, q, now):
+        """Judge the active goal for this cycle; its :class:`GoalEnd` when it ended."""
+        verdict = self._goal.check(t, position_error, velocity_error)
+        if verdict is None:
+            return None
+        code, text = verdict
+        goal_id = self._goal.goal_id
+        self._goal = None
+        if code == ResultCode.SUCCESSFUL:
+            return GoalEnd(goal_id, GoalStatus.SUCCEEDED, int(code), text)
+        self._hold(q, now)              # as JTC: hold the position measured now
+        return GoalEnd(goal_id, GoalStatus.ABORTED, int(code), text)
+
+    def _end_goal(self, status: GoalStatus, text: str):
+        """End the active goal off the control path (queued for :meth:`take_goal_ends`)."""
+        if self._goal is not None:
+            code = ResultCode.SUCCESSFUL if status is GoalStatus.CANCELED else \
+                ResultCode.INVALID_GOAL
+            self._goal_ends.append(GoalEnd(self._goal.goal_id, status, int(code), text))
+            self._goal = None
+
+    @property
+    def goal_id(self) -> Optional[str]:
+        """The id of the action goal the reference follows, or None."""
+        goal = self._goal
+        return None if goal is None else goal.goal_id
+
+    def take_goal_ends(self) -> list:
+        """Return and forget the goals ended off the control path (:class:`GoalEnd` list).
+
+        Replaced by a newer goal or a topic trajectory, canceled, deactivated, a state
+        timeout, a mode change: ``update`` reports the ends it judges in its
+        :class:`Command` instead.
+        """
+        with self._lock:
+            ends, self._goal_ends = self._goal_ends, []
+            return ends
+
+    def cancel_goal(self, goal_id: str) -> bool:
+        """Cancel the action goal ``goal_id`` if it is the active one: hold, as JTC.
+
+        The next state measured is held (the reference restarts from it). Returns True if
+        it was active (its end, CANCELED, is queued for :meth:`take_goal_ends`).
+        """
+        with self._lock:
+            if self._goal is None or self._goal.goal_id != goal_id:
+                return False
+            self._end_goal(GoalStatus.CANCELED, 'Goal canceled by the client: holding the '
+                           'position measured')
+            self._hold_next = True
+            return True
+
+    def reference_at(self, now_ns: int) -> Optional[DesiredState]:
+        """The reference ``(q_d, qd_d, qdd_d)`` at ROS time ``now_ns`` (chain order).
+
+        None while inactive, timed out, or before the first state (nothing is followed).
+        """
+        with self._lock:
+            if not self.active or self.trajectory is None or self.timed_out \
+                    or self._hold_next or self._epoch_ns is None:
+                return None
+            return self.trajectory.sample((now_ns - self._epoch_ns) * 1e-9)
 
     def _usual_state(self, names, positions, velocities, efforts):
         """(q, qd) as lists in chain order for the usual state; None for any other.
@@ -872,8 +956,15 @@ class ComputedTorqueController:
             raise
         return PreparedTrajectory(trajectory, generation)
 
-    def install_trajectory(self, prepared: 'PreparedTrajectory') -> Trajectory:
+    def install_trajectory(self, prepared: 'PreparedTrajectory',
+                           goal_id: Optional[str] = None,
+                           tolerances: Optional[SegmentTolerances] = None) -> Trajectory:
         """Make a trajectory from :meth:`prepare_trajectory` the reference.
+
+        ``goal_id`` and ``tolerances`` (chain order): the trajectory of an action goal,
+        judged on every state from now on (see :class:`~ne_dynamics_ros.control.goals.
+        GoalMonitor`). Any goal active before ends ABORTED: replaced by a newer goal, or
+        by a trajectory on the topic (JTC's preemption).
 
         Raises:
             TrajectoryError: the reference restarted from a measured position since it was
@@ -886,7 +977,13 @@ class ComputedTorqueController:
                 raise TrajectoryError(
                     'the reference restarted from the measured position while the '
                     'trajectory was prepared (state timeout or resume): send it again')
+            self._end_goal(GoalStatus.ABORTED,
+                           'Aborted: replaced by a newer goal' if goal_id is not None else
+                           'Aborted: a trajectory on ~/joint_trajectory replaced the goal\'s')
             self.trajectory = prepared.trajectory
+            if goal_id is not None:
+                self._goal = GoalMonitor(goal_id, tolerances, prepared.trajectory.end_time,
+                                         self.model.joint_names)
             self._reset_integral()
             return prepared.trajectory
 
@@ -945,6 +1042,9 @@ class ComputedTorqueController:
                 return None
             started = not self.timed_out
             self.timed_out = True
+            self._end_goal(GoalStatus.ABORTED, f'Aborted: no valid joint_states for '
+                           f'{silence:.3f} s (state_timeout {self.settings.state_timeout} s): '
+                           'zero effort until states return')
             return Timeout(self.zero_effort(), silence, started)
 
     def zero_effort(self) -> np.ndarray:

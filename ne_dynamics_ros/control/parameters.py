@@ -122,6 +122,13 @@ def _positive(value, n, name):
     return value
 
 
+def _non_negative(value, n, name):
+    value = scalar(value, name)
+    if not (math.isfinite(value) and value >= 0.0):
+        raise ControlParameterError(f'{name} must be finite and >= 0, got {value!r}')
+    return value
+
+
 def _non_negative_or_inf(value, n, name):
     value = scalar(value, name)
     if not value >= 0.0:
@@ -317,6 +324,36 @@ PARAMETERS = (
                   'control path never does). The default holds the largest trajectory the '
                   'node accepts (100 000 points with every field for 7 joints).',
                   unit='bytes', constraints='integer > 0', check=_byte_count),
+    ParameterSpec('allow_partial_joints_goal', 'bool', False,
+                  'Accept FollowJointTrajectory goals that name only some of the joints (as '
+                  'joint_trajectory_controller): the others hold the reference in force at '
+                  'receipt. false: such goals are rejected.', check=_flag),
+    ParameterSpec('allow_nonzero_velocity_at_trajectory_end', 'bool', False,
+                  'Accept goals whose last point gives a non-zero velocity (as '
+                  'joint_trajectory_controller; false rejects them).', check=_flag),
+    ParameterSpec('action_monitor_rate', 'double', 20.0,
+                  'Rate of the FollowJointTrajectory feedback (desired, actual, error).',
+                  unit='Hz', constraints='> 0', check=_positive),
+    ParameterSpec('constraints.stopped_velocity_tolerance', 'double', 0.01,
+                  'Goal velocity tolerance of every joint: after the last point, |qd| must '
+                  'be within it for the goal to succeed (0: not checked). Per-joint '
+                  'constraints.<joint>.trajectory (path) and constraints.<joint>.goal '
+                  '(final) position tolerances, default 0 = not checked, are declared for '
+                  'the chain\'s joints when configured (as joint_trajectory_controller).',
+                  unit='rad/s', constraints='>= 0', check=_non_negative),
+    ParameterSpec('constraints.goal_time', 'double', 0.0,
+                  'Time after the last point within which the goal tolerances must be met, '
+                  'else GOAL_TOLERANCE_VIOLATED; 0: wait indefinitely (as '
+                  'joint_trajectory_controller).', unit='s', constraints='>= 0',
+                  check=_non_negative),
+    ParameterSpec('controller_state_rate', 'double', 0.0,
+                  'Rate of ~/controller_state (control_msgs/JointTrajectoryControllerState) '
+                  'while someone subscribes; 0: every command, as joint_trajectory_controller.',
+                  unit='Hz', constraints='>= 0', check=_non_negative),
+    ParameterSpec('activation_timeout', 'double', 10.0,
+                  'Longest wait of activate for the trajectory receiver process and the '
+                  'action server to be up and discovered; activate fails with the reason '
+                  'after it.', unit='s', constraints='> 0', check=_positive),
     ParameterSpec('velocity_filter_cutoff', 'double', 50.0,
                   'Cut-off frequency of the low-pass on finite-difference velocities, used '
                   'when joint_states carries no velocity.', unit='Hz', constraints='> 0',

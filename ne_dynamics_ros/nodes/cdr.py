@@ -32,7 +32,8 @@ from ne_dynamics_ros.control.trajectory import TrajectoryPoint, WaypointArrays
 
 __all__ = ['CdrError', 'UnsupportedEncoding', 'TooManyNames', 'JointStateFields',
            'JointStateReader', 'JointTrajectoryFields', 'read_joint_trajectory',
-           'joint_names_block', 'joint_state_bytes', 'float64_multi_array_bytes']
+           'joint_names_block', 'joint_state_bytes', 'float64_multi_array_bytes',
+           'controller_state_bytes']
 
 #: Encapsulation header of little-endian plain CDR (options zero), as rmw writes it.
 CDR_LE = b'\x00\x01\x00\x00'
@@ -419,3 +420,49 @@ def float64_multi_array_bytes(data: Sequence[float]) -> bytes:
     # two uint32 zeros (the empty dim sequence's count, data_offset) pack like two empty
     # float64[] counts; then the data
     return CDR_LE + _doubles_struct(4, (0, 0, len(data))).pack(0, 0, len(data), *data)
+
+
+_DURATION_ZERO = struct.pack('<iI', 0, 0)
+#: an empty MultiDOFJointTrajectoryPoint: three empty sequences and a zero Duration
+_EMPTY_MULTI_DOF_POINT = struct.pack('<5I', 0, 0, 0, 0, 0)
+
+
+def controller_state_bytes(sec: int, nanosec: int, frame_id: bytes, names_block: bytes,
+                           reference: Sequence[Sequence[float]],
+                           feedback: Sequence[Sequence[float]],
+                           error: Sequence[Sequence[float]],
+                           output: Sequence[float],
+                           speed_scaling_factor: float = 1.0) -> bytes:
+    """Serialize a ``control_msgs/JointTrajectoryControllerState`` (little-endian CDR).
+
+    ``reference``: (positions, velocities, accelerations); ``feedback`` and ``error``:
+    (positions, velocities); ``output``: the effort command, written as the ``effort`` of
+    the ``output`` point. Every ``time_from_start`` is zero; the multi-DOF fields are
+    empty. ``names_block``: :func:`joint_names_block` of ``joint_names``.
+    """
+    head = 17 + len(frame_id)
+    pad = (-head) % 4
+    parts = [CDR_LE, _HEADER.pack(sec, nanosec, len(frame_id) + 1), frame_id, _PADS[pad + 1],
+             names_block]
+    offset = head + pad + len(names_block)
+    empty = ()
+    for fields in ((reference[0], reference[1], reference[2], empty),
+                   (feedback[0], feedback[1], empty, empty),
+                   (error[0], error[1], empty, empty),
+                   (empty, empty, empty, output)):
+        packer = _doubles_struct(offset % 8, tuple(len(v) for v in fields))
+        values = []
+        for v in fields:
+            values.append(len(v))
+            values.extend(v)
+        parts += [packer.pack(*values), _DURATION_ZERO]
+        offset += packer.size + 8
+    parts.append(_UINT32.pack(0))                  # multi_dof_joint_names
+    parts.append(_EMPTY_MULTI_DOF_POINT * 4)       # multi_dof_reference ... _output
+    offset += 4 + 4 * _EMPTY_MULTI_DOF_POINT_SIZE
+    parts.append(b'\x00' * ((-(offset - 4)) % 8))
+    parts.append(struct.pack('<d', speed_scaling_factor))
+    return b''.join(parts)
+
+
+_EMPTY_MULTI_DOF_POINT_SIZE = len(_EMPTY_MULTI_DOF_POINT)

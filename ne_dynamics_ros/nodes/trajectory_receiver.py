@@ -108,17 +108,30 @@ def message_frame(data: bytes, max_bytes: int, chain_joint_names=None):
         prepared = prepare_waypoints(fields.joint_names, fields.points, chain_joint_names)
     except TrajectoryError as err:
         return {'kind': 'rejected', 'reason': str(err)}, []
-    points = prepared.waypoints
+    header = {'kind': 'trajectory', 'sec': fields.sec, 'nanosec': fields.nanosec}
+    header.update(trajectory_arrays(prepared.waypoints, prepared.coefficients,
+                                    chain_joint_names))
+    return header, header.pop('_arrays')
+
+
+def trajectory_arrays(points: WaypointArrays, coefficients, joint_names) -> dict:
+    """The header fields and payload arrays of a trajectory frame (``'_arrays'``).
+
+    ``points`` in ``joint_names`` order; ``coefficients``: their (p, m - 1, n) segment
+    polynomials, or None when the receiver of the frame works them out (p = 0).
+    """
     m, n = points.positions.shape
-    header = {'kind': 'trajectory', 'sec': fields.sec, 'nanosec': fields.nanosec,
-              'joint_names': list(chain_joint_names), 'points': m, 'width': n,
-              'planes': prepared.coefficients.shape[0],
+    if coefficients is None:
+        coefficients = np.zeros((0, max(m - 1, 0), n))
+    fields = {'joint_names': list(joint_names), 'points': m, 'width': n,
+              'planes': coefficients.shape[0],
               'arrays': [name for name, _, _ in _ARRAYS
                          if name not in ('velocities', 'accelerations')
                          or getattr(points, f'has_{name}').any()]}
-    values = dict(points._asdict(), coefficients=prepared.coefficients)
-    return header, [np.ascontiguousarray(values[name], dtype)
-                    for name, dtype, _ in _ARRAYS if name in header['arrays']]
+    values = dict(points._asdict(), coefficients=coefficients)
+    fields['_arrays'] = [np.ascontiguousarray(values[name], dtype)
+                         for name, dtype, _ in _ARRAYS if name in fields['arrays']]
+    return fields
 
 
 def trajectory_fields(header, arrays) -> JointTrajectoryFields:
@@ -194,7 +207,7 @@ def receive_frame(sock):
         return None
     header = json.loads(raw.tobytes().decode('utf-8'))
     arrays = []
-    if header['kind'] == 'trajectory':
+    if header['kind'] in ('trajectory', 'goal'):
         m, n, p = header['points'], header['width'], header['planes']
         offset = 0
         for name, dtype, shape in _ARRAYS:
@@ -220,7 +233,7 @@ class TrajectoryReceiver:
     """
 
     def __init__(self, topic, node_name, namespace, domain_id, max_bytes, depth=10,
-                 chain_joint_names=None):
+                 chain_joint_names=None, action_name=''):
         self._send_lock = threading.Lock()
         self._socket, child = socket.socketpair()
         chain = [] if chain_joint_names is None else ['--chain-json',
@@ -230,7 +243,8 @@ class TrajectoryReceiver:
                 [sys.executable, '-m', __name__, '--socket-fd', str(child.fileno()),
                  '--topic', topic, '--node-name', f'{node_name}_trajectory_receiver',
                  '--namespace', namespace, '--domain-id', str(domain_id),
-                 '--max-bytes', str(max_bytes), '--depth', str(depth)] + chain,
+                 '--max-bytes', str(max_bytes), '--depth', str(depth),
+                 '--action', action_name] + chain,
                 pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL,
                 # a session of its own: Ctrl-C in a terminal (SIGINT to the foreground
                 # process group) must not reach it while it starts, before it can ignore
@@ -239,17 +253,24 @@ class TrajectoryReceiver:
         finally:
             child.close()
 
-    def set_chain(self, joint_names):
-        """Tell the child the controlled joints (chain order).
+    def set_chain(self, joint_names, lower=None, upper=None):
+        """Tell the child the controlled joints (chain order) and their position limits.
 
         It checks names against them and sends only their columns; before it knows them,
-        it refuses every trajectory.
+        it refuses every trajectory and goal.
         """
+        self.send({'kind': 'chain', 'joints': list(joint_names),
+                   'lower': None if lower is None else [float(v) for v in lower],
+                   'upper': None if upper is None else [float(v) for v in upper]})
+
+    def send(self, header):
+        """Send the child one frame without payload (any thread); False if it is gone."""
         with self._send_lock:
             try:
-                send_frame(self._socket, {'kind': 'chain', 'joints': list(joint_names)}, [])
+                send_frame(self._socket, header, [])
+                return True
             except OSError:
-                pass                    # the child is gone: frames() ends, the node says so
+                return False            # the child is gone: frames() ends, the node says so
 
     def frames(self):
         """Yield ``(header, arrays)`` frames until the child or :meth:`close` ends them."""
@@ -280,11 +301,17 @@ class TrajectoryReceiver:
             return None
 
 
-def serve(sock, topic, node_name, namespace, domain_id, max_bytes, depth, chain_joint_names):
-    """Run the child process: subscribe, read, send frames; return when the socket closes."""
+def serve(sock, topic, node_name, namespace, domain_id, max_bytes, depth, chain_joint_names,
+          action_name=None):
+    """Run the child process: subscribe, read, send frames; return when the socket closes.
+
+    ``action_name``: serve ``control_msgs/action/FollowJointTrajectory`` there too
+    (:mod:`ne_dynamics_ros.nodes.follow_joint_trajectory`), when control_msgs is
+    installed; the ``ready`` frame says whether it is served (``action``) or why not.
+    """
     import rclpy
     from rclpy.event_handler import SubscriptionEventCallbacks
-    from rclpy.experimental import EventsExecutor
+    from rclpy.executors import SingleThreadedExecutor
     from rclpy.signals import SignalHandlerOptions
     from trajectory_msgs.msg import JointTrajectory
 
@@ -300,6 +327,12 @@ def serve(sock, topic, node_name, namespace, domain_id, max_bytes, depth, chain_
     waiting = [0, 0]             # bytes waiting, messages dropped for a newer one
     chain = [chain_joint_names]  # the controlled joints, once the node has a model
     closed = threading.Event()
+    send_lock = threading.Lock()
+
+    def send(header, arrays):
+        # the sending thread and the action server's callbacks both write frames
+        with send_lock:
+            send_frame(sock, header, arrays)
 
     def on_bytes(data):
         received = time.monotonic_ns()
@@ -326,11 +359,11 @@ def serve(sock, topic, node_name, namespace, domain_id, max_bytes, depth, chain_
                     data, received = pending.popleft() if pending else (None, None)
                     waiting[0] -= len(data) if isinstance(data, bytes) else 0
                 for _ in range(dropped):
-                    send_frame(sock, {'kind': 'dropped', 'unread': False, 'superseded': True,
-                                      'received_monotonic_ns': time.monotonic_ns(),
-                                      'reason': 'a trajectory was dropped unread: more '
-                                                f'than {depth} messages (or twice '
-                                                'max_trajectory_bytes) were waiting'}, [])
+                    send({'kind': 'dropped', 'unread': False, 'superseded': True,
+                          'received_monotonic_ns': time.monotonic_ns(),
+                          'reason': 'a trajectory was dropped unread: more '
+                                    f'than {depth} messages (or twice '
+                                    'max_trajectory_bytes) were waiting'}, [])
                 if data is None:
                     continue
                 if isinstance(data, bytes):
@@ -342,7 +375,7 @@ def serve(sock, topic, node_name, namespace, domain_id, max_bytes, depth, chain_
                 else:
                     header, arrays = data
                 header['received_monotonic_ns'] = received
-                send_frame(sock, header, arrays)
+                send(header, arrays)
         except OSError:
             pass                     # the node closed the socket
         finally:
@@ -358,8 +391,12 @@ def serve(sock, topic, node_name, namespace, domain_id, max_bytes, depth, chain_
                     break
                 if frame[0].get('kind') == 'chain':
                     chain[0] = tuple(frame[0]['joints'])
+                if goals is not None:
+                    goals.on_frame(frame[0])
         except (OSError, ValueError):
             pass
+        if goals is not None:
+            executor.create_task(goals.abort_all, 'Aborted: the controller node is gone')
         closed.set()
         with ready:
             ready.notify()
@@ -368,12 +405,23 @@ def serve(sock, topic, node_name, namespace, domain_id, max_bytes, depth, chain_
     node.create_subscription(
         JointTrajectory, topic, on_bytes, depth, raw=True,
         event_callbacks=SubscriptionEventCallbacks(use_default_callbacks=False))
-    executor = EventsExecutor(context=context)
+    # A Python executor: the action server needs one (rclpy's EventsExecutor spins at
+    # full CPU and never answers it in these Jazzy wheels), and its create_task is how
+    # the socket's thread hands the node's answers to the action server.
+    executor = SingleThreadedExecutor(context=context)
     executor.add_node(node)
+    goals, action = None, ''
+    if action_name:
+        try:
+            from ne_dynamics_ros.nodes.follow_joint_trajectory import GoalServer
+            goals = GoalServer(node, executor, action_name, send,
+                               None if chain_joint_names is None
+                               else (chain_joint_names, None, None))
+            action = action_name
+        except ImportError as err:     # control_msgs is not installed
+            action = f'not served: {err}'
     try:
-        # before the sending thread starts: two threads writing the socket at once would
-        # interleave their frames
-        send_frame(sock, {'kind': 'ready'}, [])
+        send({'kind': 'ready', 'action': action, 'served': goals is not None}, [])
     except OSError:
         closed.set()
     threads = [threading.Thread(target=send_loop, daemon=True),
@@ -382,6 +430,9 @@ def serve(sock, topic, node_name, namespace, domain_id, max_bytes, depth, chain_
         thread.start()
     while not closed.is_set() and context.ok():
         executor.spin_once(timeout_sec=0.1)
+    if goals is not None:
+        goals.abort_all('Aborted: the controller node is gone')
+        goals.destroy()
     executor.shutdown()
     node.destroy_node()
     rclpy.try_shutdown(context=context)
@@ -399,6 +450,7 @@ def main(argv=None):
     parser.add_argument('--max-bytes', type=int, required=True)
     parser.add_argument('--depth', type=int, default=10)
     parser.add_argument('--chain-json', default=None)
+    parser.add_argument('--action', default='')
     args = parser.parse_args(argv)
     # Ctrl-C in a terminal reaches the whole process group: the node decides when this
     # process ends (it closes the socket), so that it can still publish its zero command
@@ -410,7 +462,8 @@ def main(argv=None):
     try:
         serve(sock, args.topic, args.node_name, args.namespace, args.domain_id,
               args.max_bytes, args.depth,
-              None if args.chain_json is None else tuple(json.loads(args.chain_json)))
+              None if args.chain_json is None else tuple(json.loads(args.chain_json)),
+              args.action)
     finally:
         sock.close()
     return 0

@@ -38,10 +38,12 @@ from diagnostic_msgs.msg import DiagnosticArray
 
 from ne_dynamics_ros.control.controller import (Command, ComputedTorqueController,
                                                 MAX_STATE_JOINTS, SkipReason)
-from ne_dynamics_ros.nodes.cdr import (CdrError, float64_multi_array_bytes, joint_names_block,
+from ne_dynamics_ros.nodes.cdr import (CdrError, controller_state_bytes,
+                                       float64_multi_array_bytes, joint_names_block,
                                        joint_state_bytes, JointStateReader)
 from ne_dynamics_ros.nodes.computed_torque import diagnostics
 from ne_dynamics_ros.nodes.computed_torque import parameters as params
+from ne_dynamics_ros.nodes.computed_torque.goals import GoalLink
 from ne_dynamics_ros.nodes.computed_torque.parameters import NodeConfigurationError
 from ne_dynamics_ros.nodes.computed_torque.readers import (joint_state_fields,
                                                            read_joint_state, sample)
@@ -50,6 +52,14 @@ from ne_dynamics_ros.nodes.computed_torque.support import (FloatingPointErrors, 
 from ne_dynamics_ros.nodes.computed_torque.threads import ControlThreads
 from ne_dynamics_ros.nodes.trajectory_receiver import TrajectoryReceiver
 from ne_dynamics_ros.resources import find_resource
+
+try:        # control_msgs is not on PyPI: ../shared/wheels, or rosdep in a workspace
+    from control_msgs.msg import JointTrajectoryControllerState
+    from control_msgs.srv import QueryTrajectoryState
+    CONTROL_MSGS_MISSING = ''
+except ImportError as _err:      # the node runs without the action and says so once
+    JointTrajectoryControllerState = QueryTrajectoryState = None
+    CONTROL_MSGS_MISSING = str(_err)
 
 NODE_NAME = 'computed_torque_node'
 #: joint_state_broadcaster's publisher QoS (reliable, volatile, keep last 10).
@@ -108,7 +118,8 @@ class ComputedTorqueNode(ControlThreads, LifecycleNode):
         self._description_source = ''
         self._state_reader = JointStateReader(MAX_STATE_JOINTS)
         self._joints_block = None
-        self._outputs_wanted = (False, False)
+        self._outputs_wanted = (False, False, False)   # tracking_error, desired, state
+        self._controller_state_rate = 0.0
         self._ros_clock = self.get_clock()
         self._diagnostics_due = time.monotonic()
         self._diagnostics_counts = {}
@@ -129,6 +140,23 @@ class ComputedTorqueNode(ControlThreads, LifecycleNode):
             JointTrajectory, '~/desired', 10, event_callbacks=_NO_PUBLISHER_EVENTS)
         self._diagnostics_pub = self.create_publisher(
             DiagnosticArray, '/diagnostics', 10, event_callbacks=_NO_PUBLISHER_EVENTS)
+        # JTC's interfaces (control_msgs): made now, so that nothing joins the graph later
+        self._controller_state_pub = self._query_state_srv = None
+        self._state_due_ns = 0
+        self.goals = None                        # the GoalLink while configured
+        self._receiver_ready = threading.Event()
+        self._receiver_action = ''               # what the receiver said of the action
+        if CONTROL_MSGS_MISSING:
+            self.get_logger().warning(
+                f'control_msgs is not installed ({CONTROL_MSGS_MISSING}): no '
+                '~/follow_joint_trajectory action, ~/controller_state or ~/query_state; '
+                'trajectories are taken on ~/joint_trajectory only')
+        else:
+            self._controller_state_pub = self.create_publisher(
+                JointTrajectoryControllerState, '~/controller_state', 10,
+                event_callbacks=_NO_PUBLISHER_EVENTS)
+            self._query_state_srv = self.create_service(
+                QueryTrajectoryState, '~/query_state', self._on_query_state)
         self.add_on_set_parameters_callback(
             lambda changes: params.validate_changes(self, self.controller, changes))
         self.add_post_set_parameters_callback(self._apply_parameters)
@@ -152,6 +180,8 @@ class ComputedTorqueNode(ControlThreads, LifecycleNode):
         try:
             params.check_all(self)
             self._max_trajectory_bytes = self.get_parameter('max_trajectory_bytes').value
+            self._controller_state_rate = float(
+                self.get_parameter('controller_state_rate').value)
             description = self._description_from_parameters()
             if description is not None:
                 self._build(description)
@@ -174,31 +204,102 @@ class ComputedTorqueNode(ControlThreads, LifecycleNode):
         # Trajectories are taken and read by a process of their own (see
         # ne_dynamics_ros.nodes.trajectory_receiver): no message, however large, is ever
         # copied in this process before the node sees it; what arrives here are columns.
+        self._receiver_ready.clear()
         self._receiver = TrajectoryReceiver(
             self.resolve_topic_name('~/joint_trajectory'), self.get_name(),
             self.get_namespace(), self.context.get_domain_id(), self._max_trajectory_bytes,
             chain_joint_names=(None if self.controller is None
-                               else self.controller.model.joint_names))
+                               else self.controller.model.joint_names),
+            action_name='' if CONTROL_MSGS_MISSING else self.action_name)
+        self._send_goal_options()
+        if self.controller is not None:
+            self._chain_built()
         self.start_threads()
         return _SUCCESS
 
+    @property
+    def action_name(self):
+        """The fully resolved name of the node's FollowJointTrajectory action."""
+        return self.get_fully_qualified_name().rstrip('/') + '/follow_joint_trajectory'
+
+    def _send_goal_options(self, active=False):
+        """Tell the receiver whether goals are taken now, and the goal parameters."""
+        if self._receiver is not None:
+            value = self.get_parameter
+            self._receiver.send({'kind': 'state', 'active': active, 'options': {
+                name: bool(value(name).value) for name in (
+                    'allow_partial_joints_goal', 'allow_nonzero_velocity_at_trajectory_end')}})
+
+    def _chain_built(self):
+        """The model exists: tell the receiver the chain, start the goal link."""
+        model = self.controller.model
+        self._receiver.set_chain(model.joint_names, model.lower_limits, model.upper_limits)
+        if not CONTROL_MSGS_MISSING:
+            if self.goals is not None:
+                self.goals.stop()
+            self.goals = GoalLink(self, self.controller, self._receiver)
+
+    def _wait_until_ready(self):
+        """Wait (bounded) until the receiver and the action server are up and discovered.
+
+        Returns '' when ready, else why not. Ready: the receiver process said so, and this
+        node's graph lists its subscription of ``~/joint_trajectory`` and the action's
+        services, so that no participant joins the graph once commands flow.
+        """
+        timeout = float(self.get_parameter('activation_timeout').value)
+        deadline = time.monotonic() + timeout
+        topic = self.resolve_topic_name('~/joint_trajectory')
+        send_goal = self.action_name + '/_action/send_goal'
+        while True:
+            missing = []
+            if not self._receiver_ready.is_set():
+                missing.append('the trajectory receiver process has not started')
+            elif self.count_subscribers(topic) < 1:
+                missing.append(f'its subscription of {topic} is not discovered')
+            elif self._receiver_action == self.action_name and send_goal not in {
+                    name for name, _ in self.get_service_names_and_types()}:
+                missing.append(f'the action {self.action_name} is not discovered')
+            if not missing:
+                return ''
+            if time.monotonic() > deadline:
+                return f'not ready after {timeout} s (activation_timeout): ' + missing[0]
+            time.sleep(0.01)
+
     def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
-        """Command from now on, holding the first position measured."""
+        """Command from now on, holding the first position measured.
+
+        Only once the receiver process and the action server are up and discovered;
+        fails with the reason after ``activation_timeout``.
+        """
+        problem = self._wait_until_ready() if self._receiver is not None else ''
+        if problem:
+            self.configure_error = f'activate failed: {problem}'
+            self.get_logger().error(self.configure_error)
+            self._publish_diagnostics()
+            return _FAILURE
         if self.controller is None:
             self._activate_when_built = True      # the description is still to come
         else:
             self.controller.activate()
+        result = super().on_activate(state)
+        self._send_goal_options(active=True)
         self.get_logger().info('activated: holding the next position measured, then '
-                               'following trajectories')
-        return super().on_activate(state)
+                               'following trajectories (topic '
+                               f'{self.resolve_topic_name("~/joint_trajectory")}'
+                               + ('' if CONTROL_MSGS_MISSING
+                                  else f', action {self.action_name}') + ')')
+        return result
 
     def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Send one zero-effort command, then stay silent on the command topic."""
         self._activate_when_built = False
+        self._send_goal_options(active=False)
         if self.controller is not None:
             with self._command_lock:
                 zero = self.controller.deactivate()
                 self._effort_pub.publish(float64_multi_array_bytes(zero.tolist()))
+            if self.goals is not None:
+                self.goals.wake()                # the goal it aborted
         self.get_logger().info('deactivated: published zero effort; commands stop')
         return super().on_deactivate(state)
 
@@ -222,6 +323,8 @@ class ComputedTorqueNode(ControlThreads, LifecycleNode):
         return _SUCCESS
 
     def _teardown(self):
+        if self.controller is not None:
+            self.controller.deactivate()        # ends an active goal
         self.stop_threads()
         for subscription in self._subscriptions_made:
             self.destroy_subscription(subscription)
@@ -284,6 +387,7 @@ class ComputedTorqueNode(ControlThreads, LifecycleNode):
             # ModelError/URDFError/StateError and ControlParameterError are ValueErrors.
             raise NodeConfigurationError(f'cannot build the robot model: {err}') from err
         controller.deactivate()                  # commands start with activation
+        params.declare_joint_constraints(self, controller.model.joint_names)
         self._joints_block = joint_names_block(controller.joints)
         self.statistics = diagnostics.ControlStatistics(controller.n)
         self.controller = controller
@@ -318,7 +422,7 @@ class ComputedTorqueNode(ControlThreads, LifecycleNode):
             return
         self._description_source = 'robot_description topic'
         if self._receiver is not None:
-            self._receiver.set_chain(self.controller.model.joint_names)
+            self._chain_built()
         if self._activate_when_built:
             self.controller.activate()
 
@@ -382,6 +486,11 @@ class ComputedTorqueNode(ControlThreads, LifecycleNode):
         if out.resumed:
             self.get_logger().info('valid joint_states again: resuming, holding the current '
                                    'position (the previous trajectory is discarded)')
+        goals = self.goals
+        if goals is not None:
+            goals.record(state, out)
+        if self._outputs_wanted[2]:
+            self._publish_controller_state(state, out)
         # The ~/ outputs cost a DDS write each: only when someone listens (the watchdog
         # thread refreshes who listens).
         if self._outputs_wanted[0]:
@@ -397,6 +506,41 @@ class ComputedTorqueNode(ControlThreads, LifecycleNode):
             desired.points = [JointTrajectoryPoint(positions=q_d, velocities=qd_d,
                                                    accelerations=qdd_d)]
             self._desired_pub.publish(desired)
+
+    def _publish_controller_state(self, state, out):
+        """``~/controller_state`` as JTC publishes it, at ``controller_state_rate``."""
+        rate = self._controller_state_rate
+        if rate > 0.0:
+            now = time.monotonic_ns()
+            if now < self._state_due_ns:
+                return
+            self._state_due_ns = max(self._state_due_ns + int(1e9 / rate), now)
+        q_d, qd_d, qdd_d = out.desired_values
+        e_q, e_qd = out.position_error_values, out.velocity_error_values
+        self._controller_state_pub.publish(controller_state_bytes(
+            state.sec, state.nanosec, state.frame_id, self._joints_block, (q_d, qd_d, qdd_d),
+            ([a - b for a, b in zip(q_d, e_q)], [a - b for a, b in zip(qd_d, e_qd)]),
+            (e_q, e_qd), out.effort_values))
+
+    def _on_query_state(self, request, response):
+        """``~/query_state``: the reference at ``request.time`` (JTC's QueryTrajectoryState)."""
+        controller = self.controller
+        t = request.time.sec * 1_000_000_000 + request.time.nanosec
+        reference = None if controller is None else controller.reference_at(t)
+        if reference is None:
+            response.success = False
+            response.message = ('the controller is not active or follows no reference yet '
+                                '(no joint_states since activation, or a state timeout)')
+            return response
+        response.success = True
+        response.name = list(controller.model.joint_names)
+        response.position, response.velocity, response.acceleration = (
+            a.tolist() for a in reference)
+        return response
+
+    def warn_throttled(self, key, text):
+        """Log ``text`` as a warning at most once per second per ``key``."""
+        self._warnings.warn(key, text)
 
     def _skip(self, out):
         """Warn (throttled) of a :class:`NoCommand`, unless the state was not ours."""

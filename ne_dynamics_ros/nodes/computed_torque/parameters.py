@@ -42,6 +42,35 @@ def declare(node):
         node.declare_parameter(name, default, desc)
 
 
+def declare_joint_constraints(node, joint_names):
+    """Declare ``constraints.<joint>.trajectory`` and ``.goal`` for each chain joint.
+
+    As joint_trajectory_controller, whose per-joint names its parameter file (and
+    MoveIt's setups) use: path and final position tolerances of the action's goals, rad
+    (m), 0 = not checked. Values given at start-up (``--params-file``, launch) are taken.
+    Already declared ones (a second configure) are left as they are.
+
+    Raises:
+        NodeConfigurationError: a negative or non-finite value.
+    """
+    for joint in joint_names:
+        for which, what in (('trajectory', 'path (while moving)'),
+                            ('goal', 'final (after the last point)')):
+            name = f'constraints.{joint}.{which}'
+            if not node.has_parameter(name):
+                node.declare_parameter(name, 0.0, ParameterDescriptor(
+                    description=f'FollowJointTrajectory {what} position tolerance of '
+                                f'{joint}; 0 = not checked. Unit: rad or m.',
+                    read_only=True, dynamic_typing=True, additional_constraints='>= 0'))
+            value = node.get_parameter(name).value
+            try:
+                value = table.scalar(value, name)
+                if not (0.0 <= value < float('inf')):
+                    raise ControlParameterError(f'{name} must be finite and >= 0, got {value}')
+            except ControlParameterError as err:
+                raise NodeConfigurationError(f'invalid parameter: {err}') from None
+
+
 def unset_to_none(param):
     """Return a parameter's value; None if never set or set to an empty array."""
     if param.type_ == Parameter.Type.NOT_SET:
@@ -94,6 +123,7 @@ def validate_changes(node, controller, params):
     return SetParametersResult(successful=True)
 
 
-__all__ = ['check_all', 'declare', 'descriptor', 'NodeConfigurationError', 'PARAMETERS',
+__all__ = ['check_all', 'declare', 'declare_joint_constraints', 'descriptor',
+           'NodeConfigurationError', 'PARAMETERS',
            'RUNTIME_PARAMETERS', 'runtime_values', 'unset_to_none', 'validate_changes',
            'values']

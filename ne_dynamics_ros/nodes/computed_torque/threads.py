@@ -38,6 +38,9 @@ class ControlThreads:
         if self._stopping is None:
             return
         self._stopping.set()
+        if self.goals is not None:
+            self.goals.stop()
+            self.goals = None
         if self._receiver is not None:
             self._receiver.close()
         for thread in self._threads:
@@ -63,10 +66,16 @@ class ControlThreads:
         receiver = self._receiver
         for header, arrays in receiver.frames():
             if header['kind'] == 'ready':
-                self.get_logger().debug('trajectory receiver subscribed')
+                self._receiver_action = header.get('action', '')
+                self.get_logger().debug('trajectory receiver subscribed; action: '
+                                        f'{self._receiver_action}')
+                if header.get('action') and not header.get('served'):
+                    self.get_logger().warning(f'FollowJointTrajectory {header["action"]}')
+                self._receiver_ready.set()
                 continue
             # the time the receiving process took the message, on this node's clock
-            age = max(0, time.monotonic_ns() - header['received_monotonic_ns'])
+            age = max(0, time.monotonic_ns()
+                      - header.get('received_monotonic_ns', time.monotonic_ns()))
             try:
                 self._handle_frame(header, arrays,
                                    self.get_clock().now().nanoseconds - age)
@@ -99,6 +108,14 @@ class ControlThreads:
                                 f'one: {err}')
         elif kind == 'trajectory':
             self._install(trajectory_fields(header, arrays), received_ns)
+        elif self.goals is None:
+            return                   # frames of the action before the model exists
+        elif kind == 'goal':
+            self.goals.install_goal(header, trajectory_fields(header, arrays), received_ns)
+        elif kind == 'goal_rejected':
+            self.goals.reject(header)
+        elif kind == 'cancel':
+            self.goals.cancel(header['goal_id'])
 
     def _install(self, fields, received_ns):
         """Check, interpolate and install one :class:`JointTrajectoryFields` (any thread).
@@ -114,6 +131,8 @@ class ControlThreads:
                 prepared = self.controller.prepare_trajectory(
                     fields.joint_names, fields.points, stamp_ns(fields), received_ns)
             trajectory = self.controller.install_trajectory(prepared)
+            if self.goals is not None:
+                self.goals.wake()          # a goal the topic trajectory replaced
         except TrajectoryError as err:
             self._warnings.warn('trajectory', f'rejected a trajectory, keeping the previous '
                                 f'one: {err}')
@@ -139,7 +158,9 @@ class ControlThreads:
                 # off the control path: whether anyone subscribes to the ~/ outputs
                 self._outputs_wanted = (
                     self._tracking_error_pub.get_subscription_count() > 0,
-                    self._desired_pub.get_subscription_count() > 0)
+                    self._desired_pub.get_subscription_count() > 0,
+                    self._controller_state_pub is not None
+                    and self._controller_state_pub.get_subscription_count() > 0)
                 self.publish_diagnostics_when_due()
             except Exception as err:  # noqa: BLE001 - e.g. the context shut down meanwhile
                 if self._stopping.is_set() or not self.context.ok():
@@ -155,6 +176,8 @@ class ControlThreads:
                 return
             self._effort_pub.publish(float64_multi_array_bytes(timeout.effort.tolist()))
         if timeout.started:
+            if self.goals is not None:
+                self.goals.wake()          # the goal the timeout aborted
             self.statistics.timed_out()
             self.get_logger().error(
                 f'no valid joint_states for {timeout.silence:.3f} s (state_timeout '
