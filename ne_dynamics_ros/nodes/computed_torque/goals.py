@@ -122,21 +122,28 @@ class GoalLink:
                 item = None
             if self._stopping.is_set():
                 return
-            ends = self._controller.take_goal_ends()
-            if item is not None:
-                ends.append(item)
-            for end in ends:
-                self._send_end(end)
-            now = time.monotonic()
-            if now >= due:
-                due = now + self._period
-                self._send_feedback()
+            try:
+                ends = self._controller.take_goal_ends()
+                if item is not None:
+                    ends.append(item)
+                for end in ends:
+                    self._send_end(end)
+                now = time.monotonic()
+                if now >= due:
+                    due = now + self._period
+                    self._send_feedback()
+            except Exception as err:  # noqa: BLE001 - the link must outlive one bad item
+                self._node.warn_throttled('goal_link', f'goal link: {type(err).__name__}: '
+                                          f'{err}')
 
     def _send_end(self, end):
         self.ended_goals += 1
-        log = (self._node.get_logger().info if end.status is GoalStatus.SUCCEEDED
-               else self._node.get_logger().warning)
-        log(f'goal {end.goal_id[:8]} {end.status.value}: {end.error_string}')
+        text = f'goal {end.goal_id[:8]} {end.status.value}: {end.error_string}'
+        # rclpy refuses two severities from one call site: two calls
+        if end.status is GoalStatus.SUCCEEDED:
+            self._node.get_logger().info(text)
+        else:
+            self._node.get_logger().warning(text)
         self._receiver.send({'kind': 'goal_end', 'goal_id': end.goal_id,
                              'status': end.status.value, 'error_code': end.error_code,
                              'error_string': end.error_string})
