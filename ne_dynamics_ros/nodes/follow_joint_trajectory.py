@@ -36,6 +36,7 @@ import numpy as np
 
 from ne_dynamics_ros.control.goals import (check_goal, given_joints, GoalOptions, GoalStatus,
                                            ResultCode)
+from ne_dynamics_ros.nodes.frames import trajectory_arrays
 from ne_dynamics_ros.control.trajectory import (MAX_POINTS, prepare_waypoints,
                                                 TrajectoryError, TrajectoryPoint,
                                                 waypoint_arrays)
@@ -70,8 +71,6 @@ def goal_frame(goal_id: str, goal, chain, lower, upper, options: GoalOptions,
         active: whether the node is active (else rejected).
         now: the time now, s (the node's clock, for ``header.stamp``).
     """
-    from ne_dynamics_ros.nodes.trajectory_receiver import trajectory_arrays
-
     if not active or chain is None:
         return ResultCode.INVALID_GOAL, ('the controller is not active: goals are taken '
                                          'once it is activated'), None

@@ -48,35 +48,23 @@ import json
 import os
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import threading
 import time
 
-import numpy as np
-
 from ne_dynamics_ros.control.trajectory import (
-    MAX_POINTS, prepare_waypoints, PreparedWaypoints, TrajectoryError, TrajectoryPoint,
-    WaypointArrays)
+    MAX_POINTS, prepare_waypoints, TrajectoryError, TrajectoryPoint)
 from ne_dynamics_ros.nodes.cdr import (
     JointTrajectoryFields, read_joint_trajectory, UnsupportedEncoding)
+from ne_dynamics_ros.nodes.frames import (ARRAYS, receive_frame, send_frame,  # noqa: F401
+                                          trajectory_arrays, trajectory_fields)
 
 #: Most joint names read from a trajectory message; more and it is dropped unread (every
 #: name beyond the chain's is refused anyway, and the check is linear up to here).
 MAX_TRAJECTORY_JOINTS = 100_000
-_PREFIX = struct.Struct('<IQ')          # header bytes, payload bytes
 #: How much nicer than the node the receiving process runs (Linux ``nice`` increment).
 NICENESS = 10
-#: The arrays of a trajectory frame, in payload order: (name, dtype, shape for m points
-#: of n joints and p coefficient planes).
-_ARRAYS = (('times', '<f8', lambda m, n, p: (m,)),
-           ('positions', '<f8', lambda m, n, p: (m, n)),
-           ('velocities', '<f8', lambda m, n, p: (m, n)),
-           ('accelerations', '<f8', lambda m, n, p: (m, n)),
-           ('has_velocities', '|b1', lambda m, n, p: (m,)),
-           ('has_accelerations', '|b1', lambda m, n, p: (m,)),
-           ('coefficients', '<f8', lambda m, n, p: (p, max(m - 1, 0), n)))
 
 
 def message_frame(data: bytes, max_bytes: int, chain_joint_names=None):
@@ -114,46 +102,6 @@ def message_frame(data: bytes, max_bytes: int, chain_joint_names=None):
     return header, header.pop('_arrays')
 
 
-def trajectory_arrays(points: WaypointArrays, coefficients, joint_names) -> dict:
-    """The header fields and payload arrays of a trajectory frame (``'_arrays'``).
-
-    ``points`` in ``joint_names`` order; ``coefficients``: their (p, m - 1, n) segment
-    polynomials, or None when the receiver of the frame works them out (p = 0).
-    """
-    m, n = points.positions.shape
-    if coefficients is None:
-        coefficients = np.zeros((0, max(m - 1, 0), n))
-    fields = {'joint_names': list(joint_names), 'points': m, 'width': n,
-              'planes': coefficients.shape[0],
-              'arrays': [name for name, _, _ in _ARRAYS
-                         if name not in ('velocities', 'accelerations')
-                         or getattr(points, f'has_{name}').any()]}
-    values = dict(points._asdict(), coefficients=coefficients)
-    fields['_arrays'] = [np.ascontiguousarray(values[name], dtype)
-                         for name, dtype, _ in _ARRAYS if name in fields['arrays']]
-    return fields
-
-
-def trajectory_fields(header, arrays) -> JointTrajectoryFields:
-    """Return the :class:`JointTrajectoryFields` of a ``'trajectory'`` frame.
-
-    Its points are :class:`~ne_dynamics_ros.control.trajectory.PreparedWaypoints` of the
-    chain (views of the frame's payload, nothing copied); ``frame_id`` is not carried.
-    """
-    m, n, p = header['points'], header['width'], header['planes']
-    given = dict(zip(header['arrays'], arrays))
-    columns = {}
-    for name, _, shape in _ARRAYS:
-        column = given.get(name)
-        if column is None:             # velocities or accelerations given by no point
-            column = np.zeros((m, n))
-        columns[name] = column.reshape(shape(m, n, p))
-    coefficients = columns.pop('coefficients')
-    return JointTrajectoryFields(header['sec'], header['nanosec'], b'',
-                                 tuple(header['joint_names']),
-                                 PreparedWaypoints(WaypointArrays(**columns), coefficients))
-
-
 def _deserialized_fields(data):
     """Read a trajectory with rclpy's deserializer (any encoding it knows)."""
     from rclpy.serialization import deserialize_message
@@ -166,56 +114,6 @@ def _deserialized_fields(data):
         tuple(msg.joint_names),
         [TrajectoryPoint(p.time_from_start.sec + 1e-9 * p.time_from_start.nanosec,
                          p.positions, p.velocities, p.accelerations) for p in msg.points])
-
-
-def send_frame(sock, header, arrays):
-    """Write one frame (blocking until the peer has taken it all)."""
-    raw = json.dumps(header).encode('utf-8')
-    payload = sum(a.nbytes for a in arrays)
-    sock.sendall(_PREFIX.pack(len(raw), payload) + raw)
-    for a in arrays:
-        if a.nbytes:
-            sock.sendall(a)
-
-
-def _receive_exactly(sock, size):
-    """``size`` bytes from the socket as a uint8 array; None at end of stream.
-
-    Not a ``bytearray``: that is zero-filled first, holding the GIL (17 ms for 44 MB
-    here); this buffer is filled by ``recv_into``, which gives the GIL up.
-    """
-    buffer = np.empty(size, dtype=np.uint8)
-    view = memoryview(buffer)
-    got = 0
-    while got < size:
-        chunk = sock.recv_into(view[got:])
-        if chunk == 0:
-            return None
-        got += chunk
-    return buffer
-
-
-def receive_frame(sock):
-    """Read one frame: ``(header, arrays)``; None when the peer closed the socket."""
-    prefix = _receive_exactly(sock, _PREFIX.size)
-    if prefix is None:
-        return None
-    header_size, payload_size = _PREFIX.unpack(prefix.tobytes())
-    raw = _receive_exactly(sock, header_size)
-    payload = _receive_exactly(sock, payload_size) if payload_size else np.empty(0, np.uint8)
-    if raw is None or payload is None:
-        return None
-    header = json.loads(raw.tobytes().decode('utf-8'))
-    arrays = []
-    if header['kind'] in ('trajectory', 'goal'):
-        m, n, p = header['points'], header['width'], header['planes']
-        offset = 0
-        for name, dtype, shape in _ARRAYS:
-            if name in header['arrays']:
-                count = int(np.prod(shape(m, n, p)))
-                arrays.append(np.frombuffer(payload, dtype, count, offset))
-                offset += arrays[-1].nbytes
-    return header, arrays
 
 
 class TrajectoryReceiver:
