@@ -99,6 +99,8 @@ def parse_args(argv=None):
                         help='stall run: an extra -p parameter of the node (repeatable)')
     parser.add_argument('--serve-baseline', action='store_true', help=argparse.SUPPRESS)
     parser.add_argument('--serve-stream', metavar='FILE', help=argparse.SUPPRESS)
+    parser.add_argument('--stream-rate', type=float, default=STALL_RATE,
+                        help=argparse.SUPPRESS)
     parser.add_argument('--json', action='store_true', help='print the result as JSON')
     return parser.parse_args(argv)
 
@@ -815,7 +817,7 @@ def main(argv=None):
         serve_baseline(args.executor)
         return 0
     if args.serve_stream:
-        serve_stream(args.serve_stream)
+        serve_stream(args.serve_stream, args.stream_rate)
         return 0
     if args.stall is not None:
         result = run_stall(args)

@@ -13,8 +13,14 @@ config/puma560.yaml). The effort command goes to ``command_topic``: the ``~/comm
 
     ros2 launch ne_dynamics_ros computed_torque.launch.py \
         urdf:=/path/arm.urdf params_file:=/path/arm.yaml command_topic:=/arm_effort/commands
+
+``sim:=true`` also starts ``sim_arm_node`` (``plant:=pinocchio`` or ``mujoco``) on the
+same URDF, with the armature of ``params_file``, at ``initial_positions`` and held there
+by its brakes until the node's first command: one command brings up a closed loop.
 """
 import os
+
+import yaml
 
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction, RegisterEventHandler
@@ -59,7 +65,35 @@ def _node(context):
         remappings=[('effort_controller/commands', LaunchConfiguration('command_topic'))],
         arguments=['--ros-args', '--log-level', LaunchConfiguration('log_level')],
     )
-    return [node, RegisterEventHandler(OnProcessExit(target_action=node, on_exit=_failed))]
+    actions = [node, RegisterEventHandler(OnProcessExit(target_action=node, on_exit=_failed))]
+    if LaunchConfiguration('sim').perform(context).lower() == 'true':
+        actions.insert(0, _sim_arm(context, urdf, params_file))
+    return actions
+
+
+def _sim_arm(context, urdf, params_file):
+    """sim_arm_node on the node's URDF, with the armature the node's parameters give."""
+    if not urdf or urdf == TOPIC:
+        raise RuntimeError('sim:=true needs urdf:= a file (the simulated arm reads it)')
+    armature = None
+    if params_file:
+        with open(params_file, encoding='utf-8') as stream:
+            document = yaml.safe_load(stream) or {}
+        for section in document.values():      # computed_torque_node, /**, ...
+            values = (section or {}).get('ros__parameters', {})
+            armature = values.get('armature', armature)
+    parameters = {'urdf_path': urdf, 'plant': LaunchConfiguration('plant').perform(context),
+                  'publish_rate': float(LaunchConfiguration('sim_rate').perform(context)),
+                  'initial_positions': yaml.safe_load(
+                      LaunchConfiguration('initial_positions').perform(context)),
+                  'brakes': True}
+    if armature is not None:
+        parameters['armature'] = [float(v) for v in armature]
+    return Node(package='ne_dynamics_ros', executable='sim_arm_node', name='sim_arm_node',
+                namespace=LaunchConfiguration('namespace'), output='screen',
+                emulate_tty=True, parameters=[parameters],
+                remappings=[('/effort_controller/commands',
+                             LaunchConfiguration('command_topic'))])
 
 
 def _failed(event, context):
@@ -99,6 +133,20 @@ def generate_launch_description():
             description='Configure and activate the (lifecycle) node at start-up; false: it '
                         'waits unconfigured for ros2 lifecycle set '
                         '/computed_torque_node configure, then activate.'),
+        DeclareLaunchArgument(
+            'sim', default_value='false',
+            description='true: also start sim_arm_node (a simulated arm on the same URDF, '
+                        'the armature of params_file) for a closed loop.'),
+        DeclareLaunchArgument(
+            'plant', default_value='pinocchio',
+            description='sim:=true: the simulated arm\'s engine, pinocchio or mujoco.'),
+        DeclareLaunchArgument(
+            'initial_positions', default_value='[0.0]',
+            description='sim:=true: the simulated arm\'s start (rad or m, one per joint or '
+                        'one for all), held by its brakes until the first command.'),
+        DeclareLaunchArgument(
+            'sim_rate', default_value='500.0',
+            description='sim:=true: joint_states rate of the simulated arm, Hz.'),
         DeclareLaunchArgument(
             'log_level', default_value='info',
             description='Logging level of the node: debug, info, warn, error.'),

@@ -3,7 +3,14 @@
 Gains K_p = 100, K_v = 20 on each joint as in Lee et al. (001_ccc6fd40c72dea18.txt
 section 5), armature from config/puma560.yaml.
 
-    ros2 launch ne_dynamics_ros puma560.launch.py
+    ros2 launch ne_dynamics_ros puma560.launch.py             # node + simulated PUMA
+    ros2 launch ne_dynamics_ros puma560.launch.py plant:=mujoco
+    ros2 launch ne_dynamics_ros puma560.launch.py sim:=false  # the node alone (a real arm)
+
+Starts ``computed_torque_node`` and, with ``sim:=true`` (the default), ``sim_arm_node``:
+a PUMA 560 (Pinocchio or MuJoCo) at ``initial_positions`` (default all zeros, inside the
+URDF's limits; Lee et al.'s start has joint 3 at 90 deg, beyond them), held by its
+brakes until the node's first command.
 """
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, IncludeLaunchDescription
@@ -33,10 +40,22 @@ def generate_launch_description():
         DeclareLaunchArgument(
             'use_sim_time', default_value='false',
             description='Use the /clock topic (simulation) for trajectory timing.'),
+        DeclareLaunchArgument(
+            'sim', default_value='true',
+            description='Also start sim_arm_node, the simulated arm (false: the node alone).'),
+        DeclareLaunchArgument(
+            'plant', default_value='pinocchio',
+            description='The simulated arm\'s engine: pinocchio or mujoco.'),
+        DeclareLaunchArgument(
+            'initial_positions', default_value='[0.0, 0.0, 0.0, 0.0, 0.0, 0.0]',
+            description='The simulated arm\'s start, rad (held until the first command).'),
         IncludeLaunchDescription(
             PythonLaunchDescriptionSource(
                 PathJoinSubstitution([share, 'launch', 'computed_torque.launch.py'])),
             launch_arguments={
+                'sim': LaunchConfiguration('sim'),
+                'plant': LaunchConfiguration('plant'),
+                'initial_positions': LaunchConfiguration('initial_positions'),
                 'urdf': LaunchConfiguration('urdf'),
                 'params_file': LaunchConfiguration('params_file'),
                 'command_topic': LaunchConfiguration('command_topic'),

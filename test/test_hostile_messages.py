@@ -57,6 +57,7 @@ Q0 = np.array([0.1, -0.3, 0.4, 0.2, -0.5, 0.3])
 STATE_TIMEOUT = 0.1          # config/puma560.yaml
 RATE = 200.0                 # Hz of the valid stream
 WARNING = re.compile(r'\[WARN\] \[(\d+\.\d+)\] \[computed_torque_node\]: (.*)')
+GOAL_SUMMARY = re.compile(r'(\d+) goals accepted, (\d+) goals rejected')
 SUMMARY = re.compile(r'(\d+) joint_states messages dropped, (\d+) trajectories rejected, '
                      r'(\d+) trajectory messages dropped unread, (\d+) trajectories accepted')
 
@@ -299,6 +300,75 @@ def stream(sent_file):
     rclpy.shutdown()
 
 
+def hostile_goals(peer):
+    """Send hostile FollowJointTrajectory goals; return what the node must have counted.
+
+    NaN, 100 000 joint names, sizes that disagree, decreasing times, a stamp in the past,
+    non-zero end velocity: each rejected with a reason. Then 10 valid goals within a
+    millisecond (each preempts the one before: aborted with a reason, the last succeeds
+    or is preempted below) and a cancel storm (50 cancel requests for one goal: canceled
+    once). None when control_msgs is not installed.
+    """
+    try:
+        from control_msgs.action import FollowJointTrajectory
+        from rclpy.action import ActionClient
+    except ImportError:
+        return None
+    # as deep as the server's queues: a client with rclpy's default (10) drops responses
+    from rclpy.qos import QoSProfile
+    deep = QoSProfile(depth=1000)
+    client = ActionClient(peer.node, FollowJointTrajectory,
+                          '/computed_torque_node/follow_joint_trajectory',
+                          goal_service_qos_profile=deep, result_service_qos_profile=deep,
+                          cancel_service_qos_profile=deep)
+    assert client.wait_for_server(timeout_sec=20)
+
+    def goal(names, points, stamp=None):
+        g = FollowJointTrajectory.Goal()
+        g.trajectory = trajectory(names, points)
+        if stamp is not None:
+            g.trajectory.header.stamp = stamp
+        return g
+
+    def call(fn):
+        box, done = [], threading.Event()
+        peer.executor.create_task(lambda: (box.append(fn()), done.set()))
+        assert done.wait(10)
+        return box[0]
+
+    def wait(futures, timeout=20.0):
+        deadline = time.monotonic() + timeout
+        while not all(f.done() for f in futures):
+            assert time.monotonic() < deadline, 'no answer to a goal'
+            time.sleep(0.01)
+        return [f.result() for f in futures]
+
+    bad = [goal(PUMA_JOINTS, [(1.0, [math.nan] * 6)]),
+           goal([f'j{k}' for k in range(100_000)], [(1.0, [0.0] * 100_000)]),
+           goal(PUMA_JOINTS, [(1.0, Q0), (2.0, Q0[:4])]),
+           goal(PUMA_JOINTS, [(2.0, Q0), (1.0, Q0)]),
+           goal(PUMA_JOINTS, [(1.0, Q0)], stamp=Time(sec=1)),
+           goal(PUMA_JOINTS, [(1.0, Q0, [0.1] * 6)])]
+    handles = wait([call(lambda g=g: client.send_goal_async(g)) for g in bad])
+    assert not any(h.accepted for h in handles)
+    rejected = len(bad)
+    # 10 goals within a millisecond: each preempts the one before
+    storm = [goal(PUMA_JOINTS, [(1.0 + 0.1 * k, Q0 + 1e-3)]) for k in range(10)]
+    futures = call(lambda: [client.send_goal_async(g) for g in storm])
+    handles = wait(futures)
+    assert all(h.accepted for h in handles)
+    results = wait([call(h.get_result_async) for h in handles[:-1]])
+    for r in results:
+        assert r.status == 6 and 'newer goal' in r.result.error_string, r
+    # a cancel storm on the last one
+    cancels = call(lambda: [handles[-1].cancel_goal_async() for _ in range(50)])
+    wait(cancels)
+    (last,) = wait([call(handles[-1].get_result_async)])
+    assert last.status == 5, last                       # CANCELED
+    client.destroy()
+    return {'rejected': rejected, 'accepted': len(storm)}
+
+
 def largest_gap(times, start, end):
     """Longest interval of [start, end] without a time of ``times``, s, and when it began
     (s after ``start``)."""
@@ -355,6 +425,8 @@ def test_hostile_messages_never_silence_or_blind_the_node(ros_context, domain_id
             if outcome == 'accepted':                  # the long one: wait until it is in
                 node.wait_for_line('new trajectory: 20000 points', timeout=30.0)
             time.sleep(0.05)
+        phase('hostile goals')
+        goals = hostile_goals(peer)
         # the last valid trajectory: back to Q0 in 0.5 s (one point would be logged at debug)
         phase('last trajectory')
         peer.trajectory_pub.publish(serialize_message(
@@ -402,6 +474,11 @@ def test_hostile_messages_never_silence_or_blind_the_node(ros_context, domain_id
     assert must_drop + 1 <= dropped <= must_drop + burst_nan, output
     assert rejected == sum(o == 'rejected' for _, _, o in trajectories), output
     assert unread == 1 and accepted == 2, output
+    if goals is not None:
+        goals_accepted, goals_rejected = (int(v) for v in GOAL_SUMMARY.search(
+            summary[0].string).groups())
+        assert goals_rejected == goals['rejected'], output
+        assert goals_accepted == goals['accepted'], output
 
     # each kind of warning at most once per second, every drop reason named
     kinds = {}

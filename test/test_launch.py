@@ -109,14 +109,14 @@ SHARE = AMENT_PREFIX / 'share' / 'ne_dynamics_ros'
 
 
 @pytest.mark.parametrize('name, arguments, joints, topic, gravity', [
-    ('puma560.launch.py', (), PUMA_JOINTS, '/effort_controller/commands', True),
+    ('puma560.launch.py', ('sim:=false',), PUMA_JOINTS, '/effort_controller/commands', True),
     ('ur5e.launch.py', ('autostart:=true',), UR_JOINTS, '/forward_effort_controller/commands',
      False),
-    ('ur5e_sim.launch.py', (), UR_JOINTS, '/effort_controller/commands', True),
+    ('ur5e_sim.launch.py', ('sim:=false',), UR_JOINTS, '/effort_controller/commands', True),
     ('computed_torque.launch.py', (f'urdf:={SHARE / "config" / "puma560.urdf"}',
                                    f'params_file:={SHARE / "config" / "puma560.yaml"}'),
      PUMA_JOINTS, '/effort_controller/commands', True),
-    ('puma560.launch.py', ('urdf:=robot_description',), PUMA_JOINTS,
+    ('puma560.launch.py', ('urdf:=robot_description', 'sim:=false'), PUMA_JOINTS,
      '/effort_controller/commands', True),
 ], ids=['puma560', 'ur5e-driver', 'ur5e-sim', 'generic', 'puma560-topic'])
 def test_every_launch_file_starts_a_node_that_answers(ros_context, domain_id, name, arguments,
@@ -253,5 +253,58 @@ def test_the_real_arm_launch_waits_for_the_operator_then_commands(ros_context, d
         output = stop(process)
         executor.shutdown(timeout_sec=1.0)
         peer.destroy_node()
+    assert 'Traceback' not in output
+    assert process.returncode == 0, output
+
+
+@pytest.mark.parametrize('name, arguments, joints, target', [
+    ('puma560.launch.py', (), PUMA_JOINTS, [0.2, 0.3, -0.3, 0.1, 0.2, 0.1]),
+    ('ur5e_sim.launch.py', ('plant:=mujoco',), UR_JOINTS,
+     [0.2, -1.4, 1.4, -1.5, -1.5, 0.1]),
+], ids=['puma560-pinocchio', 'ur5e-mujoco'])
+def test_one_launch_brings_up_a_closed_loop_that_follows_a_goal(
+        ros_context, domain_id, name, arguments, joints, target):
+    """sim:=true (the default): the node and sim_arm_node; the arm holds its start, and a
+    goal sent by ``ros2 run ne_dynamics_ros trajectory_source use_action:=true`` (or, without
+    control_msgs, published on the topic) is reached."""
+    env = launch_env(domain_id)
+    process = ros2_launch(env, name, *arguments)
+    peer = rclpy.create_node('launch_loop_peer', context=ros_context)
+    executor = SingleThreadedExecutor(context=ros_context)
+    executor.add_node(peer)
+    states = []
+    peer.create_subscription(JointState, '/joint_states', states.append, 100)
+    try:
+        deadline = time.monotonic() + 40.0
+        while len(states) < 200:
+            assert time.monotonic() < deadline, 'no joint states: ' + stop(process)
+            assert process.poll() is None, 'launch exited: ' + stop(process)
+            executor.spin_once(timeout_sec=0.05)
+        start = np.array(states[-1].position)
+        try:
+            import control_msgs  # noqa: F401
+            use_action = 'true'
+        except ImportError:
+            use_action = 'false'
+        source = subprocess.run(
+            [str(ROS2), 'run', 'ne_dynamics_ros', 'trajectory_source', '--ros-args',
+             '-p', f'use_action:={use_action}', '-p', f'goal:={target}',
+             '-p', 'duration:=1.5'], env=env, capture_output=True, text=True, timeout=60)
+        assert source.returncode == 0, source.stdout + source.stderr
+        if use_action == 'true':
+            assert 'result error_code 0 (SUCCESSFUL)' in source.stdout, source.stdout
+        settle = time.monotonic() + 3.0
+        while time.monotonic() < settle:
+            executor.spin_once(timeout_sec=0.05)
+    finally:
+        output = stop(process)
+        executor.shutdown(timeout_sec=1.0)
+        peer.destroy_node()
+    by_name = dict(zip(states[-1].name, states[-1].position))
+    final = np.array([by_name[j] for j in joints])
+    # held at its start by the brakes until the first command, then by the node
+    assert np.abs(start - np.array([dict(zip(states[0].name, states[0].position))[j]
+                                    for j in joints])).max() < 0.01
+    np.testing.assert_allclose(final, target, atol=0.01)
     assert 'Traceback' not in output
     assert process.returncode == 0, output

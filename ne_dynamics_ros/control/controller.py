@@ -833,7 +833,7 @@ class ComputedTorqueController:
             return True
 
     def reference_at(self, now_ns: int) -> Optional[DesiredState]:
-        """The reference ``(q_d, qd_d, qdd_d)`` at ROS time ``now_ns`` (chain order).
+        """Return the reference ``(q_d, qd_d, qdd_d)`` at ROS time ``now_ns`` (chain order).
 
         None while inactive, timed out, or before the first state (nothing is followed).
         """

@@ -84,7 +84,7 @@ class SegmentTolerances:
 def default_tolerances(trajectory: Sequence[float], goal: Sequence[float],
                        stopped_velocity_tolerance: float,
                        goal_time: float) -> SegmentTolerances:
-    """JTC's defaults from its parameters (``constraints.*``), chain order.
+    """Return JTC's default tolerances from its parameters (``constraints.*``), chain order.
 
     Args:
         trajectory: (n,) ``constraints.<joint>.trajectory``: path position tolerance.
@@ -135,7 +135,7 @@ def goal_tolerances(defaults: SegmentTolerances, chain: Sequence[str],
                     path_tolerance: Sequence[Tuple[str, float, float, float]],
                     goal_tolerance: Sequence[Tuple[str, float, float, float]],
                     goal_time_tolerance: float) -> Tuple[SegmentTolerances, str]:
-    """The tolerances of a goal: the defaults overridden by what the goal gives.
+    """Return the tolerances of a goal: the defaults overridden by what the goal gives.
 
     ``path_tolerance`` / ``goal_tolerance``: ``(name, position, velocity, acceleration)``
     per joint named (``control_msgs/JointTolerance``); ``goal_time_tolerance`` in s.
@@ -314,7 +314,7 @@ def check_goal(joint_names: Sequence[str], waypoints: WaypointArrays,
 
 
 def _joint_problem(names, chain, partial):
-    """What is wrong with a goal's joint names ('' when nothing): linear in the names."""
+    """Say what is wrong with a goal's joint names ('' if nothing), linear in the names."""
     if not names:
         return 'the trajectory has no joint_names'
     seen, duplicates = set(), []
@@ -337,7 +337,7 @@ def _joint_problem(names, chain, partial):
 
 
 def given_joints(joint_names: Sequence[str], chain: Sequence[str]) -> list:
-    """The chain joints that ``joint_names`` names, in chain order."""
+    """Return the chain joints that ``joint_names`` names, in chain order."""
     present = set(joint_names)
     return [name for name in chain if name in present]
 

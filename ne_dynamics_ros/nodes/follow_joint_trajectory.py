@@ -43,6 +43,8 @@ from ne_dynamics_ros.control.trajectory import (MAX_POINTS, prepare_waypoints,
 
 #: Most joint names a goal may carry before it is refused unread (as for topic messages).
 MAX_GOAL_JOINTS = 100_000
+#: Requests the action's services queue (goals, cancels, results) before dropping any.
+SERVICE_DEPTH = 1000
 
 
 def _seconds(duration) -> float:
@@ -135,6 +137,8 @@ class GoalServer:
     def __init__(self, node, executor, action_name, send, chain=None):
         from control_msgs.action import FollowJointTrajectory
         from rclpy.action import ActionServer, CancelResponse, GoalResponse
+        from rclpy.qos import (QoSDurabilityPolicy, QoSHistoryPolicy, QoSProfile,
+                               QoSReliabilityPolicy)
 
         self._action = FollowJointTrajectory
         self._responses = (GoalResponse, CancelResponse)
@@ -146,10 +150,16 @@ class GoalServer:
         self._active = False
         self._frames = {}          # id(goal request) -> (goal_id placeholder, frame)
         self._pending = {}         # goal_id -> [rclpy Future, goal handle]
+        # rclpy's default service QoS keeps the last 10 requests: a burst of goals or of
+        # cancel requests beyond that would lose some unanswered
+        deep = QoSProfile(history=QoSHistoryPolicy.KEEP_LAST, depth=SERVICE_DEPTH,
+                          reliability=QoSReliabilityPolicy.RELIABLE,
+                          durability=QoSDurabilityPolicy.VOLATILE)
         self.server = ActionServer(
             node, FollowJointTrajectory, action_name, self._execute,
             goal_callback=self._on_goal, handle_accepted_callback=self._on_accepted,
-            cancel_callback=self._on_cancel)
+            cancel_callback=self._on_cancel, goal_service_qos_profile=deep,
+            result_service_qos_profile=deep, cancel_service_qos_profile=deep)
 
     # ---- from the node (the socket's thread) --------------------------------------------
 
@@ -258,8 +268,8 @@ def _uuid_text(uuid) -> str:
 
 
 def uuid_text(uuid) -> str:
-    """A goal UUID (16 bytes) as the hex text the frames carry."""
+    """Return a goal UUID (16 bytes) as the hex text the frames carry."""
     return _uuid_text(uuid)
 
 
-__all__ = ['goal_frame', 'GoalServer', 'MAX_GOAL_JOINTS', 'uuid_text']
+__all__ = ['goal_frame', 'GoalServer', 'MAX_GOAL_JOINTS', 'SERVICE_DEPTH', 'uuid_text']

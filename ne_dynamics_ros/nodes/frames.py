@@ -29,7 +29,7 @@ ARRAYS = (('times', '<f8', lambda m, n, p: (m,)),
 
 
 def trajectory_arrays(points: WaypointArrays, coefficients, joint_names) -> dict:
-    """The header fields and payload arrays of a trajectory frame (``'_arrays'``).
+    """Return the header fields and payload arrays of a trajectory frame (``'_arrays'``).
 
     ``points`` in ``joint_names`` order; ``coefficients``: their (p, m - 1, n) segment
     polynomials, or None when the receiver of the frame works them out (p = 0).

@@ -47,6 +47,7 @@ Bad commands (wrong length, NaN/inf) are dropped with a throttled warning; the p
 command stays applied (wall-clock mode) or the state waits for a good one (lockstep).
 """
 import math
+import signal
 import time
 
 import numpy as np
@@ -195,6 +196,10 @@ class SimArmNode(Node):
         self._lockstep = declare('lockstep', False,
                                  'step only when the command answering the last state '
                                  'arrives; publish simulated time on /clock')
+        self._brakes = declare('brakes', False,
+                               'wall-clock mode: hold the arm at initial_positions (its brakes) '
+                               'until the first effort command arrives, as a real arm waits '
+                               'for its controller; false: zero effort until then (it falls)')
         self._lockstep_timeout = declare('lockstep_timeout', 1.0,
                                          'lockstep: republish the state after this many '
                                          'wall-clock seconds without an answer')
@@ -302,6 +307,10 @@ class SimArmNode(Node):
         elapsed = (now - self._last_step).nanoseconds * 1e-9
         if elapsed <= 0:
             return
+        if self._brakes and self.commands_received == 0:
+            self._last_step = now             # held by its brakes: time passes, not motion
+            self._publish_state(now)
+            return
         limit = 5 * self.publish_period
         if elapsed > limit:
             self.get_logger().warning(
@@ -370,6 +379,9 @@ def main(args=None):
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
+        # ros2 launch forwards a second SIGINT to a process that already got the
+        # terminal's: tearing down, ignore it (a KeyboardInterrupt there is a traceback)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         node.destroy_node()
         rclpy.try_shutdown()
     return 0

@@ -30,12 +30,20 @@ profile exactly between points.
   belongs to); when the trajectory has ended (and on Ctrl-C) it sets the values it read
   back. ``excitation_law: unchanged`` leaves the controller's law alone.
 
+* ``use_action: true``: the trajectory goes as a ``control_msgs/action/
+  FollowJointTrajectory`` goal to ``action`` (default: ``<controller>/
+  follow_joint_trajectory``, as MoveIt sends it) instead of the topic; the node waits for
+  the result, prints it (``error_code``, ``error_string``) and exits 0 only on
+  ``SUCCESSFUL``. Ctrl-C cancels the goal (the controller holds).
+
 Example::
 
     ros2 run ne_dynamics_ros trajectory_source --ros-args \\
         -p goal:="[0.785, 0.524, 0.0, 0.785, 1.047, 1.571]" -p duration:=3.0
     ros2 run ne_dynamics_ros trajectory_source --ros-args \\
         -p profile:=excitation -p file:=excitation.yaml -p periods:=3
+    ros2 run ne_dynamics_ros trajectory_source --ros-args -p use_action:=true \\
+        -p goal:="[0.785, 0.524, 0.0, 0.785, 1.047, 1.571]"
 """
 import sys
 import time
@@ -176,6 +184,22 @@ class TrajectorySourceNode(Node):
         controller = declare('controller', '', 'node whose mode, kp, kd the excitation law '
                              'sets; default: the node the topic belongs to')
         self.controller = controller or (topic.rsplit('/', 1)[0] or '/')
+        self.use_action = bool(declare(
+            'use_action', False, 'send the trajectory as a FollowJointTrajectory goal (as '
+            'MoveIt does) instead of publishing it; print the result'))
+        action = declare('action', '', 'the FollowJointTrajectory action; default: '
+                         '<controller>/follow_joint_trajectory')
+        self.action_name = action or self.controller.rstrip('/') + '/follow_joint_trajectory'
+        self.action_client = self.goal_handle = self.result_future = None
+        self._goal_future = None
+        if self.use_action:
+            try:
+                from control_msgs.action import FollowJointTrajectory
+                from rclpy.action import ActionClient
+            except ImportError as err:
+                raise TrajectorySourceError(f'use_action needs control_msgs ({err})') from None
+            self._action_type = FollowJointTrajectory
+            self.action_client = ActionClient(self, FollowJointTrajectory, self.action_name)
         self.excitation = None
         self._law = None          # the excitation law's progress (see _switch_law)
         if self.profile == 'excitation':
@@ -230,7 +254,10 @@ class TrajectorySourceNode(Node):
     def _try_publish(self):
         if self.trajectory is not None or not self.joint_names or not self.start:
             return
-        if self.publisher.get_subscription_count() == 0:
+        if self.use_action:
+            if not self.action_client.server_is_ready():
+                return
+        elif self.publisher.get_subscription_count() == 0:
             self._matched_since = None
             return
         # Our side of discovery knows the subscriber; its side must also know us, or a
@@ -254,11 +281,27 @@ class TrajectorySourceNode(Node):
                                                self.duration, self.profile,
                                                self.sample_period, self.start_time)
             what = f'{self.duration:g} s {self.profile}'
-        self.publisher.publish(self.trajectory)
         self.published_at = self.get_clock().now()
+        if self.use_action:
+            goal = self._action_type.Goal(trajectory=self.trajectory)
+            self._goal_future = self.action_client.send_goal_async(goal)
+            self._goal_future.add_done_callback(self._on_goal_response)
+            self.get_logger().info(
+                f'sent a {what} trajectory with {len(self.trajectory.points)} points for '
+                f'{self.joint_names} as a goal to {self.action_name}')
+            return
+        self.publisher.publish(self.trajectory)
         self.get_logger().info(
             f'published a {what} trajectory with {len(self.trajectory.points)} points for '
             f'{self.joint_names}')
+
+    def _on_goal_response(self, future):
+        self.goal_handle = future.result()
+        if not self.goal_handle.accepted:
+            self.get_logger().error(f'{self.action_name} rejected the goal (its node logs '
+                                    'why)')
+            return
+        self.result_future = self.goal_handle.get_result_async()
 
     def _switch_law(self):
         """Advance the excitation law's switch; True once the controller runs it.
@@ -352,9 +395,16 @@ def _spin_publish(node, executor, wait_timeout, linger):
     while node.trajectory is None and time.monotonic() < deadline:
         executor.spin_once(timeout_sec=0.1)
     if node.trajectory is None:
-        what = 'joint states' if not (node.joint_names and node.start) else 'subscriber'
+        what = ('joint states' if not (node.joint_names and node.start) else
+                f'action server {node.action_name}' if node.use_action else 'subscriber')
         print(f'trajectory_source: no {what} within {wait_timeout:g} s', file=sys.stderr)
         return 1
+    if node.use_action:
+        try:
+            return _wait_for_result(node, executor)
+        finally:
+            if node.law_active and _restore(node, executor):
+                return 1        # noqa: B012 - the law could not be restored: say so
     end = time.monotonic() + linger
     while time.monotonic() < end:
         executor.spin_once(timeout_sec=0.1)
@@ -367,14 +417,46 @@ def _spin_publish(node, executor, wait_timeout, linger):
         while node.get_clock().now() < ends:
             executor.spin_once(timeout_sec=0.1)
     finally:                  # Ctrl-C included: the controller must not stay on the PD
-        future = node.restore_law()
-        executor.spin_until_future_complete(future, timeout_sec=SERVICE_TIMEOUT)
-        if not (future.done() and future.result().result.successful):
-            print(f'trajectory_source: could not restore the law of {node.controller}: '
-                  f'set its mode, kp, kd by hand', file=sys.stderr)
-            return 1
-        node.get_logger().info(f'restored the law of {node.controller}')
+        if _restore(node, executor):
+            return 1        # noqa: B012 - the law could not be restored: say so
     return 0
+
+
+def _restore(node, executor):
+    """Set the controller's law back; return True (and say so) if that failed."""
+    future = node.restore_law()
+    executor.spin_until_future_complete(future, timeout_sec=SERVICE_TIMEOUT)
+    if not (future.done() and future.result().result.successful):
+        print(f'trajectory_source: could not restore the law of {node.controller}: '
+              f'set its mode, kp, kd by hand', file=sys.stderr)
+        return True
+    node.get_logger().info(f'restored the law of {node.controller}')
+    return False
+
+
+def _wait_for_result(node, executor):
+    """Spin until the goal's result; print it; 0 only for SUCCESSFUL. Ctrl-C cancels."""
+    try:
+        while node.goal_handle is None or (node.goal_handle.accepted
+                                           and not (node.result_future
+                                                    and node.result_future.done())):
+            executor.spin_once(timeout_sec=0.1)
+    except KeyboardInterrupt:
+        if node.goal_handle is not None and node.goal_handle.accepted:
+            future = node.goal_handle.cancel_goal_async()
+            executor.spin_until_future_complete(future, timeout_sec=SERVICE_TIMEOUT)
+            print('trajectory_source: canceled the goal', file=sys.stderr)
+        raise
+    if not node.goal_handle.accepted:
+        print(f'trajectory_source: the goal was rejected by {node.action_name}',
+              file=sys.stderr)
+        return 1
+    response = node.result_future.result()
+    result = response.result
+    print(f'trajectory_source: result error_code {result.error_code} '
+          f'({"SUCCESSFUL" if result.error_code == 0 else "failed"}), status '
+          f'{response.status}: {result.error_string}')
+    return 0 if result.error_code == 0 and response.status == 4 else 1
 
 
 def main(args=None, wait_timeout=30.0, linger=1.0):

@@ -44,7 +44,9 @@ class GoalLink:
             value('constraints.stopped_velocity_tolerance').value,
             value('constraints.goal_time').value)
         self._period = 1.0 / value('action_monitor_rate').value
-        #: Goals rejected (their reasons logged) and goals ended, since configured.
+        #: Goals accepted by the controller, rejected (their reasons logged) and ended,
+        #: since configured.
+        self.accepted_goals = 0
         self.rejected_goals = 0
         self.ended_goals = 0
         self._thread = threading.Thread(target=self._run, name='goal_link', daemon=True)
@@ -94,7 +96,7 @@ class GoalLink:
             return
         finally:
             self.wake()               # a goal it replaced has ended
-        self._node.accepted_trajectories += 1
+        self.accepted_goals += 1
         self._node.get_logger().info(
             f'goal {goal_id[:8]} accepted: {len(trajectory.times)} points, '
             f'{trajectory.times[-1]:.3f} s')

@@ -231,7 +231,7 @@ class ComputedTorqueNode(ControlThreads, LifecycleNode):
                     'allow_partial_joints_goal', 'allow_nonzero_velocity_at_trajectory_end')}})
 
     def _chain_built(self):
-        """The model exists: tell the receiver the chain, start the goal link."""
+        """Tell the receiver the chain (the model exists now); start the goal link."""
         model = self.controller.model
         self._receiver.set_chain(model.joint_names, model.lower_limits, model.upper_limits)
         if not CONTROL_MSGS_MISSING:
@@ -326,6 +326,7 @@ class ComputedTorqueNode(ControlThreads, LifecycleNode):
         if self.controller is not None:
             self.controller.deactivate()        # ends an active goal
         self.stop_threads()
+        self.goals = None
         for subscription in self._subscriptions_made:
             self.destroy_subscription(subscription)
         self._subscriptions_made = []
@@ -594,7 +595,10 @@ class ComputedTorqueNode(ControlThreads, LifecycleNode):
         return (f'{c.dropped_joint_states if c else 0} joint_states messages dropped, '
                 f'{c.rejected_trajectories if c else 0} trajectories rejected, '
                 f'{self.dropped_trajectories} trajectory messages dropped unread, '
-                f'{self.accepted_trajectories} trajectories accepted')
+                f'{self.accepted_trajectories} trajectories accepted'
+                + ('' if self.goals is None else
+                   f', {self.goals.accepted_goals} goals accepted, '
+                   f'{self.goals.rejected_goals} goals rejected'))
 
     def publish_zero_effort(self):
         """Publish an all-zero effort command (only while active: else nothing commands)."""

@@ -39,8 +39,7 @@ class ControlThreads:
             return
         self._stopping.set()
         if self.goals is not None:
-            self.goals.stop()
-            self.goals = None
+            self.goals.stop()           # kept until teardown: its counts are reported
         if self._receiver is not None:
             self._receiver.close()
         for thread in self._threads:

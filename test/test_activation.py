@@ -1,0 +1,135 @@
+"""Activation means ready: nothing joins the DDS graph once commands flow (issue 29).
+
+Before, the node commanded before its trajectory receiver process had joined the graph;
+when that process joined late, the process publishing ``/joint_states`` stalled for
+335 ms while Fast DDS discovered it, the node's state timeout tripped and it sent zero
+effort (``../shared/NOTES.md``), and a trajectory sent right after "activated" was lost.
+
+Here the node is started 20 times, as ``ros2 run`` starts it, while another process
+streams valid PUMA states at 1 kHz and records every effort command it receives (the
+stall run's streamer, ``benchmarks/bench_node.py``). From each start's first command to
+its Ctrl-C: no gap over 20 ms, no zero command; and a trajectory published as soon as
+the node logs its activation is installed every time.
+"""
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+import rclpy
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+from conftest import CONFIG_DIR, PUMA560_URDF, REPO_ROOT
+
+STARTS = 20
+GAP_BOUND = 0.020          # s
+Q0 = [0.1, -0.3, 0.4, 0.2, -0.5, 0.3]      # the streamer's position
+JOINTS = [f'joint_{i}' for i in range(1, 7)]
+
+
+class Output:
+    """A process's output lines, read live with their monotonic arrival times."""
+
+    def __init__(self, process):
+        self.lines = []
+        threading.Thread(target=self._read, args=(process,), daemon=True).start()
+
+    def _read(self, process):
+        for line in process.stdout:
+            self.lines.append((time.monotonic(), line))
+
+    def wait_for(self, text, timeout):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for t, line in list(self.lines):
+                if text in line:
+                    return t
+            time.sleep(0.005)
+        return None
+
+    def text(self):
+        return ''.join(line for _, line in self.lines[-30:])
+
+
+def test_twenty_starts_never_gap_never_zero_never_lose_a_trajectory(
+        ros_context, domain_id, tmp_path):
+    env = dict(os.environ, PYTHONUNBUFFERED='1', RCUTILS_COLORIZED_OUTPUT='0')
+    sent_file = tmp_path / 'sent.txt'
+    streamer = subprocess.Popen(
+        [sys.executable, str(REPO_ROOT / 'benchmarks' / 'bench_node.py'), '--serve-stream',
+         str(sent_file), '--stream-rate', '1000'], env=env, stdin=subprocess.PIPE, text=True)
+    node = rclpy.create_node('activation_test_sender', context=ros_context)
+    publisher = node.create_publisher(JointTrajectory,
+                                      '/computed_torque_node/joint_trajectory', 10)
+    trajectory = JointTrajectory(joint_names=JOINTS)
+    trajectory.points = [JointTrajectoryPoint(positions=[v + 0.01 for v in Q0])]
+    trajectory.points[0].time_from_start.sec = 1
+    windows, lost = [], []
+    try:
+        time.sleep(2.0)                     # the streamer is up and publishing
+        for start in range(STARTS):
+            process = subprocess.Popen(
+                [sys.executable, '-m', 'ne_dynamics_ros.nodes.computed_torque_node',
+                 '--ros-args', '--params-file', str(CONFIG_DIR / 'puma560.yaml'),
+                 '-p', f'urdf_path:={PUMA560_URDF}'],
+                env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            output = Output(process)
+            activated = output.wait_for('activated: holding', 30)
+            assert activated is not None, output.text()
+            deadline = time.monotonic() + 5
+            while publisher.get_subscription_count() < 1:     # the sender's own discovery
+                assert time.monotonic() < deadline, 'the sender never matched'
+                time.sleep(0.001)
+            publisher.publish(trajectory)
+            if output.wait_for('new trajectory', 3) is None:
+                lost.append((start, output.text()))
+            time.sleep(1.5)
+            stopped = time.monotonic()
+            process.send_signal(signal.SIGINT)
+            assert process.wait(15) == 0, output.text()
+            windows.append((activated, stopped, start))
+            # the next start's participants must not meet this one's leftovers
+            time.sleep(0.5)
+    finally:
+        streamer.communicate('', timeout=60)
+        node.destroy_node()
+    received = np.loadtxt(f'{sent_file}.efforts', ndmin=2)
+    times, zeros = received[:, 0], received[:, 1] > 0
+    worst = []
+    previous_stop = -np.inf
+    for activated, stopped, start in windows:
+        # from the first command of this start (the previous one's zero on Ctrl-C is
+        # long before) to Ctrl-C
+        inside = (times >= max(activated - 1.0, previous_stop + 0.3)) & (times <= stopped)
+        previous_stop = stopped
+        commands = times[inside]
+        assert commands.size > 500, f'start {start}: {commands.size} commands'
+        gap = float(np.diff(np.concatenate([commands, [stopped]])).max())
+        worst.append(gap)
+        assert not zeros[inside].any(), f'start {start}: a zero command while commanding'
+    assert max(worst) <= GAP_BOUND, [f'{1e3 * g:.1f} ms' for g in worst]
+    assert not lost, lost[0]
+
+
+def test_activate_fails_with_the_reason_when_the_receiver_never_gets_ready(ros_context):
+    from ne_dynamics_ros.nodes.computed_torque_node import ComputedTorqueNode
+    from rclpy.parameter import Parameter
+
+    node = ComputedTorqueNode(context=ros_context, parameter_overrides=[
+        Parameter('urdf_path', value=str(PUMA560_URDF)),
+        Parameter('autostart', value=False),
+        Parameter('activation_timeout', value=0.5)])
+    try:
+        node.trigger_configure()
+        assert node.lifecycle_state == 'inactive'
+        assert node._receiver_ready.wait(20)
+        node._receiver_ready.clear()            # as if the receiver process never started
+        node._receiver.process.kill()
+        node.trigger_activate()
+        assert node.lifecycle_state == 'inactive'
+        assert 'not ready after 0.5 s (activation_timeout)' in node.configure_error
+    finally:
+        node.destroy_node()
