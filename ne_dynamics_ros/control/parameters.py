@@ -354,6 +354,15 @@ PARAMETERS = (
                   'Longest wait of activate for the trajectory receiver process and the '
                   'action server to be up and discovered; activate fails with the reason '
                   'after it.', unit='s', constraints='> 0', check=_positive),
+    ParameterSpec('discovery_settle', 'double', 3.5,
+                  'How long the trajectory receiver process (a DDS participant of its own) '
+                  'must have been on the graph before activate completes. Fast DDS '
+                  'announces participants every 3 s; a peer that missed the first '
+                  'announcements discovers it then, and the exchange of samples with this '
+                  'node paused about 335 ms meanwhile (a state timeout while commanding). '
+                  'Measured: 3 of 12 starts with such a pause after activation without it, '
+                  '0 of 12 with 3.5 s.', unit='s', constraints='>= 0',
+                  check=_non_negative),
     ParameterSpec('velocity_filter_cutoff', 'double', 50.0,
                   'Cut-off frequency of the low-pass on finite-difference velocities, used '
                   'when joint_states carries no velocity.', unit='Hz', constraints='> 0',

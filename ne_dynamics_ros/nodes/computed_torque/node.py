@@ -205,6 +205,7 @@ class ComputedTorqueNode(ControlThreads, LifecycleNode):
         # ne_dynamics_ros.nodes.trajectory_receiver): no message, however large, is ever
         # copied in this process before the node sees it; what arrives here are columns.
         self._receiver_ready.clear()
+        self._receiver_started = time.monotonic()
         self._receiver = TrajectoryReceiver(
             self.resolve_topic_name('~/joint_trajectory'), self.get_name(),
             self.get_namespace(), self.context.get_domain_id(), self._max_trajectory_bytes,
@@ -242,11 +243,15 @@ class ComputedTorqueNode(ControlThreads, LifecycleNode):
     def _wait_until_ready(self):
         """Wait (bounded) until the receiver and the action server are up and discovered.
 
-        Returns '' when ready, else why not. Ready: the receiver process said so, and this
+        Returns '' when ready, else why not. Ready: the receiver process said so, this
         node's graph lists its subscription of ``~/joint_trajectory`` and the action's
-        services, so that no participant joins the graph once commands flow.
+        services, and its participant has been on the graph for ``discovery_settle``: a
+        peer that missed its first announcements discovers it at the next periodic one
+        (Fast DDS: every 3 s) and, measured here, stops exchanging samples with this
+        node for about 335 ms meanwhile; that must happen before commands flow.
         """
         timeout = float(self.get_parameter('activation_timeout').value)
+        settle = float(self.get_parameter('discovery_settle').value)
         deadline = time.monotonic() + timeout
         topic = self.resolve_topic_name('~/joint_trajectory')
         send_goal = self.action_name + '/_action/send_goal'
@@ -259,6 +264,9 @@ class ComputedTorqueNode(ControlThreads, LifecycleNode):
             elif self._receiver_action == self.action_name and send_goal not in {
                     name for name, _ in self.get_service_names_and_types()}:
                 missing.append(f'the action {self.action_name} is not discovered')
+            if not missing and time.monotonic() - self._receiver_started < settle:
+                missing.append(f'the receiver process has been on the graph for less than '
+                               f'discovery_settle ({settle} s)')
             if not missing:
                 return ''
             if time.monotonic() > deadline:
