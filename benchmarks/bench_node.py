@@ -95,6 +95,10 @@ def parse_args(argv=None):
     parser.add_argument('--largest-points', type=int, default=None, metavar='POINTS',
                         help='stall run: points of the largest trajectory, every field given '
                         '(default MAX_POINTS, the most the node accepts)')
+    parser.add_argument('--no-goals', action='store_true',
+                        help='stall run: no FollowJointTrajectory goals (default: the same '
+                        'sizes as goals, and one of MAX_POINTS + 1 points, after the topic '
+                        'messages of each round)')
     parser.add_argument('--node-arg', action='append', default=[], metavar='NAME:=VALUE',
                         help='stall run: an extra -p parameter of the node (repeatable)')
     parser.add_argument('--serve-baseline', action='store_true', help=argparse.SUPPRESS)
@@ -651,6 +655,33 @@ def stall_messages(oversized_bytes, sizes=STALL_SIZES, largest_points=None):
     return messages
 
 
+def stall_goals(sizes=STALL_SIZES):
+    """The stall run's FollowJointTrajectory goals: (label, goal, count logged or None, bytes).
+
+    Goals of ``sizes`` points (positions only, 1 ms apart, as the topic's trajectories)
+    and one of MAX_POINTS + 1 points, over the bound (rejected by the receiver process).
+    Empty without control_msgs.
+    """
+    try:
+        from control_msgs.action import FollowJointTrajectory
+    except ImportError:
+        return []
+    from rclpy.serialization import deserialize_message
+    from trajectory_msgs.msg import JointTrajectory
+
+    from ne_dynamics_ros.control.trajectory import MAX_POINTS
+
+    goals = []
+    for size in list(sizes) + [MAX_POINTS + 1]:
+        # the topic's message for that size, read back as an object
+        data = stall_messages(1, (size,), 1)[0][1]
+        goal = FollowJointTrajectory.Goal(trajectory=deserialize_message(data, JointTrajectory))
+        over = size > MAX_POINTS
+        goals.append(('goal oversized' if over else f'goal {size} points', goal,
+                      None if over else f'{size} points', len(data)))
+    return goals
+
+
 class _NodeOutput:
     """The node process's output lines, read live, each with its monotonic arrival time."""
 
@@ -674,6 +705,35 @@ class _NodeOutput:
         return None
 
 
+class GoalSender:
+    """An ActionClient on a Python executor of its own (rclpy's EventsExecutor does not
+    serve actions in these wheels); goals are sent from the executor's thread (rclpy#1123)."""
+
+    def __init__(self, context):
+        import rclpy
+        from control_msgs.action import FollowJointTrajectory
+        from rclpy.action import ActionClient
+        from rclpy.executors import SingleThreadedExecutor
+
+        self.node = rclpy.create_node('bench_stall_goals', context=context)
+        self.client = ActionClient(self.node, FollowJointTrajectory,
+                                   '/computed_torque_node/follow_joint_trajectory')
+        self.executor = SingleThreadedExecutor(context=context)
+        self.executor.add_node(self.node)
+        self._thread = threading.Thread(target=self.executor.spin, daemon=True)
+        self._thread.start()
+        if not self.client.wait_for_server(timeout_sec=30):
+            raise RuntimeError('no /computed_torque_node/follow_joint_trajectory')
+
+    def send(self, goal):
+        """Send ``goal`` (not waiting for the answer)."""
+        self.executor.create_task(lambda: self.client.send_goal_async(goal))
+
+    def close(self):
+        self.executor.shutdown(timeout_sec=1.0)
+        self.node.destroy_node()
+
+
 def largest_gap(times, start, end):
     """Longest interval of [start, end] without one of ``times``, s."""
     inside = times[(times >= start) & (times <= end)]
@@ -694,6 +754,7 @@ def run_stall(args):
         RCUTILS_COLORIZED_OUTPUT='0')
     print('stall: serializing the trajectories ...', file=sys.stderr, flush=True)
     messages = stall_messages(args.oversized_mb * 1e6, args.sizes, args.largest_points)
+    goals = [] if args.baseline or args.no_goals else stall_goals(args.sizes)
     if os.environ.get('EXP_BASE'):
         cmd = [sys.executable] + os.environ['EXP_BASE'].split()
     elif args.baseline:
@@ -719,6 +780,7 @@ def run_stall(args):
     trajectory_pub = bench.create_publisher(
         JointTrajectory, '/computed_torque_node/joint_trajectory', 10)
     executor, stop, spinner = spin_in_thread(bench, context, 'events')
+    sender = GoalSender(context) if goals else None
     events = []               # (round, label, publish time, done time or None)
     try:
         deadline = time.monotonic() + 30.0
@@ -739,9 +801,21 @@ def run_stall(args):
                     else 'dropped a trajectory message', t_pub, 20.0)
                 events.append((r, label, len(data), t_pub, done))
                 time.sleep(0.5)
+            for label, goal, logged, size in goals:
+                print(f'stall: round {r + 1}, {label}', file=sys.stderr, flush=True)
+                time.sleep(1.5)
+                t_pub = time.monotonic()
+                sender.send(goal)
+                done = output.wait_for(
+                    f'accepted: {logged}' if logged
+                    else 'rejected a FollowJointTrajectory goal', t_pub, 30.0)
+                events.append((r, label, size, t_pub, done))
+                time.sleep(0.5)
         time.sleep(1.0)
         rounds_end = time.monotonic()
     finally:
+        if sender is not None:
+            sender.close()
         if streamer.poll() is None:
             streamer.communicate('', timeout=30)
         tear_down(node_proc, bench, context, executor, stop, spinner)
@@ -783,23 +857,29 @@ def print_stall(result):
     print('worst gaps between effort commands as received, from the message\'s publication '
           'until 0.5 s after the node logged it; "steady" is the time before it since the '
           'previous message; "stream": the states\' own worst gap in the same window')
-    print(f'{"round":>5} {"event":>12} {"MB":>6} {"handled":>8} | {"gap":>8} {"stream":>8} | '
+    print(f'{"round":>5} {"event":>18} {"MB":>6} {"handled":>8} | {"gap":>8} {"stream":>8} | '
           f'{"steady":>8} {"stream":>8} | {"zeros":>5}')
     for row in result['rows']:
         handled = '-' if row['handled_s'] is None else f'{row["handled_s"] * 1e3:.0f} ms'
-        print(f'{row["round"]:>5} {row["event"]:>12} {row["bytes"] / 1e6:>6.2f} {handled:>8} | '
+        print(f'{row["round"]:>5} {row["event"]:>18} {row["bytes"] / 1e6:>6.2f} {handled:>8} | '
               f'{row["gap_ms"]:>5.1f} ms {row["stream_gap_ms"]:>5.1f} ms | '
               f'{row["steady_gap_ms"]:>5.1f} ms {row["steady_stream_gap_ms"]:>5.1f} ms | '
               f'{row["zero_commands"]:>5d}')
-    valid = [row['gap_ms'] for row in result['rows'] if row['event'] != 'oversized']
+    valid = [row['gap_ms'] for row in result['rows'] if not row['event'].endswith('oversized')]
     largest = [row['gap_ms'] for row in result['rows'] if row['event'] == 'largest']
-    oversized = [row['gap_ms'] for row in result['rows'] if row['event'] == 'oversized']
+    oversized = [row['gap_ms'] for row in result['rows'] if row['event'].endswith('oversized')]
+    goal_rows = [row for row in result['rows'] if row['event'].startswith('goal')]
     steady = [row['steady_gap_ms'] for row in result['rows']]
     print('goals:')
     print(f'  worst gap while valid trajectories arrive: {max(valid):.1f} ms '
           f'(goal <= {1e3 * STALL_GOALS["valid"]:.0f} ms): '
           + ('met' if max(valid) <= 1e3 * STALL_GOALS['valid'] else 'not met'))
     print(f'    of which the largest trajectory: {max(largest):.1f} ms')
+    if goal_rows:
+        print(f'    of which FollowJointTrajectory goals: '
+              f'{max(r["gap_ms"] for r in goal_rows if "oversized" not in r["event"]):.1f} ms; '
+              f'around the goal over the bound: '
+              f'{max(r["gap_ms"] for r in goal_rows if "oversized" in r["event"]):.1f} ms')
     print(f'  worst gap around the oversized message: {max(oversized):.1f} ms '
           f'(goal <= {1e3 * STALL_GOALS["oversized"]:.0f} ms): '
           + ('met' if max(oversized) <= 1e3 * STALL_GOALS['oversized'] else 'not met'))

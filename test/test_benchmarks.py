@@ -1,4 +1,5 @@
 """The node benchmark's soak mode runs end to end (figures are reported, not asserted)."""
+import importlib.util
 import json
 import os
 import pathlib
@@ -35,9 +36,10 @@ def test_bench_node_soak_reports_every_window_for_node_and_baseline(domain_id):
 
 def test_bench_node_stall_run_reports_each_message(domain_id):
     """The stall run, small: a 200-point trajectory, a 500-point one with every field and
-    a 0.5 MB message over a 0.2 MB bound; each handled by the node (the valid ones
-    installed, the big one dropped unread) and each given its gaps (figures reported, not
-    asserted)."""
+    a 0.5 MB message over a 0.2 MB bound; then a 200-point FollowJointTrajectory goal and
+    one of 100 001 points; each handled by the node (the valid ones installed, the big
+    message dropped unread, the big goal rejected) and each given its gaps (figures
+    reported, not asserted)."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [str(REPO), os.environ.get('PYTHONPATH', '')]))
     out = subprocess.run(
@@ -48,8 +50,12 @@ def test_bench_node_stall_run_reports_each_message(domain_id):
     assert out.returncode == 0, out.stderr[-3000:]
     result = json.loads(out.stdout)
     rows = result['rows']
-    assert [row['event'] for row in rows] == ['200 points', 'largest', 'oversized']
-    assert rows[-1]['bytes'] > 200_000 > rows[1]['bytes'] > rows[0]['bytes']
+    goals = importlib.util.find_spec('control_msgs') is not None
+    assert [row['event'] for row in rows] == ['200 points', 'largest', 'oversized'] + (
+        ['goal 200 points', 'goal oversized'] if goals else [])
+    assert rows[2]['bytes'] > 200_000 > rows[1]['bytes'] > rows[0]['bytes']
+    if goals:
+        assert rows[3]['bytes'] == rows[0]['bytes'] and rows[4]['bytes'] > 1e6
     for row in rows:
         assert row['handled_s'] is not None, row           # the node logged it
         assert row['gap_ms'] > 0 and row['steady_gap_ms'] > 0 and row['stream_gap_ms'] > 0

@@ -16,8 +16,9 @@ from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from ne_dynamics_ros.nodes.cdr import (
-    CdrError, float64_multi_array_bytes, joint_names_block, joint_state_bytes,
-    JointStateReader, read_joint_trajectory, TooManyNames, UnsupportedEncoding)
+    CdrError, controller_state_bytes, float64_multi_array_bytes, joint_names_block,
+    joint_state_bytes, JointStateReader, read_joint_trajectory, TooManyNames,
+    UnsupportedEncoding)
 from ne_dynamics_ros.control.trajectory import WaypointArrays
 
 NAMES = [f'joint_{i}' for i in range(1, 7)]
@@ -274,3 +275,28 @@ def test_trajectory_bounds_and_encodings():
         read_joint_trajectory(data, max_names=10, max_points=2)
     with pytest.raises(UnsupportedEncoding):
         read_joint_trajectory(b'\x00\x00' + data[2:], 10, 10)
+
+
+@given(st.lists(TEXT, max_size=7), TEXT, st.integers(-2**31, 2**31 - 1),
+       st.integers(0, 2**32 - 1), st.data())
+def test_rclpy_reads_the_controller_state_we_write(names, frame_id, sec, nanosec, data):
+    control_msgs = pytest.importorskip('control_msgs.msg', reason='control_msgs is not '
+                                       'installed (scripts/bootstrap.sh installs it)')
+    n = len(names)
+    vectors = [data.draw(st.lists(FLOATS, min_size=n, max_size=n)) for _ in range(8)]
+    reference, feedback, error, output = vectors[0:3], vectors[3:5], vectors[5:7], vectors[7]
+    raw = controller_state_bytes(sec, nanosec, frame_id.encode('utf-8'),
+                                 joint_names_block(names), reference, feedback, error,
+                                 output)
+    msg = deserialize_message(raw, control_msgs.JointTrajectoryControllerState)
+    assert (msg.header.stamp.sec, msg.header.stamp.nanosec) == (sec, nanosec)
+    assert msg.header.frame_id == frame_id and list(msg.joint_names) == names
+    for point, fields, values in ((msg.reference, ('positions', 'velocities',
+                                                   'accelerations'), reference),
+                                  (msg.feedback, ('positions', 'velocities'), feedback),
+                                  (msg.error, ('positions', 'velocities'), error),
+                                  (msg.output, ('effort',), [output])):
+        for field, expected in zip(fields, values):
+            np.testing.assert_array_equal(getattr(point, field), expected)
+    assert list(msg.output.positions) == [] and msg.speed_scaling_factor == 1.0
+    assert list(msg.multi_dof_joint_names) == []

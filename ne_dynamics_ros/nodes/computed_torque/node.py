@@ -587,7 +587,13 @@ class ComputedTorqueNode(ControlThreads, LifecycleNode):
                  'dynamics backend': c.dynamics_backend if c else '',
                  'robot description': self._description_source,
                  'state timeouts': self.statistics.timeouts,
-                 'trajectories accepted': self.accepted_trajectories}
+                 'trajectories accepted': self.accepted_trajectories,
+                 'follow_joint_trajectory': (f'not served: {CONTROL_MSGS_MISSING}'
+                                             if CONTROL_MSGS_MISSING else
+                                             self._receiver_action or 'not ready'),
+                 'active goal': (c.goal_id or '') if c else '',
+                 'goals accepted': self.goals.accepted_goals if self.goals else 0,
+                 'goals rejected': self.goals.rejected_goals if self.goals else 0}
         message = diagnostics.status(
             self.get_name(), f'{c.model.base_link} -> {c.model.tip_link}' if c else '',
             facts, self.statistics.take(c.n if c else 0), elapsed, self._diagnostics_counts,
