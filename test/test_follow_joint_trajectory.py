@@ -379,3 +379,15 @@ def test_deactivate_aborts_then_goals_are_rejected_until_activated(system):
     handle = system.send(goal_of([(0.5, system.reference())]))
     assert handle.accepted
     assert system.result(handle)[0] == SUCCEEDED
+
+
+def test_shutdown_aborts_the_goal_with_a_reason(system):
+    """Last of the module (its node does not come back): Ctrl-C while a goal runs."""
+    start = system.reference()
+    handle = system.send(goal_of([(5.0, start + 0.2)]))
+    assert handle.accepted
+    time.sleep(0.3)
+    system.processes[1].send_signal(2)                 # Ctrl-C the node
+    status, result = system.result(handle)
+    assert status == ABORTED and 'shut down' in result.error_string
+    assert system.processes[1].wait(15) == 0

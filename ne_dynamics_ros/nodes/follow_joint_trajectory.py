@@ -258,6 +258,10 @@ class GoalServer:
             handle.abort()
         return result
 
+    def busy(self):
+        """Return True while a goal's execution has not returned its result."""
+        return bool(self._pending)
+
     def destroy(self):
         """Destroy the action server."""
         self.server.destroy()

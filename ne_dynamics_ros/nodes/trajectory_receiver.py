@@ -293,8 +293,6 @@ def serve(sock, topic, node_name, namespace, domain_id, max_bytes, depth, chain_
                     goals.on_frame(frame[0])
         except (OSError, ValueError):
             pass
-        if goals is not None:
-            executor.create_task(goals.abort_all, 'Aborted: the controller node is gone')
         closed.set()
         with ready:
             ready.notify()
@@ -329,7 +327,14 @@ def serve(sock, topic, node_name, namespace, domain_id, max_bytes, depth, chain_
     while not closed.is_set() and context.ok():
         executor.spin_once(timeout_sec=0.1)
     if goals is not None:
-        goals.abort_all('Aborted: the controller node is gone')
+        # the goals still running end with the reason; spin a little so that their
+        # results reach the clients before the server goes
+        goals.abort_all('Aborted: the controller node is gone (shut down)')
+        deadline = time.monotonic() + 1.0
+        while goals.busy() and time.monotonic() < deadline:
+            executor.spin_once(timeout_sec=0.05)
+        for _ in range(5):           # the server sends a result after its execution ended
+            executor.spin_once(timeout_sec=0.02)
         goals.destroy()
     executor.shutdown()
     node.destroy_node()

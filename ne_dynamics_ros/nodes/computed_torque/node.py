@@ -220,8 +220,10 @@ class ComputedTorqueNode(ControlThreads, LifecycleNode):
 
     @property
     def action_name(self):
-        """The fully resolved name of the node's FollowJointTrajectory action."""
-        return self.get_fully_qualified_name().rstrip('/') + '/follow_joint_trajectory'
+        """Return the fully resolved name of the node's FollowJointTrajectory action."""
+        # resolved as a topic name is: namespace, ~, and the node's remapping rules (the
+        # receiver process serving it has no remapping rules of its own)
+        return self.resolve_topic_name('~/follow_joint_trajectory')
 
     def _send_goal_options(self, active=False):
         """Tell the receiver whether goals are taken now, and the goal parameters."""
