@@ -656,7 +656,7 @@ def stall_messages(oversized_bytes, sizes=STALL_SIZES, largest_points=None):
 
 
 def stall_goals(sizes=STALL_SIZES):
-    """The stall run's FollowJointTrajectory goals: (label, goal, count logged or None, bytes).
+    """Return the stall run's goals: (label, goal, count logged or None, bytes).
 
     Goals of ``sizes`` points (positions only, 1 ms apart, as the topic's trajectories)
     and one of MAX_POINTS + 1 points, over the bound (rejected by the receiver process).
@@ -706,8 +706,11 @@ class _NodeOutput:
 
 
 class GoalSender:
-    """An ActionClient on a Python executor of its own (rclpy's EventsExecutor does not
-    serve actions in these wheels); goals are sent from the executor's thread (rclpy#1123)."""
+    """Send FollowJointTrajectory goals from an ActionClient on an executor of its own.
+
+    A Python executor: rclpy's EventsExecutor does not serve actions in these wheels.
+    Goals are sent from the executor's thread (rclpy#1123).
+    """
 
     def __init__(self, context):
         import rclpy
