@@ -4,9 +4,12 @@ Layers (each imports only the ones before it; only ``nodes`` and ``tools`` impor
 
 * :mod:`ne_dynamics_ros.dynamics`: URDF import, DH/MDH frames, the recursions,
   :class:`RobotModel`;
-* :mod:`ne_dynamics_ros.control`: control laws, trajectories and profiles, the
+* :mod:`ne_dynamics_ros.codegen`: the robot-specific generated dynamics (Renaud ``004``);
+* :mod:`ne_dynamics_ros.control`: control laws, trajectories and profiles, goals, the
   :class:`~ne_dynamics_ros.control.controller.ComputedTorqueController`;
-* :mod:`ne_dynamics_ros.simulation`: the Pinocchio plant and an in-process closed loop;
+* :mod:`ne_dynamics_ros.identification`: excitation, recordings, estimation, a URDF out;
+* :mod:`ne_dynamics_ros.simulation`: the Pinocchio and MuJoCo plants and an in-process
+  closed loop;
 * :mod:`ne_dynamics_ros.nodes`: the ROS 2 nodes (message adapters only);
 * :mod:`ne_dynamics_ros.tools`: the ``ne-dynamics`` and ``ne-dynamics-demo`` commands.
 

@@ -14,6 +14,7 @@ indirectly (no import circle), and no module imports another module's private
 (underscore) names.
 """
 import ast
+import builtins
 import json
 import pathlib
 import subprocess
@@ -233,3 +234,94 @@ def test_importing_a_pure_layer_loads_no_ros(layer):
     loaded = json.loads(result.stdout)
     assert f'{PACKAGE}.{layer}' in loaded
     assert [name for name in loaded if is_ros(name)] == []
+
+
+def bound_names(tree):
+    """Names a module binds at its top level (def, class, assignment, import) and the
+    methods of its classes, as {name: set of method names or None}."""
+    names = {}
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            names[node.name] = None
+        elif isinstance(node, ast.ClassDef):
+            names[node.name] = {item.name for item in node.body
+                                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))}
+            # attributes set on self in its methods
+            names[node.name] |= {t.attr for t in ast.walk(node)
+                                 if isinstance(t, ast.Attribute) and isinstance(t.ctx, ast.Store)
+                                 and isinstance(t.value, ast.Name) and t.value.id == 'self'}
+            names[node.name] |= {t.id for item in node.body
+                                 if isinstance(item, (ast.Assign, ast.AnnAssign))
+                                 for t in (item.targets if isinstance(item, ast.Assign)
+                                           else [item.target]) if isinstance(t, ast.Name)}
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                if isinstance(target, ast.Name):
+                    names[target.id] = None
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                names[(alias.asname or alias.name).split('.')[0]] = None
+        elif isinstance(node, ast.Try):             # optional imports
+            for inner in node.body + [h for x in node.handlers for h in x.body]:
+                if isinstance(inner, (ast.Import, ast.ImportFrom)):
+                    for alias in inner.names:
+                        names[(alias.asname or alias.name).split('.')[0]] = None
+                elif isinstance(inner, ast.Assign):
+                    for target in inner.targets:
+                        for t in ast.walk(target):
+                            if isinstance(t, ast.Name):
+                                names[t.id] = None
+    return names
+
+
+def docstring_references(text):
+    """The Python objects a docstring names with Sphinx roles: [(role, target)]."""
+    import re
+    return [(role, re.sub(r'\s+', '', target).lstrip('~')) for role, target in
+            re.findall(r':(func|class|meth|data|attr|exc):`([^`<>]+)`', text)]
+
+
+def test_module_docstrings_name_only_what_exists():
+    """A module docstring's :func:, :class:, :meth:, :data: names exist where it says."""
+    trees = {name: ast.parse(path.read_text(encoding='utf-8'))
+             for name, path in package_modules()}
+    wrong = []
+    for name, tree in trees.items():
+        text = ast.get_docstring(tree) or ''
+        for role, target in docstring_references(text):
+            if target.startswith('.'):
+                continue
+            parts = target.split('.')
+            if parts[0] == PACKAGE:
+                # the longest module prefix, then names inside it
+                for k in range(len(parts), 0, -1):
+                    if '.'.join(parts[:k]) in trees:
+                        module, rest = '.'.join(parts[:k]), parts[k:]
+                        break
+                else:
+                    wrong.append((name, target, 'no such module'))
+                    continue
+            else:
+                module, rest = name, parts
+            if not rest:
+                continue
+            names = bound_names(trees[module])
+            methods = set().union(*(v for v in names.values() if v is not None))
+            if len(rest) == 1 and (rest[0] in dir(builtins) or module == name
+                                   and rest[0] in methods):
+                continue            # a builtin, or a method of one of this module's classes
+            if rest[0] not in names:
+                wrong.append((name, target, f'{module} defines no {rest[0]}'))
+            elif len(rest) > 1 and names[rest[0]] is not None \
+                    and rest[1] not in names[rest[0]]:
+                wrong.append((name, target, f'{rest[0]} has no {rest[1]}'))
+    assert not wrong, wrong
+
+
+def test_the_docstring_check_catches_a_missing_name(tmp_path):
+    tree = ast.parse('"""See :func:`gone` and :class:`Here`, :meth:`Here.run`."""\n'
+                     'class Here:\n    def run(self):\n        pass\n')
+    names = bound_names(tree)
+    refs = docstring_references(ast.get_docstring(tree))
+    assert [t for _, t in refs if t.split('.')[0] not in names] == ['gone']
+    assert 'run' in names['Here']

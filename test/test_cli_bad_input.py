@@ -425,16 +425,24 @@ def test_a_glitch_is_dropped_with_a_count_and_does_not_move_the_model(data, tmp_
     assert error['glitch'] < error['clean'] + 1e-3 and error['clean'] < 0.01, error
 
 
-def test_absurd_positions_give_a_short_message_and_no_raw_warning(data, tmp_path):
+@pytest.mark.parametrize('column', ['all', 1])
+def test_absurd_positions_give_a_short_message_and_no_raw_warning(data, tmp_path, column):
     names = data['model'].joint_names
-    path = write_csv(tmp_path / 'r.csv', names, data['t'], np.full_like(data['q'], 1e308),
-                     data['qd'], data['tau'])
+    q = np.full_like(data['q'], 1e308) if column == 'all' else data['q'].copy()
+    if column != 'all':
+        q[:, column] = 1e308                 # finite, and no joint angle
+    path = write_csv(tmp_path / 'r.csv', names, data['t'], q, data['qd'], data['tau'])
     shutil.copy(PUMA560_URDF, tmp_path / 'puma.urdf')
     result = cli(*identify_args(tmp_path / 'puma.urdf', path, tmp_path / 'o.urdf',
                                 tmp_path / 'o.yaml'))
     assert result.returncode == 2, result.stdout + result.stderr
     assert 'Warning' not in result.stderr and 'Traceback' not in result.stderr
     assert len(result.stderr) < 800, result.stderr
+    # the joint, the value and the bound it breaks; not an internal array's name
+    joint = names[0 if column == 'all' else column]
+    assert f'{joint} position 1e+308 at t = 0.000 s is beyond 1e+06 rad' in result.stderr, \
+        result.stderr
+    assert 'q contains' not in result.stderr
     assert not (tmp_path / 'o.urdf').exists()
 
 

@@ -443,3 +443,11 @@ def test_efforts_without_gravity_identify_a_model_used_the_same_way(setup, exclu
         predicted = predicted + identified.friction_torques(run.qd)
     ratio = np.sqrt(((predicted - measured) ** 2).mean(axis=0) / (measured ** 2).mean(axis=0))
     assert np.all(ratio < 0.02), ratio
+
+
+def test_drive_errors_are_relative_and_skip_what_cannot_be_compared():
+    from ne_dynamics_ros.identification.pipeline import drive_errors
+    error = drive_errors([0.1, 0.0, 2.0, 1.0], [0.11, 0.3, 1.0, 1.0],
+                         [True, True, True, False])
+    np.testing.assert_allclose(error[[0, 2]], [0.1, 0.5])
+    assert np.isnan(error[1]) and np.isnan(error[3])      # plant 0; not identifiable

@@ -18,10 +18,12 @@ Luh–Walker–Paul DH) on symbols instead of numbers:
   pi/2 is folded into them (``cos(q + pi/2) = -sin q``).
 
 The emitted lines are the program: :func:`generate` returns them with the operation
-count, counted from the lines themselves; :func:`python_source` and :func:`c_source`
-wrap them. ``tau = M(q) q̈ + C(q, q̇) q̇ + g(q) + armature q̈`` with gravity (0, 0, -9.81)
-m/s² in the base link frame, URDF joint coordinates, like :meth:`RobotModel.rnea`
-without friction.
+count, counted from the lines themselves;
+:func:`~ne_dynamics_ros.codegen.python_emitter.python_source` and
+:func:`~ne_dynamics_ros.codegen.c_emitter.c_source` wrap them. ``tau = M(q) q̈ + C(q, q̇) q̇
++ g(q) + armature q̈`` with gravity (0, 0, -9.81) m/s² in the base link frame, URDF joint
+coordinates, like :meth:`~ne_dynamics_ros.dynamics.model.RobotModel.rnea` without
+friction.
 """
 import dataclasses
 import math

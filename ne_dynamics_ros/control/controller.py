@@ -42,7 +42,6 @@ first ``now_ns`` seen, so they keep sub-microsecond resolution whatever the epoc
 
 Units: q in rad (m for prismatic joints), qd in rad/s, qdd in rad/s^2, efforts in N*m (N).
 """
-import array
 from collections import Counter
 import enum
 from operator import itemgetter, le
@@ -90,12 +89,6 @@ DEFAULT_SETTINGS = parameters.defaults(runtime_only=True)
 
 class JointStateError(ValueError):
     """A measured joint state cannot be used (the message says why)."""
-
-
-_SEQUENCES = (list, tuple, np.ndarray, array.array)
-
-
-_numbers = parameters.numbers
 
 
 @dataclass(frozen=True)

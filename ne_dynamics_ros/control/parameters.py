@@ -24,7 +24,7 @@ from ne_dynamics_ros.control.laws import (check_effort_limits, check_gravity,
                                           ControlParameterError, expand_gain, parse_mode)
 from ne_dynamics_ros.control.velocity_estimator import check_cutoff
 
-#: Where the node takes its trajectories and joint states (for the descriptions).
+#: The rclpy executors the node can spin on (the ``executor`` parameter).
 EXECUTORS = ('events', 'single_threaded')
 CONVENTIONS = ('dh', 'mdh')
 DYNAMICS_BACKENDS = ('generated', 'recursive')

@@ -30,8 +30,8 @@ Frame choices where the conventions leave freedom (those of manufacturers' table
   plane normal to z_n (tip y, then z, if that projection vanishes).
 
 Near-parallel axes (sine of the angle between them below 1e-9) are treated as parallel;
-the DH form is ill-conditioned there by nature and :func:`fk_residual` reports the
-resulting error.
+the DH form is ill-conditioned there by nature and
+:func:`~ne_dynamics_ros.dynamics.model.fk_residual` reports the resulting error.
 """
 from dataclasses import dataclass
 import enum

@@ -3,9 +3,9 @@
 ``pi`` is the standard parameter vector of :mod:`ne_dynamics_ros.dynamics.parameters`
 (13 per joint: XX ... ZZ, MX, MY, MZ, M of link j at origin O_j, then Ia, Fv, Fc).
 Sign convention: ``W pi = M(q) q̈ + C(q, q̇) q̇ + g(q) + Ia q̈ + Fv q̇ + Fc tanh(q̇/v_s)``,
-i.e. :meth:`RobotModel.rnea` plus :meth:`RobotModel.friction_torques`; a tip wrench's
-term ``-J_tipᵀ w_tip`` does not depend on ``pi`` and is kept apart
-(:func:`tip_wrench_torques`).
+i.e. :meth:`~ne_dynamics_ros.dynamics.model.RobotModel.rnea` plus
+:meth:`~ne_dynamics_ros.dynamics.model.RobotModel.friction_torques`; a tip wrench's term
+``-J_tipᵀ w_tip`` does not depend on ``pi`` and is kept apart (:func:`tip_wrench_torques`).
 
 How: the outward recursion of the model's convention (Craig's MDH, ``000_*``, or
 Luh–Walker–Paul DH, ``001_*`` eqs 3.21–3.23) gives ω_i, ω̇_i and the acceleration v̇_i of

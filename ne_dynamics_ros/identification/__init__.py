@@ -9,5 +9,7 @@
 * :mod:`.consistency`: a physically consistent full parameter set that reproduces the
   identified base parameters (a semidefinite programme, ``cvxpy``);
 * :mod:`.urdf_writer`: the URDF with only its ``<inertial>`` and ``<dynamics>`` values
-  changed, and the parameter YAML the nodes read.
+  changed, and the parameter YAML the nodes read;
+* :mod:`.pipeline`: recording to identified URDF and YAML in named steps, shared by
+  ``ne-dynamics identify`` and the demo.
 """

@@ -18,7 +18,7 @@ import numpy as np
 
 from ne_dynamics_ros.errors import IdentificationError, require
 from ne_dynamics_ros.identification.estimation import Identification, identify, STICTION_BAND
-from ne_dynamics_ros.identification.recording import drop_jumps
+from ne_dynamics_ros.identification.recording import check_positions, drop_jumps
 
 #: ``--effort-delay`` must stay under this fraction of the recording's duration.
 MAX_DELAY_FRACTION = 0.1
@@ -109,7 +109,8 @@ def identify_model(urdf_text, model, recording, cutoff=None, effort_delay=0.0,
     the result counts them).
 
     Raises:
-        RecordingError: more than 1 % of the samples jump.
+        RecordingError: a position no joint measures (beyond 1e6 rad, NaN), naming the
+            joint and the value; more than 1 % of the samples jump.
         IdentificationError: from the checks, the estimation or the consistency step.
         MissingDependencyError: cvxpy or SciPy is not installed (one line naming the pip
             extra).
@@ -118,6 +119,7 @@ def identify_model(urdf_text, model, recording, cutoff=None, effort_delay=0.0,
     from ne_dynamics_ros.identification.urdf_writer import identified_urdf, parameters_yaml
     yaml = require('yaml', 'the parameter YAML of ne-dynamics identify')
     check_effort_delay(effort_delay, recording)
+    check_positions(recording, model.joint_names)
     clean = drop_jumps(recording, model.velocity_limits, model.joint_names)
     notes = clean.notes[len(recording.notes):]
     del recording                # the caller may have let go of it: no two copies held
@@ -142,5 +144,22 @@ def identify_model(urdf_text, model, recording, cutoff=None, effort_delay=0.0,
     return IdentifiedModel(result, consistent, urdf, text, values)
 
 
-__all__ = ['check_effort_delay', 'identify_model', 'IdentifiedModel', 'MAX_DELAY_FRACTION',
-           'utf8_declared']
+def drive_errors(plant, identified, identifiable=None):
+    """Return the relative errors (n,) of identified drive values against a plant's.
+
+    ``|identified - plant| / plant`` per joint, nan where the plant's value is 0 (nothing
+    to compare) and where ``identifiable`` (n,) is False (e.g. an armature that folds into
+    a link's inertia, ``Ia1`` into ``ZZ1R``). For armature (kg*m^2), damping
+    (N*m*s/rad) or dry friction (N*m) alike: the demo and ``benchmarks/bench_mujoco.py``
+    judge a simulated plant's hidden values with it.
+    """
+    plant, identified = np.asarray(plant, dtype=float), np.asarray(identified, dtype=float)
+    with np.errstate(divide='ignore', invalid='ignore'):
+        error = np.where(plant > 0, np.abs(identified - plant) / plant, np.nan)
+    if identifiable is not None:
+        error = np.where(identifiable, error, np.nan)
+    return error
+
+
+__all__ = ['check_effort_delay', 'drive_errors', 'identify_model', 'IdentifiedModel',
+           'MAX_DELAY_FRACTION', 'utf8_declared']

@@ -334,6 +334,33 @@ JUMP_FACTOR = 2.0
 MAX_JUMP_FRACTION = 0.01
 
 
+def check_positions(recording, joint_names=None):
+    """Refuse a recording whose positions no joint can measure, naming the first one.
+
+    A position beyond :data:`~ne_dynamics_ros.control.controller.MAX_POSITION` (1e6 rad
+    or m, the node's own bound: a continuous joint would need 160 000 turns), finite or
+    not, is no joint angle (wrong units or a corrupted file): the recording is refused
+    with the joint, the value, when it was measured and the bound.
+
+    Raises:
+        RecordingError: naming them.
+    """
+    from ne_dynamics_ros.control.controller import MAX_POSITION
+
+    names = list(joint_names or recording.joints)
+    with np.errstate(invalid='ignore'):
+        bad = ~(np.abs(recording.q) <= MAX_POSITION)        # NaN counts too
+    if not bad.any():
+        return
+    row, column = (int(v) for v in np.argwhere(bad)[0])
+    value = recording.q[row, column]
+    raise RecordingError(
+        f'{recording.source}: {names[column]} position {value:.6g} at t = '
+        f'{recording.t[row] - recording.t[0]:.3f} s is beyond {MAX_POSITION:g} rad (m), '
+        f'which no joint measures ({int(bad[:, column].sum())} such samples of '
+        f'{names[column]}): wrong units, or a damaged recording?')
+
+
 def drop_jumps(recording, velocity_limits, joint_names=None):
     """Drop samples whose position jumps beyond the joint's velocity limit.
 

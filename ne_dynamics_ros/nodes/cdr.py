@@ -4,8 +4,10 @@ rclpy turns every received ``sensor_msgs/JointState`` into Python objects field 
 (about 40 us for six joints on the reference machine, more than the control law), and
 every published message back. The node takes ``joint_states`` as serialized bytes
 (``raw=True``) and reads them here with :mod:`struct`, caching the serialized joint-name
-block of the previous state, and publishes its effort command and tracking error as
-bytes written here.
+block of the previous state, and publishes its effort command, tracking error and
+controller state as bytes written here. The trajectory receiver process reads
+``trajectory_msgs/JointTrajectory`` here too (:func:`read_joint_trajectory`: every point
+at once with NumPy when the points give the same fields).
 
 The layout is the plain CDR of the DDS specification (OMG DDS-XTypes 1.3, section 7.4.3
 "XCDR version 1"), as rmw_fastrtps and rmw_cyclonedds put ROS 2 messages on the wire and
@@ -18,7 +20,8 @@ the UTF-8 bytes and the NUL; a sequence is a uint32 count then its elements.
 deserializer; tests check both directions against rclpy's serializer.
 
 No ROS import: the layout is fixed by the message definitions
-(``std_msgs/Header``, ``sensor_msgs/JointState``, ``std_msgs/Float64MultiArray``).
+(``std_msgs/Header``, ``sensor_msgs/JointState``, ``std_msgs/Float64MultiArray``,
+``trajectory_msgs/JointTrajectory``, ``control_msgs/JointTrajectoryControllerState``).
 """
 from array import array
 import functools

@@ -15,8 +15,8 @@ the tip link, ``armature`` the reflected rotor inertia per joint (Pinocchio's
 friction per joint (Sasaki 002 eq 2.39 writes the same ``b_i q'_i`` term into the joint
 torque). The URDF ``<dynamics damping/friction>`` values are *not* applied; use
 ``joint_friction`` (viscous) and ``coulomb_friction`` (``Fc tanh(q'/v_s)``, as
-:meth:`RobotModel.friction_torques` writes it) to give the plant friction the controller
-does not know about.
+:meth:`~ne_dynamics_ros.dynamics.model.RobotModel.friction_torques` writes it) to give the
+plant friction the controller does not know about.
 
 Time stepping: the applied torque is held constant over a step (zero-order hold, as a
 digital controller's D/A converter does) and the state is advanced with classical

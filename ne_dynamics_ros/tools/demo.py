@@ -5,7 +5,8 @@ With no options it reproduces Lee, Chung, Mudge & Turney's PUMA experiment
 experiment itself (setup, the lockstep run over DDS, analysis, outputs, the identify
 flow) is :mod:`ne_dynamics_ros.tools.experiment`, whose docstring says what runs.
 
-Outputs in ``--output``: ``tracking_error.png``, ``log.csv``, ``summary.json``.
+Outputs in ``--output``: ``tracking_error.png``, ``log.csv``, ``summary.json`` and
+``run_bag`` (the run as a rosbag2 recording).
 Exit status: 0 when the run completed; 1 bad arguments or files (e.g. a missing URDF);
 2 a node could not be started, or another process publishes on the demo's topics in
 the same ROS domain; 3 no joint states from the arm (or they stopped);

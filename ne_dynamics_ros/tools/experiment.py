@@ -7,9 +7,11 @@ commands every 0.01 s, K_p = 100 and K_v = 20 on every joint, motor (armature) i
 both the plant and the controller's model. The paper reports every joint's position
 error below 4.26e-4 rad, one count of a 12-bit A/D converter.
 
-What runs (one process, real rclpy over DDS, one single-threaded executor):
+What runs (the nodes in this process on one single-threaded executor, real rclpy over
+DDS; the node's trajectory receiver in a child process of its own):
 
-* ``sim_arm_node`` (:mod:`ne_dynamics_ros.nodes.sim_arm_node`): the plant, Pinocchio ABA from
+* ``sim_arm_node`` (:mod:`ne_dynamics_ros.nodes.sim_arm_node`): the plant, Pinocchio ABA
+  (or MuJoCo with ``--plant mujoco``) from
   the same URDF (+ armature, + an optional payload and friction the controller does not
   know about), in *lockstep*: it publishes the state at ``t_k``, applies the controller's
   answer to it over ``[t_k, t_k + 1/rate)`` and publishes ``t_(k+1)``. Simulated time is
@@ -746,22 +748,10 @@ def write_run_bag(path, setup, run):
     return path
 
 
-def drive_errors(plant, identified, identifiable=None):
-    """Relative errors (n,) of identified drive values against the plant's (nan where 0).
-
-    ``identifiable``: (n,) booleans, nan where False (e.g. an armature that folds into a
-    link's inertia, ``Ia1`` into ``ZZ1R``).
-    """
-    plant, identified = np.asarray(plant, dtype=float), np.asarray(identified, dtype=float)
-    with np.errstate(divide='ignore', invalid='ignore'):
-        error = np.where(plant > 0, np.abs(identified - plant) / plant, np.nan)
-    if identifiable is not None:
-        error = np.where(identifiable, error, np.nan)
-    return error
-
-
 def print_drive_table(setup, model, found, values):
     """Print the plant's armature, damping, dry friction beside the identified ones."""
+    from ne_dynamics_ros.identification.pipeline import drive_errors
+
     identifiable = [f'Ia{j + 1}' in found.names for j in range(model.n)]
     rows = [('armature [kg m^2]', setup.plant_armature, values['armature'], identifiable,
              0.10),
