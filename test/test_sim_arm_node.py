@@ -1,5 +1,6 @@
 """sim_arm_node over real rclpy: joint states at the rate, commands applied, bad ones dropped."""
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -13,7 +14,7 @@ from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
-from conftest import REPO_ROOT, UR5E_URDF
+from conftest import PUMA560_URDF, REPO_ROOT, UR5E_URDF
 from ne_dynamics_ros.simulation.simulated_arm import SimulatedArm
 from ne_dynamics_ros.nodes.sim_arm_node import SimArmConfigError, SimArmNode
 
@@ -203,6 +204,26 @@ def test_missing_urdf_exits_nonzero_with_a_message(domain_id):
         capture_output=True, text=True, timeout=60, env=env)
     assert result.returncode == 1
     assert "URDF file not found: '/nonexistent/arm.urdf'" in result.stdout + result.stderr
+
+
+@pytest.mark.parametrize('signals', [1, 2, 5])
+def test_ctrl_c_ends_cleanly_however_many_sigints(domain_id, signals):
+    """ros2 launch forwards a second SIGINT to a process that got the terminal's: the
+    node must end with code 0 and no traceback, whenever the signals arrive."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(REPO_ROOT), os.environ.get('PYTHONPATH', '')]), PYTHONUNBUFFERED='1')
+    process = subprocess.Popen(
+        [sys.executable, '-m', 'ne_dynamics_ros.nodes.sim_arm_node', '--ros-args',
+         '-p', f'urdf_path:={PUMA560_URDF}', '-p', 'publish_rate:=500.0'],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    first = process.stdout.readline()
+    assert 'simulating' in first, first
+    for _ in range(signals):
+        process.send_signal(signal.SIGINT)
+        time.sleep(0.001)
+    output = process.communicate(timeout=30)[0]
+    assert process.returncode == 0, output
+    assert 'Traceback' not in output and 'KeyboardInterrupt' not in output, output
 
 
 def test_the_mujoco_plant_in_lockstep_matches_the_pinocchio_plant(make_system):

@@ -13,13 +13,15 @@ Steps (:func:`identify`, one function each):
    filtered without phase shift (Butterworth, ``filtfilt``); velocities, where not
    recorded, and accelerations by central differences of the filtered signals, with the
    recorded stamps;
-2. *regress* (:func:`regress`), then *decimate* (:func:`decimate`): W_b computed at the
-   full rate, then W_b and the measured efforts (:func:`aligned_efforts`) decimated
+2. *regress and decimate* (:func:`decimated_blocks`, block by block: :func:`regress`,
+   then the low-pass, then every r-th sample): W_b computed at the full rate, then W_b
+   and the measured efforts (:func:`aligned_efforts`) decimated
    through the *same* zero-phase low-pass filter (Gautier's parallel decimation): the
    efforts are never filtered by a filter the regressor does not see, which would bias
    Coulomb friction's sign changes; parameters the data do not excite keep their nominal
    values (:func:`unexcited_parameters`);
-3. *fit* (:func:`fit`): ordinary least squares, then weighted least squares with each
+3. *fit* (:func:`fit_normal`, on the normal equations accumulated block by block,
+   :class:`NormalEquations`): ordinary least squares, then weighted least squares with each
    joint's rows divided by its residual standard deviation, over the rows outside the
    *stiction band* (:func:`stiction_mask`: a joint's equation at a sample where it moves
    slower than ``stiction_band``, 0.1 rad/s by default, is left out: around rest and
@@ -28,7 +30,7 @@ Steps (:func:`identify`, one function each):
    friction the band brought the gravity torque error from 0.079 to 0.004 N·m on joint 2
    and the armature error from 15 % to 1 %); the covariance
    ``σ² (AᵀA)⁻¹`` gives each parameter's standard deviation;
-4. *statistics* (:func:`effort_residuals`): the effort residuals with the identified and
+4. *statistics* (:func:`residuals_from`): the effort residuals with the identified and
    the nominal parameters.
 """
 from dataclasses import dataclass, field
@@ -201,32 +203,17 @@ def decimation_index(N, r):
     return np.arange(edge, N - edge, r)
 
 
-def decimate(W, tau, cutoff, rate, r):
-    """Step 2b, Gautier's parallel decimation: the same filter on W and tau, every r-th.
-
-    The same zero-phase low-pass (cutoff at most 0.8 of the new Nyquist frequency) goes
-    over the regressor and the efforts, then every ``r``-th sample is kept, away from the
-    filter's start-up at both ends. Returns (the kept sample indices, the filtered W and
-    tau at them: (m, n, p) and (m, n)). Whole arrays; :func:`identify` runs the same steps
-    block by block (:func:`decimated_blocks`).
-    """
-    sos = _decimation_filter(cutoff, rate, r)
-    if sos is not None:
-        W = _signal().sosfiltfilt(sos, W, axis=0)
-        tau = _signal().sosfiltfilt(sos, tau, axis=0)
-    index = decimation_index(W.shape[0], r)
-    return index, W[index], tau[index]
-
-
 def decimated_blocks(model, q, qd, qdd, tau, columns, cutoff, rate, r, block=BLOCK_SAMPLES,
                      gravity=None):
     """Yield the decimated regressor block by block: memory bounded by ``block``, not N.
 
     The regressor of each block of about ``block`` samples is computed with a margin of
-    ``pad`` samples on both sides, filtered with the parallel-decimation low-pass
-    (:func:`decimate`) and sampled at the block's kept indices. The margin is 25 time
-    constants of the filter, so each kept sample is the whole-recording filter's value to
-    about 1e-10 of the signal (the filter's memory decays as exp(-t / 0.04 s) at 10 Hz).
+    ``pad`` samples on both sides, filtered with the parallel-decimation low-pass (the
+    same zero-phase low-pass on W and tau, cutoff at most 0.8 of the new Nyquist
+    frequency: Gautier's parallel decimation) and sampled at the block's kept indices. The
+    margin is 25 time constants of the filter, so each kept sample is the whole-recording
+    filter's value to about 1e-10 of the signal (the filter's memory decays as
+    exp(-t / 0.04 s) at 10 Hz).
 
     Args:
         model: the model (its regressor).
@@ -478,32 +465,9 @@ def fit_normal(equations, weighted=True):
     return beta, np.sqrt(np.clip(np.diag(covariance), 0.0, None)), condition
 
 
-def fit(A, y, n, weighted=True, mask=None):
-    """Step 3 on a dense matrix: :func:`fit_normal` of its rows.
-
-    ``A``: (m n, p') rows of m samples of n joints; ``y``: (m n,) efforts; ``mask``: (m, n)
-    rows to use (None: all). Returns and raises as :func:`fit_normal`.
-    """
-    rows = A.shape[0] // n
-    equations = NormalEquations(n, A.shape[1])
-    equations.add(A.reshape(rows, n, -1), np.asarray(y).reshape(rows, n),
-                  None if mask is None else np.asarray(mask, dtype=bool))
-    return fit_normal(equations, weighted)
-
-
-def effort_residuals(A, tau, beta, nominal):
-    """RMS per joint of the efforts, and of their residuals with beta and with nominal.
-
-    ``A``: (m n, p); ``tau``: (m, n). Returns (residual_rms, nominal_rms, effort_rms).
-    """
-    rows, n = tau.shape
-    equations = NormalEquations(n, A.shape[1])
-    equations.add(A.reshape(rows, n, -1), tau)
-    return residuals_from(equations, beta, nominal)
-
-
 def residuals_from(equations, beta, nominal):
-    """:func:`effort_residuals` from accumulated sums (all rows, no mask)."""
+    """Return the RMS per joint of the efforts' residuals with beta, with nominal, and of
+    the efforts themselves, from accumulated sums (all rows, no mask): (n,) each."""
     rows = np.maximum(equations.rows, 1)
     return (np.sqrt(equations.rss(beta) / rows), np.sqrt(equations.rss(nominal) / rows),
             np.sqrt(np.maximum(equations.yty, 0.0) / rows))
@@ -514,9 +478,9 @@ def identify(model, recording, cutoff=None, decimation=None, weighted=True,
              efforts_exclude_gravity=False, efforts_exclude_friction=False):
     """Identify the base and drive parameters of ``model``'s chain from ``recording``.
 
-    The steps of the module docstring: :func:`filtered_states`, :func:`regress`,
-    :func:`aligned_efforts`, :func:`decimate`, :func:`unexcited_parameters`, :func:`fit`,
-    :func:`effort_residuals`.
+    The steps of the module docstring: :func:`filtered_states`,
+    :func:`aligned_efforts`, :func:`decimated_blocks`, :func:`unexcited_parameters`,
+    :func:`fit_normal`, :func:`residuals_from`.
 
     Args:
         model: the nominal :class:`~ne_dynamics_ros.dynamics.model.RobotModel` (its
@@ -549,38 +513,80 @@ def identify(model, recording, cutoff=None, decimation=None, weighted=True,
         IdentificationError: joints differ from the model's, too few samples after
             decimation, or the data leave the parameters undetermined.
     """
+    cutoff, r = _settings(model, recording, cutoff, decimation, stiction_band)
+    rate = recording.rate
+    kept, names, G = identifiable_grouping(model)
+    q, qd, qdd = filtered_states(recording, cutoff)                      # step 1
+    tau = aligned_efforts(recording, effort_delay)
+    samples = decimation_index(q.shape[0], r).size
+    if samples * model.n < 2 * kept.size:
+        raise IdentificationError(f'{samples} samples after decimation by {r}: too few '
+                                  f'for {kept.size} parameters')
+    every, outside = _accumulate(model, q, qd, qdd, tau, kept, cutoff, rate, r, chunk,
+                                 stiction_band, efforts_exclude_gravity)  # step 2
+    nominal = G @ model.standard_parameters()
+    dead, hardware, fixed = _kept_nominal(model, qd, kept, every, outside, nominal,
+                                          efforts_exclude_gravity, efforts_exclude_friction)
+    live = np.flatnonzero(~dead)
+    fitted, fitted_std, condition = fit_normal(outside.shifted(fixed).columns(live),
+                                               weighted)                 # step 3
+    beta = nominal.copy()
+    beta[live] = fitted
+    std = np.full(kept.size, np.nan)          # nan: not identified (kept nominal)
+    std[live] = fitted_std
+    residual_rms, nominal_rms, effort_rms = residuals_from(every, beta, nominal)  # step 4
+    unexcited, warnings = _warnings(model, recording, qd, names, G, dead, hardware,
+                                    efforts_exclude_gravity, efforts_exclude_friction)
+    return Identification(tuple(model.joint_names), names, G, beta, std, nominal, condition,
+                          residual_rms, nominal_rms, effort_rms, int(samples), rate / r,
+                          cutoff, unexcited, warnings)
+
+
+def _settings(model, recording, cutoff, decimation, stiction_band):
+    """Check the joints and the settings; return (cutoff Hz, decimation factor r)."""
     if list(recording.joints) != list(model.joint_names):
         raise IdentificationError(f'the recording has joints {list(recording.joints)}, the '
                                   f'model {model.joint_names}')
-    n = model.n
     rate = recording.rate
     cutoff = float(cutoff) if cutoff is not None else min(DEFAULT_CUTOFF, rate / 5.0)
     check_stiction_band(stiction_band)
     if not 0 < cutoff < rate / 2:
         raise IdentificationError(f'cutoff {cutoff} Hz must be in (0, {rate / 2:g}) Hz '
                                   f'for a {rate:g} Hz recording')
-    r = int(decimation) if decimation else max(1, int(rate // (4.0 * cutoff)))
-    kept, names, G = identifiable_grouping(model)
-    p = kept.size
-    q, qd, qdd = filtered_states(recording, cutoff)                      # step 1
-    tau = aligned_efforts(recording, effort_delay)
-    samples = decimation_index(q.shape[0], r).size
-    if samples * n < 2 * p:
-        raise IdentificationError(f'{samples} samples after decimation by {r}: too few '
-                                  f'for {p} parameters')
+    return cutoff, int(decimation) if decimation else max(1, int(rate // (4.0 * cutoff)))
+
+
+def _accumulate(model, q, qd, qdd, tau, kept, cutoff, rate, r, chunk, stiction_band,
+                efforts_exclude_gravity):
+    """Step 2: the normal equations of every row and of the rows outside the stiction band."""
+    n, p = model.n, kept.size
     every = NormalEquations(n, p)        # all rows: column norms, residuals
     outside = NormalEquations(n, p)      # the rows outside the stiction band: the fit
     gravity = np.zeros(3) if efforts_exclude_gravity else None
     for _, W, T, qd_kept in decimated_blocks(model, q, qd, qdd, tau, kept, cutoff, rate,
-                                             r, chunk, gravity):         # step 2
+                                             r, chunk, gravity):
         every.add(W, T)
         outside.add(W, T, stiction_mask(qd_kept, stiction_band))
-    nominal = G @ model.standard_parameters()
+    return every, outside
+
+
+def _kept_nominal(model, qd, kept, every, outside, nominal, efforts_exclude_gravity,
+                  efforts_exclude_friction):
+    """Which parameters keep their nominal values, and the values taken out of the efforts.
+
+    Returns (dead (p,) bool: not fitted, hardware (p,) bool: not in the efforts at all,
+    fixed (p,): the nominal values of the dead ones that the efforts contain).
+
+    Raises:
+        IdentificationError: no parameter is excited.
+    """
+    p = kept.size
     norms = every.column_norms()
     _, dead = unexcited_parameters(model, qd, norms, kept)
+    friction = np.array([k % PER_JOINT in (11, 12) for k in kept])
     hardware = np.zeros(p, dtype=bool)        # what the hardware took out of the efforts
     if efforts_exclude_friction:
-        hardware |= np.array([k % PER_JOINT in (11, 12) for k in kept])
+        hardware |= friction
     if efforts_exclude_gravity:
         # a column that is zero in an excited recording is one only gravity fills
         hardware |= norms <= 1e-9 * max(float(norms.max()), 1e-300)
@@ -589,20 +595,18 @@ def identify(model, recording, cutoff=None, decimation=None, weighted=True,
         dependent[live_now] = dependent_columns(outside.columns(live_now))
         hardware |= dependent
     dead |= hardware
-    live = np.flatnonzero(~dead)
-    if live.size == 0:
+    if not np.any(~dead):
         raise IdentificationError('the recording excites no parameter: did the arm move?')
     # parameters the recording does not excite keep their nominal values
     fixed = np.where(dead, nominal, 0.0)
     if efforts_exclude_friction:        # not in the efforts at all: nothing to take out
-        fixed[[i for i, k in enumerate(kept) if k % PER_JOINT in (11, 12)]] = 0.0
-    fitted, fitted_std, condition = fit_normal(outside.shifted(fixed).columns(live),
-                                               weighted)                 # step 3
-    beta = nominal.copy()
-    beta[live] = fitted
-    std = np.full(p, np.nan)                  # nan: not identified (kept nominal)
-    std[live] = fitted_std
-    residual_rms, nominal_rms, effort_rms = residuals_from(every, beta, nominal)
+        fixed[friction] = 0.0
+    return dead, hardware, fixed
+
+
+def _warnings(model, recording, qd, names, G, dead, hardware, efforts_exclude_gravity,
+              efforts_exclude_friction):
+    """Return (joints that did not follow, warnings): what the caller should know."""
     still, warnings = following_warnings(model, recording, qd)
     unexcited = [name for name, s in zip(model.joint_names, still) if s]
     if np.any(hardware):
@@ -619,13 +623,10 @@ def identify(model, recording, cutoff=None, decimation=None, weighted=True,
                          for k in np.flatnonzero(dead)}, key=model.joint_names.index)
         warnings.append(f'the recording does not excite {fixed} (joints {joints}): they keep '
                         'their nominal values')
-    return Identification(tuple(model.joint_names), names, G, beta, std, nominal, condition,
-                          residual_rms, nominal_rms, effort_rms, int(samples), rate / r,
-                          cutoff, unexcited, warnings)
+    return unexcited, warnings
 
 
-__all__ = ['aligned_efforts', 'decimate', 'decimated_blocks', 'decimation_index',
-           'fit_normal', 'NormalEquations', 'residuals_from', 'effort_residuals',
-           'filtered_states', 'fit',
+__all__ = ['aligned_efforts', 'decimated_blocks', 'decimation_index',
+           'fit_normal', 'NormalEquations', 'residuals_from', 'filtered_states',
            'following_warnings', 'identifiable_grouping', 'identify', 'Identification',
            'regress', 'check_stiction_band', 'stiction_mask', 'unexcited_parameters']

@@ -116,8 +116,9 @@ def identify_model(urdf_text, model, recording, cutoff=None, effort_delay=0.0,
             extra).
     """
     from ne_dynamics_ros.identification.consistency import consistent_parameters
-    from ne_dynamics_ros.identification.urdf_writer import identified_urdf, parameters_yaml
-    yaml = require('yaml', 'the parameter YAML of ne-dynamics identify')
+    from ne_dynamics_ros.identification.urdf_writer import (identified_urdf,
+                                                            parameter_values, parameters_yaml)
+    require('yaml', 'the parameter YAML of ne-dynamics identify')
     check_effort_delay(effort_delay, recording)
     check_positions(recording, model.joint_names)
     clean = drop_jumps(recording, model.velocity_limits, model.joint_names)
@@ -137,10 +138,10 @@ def identify_model(urdf_text, model, recording, cutoff=None, effort_delay=0.0,
     consistent = consistent_parameters(result.grouping, result.beta,
                                        model.standard_parameters(), result.std)
     urdf = identified_urdf(utf8_declared(urdf_text), model, consistent.parameters)
-    text = parameters_yaml(model, consistent.parameters, header,
-                           hardware_compensates_gravity=efforts_exclude_gravity,
-                           hardware_compensates_friction=efforts_exclude_friction)
-    values = yaml.safe_load(text)['/**']['ros__parameters']
+    hardware = {'hardware_compensates_gravity': efforts_exclude_gravity,
+                'hardware_compensates_friction': efforts_exclude_friction}
+    text = parameters_yaml(model, consistent.parameters, header, **hardware)
+    values = parameter_values(model, consistent.parameters, **hardware)
     return IdentifiedModel(result, consistent, urdf, text, values)
 
 

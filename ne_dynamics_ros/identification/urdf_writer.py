@@ -150,14 +150,29 @@ def parameters_yaml(model, parameters, header='', hardware_compensates_gravity=F
                     hardware_compensates_friction=False):
     """YAML text with ``joints``, ``armature``, ``damping``, ``friction`` for both nodes.
 
-    When the parameters carry friction (any damping or Coulomb level above zero), it also
-    turns ``friction_compensation`` on: identified friction is there to be compensated
-    (computed_torque_node evaluates it at the desired velocity; sim_arm_node ignores the
-    setting). Identified from efforts the hardware had already taken gravity (or friction)
-    out of, the model must be used the same way: ``hardware_compensates_gravity: true``
-    (``hardware_compensates_friction: true``) is written.
+    The values of :func:`parameter_values` under ``/**: ros__parameters``, after
+    ``header`` as comment lines.
     """
     import yaml
+    values = parameter_values(model, parameters, hardware_compensates_gravity,
+                              hardware_compensates_friction)
+    data = {'/**': {'ros__parameters': values}}
+    comment = ''.join(f'# {line}\n' for line in header.splitlines())
+    return comment + yaml.safe_dump(data, sort_keys=False)
+
+
+def parameter_values(model, parameters, hardware_compensates_gravity=False,
+                     hardware_compensates_friction=False) -> dict:
+    """Return the node parameters of an identified model: {name: value}.
+
+    ``joints``, ``armature`` (kg*m^2), ``damping`` (N*m*s/rad), ``friction`` (N*m), chain
+    order. When the parameters carry friction (any damping or Coulomb level above zero),
+    also ``friction_compensation: true``: identified friction is there to be compensated
+    (computed_torque_node evaluates it at the desired velocity; sim_arm_node ignores the
+    setting). Identified from efforts the hardware had already taken gravity (or
+    friction) out of, the model must be used the same way:
+    ``hardware_compensates_gravity: true`` (``hardware_compensates_friction: true``).
+    """
     p = np.asarray(parameters, dtype=float)
     values = {
         'joints': list(model.joint_names),
@@ -170,9 +185,7 @@ def parameters_yaml(model, parameters, header='', hardware_compensates_gravity=F
         values['hardware_compensates_gravity'] = True
     if hardware_compensates_friction:
         values['hardware_compensates_friction'] = True
-    data = {'/**': {'ros__parameters': values}}
-    comment = ''.join(f'# {line}\n' for line in header.splitlines())
-    return comment + yaml.safe_dump(data, sort_keys=False)
+    return values
 
 
-__all__ = ['identified_urdf', 'link_inertial', 'parameters_yaml']
+__all__ = ['identified_urdf', 'link_inertial', 'parameter_values', 'parameters_yaml']

@@ -54,7 +54,7 @@ import numpy as np
 from rcl_interfaces.msg import ParameterDescriptor
 import rclpy
 from rclpy.clock import Clock as RclClock, ClockType
-from rclpy.executors import ExternalShutdownException
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import QoSDurabilityPolicy, QoSProfile, QoSReliabilityPolicy
 from rclpy.time import Time
@@ -366,24 +366,45 @@ class SimArmNode(Node):
 
 
 def main(args=None):
-    """Run ``sim_arm_node`` until interrupted; exit 1 on a bad configuration."""
-    rclpy.init(args=args)
+    """Run ``sim_arm_node`` until interrupted; exit 1 on a bad configuration.
+
+    SIGINT and SIGTERM end the spin through a flag, never a KeyboardInterrupt: ``ros2
+    launch`` forwards a second SIGINT to a process that already got the terminal's, and a
+    KeyboardInterrupt raised anywhere in the teardown was a traceback (seen in CI); after
+    the teardown both are ignored, so that a late one cannot end the process with -2.
+    """
+    from rclpy.signals import SignalHandlerOptions
+
+    stop = []
+
+    def on_signal(signum, frame):
+        stop.append(signum)
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     try:
         node = SimArmNode()
     except SimArmConfigError as exc:
         rclpy.logging.get_logger('sim_arm_node').fatal(str(exc))
         rclpy.try_shutdown()
         return 1
+    executor = SingleThreadedExecutor()
+    executor.add_node(node)
     try:
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
+        while not stop and rclpy.ok():
+            # a finite timeout lets Python run the signal handler between waits
+            executor.spin_once(timeout_sec=0.1)
+    except ExternalShutdownException:
         pass
     finally:
-        # ros2 launch forwards a second SIGINT to a process that already got the
-        # terminal's: tearing down, ignore it (a KeyboardInterrupt there is a traceback)
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        executor.shutdown()
         node.destroy_node()
         rclpy.try_shutdown()
+        # Python resets a handler of its own to the default at exit, and a late SIGINT
+        # would then kill the process (exit code -2); an ignored signal stays ignored
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
     return 0
 
 
