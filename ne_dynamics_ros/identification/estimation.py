@@ -466,8 +466,11 @@ def fit_normal(equations, weighted=True):
 
 
 def residuals_from(equations, beta, nominal):
-    """Return the RMS per joint of the efforts' residuals with beta, with nominal, and of
-    the efforts themselves, from accumulated sums (all rows, no mask): (n,) each."""
+    """Return the RMS per joint of the residuals with beta, with nominal, and of the efforts.
+
+    From the accumulated sums of ``equations`` (all rows, no mask): three (n,) arrays,
+    N*m (N).
+    """
     rows = np.maximum(equations.rows, 1)
     return (np.sqrt(equations.rss(beta) / rows), np.sqrt(equations.rss(nominal) / rows),
             np.sqrt(np.maximum(equations.yty, 0.0) / rows))
