@@ -290,3 +290,13 @@ def test_query_reference_at_a_time():
     assert np.all(middle.q > 0) and np.all(middle.q < target) and np.all(middle.qd > 0)
     c.deactivate()
     assert c.reference_at(500_000_000) is None
+
+
+def test_a_command_reports_the_state_it_answered():
+    c = hold_controller()
+    q, qd = np.full(6, 0.1), np.full(6, -0.2)
+    c.update(0, state(np.zeros(6), np.zeros(6), 0))
+    out = c.update(10_000_000, state(q, qd, 10_000_000))
+    measured_q, measured_qd = out.measured_values
+    np.testing.assert_allclose(measured_q, q, atol=1e-15)
+    np.testing.assert_allclose(measured_qd, qd, atol=1e-15)

@@ -222,6 +222,17 @@ class Command:
         return np.array(self.position_error_values, dtype=float)
 
     @property
+    def measured_values(self) -> tuple:
+        """The state this command answered, ``(q, qd)``: two lists, rad and rad/s (m, m/s).
+
+        ``desired - error``, in the command order (what ``feedback`` / ``actual`` of
+        control_msgs' messages report).
+        """
+        q_d, qd_d, _ = self.desired_values
+        return ([a - b for a, b in zip(q_d, self.position_error_values)],
+                [a - b for a, b in zip(qd_d, self.velocity_error_values)])
+
+    @property
     def velocity_error(self) -> np.ndarray:
         """(n,) ``qd_d - qd``, rad/s (m/s)."""
         return np.array(self.velocity_error_values, dtype=float)

@@ -36,7 +36,7 @@ from ne_dynamics_ros.control.trajectory import TrajectoryPoint, WaypointArrays
 __all__ = ['CdrError', 'UnsupportedEncoding', 'TooManyNames', 'JointStateFields',
            'JointStateReader', 'JointTrajectoryFields', 'read_joint_trajectory',
            'joint_names_block', 'joint_state_bytes', 'float64_multi_array_bytes',
-           'controller_state_bytes']
+           'controller_state_bytes', 'trajectory_message_fields']
 
 #: Encapsulation header of little-endian plain CDR (options zero), as rmw writes it.
 CDR_LE = b'\x00\x01\x00\x00'
@@ -171,6 +171,21 @@ def read_joint_trajectory(data: bytes, max_names: int, max_points: int
     if points is None:
         points = _read_points(data, offset, count)
     return JointTrajectoryFields(sec, nanosec, frame_id, names, points)
+
+
+def trajectory_message_fields(msg) -> JointTrajectoryFields:
+    """Return the :class:`JointTrajectoryFields` of a ``trajectory_msgs/JointTrajectory`` object.
+
+    What :func:`read_joint_trajectory` gives for its bytes, from a message rclpy already
+    made (a deserialized one, an action goal's): points as
+    :class:`~ne_dynamics_ros.control.trajectory.TrajectoryPoint` items.
+    """
+    stamp = msg.header.stamp
+    return JointTrajectoryFields(
+        stamp.sec, stamp.nanosec, msg.header.frame_id.encode('utf-8', 'replace'),
+        tuple(msg.joint_names),
+        [TrajectoryPoint(p.time_from_start.sec + 1e-9 * p.time_from_start.nanosec,
+                         p.positions, p.velocities, p.accelerations) for p in msg.points])
 
 
 def _read_points(data, offset, count):

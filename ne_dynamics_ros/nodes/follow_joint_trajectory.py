@@ -36,10 +36,10 @@ import numpy as np
 
 from ne_dynamics_ros.control.goals import (check_goal, given_joints, GoalOptions, GoalStatus,
                                            ResultCode)
-from ne_dynamics_ros.nodes.frames import trajectory_arrays
 from ne_dynamics_ros.control.trajectory import (MAX_POINTS, prepare_waypoints,
-                                                TrajectoryError, TrajectoryPoint,
-                                                waypoint_arrays)
+                                                TrajectoryError, waypoint_arrays)
+from ne_dynamics_ros.nodes.cdr import trajectory_message_fields
+from ne_dynamics_ros.nodes.frames import trajectory_arrays
 
 #: Most joint names a goal may carry before it is refused unread (as for topic messages).
 MAX_GOAL_JOINTS = 100_000
@@ -85,23 +85,18 @@ def goal_frame(goal_id: str, goal, chain, lower, upper, options: GoalOptions,
             f'{len(names)} joint names and {len(trajectory.points)} points: more than '
             f'{MAX_GOAL_JOINTS} names or {MAX_POINTS} points'), None
     multi = goal.multi_dof_trajectory
+    fields = trajectory_message_fields(trajectory)
     try:
-        waypoints = waypoint_arrays(
-            [TrajectoryPoint(_seconds(p.time_from_start), p.positions, p.velocities,
-                             p.accelerations) for p in trajectory.points], len(names))
+        waypoints = waypoint_arrays(fields.points, len(names))
     except TrajectoryError as err:
         return ResultCode.INVALID_GOAL, str(err), None
-    if not len(trajectory.points):
-        return ResultCode.INVALID_GOAL, 'the trajectory has no points', None
-    stamp = trajectory.header.stamp
-    stamp_s = stamp.sec + 1e-9 * stamp.nanosec
     code, reason, checked = check_goal(
         names, waypoints, chain, lower, upper, options, len(multi.points),
-        len(multi.joint_names), stamp_s, now)
+        len(multi.joint_names), fields.sec + 1e-9 * fields.nanosec, now)
     if code is not None:
         return code, reason, None
     given = given_joints(names, chain)
-    header = {'goal_id': goal_id, 'sec': stamp.sec, 'nanosec': stamp.nanosec,
+    header = {'goal_id': goal_id, 'sec': fields.sec, 'nanosec': fields.nanosec,
               'path_tolerance': _tolerances(goal.path_tolerance),
               'goal_tolerance': _tolerances(goal.goal_tolerance),
               'goal_time_tolerance': _seconds(goal.goal_time_tolerance)}
@@ -224,7 +219,7 @@ class GoalServer:
         """Send the accepted goal to the node, then run its execution."""
         from rclpy.task import Future
 
-        goal_id = _uuid_text(handle.goal_id.uuid)
+        goal_id = uuid_text(handle.goal_id.uuid)
         header, arrays = self._frames.pop(id(handle.request))
         header['goal_id'] = goal_id
         header['received_monotonic_ns'] = time.monotonic_ns()
@@ -234,7 +229,7 @@ class GoalServer:
 
     def _on_cancel(self, handle):
         """Ask the node to cancel (it holds, then answers CANCELED)."""
-        goal_id = _uuid_text(handle.goal_id.uuid)
+        goal_id = uuid_text(handle.goal_id.uuid)
         if goal_id not in self._pending:
             return self._responses[1].REJECT
         self._send({'kind': 'cancel', 'goal_id': goal_id}, [])
@@ -242,7 +237,7 @@ class GoalServer:
 
     async def _execute(self, handle):
         """Wait for the node's word on the goal; return the result."""
-        goal_id = _uuid_text(handle.goal_id.uuid)
+        goal_id = uuid_text(handle.goal_id.uuid)
         future = self._pending[goal_id][0]
         end = await future
         del self._pending[goal_id]
@@ -267,13 +262,9 @@ class GoalServer:
         self.server.destroy()
 
 
-def _uuid_text(uuid) -> str:
-    return bytes(np.asarray(uuid, dtype=np.uint8)).hex()
-
-
 def uuid_text(uuid) -> str:
     """Return a goal UUID (16 bytes) as the hex text the frames carry."""
-    return _uuid_text(uuid)
+    return bytes(np.asarray(uuid, dtype=np.uint8)).hex()
 
 
 __all__ = ['goal_frame', 'GoalServer', 'MAX_GOAL_JOINTS', 'SERVICE_DEPTH', 'uuid_text']

@@ -53,10 +53,9 @@ import sys
 import threading
 import time
 
-from ne_dynamics_ros.control.trajectory import (
-    MAX_POINTS, prepare_waypoints, TrajectoryError, TrajectoryPoint)
+from ne_dynamics_ros.control.trajectory import MAX_POINTS, prepare_waypoints, TrajectoryError
 from ne_dynamics_ros.nodes.cdr import (
-    JointTrajectoryFields, read_joint_trajectory, UnsupportedEncoding)
+    read_joint_trajectory, trajectory_message_fields, UnsupportedEncoding)
 from ne_dynamics_ros.nodes.frames import (ARRAYS, receive_frame, send_frame,  # noqa: F401
                                           trajectory_arrays, trajectory_fields)
 
@@ -107,13 +106,7 @@ def _deserialized_fields(data):
     from rclpy.serialization import deserialize_message
     from trajectory_msgs.msg import JointTrajectory
 
-    msg = deserialize_message(data, JointTrajectory)
-    stamp = msg.header.stamp
-    return JointTrajectoryFields(
-        stamp.sec, stamp.nanosec, msg.header.frame_id.encode('utf-8', 'replace'),
-        tuple(msg.joint_names),
-        [TrajectoryPoint(p.time_from_start.sec + 1e-9 * p.time_from_start.nanosec,
-                         p.positions, p.velocities, p.accelerations) for p in msg.points])
+    return trajectory_message_fields(deserialize_message(data, JointTrajectory))
 
 
 class TrajectoryReceiver:

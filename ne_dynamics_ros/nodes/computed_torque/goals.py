@@ -156,14 +156,12 @@ class GoalLink:
         if goal_id is None or last is None:
             return
         sec, nanosec, out = last
-        q_d, qd_d, _ = out.desired_values
-        e_q, e_qd = out.position_error_values, out.velocity_error_values
         self._receiver.send({
             'kind': 'feedback', 'goal_id': goal_id, 'stamp': [sec, nanosec],
             'joint_names': list(self._controller.joints),
-            'desired': [q_d, qd_d],
-            'actual': [[a - b for a, b in zip(q_d, e_q)], [a - b for a, b in zip(qd_d, e_qd)]],
-            'error': [e_q, e_qd]})
+            'desired': list(out.desired_values[:2]),
+            'actual': list(out.measured_values),
+            'error': [out.position_error_values, out.velocity_error_values]})
 
     def stop(self):
         """End the link thread (the goals still active are ended by the receiver's exit)."""

@@ -526,12 +526,10 @@ class ComputedTorqueNode(ControlThreads, LifecycleNode):
             if now < self._state_due_ns:
                 return
             self._state_due_ns = max(self._state_due_ns + int(1e9 / rate), now)
-        q_d, qd_d, qdd_d = out.desired_values
-        e_q, e_qd = out.position_error_values, out.velocity_error_values
         self._controller_state_pub.publish(controller_state_bytes(
-            state.sec, state.nanosec, state.frame_id, self._joints_block, (q_d, qd_d, qdd_d),
-            ([a - b for a, b in zip(q_d, e_q)], [a - b for a, b in zip(qd_d, e_qd)]),
-            (e_q, e_qd), out.effort_values))
+            state.sec, state.nanosec, state.frame_id, self._joints_block, out.desired_values,
+            out.measured_values, (out.position_error_values, out.velocity_error_values),
+            out.effort_values))
 
     def _on_query_state(self, request, response):
         """``~/query_state``: the reference at ``request.time`` (JTC's QueryTrajectoryState)."""
