@@ -272,12 +272,16 @@ def test_one_launch_brings_up_a_closed_loop_that_follows_a_goal(
     peer = rclpy.create_node('launch_loop_peer', context=ros_context)
     executor = SingleThreadedExecutor(context=ros_context)
     executor.add_node(peer)
-    states = []
+    states, efforts = [], []
     peer.create_subscription(JointState, '/joint_states', states.append, 100)
+    peer.create_subscription(Float64MultiArray, '/effort_controller/commands',
+                             efforts.append, 100)
     try:
         deadline = time.monotonic() + 40.0
-        while len(states) < 200:
-            assert time.monotonic() < deadline, 'no joint states: ' + stop(process)
+        # the arm publishes at once; the node commands once active (after
+        # discovery_settle), and a goal sent before then is rightly rejected
+        while len(states) < 200 or len(efforts) < 10:
+            assert time.monotonic() < deadline, 'no states or commands: ' + stop(process)
             assert process.poll() is None, 'launch exited: ' + stop(process)
             executor.spin_once(timeout_sec=0.05)
         start = np.array(states[-1].position)
