@@ -748,6 +748,37 @@ def test_deactivate_sends_zero_once_then_commands_nothing_until_activated(puma_r
     np.testing.assert_allclose(out.position_error, 0.0, atol=1e-12)
 
 
+def test_activation_holds_the_last_state_seen_inactive_while_it_is_fresh():
+    """As a ros2_control controller holds its state interfaces on activation: a trajectory
+    sent right after activate(now_ns) starts from the last valid state seen while
+    inactive; a state older than state_timeout, or an invalid one, is not held (the next
+    one is, and a trajectory before it is refused)."""
+    from ne_dynamics_ros.control import JointStateSample
+    c = make(state_timeout=0.1)
+    check_command(c.update(0, JointStateSample(PUMA_JOINTS, Q0, QD0)))
+    c.deactivate()
+    seen = np.asarray(Q0) + 0.02
+    c.update(10 * MS, JointStateSample(PUMA_JOINTS, seen, QD0))
+    c.activate(now_ns=60 * MS)
+    np.testing.assert_allclose(c.reference_at(60 * MS).q, seen, atol=1e-12)
+    start = c.prepare_trajectory(PUMA_JOINTS, [TrajectoryPoint(1.0, SET_Q, SET_QD, SET_QDD)],
+                                 0, 61 * MS).trajectory
+    np.testing.assert_allclose(start.sample((61 - 0) * 1e-3).q, seen, atol=1e-9)
+    for stale in ((200 * MS, Q0, 311 * MS),                        # 111 ms old
+                  (400 * MS, [math.nan] * 6, 401 * MS),              # not a position
+                  (500 * MS, np.asarray(Q0) + 9.0, 501 * MS)):       # beyond the limits
+        c.deactivate()
+        seen_ns, q, now_ns = stale
+        c.update(seen_ns, JointStateSample(PUMA_JOINTS, q, QD0))
+        c.activate(now_ns=now_ns)
+        assert c.reference_at(now_ns) is None
+        with pytest.raises(TrajectoryError, match='no valid joint_states yet'):
+            set_point(c, now_ns)
+        moved = np.asarray(Q0) - 0.1
+        out = check_command(c.update(now_ns + MS, JointStateSample(PUMA_JOINTS, moved, QD0)))
+        np.testing.assert_allclose(out.position_error, 0.0, atol=1e-12)
+
+
 def test_configure_applies_settings_inactive_and_refuses_bad_ones():
     from ne_dynamics_ros.control import JointStateSample
     c = make()

@@ -400,6 +400,8 @@ class ComputedTorqueController:
         self.rejected_trajectories = 0
         #: the next valid state is held: start, activation, timeout, leaving gravity comp.
         self._hold_next = True
+        #: (steady ns, sample) of the last state seen while inactive: what activation holds
+        self._idle_sample = None
         self._epoch_ns = None
         self._stamp_origin_ns = None
         self._last_valid_steady_ns = None
@@ -661,6 +663,8 @@ class ComputedTorqueController:
             sample = JointStateSample(sample, *fields, **named)
         with self._lock:
             if not self.active:
+                self._idle_sample = (now_ns if sample.steady_ns is None else sample.steady_ns,
+                                     sample)
                 return NoCommand(SkipReason.INACTIVE, 'the controller is inactive')
             return self._update(now_ns, *sample)
 
@@ -685,11 +689,18 @@ class ComputedTorqueController:
             self._reset_integral()
             return settings
 
-    def activate(self, q: Optional[Sequence[float]] = None, now_ns: Optional[int] = None):
-        """Start commanding: hold ``q`` (chain order, rad or m), or the next position measured.
+    def activate(self, q: Optional[Sequence[float]] = None, now_ns: Optional[int] = None,
+                 steady_ns: Optional[int] = None):
+        """Start commanding: hold ``q`` (chain order, rad or m), or the position measured.
 
-        ``now_ns``: the controller's clock (needed with ``q``). A trajectory sent before
-        activation is not kept: the reference starts from where the arm is.
+        Without ``q``, the last valid state seen while inactive is held if it is at most
+        ``state_timeout`` old at ``steady_ns`` (as a ros2_control controller holds the
+        state interfaces' values on activation), so a trajectory sent right after
+        activation starts from it; otherwise the next valid state is held, and a
+        trajectory before it is refused. ``now_ns``: the controller's clock (ns);
+        ``steady_ns``: the steady clock of the states' ``steady_ns`` (defaults to
+        ``now_ns``). A trajectory sent before activation is not kept: the reference
+        starts from where the arm is.
 
         Raises:
             ne_dynamics_ros.errors.StateError: ``q`` is not n finite values.
@@ -698,12 +709,31 @@ class ComputedTorqueController:
             self.active = True
             self.timed_out = False
             self._velocity_estimator.reset()
+            idle, self._idle_sample = self._idle_sample, None
+            if q is None and now_ns is not None and idle is not None:
+                q = self._fresh_position(idle, now_ns if steady_ns is None else steady_ns)
+                if q is not None:
+                    self._hold(q, self._seconds(now_ns))
+                    return
             if q is None or now_ns is None:
                 self.trajectory = None
                 self._hold_next = True
             else:
                 q = self.model.checked_vector(q, 'q', allow_batch=False)
                 self._hold(q.tolist(), self._seconds(now_ns))
+
+    def _fresh_position(self, idle, steady_ns):
+        """Return q (chain order, a list) of an idle ``(steady ns, sample)`` if fresh or None."""
+        seen_ns, sample = idle
+        if not 0 <= steady_ns - seen_ns <= self.settings.state_timeout * 1e9:
+            return None
+        names, positions = sample[:2]
+        try:
+            # positions only: the velocities of a state this old are not used
+            state = self._measured_state(names, positions, [0.0] * len(names), (), 0, 0.0)
+        except JointStateError:
+            return None
+        return None if state is None else state[0].tolist()
 
     def deactivate(self) -> np.ndarray:
         """Stop commanding; return the zero effort (n,) to send once (command order).

@@ -290,10 +290,10 @@ class ComputedTorqueNode(ControlThreads, LifecycleNode):
         if self.controller is None:
             self._activate_when_built = True      # the description is still to come
         else:
-            self.controller.activate()
+            self.controller.activate(now_ns=self._now_ns())
         result = super().on_activate(state)
         self._send_goal_options(active=True)
-        self.get_logger().info('activated: holding the next position measured, then '
+        self.get_logger().info('activated: holding the position measured, then '
                                'following trajectories (topic '
                                f'{self.resolve_topic_name("~/joint_trajectory")}'
                                + ('' if CONTROL_MSGS_MISSING
@@ -435,7 +435,7 @@ class ComputedTorqueNode(ControlThreads, LifecycleNode):
         if self._receiver is not None:
             self._chain_built()
         if self._activate_when_built:
-            self.controller.activate()
+            self.controller.activate(now_ns=self._now_ns())
 
     # ---- joint states -> controller -> effort ---------------------------------------------
 
