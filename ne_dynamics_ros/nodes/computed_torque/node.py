@@ -7,8 +7,8 @@ Transitions (``ros2 lifecycle set /computed_torque_node <transition>``):
   and controller built; ``joint_states`` is subscribed, the trajectory receiver process
   and the node's threads start. A bad URDF or parameter fails the transition: the node
   stays unconfigured and logs the reason (also in ``/diagnostics``).
-* ``activate``: the controller holds the first position measured after activation and
-  commands start.
+* ``activate``: the controller holds the position measured (the last state read while
+  inactive, if at most ``state_timeout`` old; else the next one) and commands start.
 * ``deactivate``: one zero-effort command, then silence on the command topic (states are
   still read, trajectories refused).
 * ``cleanup`` / ``shutdown``: threads, receiver and subscriptions go (``shutdown`` from
@@ -276,7 +276,7 @@ class ComputedTorqueNode(ControlThreads, LifecycleNode):
             time.sleep(0.01)
 
     def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
-        """Command from now on, holding the first position measured.
+        """Command from now on, holding the position measured (the last state if fresh).
 
         Only once the receiver process and the action server are up and discovered;
         fails with the reason after ``activation_timeout``.
