@@ -156,8 +156,8 @@ def test_activate_fails_with_the_reason_when_the_receiver_never_gets_ready(ros_c
     try:
         node.trigger_configure()
         assert node.lifecycle_state == 'inactive'
-        assert node._receiver_ready.wait(20)
-        node._receiver_ready.clear()            # as if the receiver process never started
+        assert node.intake.ready.wait(20)
+        node.intake.ready.clear()            # as if the receiver process never started
         node._receiver.process.kill()
         node.trigger_activate()
         assert node.lifecycle_state == 'inactive'

@@ -101,10 +101,8 @@ class Harness:
         self.spin_until(lambda: self.state_pub.get_subscription_count() >= 1
                         and self.trajectory_pub.get_subscription_count() >= 1
                         and self.node._effort_pub.get_subscription_count() >= 1
-                        and self.node._tracking_error_pub.get_subscription_count() >= 1
-                        and self.node._desired_pub.get_subscription_count() >= 1
-                        # the node's watchdog thread has noticed the diagnostics' readers
-                        and self.node._outputs_wanted[:2] == (True, True),
+                        # the node's watchdog thread has noticed the ~/ outputs' readers
+                        and self.node.outputs.wanted[:2] == (True, True),
                         what='discovery')
 
     def spin_until(self, predicate, timeout=TIMEOUT, what='condition'):
@@ -555,11 +553,11 @@ def test_trajectory_messages_over_the_size_bound_are_dropped_unread(make_harness
                      else puma_params(max_trajectory_bytes=bound))
     limit = MAX_TRAJECTORY_BYTES if bound is None else bound
     h.exchange(PUMA_JOINTS, Q0, QD0)
-    h.node._on_trajectory_bytes(bytes(limit + 1))
+    h.node.intake.take_bytes(bytes(limit + 1))
     assert h.node.dropped_trajectories == 1
     good = serialize_message(trajectory_msg(PUMA_JOINTS, [(0.5, SET_Q)]))
     assert len(good) <= limit
-    h.node._on_trajectory_bytes(good)                  # under the bound: prepared
+    h.node.intake.take_bytes(good)                  # under the bound: prepared
     h.spin_until(lambda: h.node.accepted_trajectories == 1, what='the trajectory')
     assert h.node.dropped_trajectories == 1
 

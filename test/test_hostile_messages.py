@@ -509,16 +509,17 @@ def test_undeserializable_trajectory_bytes_are_dropped(ros_context, make_bytes):
     node = ComputedTorqueNode(context=ros_context, parameter_overrides=[
         Parameter('urdf_path', value=str(PUMA_URDF))])
     try:
-        node._on_trajectory_bytes(make_bytes())
+        node.intake.take_bytes(make_bytes())
         deadline = time.monotonic() + 10.0
         while node.dropped_trajectories == 0 and node.controller.rejected_trajectories == 0:
             assert time.monotonic() < deadline
             time.sleep(0.01)
         assert node.accepted_trajectories == 0
-        assert all(thread.is_alive() for thread in node._threads)
+        threads = (node.intake.receiving, node.watchdog.thread)
+        assert all(thread.is_alive() for thread in threads)
     finally:
         node.destroy_node()
-    assert not any(thread.is_alive() for thread in node._threads)
+    assert not any(thread.is_alive() for thread in threads)
 
 
 def big_endian_joint_state(names, position, velocity):

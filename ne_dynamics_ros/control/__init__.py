@@ -10,12 +10,17 @@ Pure Python + NumPy (no ROS import); imports only :mod:`ne_dynamics_ros.dynamics
 * :mod:`.profiles`: quintic and Sasaki's trapezoidal point-to-point profiles (``002_*`` §4);
 * :mod:`.velocity_estimator`: filtered finite differences for states without velocities;
 * :mod:`.parameters`: the one table of the node's parameters;
+* :mod:`.settings`: the controller's run-time settings, generated from that table;
+* :mod:`.measured_state`: joint states read, checked and given velocities;
+* :mod:`.run_state`: what one run of the controller changes, and its answers;
 * :mod:`.goals`: FollowJointTrajectory goals as joint_trajectory_controller judges them;
 * :mod:`.controller`: :class:`ComputedTorqueController`, every decision of the node.
 """
-from .controller import (Command, ComputedTorqueController, ControllerSettings,
-                         JointStateSample, NoCommand, SkipReason, Timeout)
+from .controller import ComputedTorqueController
 from .laws import ControlMode
+from .measured_state import JointStateSample
+from .run_state import Command, NoCommand, SkipReason, Timeout
+from .settings import ControllerSettings
 
 __all__ = ['Command', 'ComputedTorqueController', 'ControllerSettings', 'ControlMode',
            'JointStateSample', 'NoCommand', 'SkipReason', 'Timeout']

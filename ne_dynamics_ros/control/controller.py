@@ -18,16 +18,13 @@ What it decides
   as a whole by :meth:`set_trajectory` (a rejected one leaves the previous one in place),
   sampled at the state's stamp when that stamp is on the controller's clock (within
   :data:`STAMP_TOLERANCE_NS` of ``now``), else at ``now``.
-* **Holding**: before the first trajectory, after a state timeout, and when leaving
-  gravity compensation, the reference becomes "hold the position measured now".
-* **Plausibility**: a position beyond 1e6 (:data:`MAX_POSITION`), beyond a URDF joint
-  limit by more than ``position_limit_margin``, or a measured or estimated speed beyond
-  :data:`SPEED_FACTOR` x the URDF velocity limit is not a state of the arm: the state is
-  dropped with the reason (and the velocity estimator restarts).
-* **Velocity estimation**: a state without velocities (or with all-NaN velocities, as
-  ``joint_state_broadcaster`` sends for a missing interface) gets filtered finite
-  differences of its positions (:class:`~ne_dynamics_ros.control.velocity_estimator.
-  VelocityEstimator`), timed by the state's stamps.
+* **Holding**: after activation, a cancel, a state timeout and leaving gravity
+  compensation, the reference becomes "hold the position measured" (a new
+  :class:`~ne_dynamics_ros.control.run_state.RunState`: what one run changes is one
+  object, replaced whole).
+* **What is measured** (:mod:`ne_dynamics_ros.control.measured_state`): the controlled
+  joints of a state, whether they are believable (a glitch is dropped with the reason),
+  and velocities estimated where a state has none.
 * **State timeout**: :meth:`check_timeout` reports when no valid state has arrived for
   ``state_timeout`` seconds of the *steady* clock; the command is then all zeros, for the
   reason given in the node's documentation (an effort controller keeps applying its last
@@ -42,25 +39,27 @@ first ``now_ns`` seen, so they keep sub-microsecond resolution whatever the epoc
 
 Units: q in rad (m for prismatic joints), qd in rad/s, qdd in rad/s^2, efforts in N*m (N).
 """
-from collections import Counter
-import enum
-from operator import itemgetter, le
 import threading
-from dataclasses import dataclass
-from typing import Mapping, NamedTuple, Optional, Sequence, Union
+from typing import Mapping, Optional, Sequence, Union
 
 import numpy as np
 
 from ne_dynamics_ros.control import parameters
 from ne_dynamics_ros.control.goals import (GoalEnd, GoalMonitor, GoalStatus, ResultCode,
                                            SegmentTolerances)
+from ne_dynamics_ros.control.measured_state import (  # noqa: F401 - the controller's names
+    JointStateError, JointStateSample, MAX_POSITION, MAX_STATE_JOINTS, SPEED_FACTOR,
+    StateReader)
+from ne_dynamics_ros.control.run_state import (
+    Command, NoCommand, PreparedTrajectory, RunState, SkipReason, Timeout)
+from ne_dynamics_ros.control.settings import ControllerSettings, DEFAULT_SETTINGS  # noqa: F401
 from ne_dynamics_ros.control.laws import (
-    compute_effort_values, ControlLawConfig, ControlMode, ControlParameterError,
+    anti_windup, compute_effort_values, ControlLawConfig, ControlMode, ControlParameterError,
+    integral_step,
     NonFiniteEffortError)
 from ne_dynamics_ros.control.trajectory import (
     DesiredState, Trajectory, trajectory_from_points, TrajectoryError, TrajectoryPoint,
     WaypointArrays)
-from ne_dynamics_ros.control.velocity_estimator import VelocityEstimator
 from ne_dynamics_ros.codegen import CompiledDynamics
 from ne_dynamics_ros.dynamics.model import load_model
 from ne_dynamics_ros.errors import StateError
@@ -71,247 +70,6 @@ STAMP_TOLERANCE_NS = 500_000_000
 #: How the law's inverse dynamics are computed: Renaud's generated straight-line program
 #: (004; checked against the recursion when the controller is built) or the recursion.
 DYNAMICS_BACKENDS = parameters.DYNAMICS_BACKENDS
-
-#: No joint of an arm measures beyond this, rad or m (a continuous joint would need
-#: 160 000 turns): a larger position is a glitch, not a state.
-MAX_POSITION = 1e6
-#: A measured or estimated speed more than this many times the URDF velocity limit is not
-#: believed either (no arm moves that fast; a glitch or a unit error does).
-SPEED_FACTOR = 10.0
-#: A joint state naming more joints than this is dropped unread: no robot has that many,
-#: and checking the names of a larger message would hold up the control path.
-MAX_STATE_JOINTS = 10_000
-
-#: The settings that can change while running, with their defaults: the run-time
-#: parameters of the table (:mod:`ne_dynamics_ros.control.parameters`).
-DEFAULT_SETTINGS = parameters.defaults(runtime_only=True)
-
-
-class JointStateError(ValueError):
-    """A measured joint state cannot be used (the message says why)."""
-
-
-@dataclass(frozen=True)
-class ControllerSettings:
-    """The run-time settings of :class:`ComputedTorqueController`, validated.
-
-    Attributes:
-        mode: the control law (:class:`~ne_dynamics_ros.control.laws.ControlMode`).
-        kp: (n,) position gains, 1/s^2 in computed_torque mode, N*m/rad in feedforward.
-        kd: (n,) velocity gains, 1/s in computed_torque mode, N*m*s/rad in feedforward.
-        gravity: (3,) gravity acceleration in the chain's base frame, m/s^2.
-        friction_compensation: add the URDF damping/Coulomb friction torques, at the
-            desired velocity (the measured one in gravity compensation): see
-            :mod:`ne_dynamics_ros.control.laws`.
-        state_timeout: s of the steady clock without a valid state before zero effort.
-        velocity_filter_cutoff: Hz, low-pass of finite-difference velocities (inf: none).
-        position_limit_margin: rad (m for prismatic joints): a measured position beyond a
-            URDF joint limit by more than this is not believed (inf: never checked).
-        ki: (n,) integral gains, N*m/(rad*s) (N/(m*s)) in every mode but gravity
-            compensation: ``ki * integral of (q_d - q) dt`` is added to the command
-            (0, the default, leaves Lee et al.'s law exactly as published).
-        integral_limit: (n,) bound of that integral torque, N*m (N); inf: only the
-            freeze while the command saturates bounds it.
-        coulomb_velocity: velocity scale v_s, rad/s (m/s), of the Coulomb friction
-            compensated at the desired velocity: ``Fc tanh(qd_d / v_s)`` (see
-            :mod:`ne_dynamics_ros.control.laws`).
-    """
-
-    mode: ControlMode
-    kp: np.ndarray
-    kd: np.ndarray
-    gravity: np.ndarray
-    friction_compensation: bool
-    state_timeout: float
-    velocity_filter_cutoff: float
-    position_limit_margin: float = DEFAULT_SETTINGS['position_limit_margin']
-    ki: Optional[np.ndarray] = None
-    integral_limit: Optional[np.ndarray] = None
-    coulomb_velocity: float = DEFAULT_SETTINGS['coulomb_velocity']
-
-    @classmethod
-    def from_values(cls, values: Mapping, n: Optional[int] = None) -> 'ControllerSettings':
-        """Validate plain values (names as in :data:`DEFAULT_SETTINGS`; absent = default).
-
-        ``n`` is the number of joints; ``None`` (no model yet) checks everything except
-        the number of gains.
-
-        Raises:
-            ControlParameterError: an unknown name, a wrong type, or a value out of range;
-                the message names the setting.
-        """
-        unknown = sorted(set(values) - set(DEFAULT_SETTINGS))
-        if unknown:
-            raise ControlParameterError(f'unknown controller settings {unknown}')
-        v = dict(DEFAULT_SETTINGS, **values)
-        # each value checked as the parameter table says (the node checks with it too)
-        c = {name: parameters.check(name, v[name], n) for name in DEFAULT_SETTINGS}
-        return cls(mode=c['mode'], kp=c['kp'], kd=c['kd'], gravity=c['gravity'],
-                   friction_compensation=c['friction_compensation'],
-                   state_timeout=c['state_timeout'],
-                   velocity_filter_cutoff=c['velocity_filter_cutoff'],
-                   position_limit_margin=c['position_limit_margin'], ki=c['ki'],
-                   integral_limit=c['integral_limit'], coulomb_velocity=c['coulomb_velocity'])
-
-    def as_values(self) -> dict:
-        """Return the settings as plain values, the inverse of :meth:`from_values`."""
-        return {'mode': self.mode.value, 'kp': self.kp.tolist(), 'kd': self.kd.tolist(),
-                'friction_compensation': self.friction_compensation,
-                'gravity': self.gravity.tolist(), 'state_timeout': self.state_timeout,
-                'velocity_filter_cutoff': self.velocity_filter_cutoff,
-                'position_limit_margin': self.position_limit_margin,
-                'ki': self.ki.tolist(), 'integral_limit': self.integral_limit.tolist(),
-                'coulomb_velocity': self.coulomb_velocity}
-
-
-def _picker(index):
-    """Return a function giving the items of a sequence at ``index`` (a list), a tuple."""
-    if index is None:
-        return None
-    if len(index) == 1:
-        i = index[0]
-        return lambda values: (values[i],)
-    return itemgetter(*index)
-
-
-class Command:
-    """What :meth:`ComputedTorqueController.update` answers a valid state with.
-
-    Every vector is (n,) in the command order :attr:`ComputedTorqueController.joints`,
-    held as a list of floats (the ``*_values`` attributes: what a message is filled
-    from); the array properties build a new (n,) array on each access.
-
-    Attributes:
-        effort_values: the command, N*m (N); finite and within the effort limits.
-        desired_values: the reference ``(q, qd, qdd)`` sampled for this state, three
-            lists: rad, rad/s, rad/s^2 (m, m/s, m/s^2).
-        position_error_values: ``q_d - q``, rad (m).
-        velocity_error_values: ``qd_d - qd``, rad/s (m/s).
-        resumed: True when this state ended a state timeout (the reference now holds the
-            position it measured; the previous trajectory was discarded).
-        goal_end: the :class:`~ne_dynamics_ros.control.goals.GoalEnd` of the action goal
-            this state judged finished (reached, or a tolerance broken: then the
-            reference now holds the position measured), else None.
-    """
-
-    __slots__ = ('effort_values', 'desired_values', 'position_error_values',
-                 'velocity_error_values', 'resumed', 'goal_end')
-
-    def __init__(self, effort_values, desired_values, position_error_values,
-                 velocity_error_values, resumed=False, goal_end=None):
-        self.effort_values = effort_values
-        self.desired_values = desired_values
-        self.position_error_values = position_error_values
-        self.velocity_error_values = velocity_error_values
-        self.resumed = resumed
-        self.goal_end = goal_end
-
-    @property
-    def effort(self) -> np.ndarray:
-        """(n,) the command, N*m (N)."""
-        return np.array(self.effort_values, dtype=float)
-
-    @property
-    def desired(self) -> DesiredState:
-        """The reference ``(q, qd, qdd)`` as (n,) arrays."""
-        return DesiredState(*(np.array(v, dtype=float) for v in self.desired_values))
-
-    @property
-    def position_error(self) -> np.ndarray:
-        """(n,) ``q_d - q``, rad (m)."""
-        return np.array(self.position_error_values, dtype=float)
-
-    @property
-    def measured_values(self) -> tuple:
-        """The state this command answered, ``(q, qd)``: two lists, rad and rad/s (m, m/s).
-
-        ``desired - error``, in the command order (what ``feedback`` / ``actual`` of
-        control_msgs' messages report).
-        """
-        q_d, qd_d, _ = self.desired_values
-        return ([a - b for a, b in zip(q_d, self.position_error_values)],
-                [a - b for a, b in zip(qd_d, self.velocity_error_values)])
-
-    @property
-    def velocity_error(self) -> np.ndarray:
-        """(n,) ``qd_d - qd``, rad/s (m/s)."""
-        return np.array(self.velocity_error_values, dtype=float)
-
-    def __repr__(self):
-        return (f'Command(effort={self.effort_values}, desired={self.desired_values}, '
-                f'position_error={self.position_error_values}, '
-                f'velocity_error={self.velocity_error_values}, resumed={self.resumed})')
-
-
-class SkipReason(str, enum.Enum):
-    """Why a joint state got no command."""
-
-    #: The state names none of the controlled joints (e.g. a gripper): ignore it.
-    NOT_CONTROLLED = 'not_controlled'
-    #: The state is malformed (lengths, NaN/inf, missing or duplicated joints): dropped.
-    INVALID_STATE = 'invalid_state'
-    #: The law produced NaN/inf, or the model refused the state: dropped.
-    NO_VALID_EFFORT = 'no_valid_effort'
-    #: The controller is inactive (:meth:`ComputedTorqueController.deactivate`): it
-    #: watches the states but commands nothing until :meth:`~ComputedTorqueController.
-    #: activate`.
-    INACTIVE = 'inactive'
-
-
-class JointStateSample(NamedTuple):
-    """One measured joint state, as ``sensor_msgs/JointState`` carries it.
-
-    Attributes:
-        names: (k,) joint names, any order; joints that are not controlled are ignored.
-        positions: (k,) rad (m).
-        velocities: (k,) rad/s (m/s), or empty / all NaN to have them estimated.
-        efforts: (k,) N*m (N) or empty; only checked for length.
-        stamp_ns: ``header.stamp``, ns on the controller's clock; 0 = unstamped.
-        steady_ns: a monotonic clock at receipt, ns, for the state timeout; None = the
-            ``now_ns`` given to :meth:`ComputedTorqueController.update`.
-    """
-
-    names: Sequence[str]
-    positions: Sequence[float]
-    velocities: Sequence[float] = ()
-    efforts: Sequence[float] = ()
-    stamp_ns: int = 0
-    steady_ns: Optional[int] = None
-
-
-class NoCommand(NamedTuple):
-    """:meth:`ComputedTorqueController.update`'s answer when it does not command.
-
-    ``reason`` classifies it; ``message`` says what was wrong, for a (throttled) warning.
-    Only ``NOT_CONTROLLED`` is normal; the other reasons count as dropped states.
-    """
-
-    reason: SkipReason
-    message: str
-
-
-class Timeout(NamedTuple):
-    """:meth:`ComputedTorqueController.check_timeout`'s answer while the state timeout lasts.
-
-    Attributes:
-        effort: (n,) zeros, the command to publish (again) now.
-        silence: seconds (steady clock) since the last valid state.
-        started: True on the first report of this timeout (log it once).
-    """
-
-    effort: np.ndarray
-    silence: float
-    started: bool
-
-
-class PreparedTrajectory(NamedTuple):
-    """A checked, interpolated trajectory from :meth:`ComputedTorqueController.prepare_trajectory`.
-
-    ``generation`` identifies the reference it starts from.
-    """
-
-    trajectory: Trajectory
-    generation: int
 
 
 class ComputedTorqueController:
@@ -343,7 +101,8 @@ class ComputedTorqueController:
     effort to send once, then :meth:`update` answers ``NoCommand(INACTIVE)``);
     :meth:`configure` applies settings while inactive; :meth:`activate` commands again,
     holding the position measured then (or the one given). The hold is one rule
-    (``_hold_next``): the first state after activation, a state timeout or leaving gravity
+    (a :class:`~ne_dynamics_ros.control.run_state.RunState` without a trajectory): the first
+    state after activation, a cancel, a state timeout or leaving gravity
     compensation is held, until a trajectory is installed.
 
     Threads: :meth:`update`, :meth:`check_timeout`, :meth:`reconfigure`,
@@ -391,31 +150,15 @@ class ComputedTorqueController:
             settings = ControllerSettings.from_values(settings.as_values(), n)
         #: What the law calls for M, C, g: the model, or its generated program.
         self.dynamics = CompiledDynamics(model) if dynamics_backend == 'generated' else model
+        #: Reads the measured states: joints, plausibility, velocities (fixed model).
+        self._reader = StateReader(model, settings)
         self._apply(settings)
-        self._velocity_estimator = VelocityEstimator(n, settings.velocity_filter_cutoff)
-        self.trajectory: Optional[Trajectory] = None
-        self.timed_out = False
-        self.active = True
         self.dropped_joint_states = 0
         self.rejected_trajectories = 0
-        #: the next valid state is held: start, activation, timeout, leaving gravity comp.
-        self._hold_next = True
-        #: (steady ns, sample) of the last state seen while inactive: what activation holds
-        self._idle_sample = None
         self._epoch_ns = None
-        self._stamp_origin_ns = None
-        self._last_valid_steady_ns = None
-        #: (names of the last state, as a tuple; the chain's indices into them, a list)
-        self._name_cache = (None, None, None)      # names, chain indices, their picker
-        #: Incremented whenever the reference restarts from a measured position (first
-        #: state, resume after a timeout, leaving gravity compensation): a trajectory
-        #: prepared from an older reference is refused.
-        self._reference_generation = 0
-        #: integral of q_d - q (rad*s, chain order) and the time it was last advanced, s
-        self._integral = [0.0] * n
-        self._integral_time = None
-        #: the action goal the reference follows (None: none, or a topic trajectory)
-        self._goal: Optional[GoalMonitor] = None
+        #: Everything one run changes (:class:`~ne_dynamics_ros.control.run_state.
+        #: RunState`): replaced whole on every restart, never reset field by field.
+        self._run = RunState(n)
         #: goals ended off the control path (replaced, canceled, deactivated, timed out),
         #: for the node to report: GoalEnd items, oldest first
         self._goal_ends = []
@@ -461,17 +204,29 @@ class ComputedTorqueController:
         """Number of controlled joints."""
         return self.model.n
 
+    @property
+    def active(self) -> bool:
+        """Commanding (False after :meth:`deactivate`, until :meth:`activate`)."""
+        return self._run.active
+
+    @property
+    def trajectory(self) -> Optional[Trajectory]:
+        """The reference in force (chain order); None: the next valid state is held."""
+        return self._run.trajectory
+
+    @property
+    def timed_out(self) -> bool:
+        """No valid state for ``state_timeout``: zero effort until one returns."""
+        return self._run.timed_out
+
+    def _restart(self, waiting: str):
+        """Start a new run, still active: the next valid state is held (``waiting`` says why)."""
+        self._run = RunState(self.n, waiting=waiting,
+                             last_valid_steady_ns=self._run.last_valid_steady_ns)
+
     def _apply(self, settings: ControllerSettings):
         self.settings = settings
-        margin = settings.position_limit_margin
-        with np.errstate(invalid='ignore'):              # inf - inf: no limit, no margin
-            low = np.maximum(self.model.lower_limits - margin, -MAX_POSITION)
-            high = np.minimum(self.model.upper_limits + margin, MAX_POSITION)
-        #: Plain-float bounds of the plausibility checks on the hot path.
-        self._position_bounds = (np.where(np.isnan(low), -MAX_POSITION, low).tolist(),
-                                 np.where(np.isnan(high), MAX_POSITION, high).tolist())
-        self._speed_bounds = (SPEED_FACTOR * self.model.velocity_limits).tolist()
-        self._negative_speed_bounds = [-m for m in self._speed_bounds]
+        self._reader.set_bounds(settings)
         self._integral_gains = (settings.ki.tolist(), settings.integral_limit.tolist())
         self._integrating = bool(np.any(settings.ki)) and \
             settings.mode is not ControlMode.GRAVITY_COMPENSATION
@@ -509,11 +264,11 @@ class ComputedTorqueController:
             if settings.mode is not old_mode:
                 self._end_goal(GoalStatus.ABORTED, f'Aborted: mode changed to '
                                f'{settings.mode.value}')
-            if old_mode is ControlMode.GRAVITY_COMPENSATION and settings.mode is not old_mode:
-                self._hold_next = True
+            if (old_mode is ControlMode.GRAVITY_COMPENSATION and settings.mode is not old_mode
+                    and self._run.active):
+                self._restart('no joint_states since leaving gravity compensation')
             if 'velocity_filter_cutoff' in values:
-                self._velocity_estimator = VelocityEstimator(self.n,
-                                                             settings.velocity_filter_cutoff)
+                self._reader.restart_estimator(settings.velocity_filter_cutoff)
             return settings
 
     # ---- time -----------------------------------------------------------------------------
@@ -534,114 +289,7 @@ class ComputedTorqueController:
             return now
         return (stamp_ns - self._epoch_ns) * 1e-9
 
-    def _measurement_time(self, stamp_ns: int, now: float) -> float:
-        """Time (s) a state was measured, for velocity estimation: its stamp, else ``now``.
-
-        Stamps count from the first stamp seen, so float seconds keep sub-microsecond
-        resolution whatever clock the publisher stamps with.
-        """
-        if stamp_ns == 0:
-            return now
-        if self._stamp_origin_ns is None:
-            self._stamp_origin_ns = stamp_ns
-        return (stamp_ns - self._stamp_origin_ns) * 1e-9
-
     # ---- joint states -> law -> effort --------------------------------------------------
-
-    def _chain_index(self, names):
-        """Return the chain joints' indices into ``names``, a list; None if it names none.
-
-        Linear and at C speed (a set and ``tuple.index``): a state of thousands of names
-        must not hold up the control path. Raises JointStateError for a name given twice
-        or a chain joint missing.
-        """
-        key = tuple(names)
-        if self._name_cache[0] == key:
-            return self._name_cache[1]
-        present = set(key)
-        if len(present) != len(key):
-            name = Counter(key).most_common(1)[0][0]
-            raise JointStateError(f'joint {name[:80]!r} appears twice')
-        chain = self.model.joint_names
-        if not any(name in present for name in chain):
-            index = None
-        else:
-            missing = [name for name in chain if name not in present]
-            if missing:
-                raise JointStateError(f'joints {missing} missing')
-            index = [key.index(name) for name in chain]
-        self._name_cache = (key, index, _picker(index))
-        return index
-
-    def _measured_state(self, names, positions, velocities, efforts, stamp_ns, now):
-        """(q, qd) in chain order; None if the state names none of our joints.
-
-        Raises:
-            JointStateError: mismatched lengths, missing or duplicated joints, NaN/inf.
-        """
-        k = len(names)
-        if k > MAX_STATE_JOINTS:
-            raise JointStateError(f'{k} joint names, more than MAX_STATE_JOINTS '
-                                  f'({MAX_STATE_JOINTS}): dropped unread')
-        for field, values in (('position', positions), ('velocity', velocities),
-                              ('effort', efforts)):
-            size = len(values)
-            if field == 'position' and size != k or size not in (0, k):
-                raise JointStateError(f'{field} has {size} values for {k} names')
-        index = self._chain_index(names)
-        if index is None:
-            return None
-        q = np.asarray(positions, dtype=float)[index]
-        # One pass of plain comparisons (NaN fails them all); the reason is worked out
-        # only for a state that fails.
-        low, high = self._position_bounds
-        if not all(lo <= v <= hi for v, lo, hi in zip(q.tolist(), low, high)):
-            self._position_error(q)
-        if len(velocities):
-            qd = np.asarray(velocities, dtype=float)[index]
-            # All NaN: joint_state_broadcaster's filler for a missing velocity interface.
-            values = qd.tolist()
-            if not all(v != v for v in values):
-                if not all(-m <= v <= m for v, m in zip(values, self._speed_bounds)):
-                    if not np.all(np.isfinite(qd)):
-                        raise JointStateError(f'velocity contains NaN or inf: {values}')
-                    self._check_speed(qd, 'velocity')
-                return q, qd
-        with np.errstate(over='ignore', invalid='ignore'):
-            qd = self._velocity_estimator.update(q, self._measurement_time(stamp_ns, now))
-        try:
-            self._check_speed(qd, 'estimated velocity')
-        except JointStateError:
-            # a glitch must not poison the finite differences of the states after it
-            self._velocity_estimator.reset()
-            raise
-        return q, qd
-
-    def _position_error(self, q):
-        """Raise the JointStateError that explains why positions ``q`` are not believed."""
-        if not np.all(np.isfinite(q)):
-            raise JointStateError(f'position contains NaN or inf: {q.tolist()}')
-        if np.abs(q).max() > MAX_POSITION:
-            j = int(np.argmax(np.abs(q)))
-            raise JointStateError(f'position of {self.model.joint_names[j]} is {q[j]:.6g}, '
-                                  f'beyond {MAX_POSITION:g}: not a measurement')
-        margin = self.settings.position_limit_margin
-        outside = (q < self.model.lower_limits - margin) | (q > self.model.upper_limits + margin)
-        j = int(np.flatnonzero(outside)[0])
-        raise JointStateError(
-            f'position of {self.model.joint_names[j]} is {q[j]:.6g}, outside its limits '
-            f'[{self.model.lower_limits[j]:.6g}, {self.model.upper_limits[j]:.6g}] by more '
-            f'than position_limit_margin {margin:g}')
-
-    def _check_speed(self, qd, what):
-        """Raise JointStateError for speeds beyond SPEED_FACTOR x the URDF limits."""
-        limit = SPEED_FACTOR * self.model.velocity_limits
-        fast = ~(np.abs(qd) <= limit)                 # NaN and inf count as too fast
-        if np.any(fast):
-            j = int(np.flatnonzero(fast)[0])
-            raise JointStateError(
-                f'{what} of {self.model.joint_names[j]} is {qd[j]:.6g}, beyond '
-                f'{SPEED_FACTOR:g} x its limit {self.model.velocity_limits[j]:.6g}')
 
     def update(self, now_ns: int, sample, *fields, **named) -> Union[Command, NoCommand]:
         """Answer one measured joint state: the hot path, once per ``/joint_states``.
@@ -662,9 +310,10 @@ class ComputedTorqueController:
         if not isinstance(sample, JointStateSample):
             sample = JointStateSample(sample, *fields, **named)
         with self._lock:
-            if not self.active:
-                self._idle_sample = (now_ns if sample.steady_ns is None else sample.steady_ns,
-                                     sample)
+            run = self._run
+            if not run.active:
+                run.idle_sample = (now_ns if sample.steady_ns is None else sample.steady_ns,
+                                   sample)
                 return NoCommand(SkipReason.INACTIVE, 'the controller is inactive')
             return self._update(now_ns, *sample)
 
@@ -683,10 +332,8 @@ class ComputedTorqueController:
         with self._lock:
             settings = self.validate(**dict(settings or {}))
             self._apply(settings)
-            self._velocity_estimator = VelocityEstimator(self.n,
-                                                         settings.velocity_filter_cutoff)
-            self.trajectory = None
-            self._reset_integral()
+            self._reader.restart_estimator(settings.velocity_filter_cutoff)
+            self._run = RunState(self.n, active=False)
             return settings
 
     def activate(self, q: Optional[Sequence[float]] = None, now_ns: Optional[int] = None,
@@ -705,35 +352,26 @@ class ComputedTorqueController:
         Raises:
             ne_dynamics_ros.errors.StateError: ``q`` is not n finite values.
         """
+        if q is not None:
+            q = self.model.checked_vector(q, 'q', allow_batch=False).tolist()
         with self._lock:
-            self.active = True
-            self.timed_out = False
-            self._velocity_estimator.reset()
-            idle, self._idle_sample = self._idle_sample, None
-            if q is None and now_ns is not None and idle is not None:
-                q = self._fresh_position(idle, now_ns if steady_ns is None else steady_ns)
-                if q is not None:
-                    self._hold(q, self._seconds(now_ns))
-                    return
+            self._reader.reset_velocities()
+            if q is None and now_ns is not None:
+                q = self._fresh_position(now_ns if steady_ns is None else steady_ns)
             if q is None or now_ns is None:
-                self.trajectory = None
-                self._hold_next = True
+                self._run = RunState(self.n)
             else:
-                q = self.model.checked_vector(q, 'q', allow_batch=False)
-                self._hold(q.tolist(), self._seconds(now_ns))
+                self._run = RunState.holding(q, self._seconds(now_ns))
 
-    def _fresh_position(self, idle, steady_ns):
-        """Return q (chain order, a list) of an idle ``(steady ns, sample)`` if fresh or None."""
+    def _fresh_position(self, steady_ns):
+        """Return q (chain order, a list) of the last idle state if fresh, else None."""
+        idle = self._run.idle_sample
+        if idle is None:
+            return None
         seen_ns, sample = idle
         if not 0 <= steady_ns - seen_ns <= self.settings.state_timeout * 1e9:
             return None
-        names, positions = sample[:2]
-        try:
-            # positions only: the velocities of a state this old are not used
-            state = self._measured_state(names, positions, [0.0] * len(names), (), 0, 0.0)
-        except JointStateError:
-            return None
-        return None if state is None else state[0].tolist()
+        return self._reader.position(sample.names, sample.positions)
 
     def deactivate(self) -> np.ndarray:
         """Stop commanding; return the zero effort (n,) to send once (command order).
@@ -743,11 +381,7 @@ class ComputedTorqueController:
         """
         with self._lock:
             self._end_goal(GoalStatus.ABORTED, 'Aborted: the controller was deactivated')
-            self.active = False
-            self.trajectory = None
-            self._hold_next = True
-            self._reset_integral()
-            self._last_valid_steady_ns = None       # no timeout while inactive
+            self._run = RunState(self.n, active=False)     # no timeout while inactive
         return self.zero_effort()
 
     def reject_state(self, reason: str) -> 'NoCommand':
@@ -763,12 +397,13 @@ class ComputedTorqueController:
     def _update(self, now_ns, joint_names, positions, velocities, efforts, stamp_ns,
                 steady_ns):
         now = self._seconds(now_ns)
-        state = self._usual_state(joint_names, positions, velocities, efforts)
+        reader = self._reader
+        state = reader.usual(joint_names, positions, velocities, efforts)
         if state is None:
             # anything unusual (new names, a fault, velocities to estimate): checked
             try:
-                state = self._measured_state(joint_names, positions, velocities, efforts,
-                                             stamp_ns, now)
+                state = reader.measured(joint_names, positions, velocities, efforts,
+                                        stamp_ns, now)
             except JointStateError as err:
                 self.dropped_joint_states += 1
                 return NoCommand(SkipReason.INVALID_STATE, str(err))
@@ -777,20 +412,22 @@ class ComputedTorqueController:
                                  f'none of the controlled joints {self.model.joint_names}')
             state = (state[0].tolist(), state[1].tolist())
         q, qd = state
-        resumed = self.timed_out
-        if self._hold_next or self.timed_out:
-            self._hold(q, now)
+        run = self._run
+        resumed = run.timed_out
+        if run.trajectory is None:
+            run = self._hold(q, now)
             if resumed:
                 # differences across the silence are no velocity: start afresh
-                self._velocity_estimator.reset()
+                reader.reset_velocities()
         # plain lists of floats from here to the Command: six-element NumPy arithmetic
         # costs more in call overhead than it computes
         t = self._sample_time(stamp_ns, now_ns, now)
-        q_d, qd_d, qdd_d = self.trajectory.sample_values(t)
+        q_d, qd_d, qdd_d = run.trajectory.sample_values(t)
         position_error = [a - b for a, b in zip(q_d, q)]
         integral = extra = None
         if self._integrating:
-            integral, extra = self._integral_step(position_error, now)
+            integral, extra = integral_step(run.integral, run.integral_time, position_error,
+                                            now, *self._integral_gains)
         try:
             tau = compute_effort_values(self.dynamics, self.law, q, qd, q_d, qd_d, qdd_d,
                                         extra)
@@ -798,11 +435,13 @@ class ComputedTorqueController:
             self.dropped_joint_states += 1
             return NoCommand(SkipReason.NO_VALID_EFFORT, str(err))
         if integral is not None:
-            self._commit_integral(integral, tau, position_error, now)
-        self._last_valid_steady_ns = now_ns if steady_ns is None else steady_ns
+            run.integral = anti_windup(integral, run.integral, tau, position_error,
+                                       self.law.gain_values[2])
+            run.integral_time = now
+        run.last_valid_steady_ns = now_ns if steady_ns is None else steady_ns
         velocity_error = [a - b for a, b in zip(qd_d, qd)]
         goal_end = None
-        if self._goal is not None:
+        if run.goal is not None:
             goal_end = self._judge_goal(t, position_error, velocity_error, q, now)
         order = self._command_order
         if order is not None:
@@ -816,12 +455,13 @@ class ComputedTorqueController:
 
     def _judge_goal(self, t, position_error, velocity_error, q, now):
         """Judge the active goal for this cycle; its :class:`GoalEnd` when it ended."""
-        verdict = self._goal.check(t, position_error, velocity_error)
+        run = self._run
+        verdict = run.goal.check(t, position_error, velocity_error)
         if verdict is None:
             return None
         code, text = verdict
-        goal_id = self._goal.goal_id
-        self._goal = None
+        goal_id = run.goal.goal_id
+        run.goal = None
         if code == ResultCode.SUCCESSFUL:
             return GoalEnd(goal_id, GoalStatus.SUCCEEDED, int(code), text)
         self._hold(q, now)              # as JTC: hold the position measured now
@@ -829,16 +469,17 @@ class ComputedTorqueController:
 
     def _end_goal(self, status: GoalStatus, text: str):
         """End the active goal off the control path (queued for :meth:`take_goal_ends`)."""
-        if self._goal is not None:
+        run = self._run
+        if run.goal is not None:
             code = ResultCode.SUCCESSFUL if status is GoalStatus.CANCELED else \
                 ResultCode.INVALID_GOAL
-            self._goal_ends.append(GoalEnd(self._goal.goal_id, status, int(code), text))
-            self._goal = None
+            self._goal_ends.append(GoalEnd(run.goal.goal_id, status, int(code), text))
+            run.goal = None
 
     @property
     def goal_id(self) -> Optional[str]:
         """The id of the action goal the reference follows, or None."""
-        goal = self._goal
+        goal = self._run.goal
         return None if goal is None else goal.goal_id
 
     def take_goal_ends(self) -> list:
@@ -859,11 +500,12 @@ class ComputedTorqueController:
         it was active (its end, CANCELED, is queued for :meth:`take_goal_ends`).
         """
         with self._lock:
-            if self._goal is None or self._goal.goal_id != goal_id:
+            goal = self._run.goal
+            if goal is None or goal.goal_id != goal_id:
                 return False
             self._end_goal(GoalStatus.CANCELED, 'Goal canceled by the client: holding the '
                            'position measured')
-            self._hold_next = True
+            self._restart('no joint_states since the goal was canceled')
             return True
 
     def reference_at(self, now_ns: int) -> Optional[DesiredState]:
@@ -872,82 +514,15 @@ class ComputedTorqueController:
         None while inactive, timed out, or before the first state (nothing is followed).
         """
         with self._lock:
-            if not self.active or self.trajectory is None or self.timed_out \
-                    or self._hold_next or self._epoch_ns is None:
+            trajectory = self._run.trajectory
+            if trajectory is None or self._epoch_ns is None:
                 return None
-            return self.trajectory.sample((now_ns - self._epoch_ns) * 1e-9)
+            return trajectory.sample((now_ns - self._epoch_ns) * 1e-9)
 
-    def _usual_state(self, names, positions, velocities, efforts):
-        """(q, qd) as lists in chain order for the usual state; None for any other.
-
-        The usual state: the joint names of the previous state, a position and a velocity
-        per name, efforts empty or one per name, every position within its bounds and
-        every velocity within its speed bound, all plain comparisons (NaN fails them).
-        Any other state goes to :meth:`_measured_state`, which names what is wrong,
-        estimates missing velocities or finds the joints of new names.
-        """
-        key, index, pick = self._name_cache
-        k = len(names)
-        if (index is None or k != len(key) or len(positions) != k or len(velocities) != k
-                or len(efforts) not in (0, k) or names is not key and tuple(names) != key):
-            return None
-        q = list(map(float, pick(positions)))
-        qd = list(map(float, pick(velocities)))
-        low, high = self._position_bounds
-        # element-wise comparisons at C speed (map over operator.le); NaN fails them
-        if not (all(map(le, low, q)) and all(map(le, q, high))
-                and all(map(le, self._negative_speed_bounds, qd))
-                and all(map(le, qd, self._speed_bounds))):
-            return None
-        return q, qd
-
-    def _hold(self, q, now):
-        """Start (or restart after a timeout / mode change) by holding the measured q."""
-        self.timed_out = False
-        self._hold_next = False
-        self.trajectory = Trajectory.hold(q, now)
-        self._reference_generation += 1
-        self._reset_integral()
-
-    # ---- integral action --------------------------------------------------------------------
-
-    def _reset_integral(self):
-        """Forget the integral (the reference restarted: hold, timeout, new trajectory)."""
-        self._integral = [0.0] * self.n
-        self._integral_time = None
-
-    def _integral_step(self, error, now):
-        """Advance the integral to ``now``; return it and its torque, bounded.
-
-        ``integral += error * dt`` (rectangle rule over the time since the last state, 0
-        for the first state after a reset); the torque ``ki * integral`` is bounded by
-        ``integral_limit``, and so is the integral behind it (it cannot wind up past it).
-        """
-        ki, bound = self._integral_gains
-        dt = 0.0 if self._integral_time is None else max(0.0, now - self._integral_time)
-        integral, torque = [], []
-        for i, (value, e, k, b) in enumerate(zip(self._integral, error, ki, bound)):
-            value += e * dt
-            t = k * value
-            if t > b or t < -b:
-                t = b if t > 0 else -b
-                value = t / k
-            integral.append(value)
-            torque.append(t)
-        return integral, torque
-
-    def _commit_integral(self, integral, tau, error, now):
-        """Keep the advanced integral, but on joints whose command saturates.
-
-        Anti-windup: a joint whose command sits at its limit in the direction its error
-        pushes keeps its integral frozen.
-        """
-        limits = self.law.gain_values[2]
-        for i, (t, limit, e) in enumerate(zip(tau, limits, error)):
-            if (t >= limit and e > 0.0) or (t <= -limit and e < 0.0):
-                integral[i] = self._integral[i]
-        self._integral = integral
-        self._integral_time = now
+    def _hold(self, q, now) -> RunState:
+        """Start a run holding the measured ``q`` (a list) from ``now`` (s); return it."""
+        self._run = RunState.holding(q, now, self._run.last_valid_steady_ns)
+        return self._run
 
     # ---- trajectories ---------------------------------------------------------------------
 
@@ -971,24 +546,22 @@ class ComputedTorqueController:
         try:
             with self._lock:
                 now = self._seconds(now_ns)
-                if not self.active:
+                run = self._run
+                if not run.active:
                     raise TrajectoryError('the controller is inactive: a trajectory is taken '
                                           'once it is activated')
-                if self.trajectory is None or self.timed_out:
+                if run.trajectory is None:
                     raise TrajectoryError(
-                        'no valid joint_states '
-                        + ('(state timeout)' if self.timed_out else 'yet')
-                        + ': the reference starts from the measured position')
+                        f'{run.waiting}: the reference starts from the measured position')
                 start = None if stamp_ns == 0 else (stamp_ns - self._epoch_ns) * 1e-9
-                state_before = self.trajectory.sample(now)
-                generation = self._reference_generation
+                state_before = run.trajectory.sample(now)
             trajectory = trajectory_from_points(joint_names, points, self.model.joint_names,
                                                 start, now, state_before)
         except TrajectoryError:
             with self._lock:
                 self.rejected_trajectories += 1
             raise
-        return PreparedTrajectory(trajectory, generation)
+        return PreparedTrajectory(trajectory, run)
 
     def install_trajectory(self, prepared: 'PreparedTrajectory',
                            goal_id: Optional[str] = None,
@@ -1006,7 +579,8 @@ class ComputedTorqueController:
                 start would no longer be where the arm is. The reference in force stays.
         """
         with self._lock:
-            if self.timed_out or prepared.generation != self._reference_generation:
+            run = self._run
+            if prepared.run is not run or run.trajectory is None:
                 self.rejected_trajectories += 1
                 raise TrajectoryError(
                     'the reference restarted from the measured position while the '
@@ -1014,11 +588,11 @@ class ComputedTorqueController:
             self._end_goal(GoalStatus.ABORTED,
                            'Aborted: replaced by a newer goal' if goal_id is not None else
                            'Aborted: a trajectory on ~/joint_trajectory replaced the goal\'s')
-            self.trajectory = prepared.trajectory
+            run.trajectory = prepared.trajectory
             if goal_id is not None:
-                self._goal = GoalMonitor(goal_id, tolerances, prepared.trajectory.end_time,
-                                         self.model.joint_names)
-            self._reset_integral()
+                run.goal = GoalMonitor(goal_id, tolerances, prepared.trajectory.end_time,
+                                       self.model.joint_names)
+            run.reset_integral()
             return prepared.trajectory
 
     def reject_trajectory(self, reason: str) -> TrajectoryError:
@@ -1069,16 +643,21 @@ class ComputedTorqueController:
         Nothing is reported before the first valid state.
         """
         with self._lock:
-            if self._last_valid_steady_ns is None:
+            run = self._run
+            if run.last_valid_steady_ns is None:
                 return None
-            silence = (steady_ns - self._last_valid_steady_ns) * 1e-9
+            silence = (steady_ns - run.last_valid_steady_ns) * 1e-9
             if silence <= self.settings.state_timeout:
                 return None
-            started = not self.timed_out
-            self.timed_out = True
-            self._end_goal(GoalStatus.ABORTED, f'Aborted: no valid joint_states for '
-                           f'{silence:.3f} s (state_timeout {self.settings.state_timeout} s): '
-                           'zero effort until states return')
+            started = not run.timed_out
+            if started:
+                self._end_goal(GoalStatus.ABORTED, f'Aborted: no valid joint_states for '
+                               f'{silence:.3f} s (state_timeout '
+                               f'{self.settings.state_timeout} s): zero effort until states '
+                               'return')
+                self._run = RunState(self.n, waiting='no valid joint_states (state timeout)',
+                                     timed_out=True,
+                                     last_valid_steady_ns=run.last_valid_steady_ns)
             return Timeout(self.zero_effort(), silence, started)
 
     def zero_effort(self) -> np.ndarray:
@@ -1086,7 +665,4 @@ class ComputedTorqueController:
         return np.zeros(self.n)
 
 
-__all__ = ['Command', 'ComputedTorqueController', 'ControllerSettings', 'DEFAULT_SETTINGS',
-           'DYNAMICS_BACKENDS', 'JointStateError', 'JointStateSample', 'NoCommand',
-           'PreparedTrajectory',
-           'SkipReason', 'STAMP_TOLERANCE_NS', 'Timeout']
+__all__ = ['ComputedTorqueController', 'DYNAMICS_BACKENDS', 'STAMP_TOLERANCE_NS']

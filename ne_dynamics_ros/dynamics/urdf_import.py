@@ -1,8 +1,8 @@
 """URDF -> serial kinematic chain with lumped rigid bodies (pure Python + NumPy, no ROS).
 
-The URDF is parsed with ``urdf_parser_py`` after a first pass through ``defusedxml``
-that rejects entity declarations and external references, so an entity-expansion
-("billion laughs") document is refused at once instead of being expanded.
+The document is read and parsed by :mod:`ne_dynamics_ros.dynamics.urdf_text`
+(:func:`~ne_dynamics_ros.dynamics.urdf_text.parse_urdf`: size bound, declared encoding,
+``defusedxml``, names and numbers checked), whose names are importable from here too.
 
 The chain runs from ``base_link`` to ``tip_link``.  ``revolute``, ``continuous`` and
 ``prismatic`` joints are actuated.  ``fixed`` joints are merged: their transform folds into
@@ -16,39 +16,29 @@ pose of frame B expressed in frame A (metres, radians).  URDF ``rpy`` is the fix
 roll-pitch-yaw ``R = Rz(yaw) Ry(pitch) Rx(roll)``.
 
 Only :class:`~ne_dynamics_ros.errors.URDFError` (and its :class:`InertiaError`) leaves this
-module for a bad description: files are read as bytes and decoded as their XML declaration
-says (UTF-8 otherwise); documents larger than :data:`MAX_URDF_BYTES` are refused before
-parsing; graph walks are iterative and detect cycles; a link with two parent joints is an
-error; values beyond :data:`MAX_LENGTH`, :data:`MAX_MASS` and :data:`MAX_INERTIA` (which no
-arm has, and whose dynamics overflow double precision) are refused naming the element;
-``urdf_parser_py``'s complaints about unknown tags and attributes (vendor extensions) are
-collected into one line on the ``ne_dynamics_ros`` logger.
+module for a bad description: graph walks are iterative and detect cycles; a link with
+two parent joints is an error; values beyond :data:`MAX_LENGTH`, :data:`MAX_MASS` and
+:data:`MAX_INERTIA` (which no arm has, and whose dynamics overflow double precision) are
+refused naming the element.
 """
 from dataclasses import dataclass, field
-import logging
 import math
-import os
-import re
 from typing import Tuple
 
-import defusedxml
-import defusedxml.ElementTree as SafeET
 import numpy as np
 
-from ..errors import InertiaError, shorten, URDFError
+from ..errors import InertiaError, URDFError
+# reading the document is urdf_text's; its names stay importable from here
+from .urdf_text import (MAX_URDF_BYTES, parse_urdf, read_urdf_text,  # noqa: F401
+                        urdf_xml_bytes)
 
 ACTUATED_TYPES = ('revolute', 'continuous', 'prismatic')
 
-#: Largest URDF accepted, bytes (a real arm's is well under 1 MB); ``load_model(...,
-#: max_bytes=...)`` overrides it.
-MAX_URDF_BYTES = 16 * 2**20
 #: Largest absolute length (m), mass (kg) and inertia entry (kg·m²) accepted: far beyond any arm,
 #: far below where the recursion's products overflow double precision.
 MAX_LENGTH = 1e4
 MAX_MASS = 1e7
 MAX_INERTIA = 1e12
-LOGGER = logging.getLogger('ne_dynamics_ros')
-XACRO_NAMESPACE = 'http://www.ros.org/wiki/xacro'
 
 
 @dataclass(frozen=True)
@@ -229,200 +219,6 @@ def _pose(origin, where):
     return T
 
 
-def read_urdf_text(urdf, max_bytes=None):
-    """Return the URDF XML text: ``urdf`` is either XML (starts with '<') or a file path.
-
-    A file is read as bytes and decoded with the encoding its XML declaration names
-    (UTF-8 when none); a UTF-8 byte-order mark is dropped. Nothing larger than
-    ``max_bytes`` (default :data:`MAX_URDF_BYTES`) is read. Every reader of the package
-    (the model, the identification, both simulation plants, the nodes) goes through it.
-
-    Raises:
-        URDFError: wrong argument type, no such file (the path tried), unreadable, too
-            large, or not decodable as declared.
-    """
-    limit = MAX_URDF_BYTES if max_bytes is None else max_bytes
-    if isinstance(urdf, bytes):
-        raw, where = urdf, 'the URDF bytes'
-    elif isinstance(urdf, (str, os.PathLike)):
-        text = os.fspath(urdf)
-        if not isinstance(text, str):
-            raise URDFError(f'urdf path must be text, got {type(text).__name__}')
-        if text.lstrip().startswith('<'):
-            if len(text) > limit:
-                raise URDFError(f'the URDF text has {len(text)} characters, more than the '
-                                f'{limit} allowed (max_bytes)')
-            return text
-        if '\0' in text or '\n' in text or len(text) > 4096:
-            raise URDFError(f'urdf is neither XML (it does not start with "<") nor a file '
-                            f'path: {shorten(text)!r}')
-        where = f'URDF file {text!r}'
-        try:
-            size = os.path.getsize(text)
-            if size > limit:
-                raise URDFError(f'{where} has {size} bytes, more than the {limit} allowed '
-                                '(max_bytes)')
-            with open(text, 'rb') as f:
-                raw = f.read(limit + 1)
-        except FileNotFoundError:
-            raise URDFError(f'URDF file not found: {text!r} (tried '
-                            f'{os.path.abspath(text)!r})') from None
-        except OSError as exc:
-            raise URDFError(f'cannot read {where}: {exc.strerror or exc}') from None
-    else:
-        raise URDFError(f'urdf must be an XML string or a file path, got '
-                        f'{type(urdf).__name__}')
-    if len(raw) > limit:
-        raise URDFError(f'{where} is larger than the {limit} bytes allowed (max_bytes)')
-    if raw.startswith(b'\xef\xbb\xbf'):
-        raw = raw[3:]                                   # UTF-8 byte-order mark
-    declared = re.match(rb'\s*<\?xml[^>]*encoding\s*=\s*["\']([A-Za-z0-9._-]+)["\']', raw)
-    encoding = declared.group(1).decode('ascii') if declared else 'utf-8'
-    try:
-        return raw.decode(encoding)
-    except LookupError:
-        raise URDFError(f'{where} declares an unknown encoding {encoding!r}') from None
-    except UnicodeDecodeError as exc:
-        raise URDFError(f'{where} is not {encoding} text (byte {exc.start}: '
-                        f'{exc.reason}); is it a URDF?') from None
-
-
-def urdf_xml_bytes(urdf, max_bytes=None):
-    """Return the URDF as UTF-8 bytes without its XML declaration, for an XML parser.
-
-    ``urdf``: XML text or a file path, read by :func:`read_urdf_text` (size bound,
-    declared encoding, byte-order mark).
-
-    Raises:
-        URDFError: as :func:`read_urdf_text`, or text that cannot be encoded.
-    """
-    text = read_urdf_text(urdf, max_bytes).lstrip('\ufeff')
-    # the declaration was honoured when decoding; the parsers get text without it
-    text = re.sub(r'\A\s*<\?xml[^>]*\?>', '', text, count=1)
-    try:
-        return text.encode('utf-8')
-    except UnicodeEncodeError as exc:
-        raise URDFError(f'the URDF text cannot be encoded ({exc.reason} at character '
-                        f'{exc.start})') from None
-
-
-def parse_urdf(urdf, max_bytes=None):
-    """Parse a URDF safely.
-
-    Args:
-        urdf: XML string or file path.
-        max_bytes: size bound (default :data:`MAX_URDF_BYTES`).
-
-    Returns:
-        urdf_parser_py ``Robot``.
-
-    Raises:
-        URDFError: malformed XML, entity declarations / external references (rejected by
-            defusedxml before any expansion), or a document urdf_parser_py cannot read.
-    """
-    from urdf_parser_py.urdf import URDF
-
-    from urdf_parser_py.xml_reflection import core
-
-    data = urdf_xml_bytes(urdf, max_bytes)
-    try:
-        root = SafeET.fromstring(data, forbid_dtd=True)
-    except defusedxml.DefusedXmlException as exc:
-        raise URDFError(f'URDF rejected: {exc} (DTDs and entity declarations are not '
-                        'allowed in a robot description)') from exc
-    except SafeET.ParseError as exc:
-        raise URDFError(f'malformed URDF XML: {exc}') from exc
-    if root.tag != 'robot':
-        raise URDFError(f'URDF root element must be <robot>, got <{shorten(root.tag)}>')
-    if any(XACRO_NAMESPACE in element.tag or any(
-            XACRO_NAMESPACE in value or '${' in value for value in element.attrib.values())
-            for element in root.iter()):
-        raise URDFError('this is a xacro document, not a URDF: run xacro first '
-                        '(xacro robot.urdf.xacro > robot.urdf)')
-    _check_raw_elements(root)
-    complaints = []
-    previous = core.on_error
-    core.on_error = complaints.append
-    try:
-        robot = URDF.from_xml_string(data.decode("utf-8"))
-    except Exception as exc:  # urdf_parser_py raises assorted types on bad documents
-        raise URDFError(f'invalid URDF: {shorten(exc, 300)}') from None
-    finally:
-        core.on_error = previous
-    if complaints:
-        LOGGER.info('urdf_parser_py ignored %d unknown elements or attributes (vendor '
-                    'extensions), e.g. %s', len(complaints), shorten(complaints[0], 120))
-    return robot
-
-
-def _unique_names(root, tag):
-    """Names of the ``<tag>`` children of ``root``; each must exist and be unique."""
-    names = set()
-    for element in root.findall(tag):
-        name = element.get('name')
-        if not name:
-            raise URDFError(f'a <{tag}> element has no name')
-        if name in names:
-            raise URDFError(f'duplicate <{tag} name="{name}">')
-        names.add(name)
-    return names
-
-
-#: The numeric attributes this package reads, per element path below <link>/<joint>, with
-#: their count of numbers (None: one or more). urdf_parser_py reports a bad number in
-#: some of them without saying where (``could not convert string to float``); they are
-#: checked here first so that the message names the element.
-NUMERIC_ATTRIBUTES = {
-    ('link', 'inertial/origin'): {'xyz': 3, 'rpy': 3},
-    ('link', 'inertial/mass'): {'value': 1},
-    ('link', 'inertial/inertia'): {k: 1 for k in ('ixx', 'ixy', 'ixz', 'iyy', 'iyz', 'izz')},
-    ('joint', 'origin'): {'xyz': 3, 'rpy': 3},
-    ('joint', 'axis'): {'xyz': 3},
-    ('joint', 'limit'): {k: 1 for k in ('lower', 'upper', 'effort', 'velocity')},
-    ('joint', 'dynamics'): {'damping': 1, 'friction': 1},
-}
-
-
-def _check_numbers(root):
-    """Raise URDFError naming the element and attribute of a value that is no number."""
-    for (kind, path), attributes in NUMERIC_ATTRIBUTES.items():
-        for owner in root.findall(kind):
-            for element in owner.findall(path):
-                for attribute, count in attributes.items():
-                    text = element.get(attribute)
-                    if text is None:
-                        continue
-                    where = (f'<{kind} name="{shorten(owner.get("name"))}">/{path} '
-                             f'attribute {attribute}="{shorten(text)}"')
-                    words = text.split()
-                    if len(words) != count:
-                        raise URDFError(f'{where}: expected {count} number'
-                                        f'{"s" if count > 1 else ""}, got {len(words)}')
-                    for word in words:
-                        try:
-                            float(word)
-                        except ValueError:
-                            raise URDFError(f'{where}: {shorten(word)!r} is not a '
-                                            'number') from None
-
-
-def _check_raw_elements(root):
-    """Check what urdf_parser_py does not (it tolerates missing names and references)."""
-    _check_numbers(root)
-    links = _unique_names(root, 'link')
-    _unique_names(root, 'joint')
-    for joint in root.findall('joint'):
-        name = joint.get('name')
-        for tag in ('parent', 'child'):
-            el = joint.find(tag)
-            if el is None or el.get('link') not in links:
-                ref = None if el is None else el.get('link')
-                raise URDFError(f'joint "{name}": <{tag} link="{ref}"> is not a link of '
-                                'this robot')
-        if joint.get('type') is None:
-            raise URDFError(f'joint "{name}" has no type')
-
-
 def link_body(link):
     """Return the rigid body of a URDF link in its link frame (massless without <inertial>).
 
@@ -533,6 +329,36 @@ def build_chain(robot, base_link=None, tip_link=None):
         InertiaError: an unphysical ``<inertial>`` on a link of the chain.
     """
     links = robot.link_map
+    children, parent_joint, root = _tree(robot)
+    if base_link is None:
+        base_link = root
+    if base_link not in links:
+        raise URDFError(f'base_link "{base_link}" is not a link of robot "{robot.name}"')
+    if tip_link is None:
+        tip_link = _default_tip(base_link, children)
+    if tip_link not in links:
+        raise URDFError(f'tip_link "{tip_link}" is not a link of robot "{robot.name}"')
+    path = _path(parent_joint, base_link, tip_link)
+    joints, T_last_tip = _chain_joints(path, base_link, tip_link)
+    on_path = {j.name for j in path}
+    warnings = []
+    bodies, body_links = [], []
+    for k, cj in enumerate(joints):
+        stop = joints[k + 1].name if k + 1 < len(joints) else None
+        body, names = _lump(links, children, cj.child_link, on_path, stop, warnings)
+        bodies.append(body)
+        body_links.append(names)
+    return Chain(base_link, tip_link, tuple(joints), tuple(bodies), T_last_tip,
+                 tuple(warnings), tuple(body_links))
+
+
+def _tree(robot):
+    """Return ``(children, parent_joint, root)`` of a URDF that is checked to be a tree.
+
+    ``children``: link name -> its child joints; ``parent_joint``: link name -> the joint
+    above it. Raises URDFError for two parent joints, not one root, or a cycle.
+    """
+    links = robot.link_map
     children = {name: [] for name in links}
     parent_joint = {}
     for joint in robot.joints:
@@ -556,15 +382,11 @@ def build_chain(robot, base_link=None, tip_link=None):
         lost = sorted(set(links) - reached)
         raise URDFError(f'links {lost[:10]} are not below the root "{roots[0]}": their joints '
                         'form a cycle; a URDF is a tree')
-    if base_link is None:
-        base_link = roots[0]
-    if base_link not in links:
-        raise URDFError(f'base_link "{base_link}" is not a link of robot "{robot.name}"')
-    if tip_link is None:
-        tip_link = _default_tip(base_link, children)
-    if tip_link not in links:
-        raise URDFError(f'tip_link "{tip_link}" is not a link of robot "{robot.name}"')
+    return children, parent_joint, roots[0]
 
+
+def _path(parent_joint, base_link, tip_link):
+    """Return the URDF joints from ``base_link`` down to ``tip_link``, in order."""
     path = []
     link = tip_link
     seen = {link}
@@ -579,8 +401,16 @@ def build_chain(robot, base_link=None, tip_link=None):
                             f'link "{link}"; a URDF is a tree')
         seen.add(link)
     path.reverse()
-    on_path = {j.name for j in path}
+    return path
 
+
+def _chain_joints(path, base_link, tip_link):
+    """Return the actuated :class:`ChainJoint` list of ``path`` and ``T_last_tip``.
+
+    Fixed joints fold into the next joint's constant transform (or into ``T_last_tip``,
+    the last actuated joint's child frame to the tip). Raises URDFError for a joint type
+    or a mimic joint the chain cannot have, or a chain without an actuated joint.
+    """
     joints = []
     T_acc = np.eye(4)
     for joint in path:
@@ -603,17 +433,7 @@ def build_chain(robot, base_link=None, tip_link=None):
     if not joints:
         raise URDFError(f'no revolute, continuous or prismatic joint between '
                         f'"{base_link}" and "{tip_link}"')
-
-    warnings = []
-    bodies, body_links = [], []
-    for k, cj in enumerate(joints):
-        stop = joints[k + 1].name if k + 1 < len(joints) else None
-        body, names = _lump(links, children, cj.child_link, on_path, stop, warnings)
-        bodies.append(body)
-        body_links.append(names)
-    T_last_tip = T_acc
-    return Chain(base_link, tip_link, tuple(joints), tuple(bodies), T_last_tip,
-                 tuple(warnings), tuple(body_links))
+    return joints, T_acc
 
 
 def _default_tip(base_link, children):

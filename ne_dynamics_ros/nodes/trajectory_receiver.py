@@ -192,6 +192,197 @@ class TrajectoryReceiver:
             return None
 
 
+class _Pending:
+    """Messages waiting to be read, in order, bounded: (bytes or an unread-drop frame, ns).
+
+    At most ``depth`` of them and ``2 * max_bytes`` in all, else the oldest is dropped
+    (counted, for a ``dropped`` frame). ``close`` wakes a waiting :meth:`take`.
+    """
+
+    def __init__(self, depth, max_bytes):
+        self._depth, self._max_bytes = depth, max_bytes
+        self._items = collections.deque()
+        self._bytes = 0              # bytes waiting
+        self._superseded = 0         # messages dropped for a newer one, not yet reported
+        self._ready = threading.Condition()
+        self.closed = threading.Event()
+
+    def put(self, data, received_ns):
+        """Queue one message (or an unread-drop frame), dropping the oldest beyond bounds."""
+        with self._ready:
+            self._items.append((data, received_ns))
+            self._bytes += len(data) if isinstance(data, bytes) else 0
+            while len(self._items) > self._depth or self._bytes > 2 * self._max_bytes:
+                old, _ = self._items.popleft()
+                self._bytes -= len(old) if isinstance(old, bytes) else 0
+                self._superseded += 1
+            self._ready.notify()
+
+    def take(self):
+        """Wait for work: ``(superseded count, data or None, received ns)``; None: closed."""
+        with self._ready:
+            while not self._items and not self._superseded and not self.closed.is_set():
+                self._ready.wait()
+            if self.closed.is_set():
+                return None
+            dropped, self._superseded = self._superseded, 0
+            data, received = self._items.popleft() if self._items else (None, None)
+            self._bytes -= len(data) if isinstance(data, bytes) else 0
+            return dropped, data, received
+
+    def close(self):
+        """End :meth:`take` (now and from now on)."""
+        self.closed.set()
+        with self._ready:
+            self._ready.notify()
+
+
+class ReceiverProgram:
+    """The child process, as named steps: ROS up, subscribe, serve the action, run, down.
+
+    Two threads besides the executor's: one reads the waiting messages and sends their
+    frames (:meth:`send_loop`), one watches the socket for the node's frames (the chain,
+    the goals' answers) and its end (:meth:`watch_socket`).
+    """
+
+    def __init__(self, sock, max_bytes, depth, chain_joint_names):
+        self._sock, self._max_bytes, self._depth = sock, max_bytes, depth
+        self._pending = _Pending(depth, max_bytes)
+        self._chain = chain_joint_names      # the controlled joints, once the node has them
+        self._send_lock = threading.Lock()
+        self.context = self.node = self.executor = self.goals = None
+
+    def start_node(self, node_name, namespace, domain_id):
+        """Start a context of its own (no signal handlers: the node decides) and the node."""
+        import rclpy
+        from rclpy.executors import SingleThreadedExecutor
+        from rclpy.signals import SignalHandlerOptions
+        self.context = rclpy.context.Context()
+        rclpy.init(context=self.context, domain_id=domain_id,
+                   signal_handler_options=SignalHandlerOptions.NO)
+        self.node = rclpy.create_node(node_name, namespace=namespace, context=self.context,
+                                      start_parameter_services=False, enable_rosout=False)
+        # A Python executor: the action server needs one (rclpy's EventsExecutor spins at
+        # full CPU and never answers it in these Jazzy wheels), and its create_task is how
+        # the socket's thread hands the node's answers to the action server.
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+
+    def subscribe(self, topic):
+        """Take ``topic``'s messages as bytes (:meth:`on_bytes`)."""
+        from rclpy.event_handler import SubscriptionEventCallbacks
+        from trajectory_msgs.msg import JointTrajectory
+        self.node.create_subscription(
+            JointTrajectory, topic, self.on_bytes, self._depth, raw=True,
+            event_callbacks=SubscriptionEventCallbacks(use_default_callbacks=False))
+
+    def serve_action(self, action_name):
+        """Serve FollowJointTrajectory at ``action_name`` if control_msgs is installed.
+
+        Returns what the ``ready`` frame says of it: the name, or why it is not served.
+        """
+        if not action_name:
+            return ''
+        try:
+            from ne_dynamics_ros.nodes.follow_joint_trajectory import GoalServer
+        except ImportError as err:     # control_msgs is not installed
+            return f'not served: {err}'
+        self.goals = GoalServer(self.node, self.executor, action_name, self.send,
+                                None if self._chain is None else (self._chain, None, None))
+        return action_name
+
+    def send(self, header, arrays):
+        """Send one frame (the sending thread and the action server's callbacks both do)."""
+        with self._send_lock:
+            send_frame(self._sock, header, arrays)
+
+    def on_bytes(self, data):
+        """Subscription callback: queue one message; an oversized one is reported unread."""
+        received = time.monotonic_ns()
+        if len(data) > self._max_bytes:          # reported in order, never held
+            data = message_frame(data, self._max_bytes)
+        self._pending.put(data, received)
+
+    def send_loop(self):
+        """Thread: read the waiting messages in order and send their frames."""
+        try:
+            while True:
+                work = self._pending.take()
+                if work is None:
+                    return
+                dropped, data, received = work
+                for _ in range(dropped):
+                    self.send({'kind': 'dropped', 'unread': False, 'superseded': True,
+                               'received_monotonic_ns': time.monotonic_ns(),
+                               'reason': 'a trajectory was dropped unread: more than '
+                                         f'{self._depth} messages (or twice '
+                                         'max_trajectory_bytes) were waiting'}, [])
+                if data is not None:
+                    header, arrays = self._frame_of(data)
+                    header['received_monotonic_ns'] = received
+                    self.send(header, arrays)
+        except OSError:
+            pass                     # the node closed the socket
+        finally:
+            self._pending.close()
+            self.executor.wake()
+
+    def _frame_of(self, data):
+        """Return the frame of one waiting item: bytes read, or an unread-drop frame as is."""
+        if not isinstance(data, bytes):
+            return data
+        try:
+            return message_frame(data, self._max_bytes, self._chain)
+        except Exception as err:  # noqa: BLE001 - report it, keep receiving
+            return {'kind': 'dropped', 'unread': False, 'reason': (
+                f'dropped a trajectory message: {type(err).__name__}: {err}')}, []
+
+    def watch_socket(self):
+        """Thread: take the node's frames (the chain, the goals' answers) until it is gone."""
+        try:
+            while True:
+                frame = receive_frame(self._sock)
+                if frame is None:
+                    break
+                if frame[0].get('kind') == 'chain':
+                    self._chain = tuple(frame[0]['joints'])
+                if self.goals is not None:
+                    self.goals.on_frame(frame[0])
+        except (OSError, ValueError):
+            pass
+        self._pending.close()
+        self.executor.wake()
+
+    def run(self, action):
+        """Say ready (with ``action``, see :meth:`serve_action`), then spin until closed."""
+        try:
+            self.send({'kind': 'ready', 'action': action, 'served': self.goals is not None},
+                      [])
+        except OSError:
+            self._pending.close()
+        for target in (self.send_loop, self.watch_socket):
+            threading.Thread(target=target, daemon=True).start()
+        while not self._pending.closed.is_set() and self.context.ok():
+            self.executor.spin_once(timeout_sec=0.1)
+
+    def shut_down(self):
+        """End the goals still running with the reason, then the node and the context."""
+        import rclpy
+        goals, executor = self.goals, self.executor
+        if goals is not None:
+            # spin a little so that their results reach the clients before the server goes
+            goals.abort_all('Aborted: the controller node is gone (shut down)')
+            deadline = time.monotonic() + 1.0
+            while goals.busy() and time.monotonic() < deadline:
+                executor.spin_once(timeout_sec=0.05)
+            for _ in range(5):       # the server sends a result after its execution ended
+                executor.spin_once(timeout_sec=0.02)
+            goals.destroy()
+        executor.shutdown()
+        self.node.destroy_node()
+        rclpy.try_shutdown(context=self.context)
+
+
 def serve(sock, topic, node_name, namespace, domain_id, max_bytes, depth, chain_joint_names,
           action_name=None):
     """Run the child process: subscribe, read, send frames; return when the socket closes.
@@ -200,138 +391,12 @@ def serve(sock, topic, node_name, namespace, domain_id, max_bytes, depth, chain_
     (:mod:`ne_dynamics_ros.nodes.follow_joint_trajectory`), when control_msgs is
     installed; the ``ready`` frame says whether it is served (``action``) or why not.
     """
-    import rclpy
-    from rclpy.event_handler import SubscriptionEventCallbacks
-    from rclpy.executors import SingleThreadedExecutor
-    from rclpy.signals import SignalHandlerOptions
-    from trajectory_msgs.msg import JointTrajectory
-
-    context = rclpy.context.Context()
-    rclpy.init(context=context, domain_id=domain_id,
-               signal_handler_options=SignalHandlerOptions.NO)
-    node = rclpy.create_node(node_name, namespace=namespace, context=context,
-                             start_parameter_services=False, enable_rosout=False)
-    ready = threading.Condition()
-    # messages waiting to be read, in order: (bytes or an unread-drop frame, receipt ns);
-    # at most ``depth`` of them and 2 * max_bytes in all, else the oldest is dropped
-    pending = collections.deque()
-    waiting = [0, 0]             # bytes waiting, messages dropped for a newer one
-    chain = [chain_joint_names]  # the controlled joints, once the node has a model
-    closed = threading.Event()
-    send_lock = threading.Lock()
-
-    def send(header, arrays):
-        # the sending thread and the action server's callbacks both write frames
-        with send_lock:
-            send_frame(sock, header, arrays)
-
-    def on_bytes(data):
-        received = time.monotonic_ns()
-        if len(data) > max_bytes:          # reported in order, never held
-            data = message_frame(data, max_bytes)
-        with ready:
-            pending.append((data, received))
-            waiting[0] += len(data) if isinstance(data, bytes) else 0
-            while len(pending) > depth or waiting[0] > 2 * max_bytes:
-                old, _ = pending.popleft()
-                waiting[0] -= len(old) if isinstance(old, bytes) else 0
-                waiting[1] += 1
-            ready.notify()
-
-    def send_loop():
-        try:
-            while True:
-                with ready:
-                    while not pending and not waiting[1] and not closed.is_set():
-                        ready.wait()
-                    if closed.is_set():
-                        return
-                    dropped, waiting[1] = waiting[1], 0
-                    data, received = pending.popleft() if pending else (None, None)
-                    waiting[0] -= len(data) if isinstance(data, bytes) else 0
-                for _ in range(dropped):
-                    send({'kind': 'dropped', 'unread': False, 'superseded': True,
-                          'received_monotonic_ns': time.monotonic_ns(),
-                          'reason': 'a trajectory was dropped unread: more '
-                                    f'than {depth} messages (or twice '
-                                    'max_trajectory_bytes) were waiting'}, [])
-                if data is None:
-                    continue
-                if isinstance(data, bytes):
-                    try:
-                        header, arrays = message_frame(data, max_bytes, chain[0])
-                    except Exception as err:  # noqa: BLE001 - report it, keep receiving
-                        header, arrays = {'kind': 'dropped', 'unread': False, 'reason': (
-                            f'dropped a trajectory message: {type(err).__name__}: {err}')}, []
-                else:
-                    header, arrays = data
-                header['received_monotonic_ns'] = received
-                send(header, arrays)
-        except OSError:
-            pass                     # the node closed the socket
-        finally:
-            closed.set()
-            executor.wake()
-
-    def watch_socket():
-        # the node sends the chain's joints; end of stream: the node is gone
-        try:
-            while True:
-                frame = receive_frame(sock)
-                if frame is None:
-                    break
-                if frame[0].get('kind') == 'chain':
-                    chain[0] = tuple(frame[0]['joints'])
-                if goals is not None:
-                    goals.on_frame(frame[0])
-        except (OSError, ValueError):
-            pass
-        closed.set()
-        with ready:
-            ready.notify()
-        executor.wake()
-
-    node.create_subscription(
-        JointTrajectory, topic, on_bytes, depth, raw=True,
-        event_callbacks=SubscriptionEventCallbacks(use_default_callbacks=False))
-    # A Python executor: the action server needs one (rclpy's EventsExecutor spins at
-    # full CPU and never answers it in these Jazzy wheels), and its create_task is how
-    # the socket's thread hands the node's answers to the action server.
-    executor = SingleThreadedExecutor(context=context)
-    executor.add_node(node)
-    goals, action = None, ''
-    if action_name:
-        try:
-            from ne_dynamics_ros.nodes.follow_joint_trajectory import GoalServer
-            goals = GoalServer(node, executor, action_name, send,
-                               None if chain_joint_names is None
-                               else (chain_joint_names, None, None))
-            action = action_name
-        except ImportError as err:     # control_msgs is not installed
-            action = f'not served: {err}'
-    try:
-        send({'kind': 'ready', 'action': action, 'served': goals is not None}, [])
-    except OSError:
-        closed.set()
-    threads = [threading.Thread(target=send_loop, daemon=True),
-               threading.Thread(target=watch_socket, daemon=True)]
-    for thread in threads:
-        thread.start()
-    while not closed.is_set() and context.ok():
-        executor.spin_once(timeout_sec=0.1)
-    if goals is not None:
-        # the goals still running end with the reason; spin a little so that their
-        # results reach the clients before the server goes
-        goals.abort_all('Aborted: the controller node is gone (shut down)')
-        deadline = time.monotonic() + 1.0
-        while goals.busy() and time.monotonic() < deadline:
-            executor.spin_once(timeout_sec=0.05)
-        for _ in range(5):           # the server sends a result after its execution ended
-            executor.spin_once(timeout_sec=0.02)
-        goals.destroy()
-    executor.shutdown()
-    node.destroy_node()
-    rclpy.try_shutdown(context=context)
+    program = ReceiverProgram(sock, max_bytes, depth, chain_joint_names)
+    program.start_node(node_name, namespace, domain_id)
+    program.subscribe(topic)
+    action = program.serve_action(action_name)
+    program.run(action)
+    program.shut_down()
 
 
 def main(argv=None):

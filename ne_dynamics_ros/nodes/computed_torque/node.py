@@ -23,24 +23,18 @@ the demo and the simulated arms behave as an unmanaged node; then a failure to c
 raises :class:`NodeConfigurationError` from the constructor, as before.
 """
 import logging
-import os
 import threading
 import time
 
-from rclpy.event_handler import PublisherEventCallbacks
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 from rclpy.qos import QoSDurabilityPolicy, QoSHistoryPolicy, QoSProfile, QoSReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
-from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from diagnostic_msgs.msg import DiagnosticArray
 
-from ne_dynamics_ros.control.controller import (Command, ComputedTorqueController,
-                                                MAX_STATE_JOINTS, SkipReason)
-from ne_dynamics_ros.nodes.cdr import (CdrError, controller_state_bytes,
-                                       float64_multi_array_bytes, joint_names_block,
-                                       joint_state_bytes, JointStateReader)
+from ne_dynamics_ros.control.controller import Command, MAX_STATE_JOINTS, SkipReason
+from ne_dynamics_ros.nodes.cdr import CdrError, float64_multi_array_bytes, JointStateReader
 from ne_dynamics_ros.nodes.computed_torque import diagnostics
 from ne_dynamics_ros.nodes.computed_torque import parameters as params
 from ne_dynamics_ros.nodes.computed_torque.goals import GoalLink
@@ -49,9 +43,9 @@ from ne_dynamics_ros.nodes.computed_torque.readers import (joint_state_fields,
                                                            read_joint_state, sample)
 from ne_dynamics_ros.nodes.computed_torque.support import (FloatingPointErrors, RosLogHandler,
                                                            ThrottledWarnings)
-from ne_dynamics_ros.nodes.computed_torque.threads import ControlThreads
+from ne_dynamics_ros.nodes.computed_torque.outputs import NO_PUBLISHER_EVENTS, Outputs
+from ne_dynamics_ros.nodes.computed_torque.threads import TrajectoryIntake, Watchdog
 from ne_dynamics_ros.nodes.trajectory_receiver import TrajectoryReceiver
-from ne_dynamics_ros.resources import find_resource
 
 try:        # control_msgs is not on PyPI: ../shared/wheels, or rosdep in a workspace
     from control_msgs.msg import JointTrajectoryControllerState
@@ -70,17 +64,19 @@ JOINT_STATE_QOS = QoSProfile(history=QoSHistoryPolicy.KEEP_LAST, depth=10,
 ROBOT_DESCRIPTION_QOS = QoSProfile(history=QoSHistoryPolicy.KEEP_LAST, depth=1,
                                    reliability=QoSReliabilityPolicy.RELIABLE,
                                    durability=QoSDurabilityPolicy.TRANSIENT_LOCAL)
-_NO_PUBLISHER_EVENTS = PublisherEventCallbacks(use_default_callbacks=False)
 _SKIP_WARNINGS = {SkipReason.INVALID_STATE: 'dropped a joint_states message: ',
                   SkipReason.NO_VALID_EFFORT: 'no command for this joint state: '}
 _SUCCESS, _FAILURE = TransitionCallbackReturn.SUCCESS, TransitionCallbackReturn.FAILURE
 
 
-class ComputedTorqueNode(ControlThreads, LifecycleNode):
+class ComputedTorqueNode(LifecycleNode):
     """Computed-torque controller node, managed (lifecycle); see the package docstring.
 
     ``controller`` is the :class:`ComputedTorqueController` (None until configured and the
-    robot description has arrived).
+    robot description has arrived); ``intake`` the
+    :class:`~ne_dynamics_ros.nodes.computed_torque.threads.TrajectoryIntake` and
+    ``watchdog`` the :class:`~ne_dynamics_ros.nodes.computed_torque.threads.Watchdog`,
+    the node's two threads; ``goals`` the goal link while configured.
 
     Raises:
         NodeConfigurationError: from the constructor, with ``autostart`` true, when the
@@ -103,23 +99,20 @@ class ComputedTorqueNode(ControlThreads, LifecycleNode):
         self._warnings = ThrottledWarnings(self.get_logger())
         self._fp_errors = FloatingPointErrors()
         self._command_lock = threading.Lock()
-        self._threads, self._receiver, self._stopping = [], None, None
+        self._receiver = None
         self._subscriptions_made = []
         self.controller = None
+        self.goals = None                        # the GoalLink while configured
+        self.intake = TrajectoryIntake(lambda: self.controller, lambda: self.goals,
+                                       self.get_clock(), self.get_logger(), self._warnings)
+        self.watchdog = Watchdog(self._watchdog_period, self._watchdog_tick,
+                                 self._watchdog_failed)
         self.statistics = diagnostics.ControlStatistics()
-        #: Trajectory messages dropped before the controller saw them (too large,
-        #: undeserializable, superseded while waiting); the controller counts its own.
-        self.dropped_trajectories = 0
-        #: Trajectory messages that became the reference.
-        self.accepted_trajectories = 0
         #: Why the last configure failed ('' when it did not).
         self.configure_error = ''
         self._activate_when_built = False
         self._description_source = ''
         self._state_reader = JointStateReader(MAX_STATE_JOINTS)
-        self._joints_block = None
-        self._outputs_wanted = (False, False, False)   # tracking_error, desired, state
-        self._controller_state_rate = 0.0
         self._ros_clock = self.get_clock()
         self._diagnostics_due = time.monotonic()
         self._diagnostics_counts = {}
@@ -132,29 +125,18 @@ class ComputedTorqueNode(ControlThreads, LifecycleNode):
         # the command: a lifecycle publisher, silent unless active
         self._effort_pub = self.create_lifecycle_publisher(
             Float64MultiArray, 'effort_controller/commands', 10)
-        # No QoS-event handlers on the ~/ outputs: each one is polled by the executor on
-        # every wake-up (~8 us apiece in rclpy), which the 1 kHz loop notices.
-        self._tracking_error_pub = self.create_publisher(
-            JointState, '~/tracking_error', 10, event_callbacks=_NO_PUBLISHER_EVENTS)
-        self._desired_pub = self.create_publisher(
-            JointTrajectory, '~/desired', 10, event_callbacks=_NO_PUBLISHER_EVENTS)
+        # the ~/ outputs; JTC's interfaces (control_msgs) made now, so that nothing joins
+        # the graph later
+        self.outputs = Outputs(self, JointTrajectoryControllerState)
         self._diagnostics_pub = self.create_publisher(
-            DiagnosticArray, '/diagnostics', 10, event_callbacks=_NO_PUBLISHER_EVENTS)
-        # JTC's interfaces (control_msgs): made now, so that nothing joins the graph later
-        self._controller_state_pub = self._query_state_srv = None
-        self._state_due_ns = 0
-        self.goals = None                        # the GoalLink while configured
-        self._receiver_ready = threading.Event()
-        self._receiver_action = ''               # what the receiver said of the action
+            DiagnosticArray, '/diagnostics', 10, event_callbacks=NO_PUBLISHER_EVENTS)
+        self._query_state_srv = None
         if CONTROL_MSGS_MISSING:
             self.get_logger().warning(
                 f'control_msgs is not installed ({CONTROL_MSGS_MISSING}): no '
                 '~/follow_joint_trajectory action, ~/controller_state or ~/query_state; '
                 'trajectories are taken on ~/joint_trajectory only')
         else:
-            self._controller_state_pub = self.create_publisher(
-                JointTrajectoryControllerState, '~/controller_state', 10,
-                event_callbacks=_NO_PUBLISHER_EVENTS)
             self._query_state_srv = self.create_service(
                 QueryTrajectoryState, '~/query_state', self._on_query_state)
         self.add_on_set_parameters_callback(
@@ -180,8 +162,6 @@ class ComputedTorqueNode(ControlThreads, LifecycleNode):
         try:
             params.check_all(self)
             self._max_trajectory_bytes = self.get_parameter('max_trajectory_bytes').value
-            self._controller_state_rate = float(
-                self.get_parameter('controller_state_rate').value)
             description = self._description_from_parameters()
             if description is not None:
                 self._build(description)
@@ -204,7 +184,6 @@ class ComputedTorqueNode(ControlThreads, LifecycleNode):
         # Trajectories are taken and read by a process of their own (see
         # ne_dynamics_ros.nodes.trajectory_receiver): no message, however large, is ever
         # copied in this process before the node sees it; what arrives here are columns.
-        self._receiver_ready.clear()
         self._receiver_started = time.monotonic()
         self._receiver = TrajectoryReceiver(
             self.resolve_topic_name('~/joint_trajectory'), self.get_name(),
@@ -215,7 +194,8 @@ class ComputedTorqueNode(ControlThreads, LifecycleNode):
         self._send_goal_options()
         if self.controller is not None:
             self._chain_built()
-        self.start_threads()
+        self.intake.start(self._receiver, self._max_trajectory_bytes)
+        self.watchdog.start()
         return _SUCCESS
 
     @property
@@ -259,11 +239,11 @@ class ComputedTorqueNode(ControlThreads, LifecycleNode):
         send_goal = self.action_name + '/_action/send_goal'
         while True:
             missing = []
-            if not self._receiver_ready.is_set():
+            if not self.intake.ready.is_set():
                 missing.append('the trajectory receiver process has not started')
             elif self.count_subscribers(topic) < 1:
                 missing.append(f'its subscription of {topic} is not discovered')
-            elif self._receiver_action == self.action_name and send_goal not in {
+            elif self.intake.action == self.action_name and send_goal not in {
                     name for name, _ in self.get_service_names_and_types()}:
                 missing.append(f'the action {self.action_name} is not discovered')
             if not missing and time.monotonic() - self._receiver_started < settle:
@@ -344,6 +324,23 @@ class ComputedTorqueNode(ControlThreads, LifecycleNode):
         self.controller = None
         self._activate_when_built = False
 
+    def stop_threads(self, timeout=2.0):
+        """Stop the watchdog, the goal link, the receiver and the intake (idempotent)."""
+        self.watchdog.stop(timeout)
+        if self.goals is not None:
+            self.goals.stop()           # kept until teardown: its counts are reported
+        self.intake.stop(timeout)
+
+    @property
+    def accepted_trajectories(self) -> int:
+        """Trajectory messages that became the reference."""
+        return self.intake.accepted_trajectories
+
+    @property
+    def dropped_trajectories(self) -> int:
+        """Trajectory messages dropped before the controller saw them."""
+        return self.intake.dropped_trajectories
+
     def destroy_node(self):
         """Stop the node's threads, detach the log bridge, then destroy the node."""
         self.stop_threads()
@@ -354,28 +351,9 @@ class ComputedTorqueNode(ControlThreads, LifecycleNode):
 
     def _description_from_parameters(self):
         """URDF XML text from robot_description / urdf_path, or None if both are empty."""
-        xml = self.get_parameter('robot_description').value
-        if xml.strip():
-            self._description_source = 'robot_description parameter'
-            return xml
-        path = self.get_parameter('urdf_path').value
-        if not path.strip():
-            return None
-        from ne_dynamics_ros.dynamics.urdf_import import read_urdf_text
-        if not os.path.exists(path):
-            if os.path.isabs(path):
-                raise NodeConfigurationError(f'urdf_path {path!r}: no such file')
-            try:
-                path = str(find_resource(path))      # a path inside the package's share
-            except FileNotFoundError as err:
-                raise NodeConfigurationError(
-                    f'urdf_path {path!r} not found: tried {os.path.abspath(path)!r}, then '
-                    f'{err}') from None
-        try:
-            text = read_urdf_text(path)              # encoding as declared, size bound
-        except ValueError as err:
-            raise NodeConfigurationError(f'cannot read urdf_path {path!r}: {err}') from None
-        self._description_source = f'urdf_path {path}'
+        text, source = params.robot_description(self)
+        if text is not None:
+            self._description_source = source
         return text
 
     def _build(self, urdf_xml):
@@ -384,22 +362,11 @@ class ComputedTorqueNode(ControlThreads, LifecycleNode):
         Raises:
             NodeConfigurationError: the URDF or a parameter is unusable.
         """
-        v = params.values(self)
-        try:
-            controller = ComputedTorqueController.from_urdf(
-                urdf_xml, base_link=v['base_link'] or None, tip_link=v['tip_link'] or None,
-                convention=v['convention'], armature=v['armature'], damping=v['damping'],
-                friction=v['friction'], settings=params.runtime_values(self),
-                hardware_compensates_gravity=v['hardware_compensates_gravity'],
-                hardware_compensates_friction=v['hardware_compensates_friction'],
-                joints=v['joints'], effort_limits=v['effort_limits'],
-                dynamics_backend=v['dynamics_backend'])
-        except ValueError as err:
-            # ModelError/URDFError/StateError and ControlParameterError are ValueErrors.
-            raise NodeConfigurationError(f'cannot build the robot model: {err}') from err
+        controller = params.build_controller(self, urdf_xml)
         controller.deactivate()                  # commands start with activation
         params.declare_joint_constraints(self, controller.model.joint_names)
-        self._joints_block = joint_names_block(controller.joints)
+        self.outputs.configure(controller.joints,
+                               self.get_parameter('controller_state_rate').value)
         self.statistics = diagnostics.ControlStatistics(controller.n)
         self.controller = controller
         model = controller.model
@@ -485,9 +452,9 @@ class ComputedTorqueNode(ControlThreads, LifecycleNode):
             if commanded:
                 self._effort_pub.publish(float64_multi_array_bytes(out.effort_values))
         if self._fp_errors.kinds:
-            self._warn_floating_point(self._fp_errors, 'answering a joint_states message (the '
-                                      'command, if any, was checked finite and within the '
-                                      'limits)')
+            self._warnings.floating_point(
+                self._fp_errors, 'answering a joint_states message (the command, if any, was '
+                'checked finite and within the limits)')
         if not commanded:
             self.statistics.seen()
             self._skip(out)
@@ -500,36 +467,7 @@ class ComputedTorqueNode(ControlThreads, LifecycleNode):
         goals = self.goals
         if goals is not None:
             goals.record(state, out)
-        if self._outputs_wanted[2]:
-            self._publish_controller_state(state, out)
-        # The ~/ outputs cost a DDS write each: only when someone listens (the watchdog
-        # thread refreshes who listens).
-        if self._outputs_wanted[0]:
-            self._tracking_error_pub.publish(joint_state_bytes(
-                state.sec, state.nanosec, state.frame_id, self._joints_block,
-                out.position_error_values, out.velocity_error_values, out.effort_values))
-        if self._outputs_wanted[1]:
-            q_d, qd_d, qdd_d = out.desired_values
-            desired = JointTrajectory(joint_names=controller.joints)
-            desired.header.stamp.sec = state.sec
-            desired.header.stamp.nanosec = state.nanosec
-            desired.header.frame_id = state.frame_id.decode('utf-8', 'replace')
-            desired.points = [JointTrajectoryPoint(positions=q_d, velocities=qd_d,
-                                                   accelerations=qdd_d)]
-            self._desired_pub.publish(desired)
-
-    def _publish_controller_state(self, state, out):
-        """``~/controller_state`` as JTC publishes it, at ``controller_state_rate``."""
-        rate = self._controller_state_rate
-        if rate > 0.0:
-            now = time.monotonic_ns()
-            if now < self._state_due_ns:
-                return
-            self._state_due_ns = max(self._state_due_ns + int(1e9 / rate), now)
-        self._controller_state_pub.publish(controller_state_bytes(
-            state.sec, state.nanosec, state.frame_id, self._joints_block, out.desired_values,
-            out.measured_values, (out.position_error_values, out.velocity_error_values),
-            out.effort_values))
+        self.outputs.publish(state, out)
 
     def _on_query_state(self, request, response):
         """``~/query_state``: the reference at ``request.time`` (JTC's QueryTrajectoryState)."""
@@ -556,12 +494,42 @@ class ComputedTorqueNode(ControlThreads, LifecycleNode):
         if out.reason in _SKIP_WARNINGS:         # not NOT_CONTROLLED, not INACTIVE
             self._warnings.warn(out.reason.value, _SKIP_WARNINGS[out.reason] + out.message)
 
-    def _warn_floating_point(self, errors, doing):
-        """Warn (throttled) of the floating-point errors ``errors`` collected while ``doing``."""
-        kinds = errors.take()
-        if kinds:
-            self._warnings.warn('floating_point',
-                                f'floating-point {", ".join(kinds)} while {doing}')
+    # ---- the watchdog -----------------------------------------------------------------------
+
+    def _watchdog_period(self):
+        timeout = float(self.get_parameter('state_timeout').value)
+        return min(max(timeout / 4.0, 0.005), 0.1)
+
+    def _watchdog_tick(self):
+        """Watchdog thread: the state timeout every period, /diagnostics every second."""
+        self._check_state_timeout()
+        self.outputs.refresh()          # off the control path: who subscribes to ~/
+        self.publish_diagnostics_when_due()
+
+    def _watchdog_failed(self, err):
+        """Stop the watchdog once the context is gone; else warn and go on."""
+        if not self.context.ok():
+            return True               # e.g. the context shut down meanwhile
+        self._warnings.warn('watchdog', f'watchdog: {type(err).__name__}: {err}')
+        return False
+
+    def _check_state_timeout(self):
+        controller = self.controller
+        if controller is None:
+            return
+        with self._command_lock:
+            timeout = controller.check_timeout(time.monotonic_ns())
+            if timeout is None:
+                return
+            self._effort_pub.publish(float64_multi_array_bytes(timeout.effort.tolist()))
+        if timeout.started:
+            if self.goals is not None:
+                self.goals.wake()          # the goal the timeout aborted
+            self.statistics.timed_out()
+            self.get_logger().error(
+                f'no valid joint_states for {timeout.silence:.3f} s (state_timeout '
+                f'{controller.settings.state_timeout} s): stopped commanding, publishing '
+                'zero effort until states return')
 
     # ---- diagnostics, shutdown --------------------------------------------------------------
 
@@ -590,7 +558,7 @@ class ComputedTorqueNode(ControlThreads, LifecycleNode):
                  'trajectories accepted': self.accepted_trajectories,
                  'follow_joint_trajectory': (f'not served: {CONTROL_MSGS_MISSING}'
                                              if CONTROL_MSGS_MISSING else
-                                             self._receiver_action or 'not ready'),
+                                             self.intake.action or 'not ready'),
                  'active goal': (c.goal_id or '') if c else '',
                  'goals accepted': self.goals.accepted_goals if self.goals else 0,
                  'goals rejected': self.goals.rejected_goals if self.goals else 0}

@@ -6,12 +6,15 @@ it becomes ROS: a ``ParameterDescriptor`` per parameter (description with the un
 back from the node, and the on-set validation (the table's check of each value, then the
 controller's of the whole set).
 """
+import os
+
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.parameter import Parameter
 
 from ne_dynamics_ros.control import parameters as table
-from ne_dynamics_ros.control.controller import ControllerSettings
+from ne_dynamics_ros.control.controller import ComputedTorqueController, ControllerSettings
 from ne_dynamics_ros.control.laws import ControlParameterError
+from ne_dynamics_ros.resources import find_resource
 
 #: The parameters that may change while the node runs (the controller's settings).
 RUNTIME_PARAMETERS = table.RUNTIME
@@ -123,7 +126,61 @@ def validate_changes(node, controller, params):
     return SetParametersResult(successful=True)
 
 
-__all__ = ['check_all', 'declare', 'declare_joint_constraints', 'descriptor',
-           'NodeConfigurationError', 'PARAMETERS',
+def robot_description(node):
+    """Return ``(URDF XML text, where it came from)`` of the node's parameters.
+
+    ``robot_description`` if set, else the file ``urdf_path`` (absolute, relative to the
+    working directory, or inside the package's share); ``(None, '')`` when both are empty
+    (the description is to come on the ``robot_description`` topic).
+
+    Raises:
+        NodeConfigurationError: ``urdf_path`` names no file, or one that cannot be read.
+    """
+    xml = node.get_parameter('robot_description').value
+    if xml.strip():
+        return xml, 'robot_description parameter'
+    path = node.get_parameter('urdf_path').value
+    if not path.strip():
+        return None, ''
+    from ne_dynamics_ros.dynamics.urdf_import import read_urdf_text
+    if not os.path.exists(path):
+        if os.path.isabs(path):
+            raise NodeConfigurationError(f'urdf_path {path!r}: no such file')
+        try:
+            path = str(find_resource(path))      # a path inside the package's share
+        except FileNotFoundError as err:
+            raise NodeConfigurationError(
+                f'urdf_path {path!r} not found: tried {os.path.abspath(path)!r}, then '
+                f'{err}') from None
+    try:
+        text = read_urdf_text(path)              # encoding as declared, size bound
+    except ValueError as err:
+        raise NodeConfigurationError(f'cannot read urdf_path {path!r}: {err}') from None
+    return text, f'urdf_path {path}'
+
+
+def build_controller(node, urdf_xml):
+    """Build the controller of ``urdf_xml`` (URDF text) with the node's parameters.
+
+    Raises:
+        NodeConfigurationError: the URDF or a parameter is unusable.
+    """
+    v = values(node)
+    try:
+        return ComputedTorqueController.from_urdf(
+            urdf_xml, base_link=v['base_link'] or None, tip_link=v['tip_link'] or None,
+            convention=v['convention'], armature=v['armature'], damping=v['damping'],
+            friction=v['friction'], settings=runtime_values(node),
+            hardware_compensates_gravity=v['hardware_compensates_gravity'],
+            hardware_compensates_friction=v['hardware_compensates_friction'],
+            joints=v['joints'], effort_limits=v['effort_limits'],
+            dynamics_backend=v['dynamics_backend'])
+    except ValueError as err:
+        # ModelError/URDFError/StateError and ControlParameterError are ValueErrors.
+        raise NodeConfigurationError(f'cannot build the robot model: {err}') from err
+
+
+__all__ = ['build_controller', 'check_all', 'declare', 'declare_joint_constraints',
+           'descriptor', 'NodeConfigurationError', 'PARAMETERS', 'robot_description',
            'RUNTIME_PARAMETERS', 'runtime_values', 'unset_to_none', 'validate_changes',
            'values']

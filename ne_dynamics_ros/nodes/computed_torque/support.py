@@ -26,6 +26,12 @@ class ThrottledWarnings:
         self._logger.warning(text)
         self._state[key] = (now, 0)
 
+    def floating_point(self, errors: 'FloatingPointErrors', doing: str):
+        """Warn of the floating-point errors ``errors`` collected while ``doing``."""
+        kinds = errors.take()
+        if kinds:
+            self.warn('floating_point', f'floating-point {", ".join(kinds)} while {doing}')
+
 
 class FloatingPointErrors:
     """Collect NumPy floating-point errors (``np.errstate(all='call')``) instead of warning."""

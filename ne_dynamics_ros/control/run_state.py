@@ -1,0 +1,198 @@
+"""The controller's run state, and its answers to a joint state.
+
+Pure module (no ROS). Pinocchio keeps what is fixed after building (``Model``) apart from
+what one computation changes (``Data``); the controller does the same: its model, law and
+settings are fixed between reconfigurations, and everything one run of it changes is one
+:class:`RunState`, which :meth:`~ne_dynamics_ros.control.controller.
+ComputedTorqueController.configure`, ``activate``, ``deactivate``, a state timeout, a
+resume, a cancel and leaving gravity compensation replace whole (nothing is reset field by
+field). Installing a trajectory changes the run in force (its reference, its goal, its
+integral); a trajectory prepared against another run is refused.
+
+The answers: :class:`Command` (publish it), :class:`NoCommand` with a
+:class:`SkipReason`, :class:`Timeout`, :class:`PreparedTrajectory`.
+
+Units: q in rad (m for prismatic joints), qd in rad/s, qdd in rad/s^2, efforts in N*m (N).
+"""
+from dataclasses import dataclass, field
+import enum
+from typing import NamedTuple, Optional
+
+import numpy as np
+
+from ne_dynamics_ros.control.goals import GoalMonitor
+from ne_dynamics_ros.control.trajectory import DesiredState, Trajectory
+
+#: Why the next valid state is held, as the refusal of a trajectory sent meanwhile says.
+NO_STATE_YET = 'no valid joint_states yet'
+
+
+@dataclass(eq=False)
+class RunState:
+    """What one run of the controller changes (chain order); replaced whole on a restart.
+
+    Attributes:
+        n: the number of joints.
+        active: commanding; False: states are answered ``NoCommand(INACTIVE)``.
+        trajectory: the reference; None: the next valid state is held (then it is
+            ``Trajectory.hold`` of that state's positions).
+        waiting: why the next valid state is held, for the refusal of a trajectory sent
+            meanwhile (the reference starts from a measured position).
+        timed_out: no valid state for ``state_timeout``: zero effort until one returns.
+        last_valid_steady_ns: steady clock of the last valid state, ns; None: none yet in
+            this run (no state timeout can start).
+        goal: the :class:`~ne_dynamics_ros.control.goals.GoalMonitor` judging the
+            reference (an action goal), or None.
+        integral: (n,) list, the integral of ``q_d - q``, rad*s (m*s).
+        integral_time: when ``integral`` was last advanced, s; None: not yet.
+        idle_sample: ``(steady ns, JointStateSample)`` of the last state seen while
+            inactive (what an activation holds while it is fresh), or None.
+    """
+
+    n: int
+    active: bool = True
+    trajectory: Optional[Trajectory] = None
+    waiting: str = NO_STATE_YET
+    timed_out: bool = False
+    last_valid_steady_ns: Optional[int] = None
+    goal: Optional[GoalMonitor] = None
+    integral: list = field(init=False)
+    integral_time: Optional[float] = field(default=None, init=False)
+    idle_sample: Optional[tuple] = None
+
+    def __post_init__(self):
+        self.integral = [0.0] * self.n
+
+    @classmethod
+    def holding(cls, q, now: float, last_valid_steady_ns: Optional[int] = None) -> 'RunState':
+        """Return an active run holding ``q`` ((n,) list, rad or m) from ``now`` (s)."""
+        return cls(len(q), trajectory=Trajectory.hold(q, now),
+                   last_valid_steady_ns=last_valid_steady_ns)
+
+    def reset_integral(self):
+        """Start the integral afresh (a new reference)."""
+        self.integral = [0.0] * self.n
+        self.integral_time = None
+
+
+class Command:
+    """The controller's answer to a valid state (``update``): the command and its parts.
+
+    Every vector is (n,) in the command order :attr:`ComputedTorqueController.joints`,
+    held as a list of floats (the ``*_values`` attributes: what a message is filled
+    from); the array properties build a new (n,) array on each access.
+
+    Attributes:
+        effort_values: the command, N*m (N); finite and within the effort limits.
+        desired_values: the reference ``(q, qd, qdd)`` sampled for this state, three
+            lists: rad, rad/s, rad/s^2 (m, m/s, m/s^2).
+        position_error_values: ``q_d - q``, rad (m).
+        velocity_error_values: ``qd_d - qd``, rad/s (m/s).
+        resumed: True when this state ended a state timeout (the reference now holds the
+            position it measured; the previous trajectory was discarded).
+        goal_end: the :class:`~ne_dynamics_ros.control.goals.GoalEnd` of the action goal
+            this state judged finished (reached, or a tolerance broken: then the
+            reference now holds the position measured), else None.
+    """
+
+    __slots__ = ('effort_values', 'desired_values', 'position_error_values',
+                 'velocity_error_values', 'resumed', 'goal_end')
+
+    def __init__(self, effort_values, desired_values, position_error_values,
+                 velocity_error_values, resumed=False, goal_end=None):
+        self.effort_values = effort_values
+        self.desired_values = desired_values
+        self.position_error_values = position_error_values
+        self.velocity_error_values = velocity_error_values
+        self.resumed = resumed
+        self.goal_end = goal_end
+
+    @property
+    def effort(self) -> np.ndarray:
+        """(n,) the command, N*m (N)."""
+        return np.array(self.effort_values, dtype=float)
+
+    @property
+    def desired(self) -> DesiredState:
+        """The reference ``(q, qd, qdd)`` as (n,) arrays."""
+        return DesiredState(*(np.array(v, dtype=float) for v in self.desired_values))
+
+    @property
+    def position_error(self) -> np.ndarray:
+        """(n,) ``q_d - q``, rad (m)."""
+        return np.array(self.position_error_values, dtype=float)
+
+    @property
+    def measured_values(self) -> tuple:
+        """The state this command answered, ``(q, qd)``: two lists, rad and rad/s (m, m/s).
+
+        ``desired - error``, in the command order (what ``feedback`` / ``actual`` of
+        control_msgs' messages report).
+        """
+        q_d, qd_d, _ = self.desired_values
+        return ([a - b for a, b in zip(q_d, self.position_error_values)],
+                [a - b for a, b in zip(qd_d, self.velocity_error_values)])
+
+    @property
+    def velocity_error(self) -> np.ndarray:
+        """(n,) ``qd_d - qd``, rad/s (m/s)."""
+        return np.array(self.velocity_error_values, dtype=float)
+
+    def __repr__(self):
+        return (f'Command(effort={self.effort_values}, desired={self.desired_values}, '
+                f'position_error={self.position_error_values}, '
+                f'velocity_error={self.velocity_error_values}, resumed={self.resumed})')
+
+
+class SkipReason(str, enum.Enum):
+    """Why a joint state got no command."""
+
+    #: The state names none of the controlled joints (e.g. a gripper): ignore it.
+    NOT_CONTROLLED = 'not_controlled'
+    #: The state is malformed (lengths, NaN/inf, missing or duplicated joints): dropped.
+    INVALID_STATE = 'invalid_state'
+    #: The law produced NaN/inf, or the model refused the state: dropped.
+    NO_VALID_EFFORT = 'no_valid_effort'
+    #: The controller is inactive (deactivated): it watches the states but commands
+    #: nothing until it is activated.
+    INACTIVE = 'inactive'
+
+
+class NoCommand(NamedTuple):
+    """The controller's answer to a state it does not command (``update``).
+
+    ``reason`` classifies it; ``message`` says what was wrong, for a (throttled) warning.
+    Only ``NOT_CONTROLLED`` is normal; the other reasons count as dropped states.
+    """
+
+    reason: SkipReason
+    message: str
+
+
+class Timeout(NamedTuple):
+    """The controller's answer to ``check_timeout`` while the state timeout lasts.
+
+    Attributes:
+        effort: (n,) zeros, the command to publish (again) now.
+        silence: seconds (steady clock) since the last valid state.
+        started: True on the first report of this timeout (log it once).
+    """
+
+    effort: np.ndarray
+    silence: float
+    started: bool
+
+
+class PreparedTrajectory(NamedTuple):
+    """A checked, interpolated trajectory from the controller's ``prepare_trajectory``.
+
+    ``run`` is the :class:`RunState` whose reference it starts from: it is installed only
+    while that run is the one in force.
+    """
+
+    trajectory: Trajectory
+    run: 'RunState'
+
+
+__all__ = ['Command', 'NO_STATE_YET', 'NoCommand', 'PreparedTrajectory', 'RunState',
+           'SkipReason', 'Timeout']

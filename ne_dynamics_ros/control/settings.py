@@ -1,0 +1,79 @@
+"""The controller's run-time settings, generated from the parameter table.
+
+:class:`ControllerSettings` is built from :data:`ne_dynamics_ros.control.parameters.
+PARAMETERS` (the parameters marked ``runtime``), as generate_parameter_library generates a
+typed struct for a ros2_controllers controller from its YAML: one field per run-time
+parameter, in the table's order, documented with the table's description and unit, each
+value checked by the table's check. Nothing here retypes a name of the table. Pure module
+(no ROS).
+"""
+import dataclasses
+import enum
+from typing import Mapping, Optional
+
+import numpy as np
+
+from ne_dynamics_ros.control import parameters
+from ne_dynamics_ros.control.laws import ControlParameterError
+
+#: ``{name: default}`` of the run-time settings: the parameters of the table that may
+#: change while the node runs (:data:`ne_dynamics_ros.control.parameters.RUNTIME`).
+DEFAULT_SETTINGS = parameters.defaults(runtime_only=True)
+
+
+def _plain(value):
+    """Return a checked value as the plain value it was checked from (enum value, list)."""
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    return value
+
+
+def _attributes():
+    """Return the generated class's ``Attributes`` section: settings, units, descriptions."""
+    lines = []
+    for name in parameters.RUNTIME:
+        spec = parameters.BY_NAME[name]
+        per_joint = ' (n,)' if spec.type == 'double_array' and name != 'gravity' else ''
+        unit = f' [{spec.unit}]' if spec.unit else ''
+        lines.append(f'    {name}:{per_joint}{unit} {spec.description}')
+    return '\n'.join(lines)
+
+
+def _from_values(cls, values: Mapping, n: Optional[int] = None):
+    """Validate plain values (names as in :data:`DEFAULT_SETTINGS`; absent = default).
+
+    ``n`` is the number of joints; ``None`` (no model yet) checks everything except the
+    number of gains.
+
+    Raises:
+        ControlParameterError: an unknown name, a wrong type, or a value out of range; the
+            message names the setting.
+    """
+    unknown = sorted(set(values) - set(DEFAULT_SETTINGS))
+    if unknown:
+        raise ControlParameterError(f'unknown controller settings {unknown}')
+    merged = dict(DEFAULT_SETTINGS, **values)
+    # each value checked as the parameter table says (the node checks with it too)
+    return cls(**{name: parameters.check(name, merged[name], n) for name in DEFAULT_SETTINGS})
+
+
+def _as_values(self) -> dict:
+    """Return the settings as plain values, the inverse of :meth:`from_values`."""
+    return {field.name: _plain(getattr(self, field.name))
+            for field in dataclasses.fields(self)}
+
+
+ControllerSettings = dataclasses.make_dataclass(
+    'ControllerSettings', [(name, object) for name in parameters.RUNTIME], frozen=True,
+    namespace={'from_values': classmethod(_from_values), 'as_values': _as_values})
+ControllerSettings.__module__ = __name__
+ControllerSettings.__doc__ = (
+    'The run-time settings of the computed-torque controller, validated.\n\n'
+    'Generated from the parameter table (one field per run-time parameter; the values as '
+    'the table\'s checks return them: ``mode`` a :class:`~ne_dynamics_ros.control.laws.'
+    'ControlMode`, per-joint values (n,) arrays). Build it with :meth:`from_values`.\n\n'
+    'Attributes:\n' + _attributes() + '\n')
+
+__all__ = ['ControllerSettings', 'DEFAULT_SETTINGS']

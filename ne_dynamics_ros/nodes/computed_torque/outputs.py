@@ -1,0 +1,97 @@
+"""The node's ``~/`` outputs beside the command: tracking error, reference, JTC's state.
+
+:class:`Outputs` owns the publishers of ``~/tracking_error`` (``sensor_msgs/JointState``:
+position = ``q_d - q``, velocity = ``qd_d - qd``, effort = the command), ``~/desired``
+(``trajectory_msgs/JointTrajectory``, one point: the reference sampled) and, with
+control_msgs, ``~/controller_state`` (``control_msgs/JointTrajectoryControllerState``, as
+joint_trajectory_controller publishes it, at most at ``controller_state_rate``). Each
+costs a DDS write per command, so each is written only while somebody subscribes: the
+watchdog thread refreshes who does (:meth:`Outputs.refresh`), off the control path.
+Every vector is in the command order (the controller's ``joints``).
+"""
+import time
+
+from rclpy.event_handler import PublisherEventCallbacks
+from sensor_msgs.msg import JointState
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+from ne_dynamics_ros.nodes.cdr import (controller_state_bytes, joint_names_block,
+                                       joint_state_bytes)
+
+#: No QoS-event handlers on the ~/ outputs: each one is polled by the executor on every
+#: wake-up (~8 us apiece in rclpy), which the 1 kHz loop notices.
+NO_PUBLISHER_EVENTS = PublisherEventCallbacks(use_default_callbacks=False)
+
+
+class Outputs:
+    """Publish the ``~/`` outputs of each command while they have subscribers.
+
+    Args:
+        node: the node the publishers are made on (made now, so that nothing joins the
+            DDS graph later).
+        controller_state_type: ``JointTrajectoryControllerState`` of control_msgs, or None
+            when control_msgs is missing (no ``~/controller_state`` then).
+    """
+
+    def __init__(self, node, controller_state_type=None):
+        self._tracking_error = node.create_publisher(
+            JointState, '~/tracking_error', 10, event_callbacks=NO_PUBLISHER_EVENTS)
+        self._desired = node.create_publisher(
+            JointTrajectory, '~/desired', 10, event_callbacks=NO_PUBLISHER_EVENTS)
+        self._controller_state = None if controller_state_type is None else \
+            node.create_publisher(controller_state_type, '~/controller_state', 10,
+                                  event_callbacks=NO_PUBLISHER_EVENTS)
+        #: (tracking_error, desired, controller_state): somebody subscribes
+        self.wanted = (False, False, False)
+        self._joints, self._joints_block = [], None
+        self._state_rate = 0.0
+        self._state_due_ns = 0
+
+    def configure(self, joints, controller_state_rate: float):
+        """Take the command order ``joints`` (names) and ``controller_state_rate`` (Hz)."""
+        self._joints = list(joints)
+        self._joints_block = joint_names_block(self._joints)
+        self._state_rate = float(controller_state_rate)
+
+    def refresh(self):
+        """Look up who subscribes (the watchdog thread, off the control path)."""
+        self.wanted = (
+            self._tracking_error.get_subscription_count() > 0,
+            self._desired.get_subscription_count() > 0,
+            self._controller_state is not None
+            and self._controller_state.get_subscription_count() > 0)
+
+    def publish(self, state, out):
+        """Publish the outputs of the command ``out`` answering ``state`` (its stamp)."""
+        tracking_error, desired, controller_state = self.wanted
+        if controller_state:
+            self._publish_controller_state(state, out)
+        if tracking_error:
+            self._tracking_error.publish(joint_state_bytes(
+                state.sec, state.nanosec, state.frame_id, self._joints_block,
+                out.position_error_values, out.velocity_error_values, out.effort_values))
+        if desired:
+            q_d, qd_d, qdd_d = out.desired_values
+            message = JointTrajectory(joint_names=self._joints)
+            message.header.stamp.sec = state.sec
+            message.header.stamp.nanosec = state.nanosec
+            message.header.frame_id = state.frame_id.decode('utf-8', 'replace')
+            message.points = [JointTrajectoryPoint(positions=q_d, velocities=qd_d,
+                                                   accelerations=qdd_d)]
+            self._desired.publish(message)
+
+    def _publish_controller_state(self, state, out):
+        """``~/controller_state`` as JTC publishes it, at ``controller_state_rate``."""
+        rate = self._state_rate
+        if rate > 0.0:
+            now = time.monotonic_ns()
+            if now < self._state_due_ns:
+                return
+            self._state_due_ns = max(self._state_due_ns + int(1e9 / rate), now)
+        self._controller_state.publish(controller_state_bytes(
+            state.sec, state.nanosec, state.frame_id, self._joints_block, out.desired_values,
+            out.measured_values, (out.position_error_values, out.velocity_error_values),
+            out.effort_values))
+
+
+__all__ = ['NO_PUBLISHER_EVENTS', 'Outputs']
