@@ -325,3 +325,139 @@ def test_the_docstring_check_catches_a_missing_name(tmp_path):
     refs = docstring_references(ast.get_docstring(tree))
     assert [t for _, t in refs if t.split('.')[0] not in names] == ['gone']
     assert 'run' in names['Here']
+
+
+# ---- rooms a newcomer can live in: sizes and dead code ------------------------------------
+
+MAX_MODULE_LINES = 600
+MAX_FUNCTION_LINES = 80
+#: A module over MAX_MODULE_LINES says why in its docstring, in a sentence starting so.
+MODULE_REASON = 'Over 600 lines because'
+#: A function over MAX_FUNCTION_LINES says why in a comment right below its docstring.
+FUNCTION_REASON = '# over 80 lines because'
+#: Methods that a framework calls, not our code: rclpy's lifecycle transitions and
+#: logging's handler.
+FRAMEWORK_CALLBACKS = {'on_configure', 'on_activate', 'on_deactivate', 'on_cleanup',
+                       'on_shutdown', 'on_error', 'emit'}
+#: Where a public function may be called or documented by a test: every Python file of
+#: the repository but the ones of the virtual environment and the build.
+CALLERS = [p for d in (PACKAGE, 'test', 'benchmarks', 'launch', 'scripts', 'docs')
+           for p in (REPO / d).rglob('*.py')] + list(REPO.glob('*.py'))
+
+
+def functions(tree):
+    """Every function and method of a module, at any depth."""
+    return [node for node in ast.walk(tree)
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
+
+
+def function_reason(node, lines):
+    """The size reason of a function: the comment right below its docstring, or ''."""
+    body = node.body
+    after = body[0].end_lineno if (body and isinstance(body[0], ast.Expr)
+                                   and isinstance(body[0].value, ast.Constant)) \
+        else node.body[0].lineno - 1
+    text = lines[after].strip() if after < len(lines) else ''
+    return text if text.startswith(FUNCTION_REASON) else ''
+
+
+def oversized(paths):
+    """(modules over the bound without a reason, functions over it without one)."""
+    modules, long_functions = [], []
+    for path in paths:
+        source = path.read_text(encoding='utf-8')
+        lines = source.splitlines()
+        tree = ast.parse(source)
+        if len(lines) > MAX_MODULE_LINES and MODULE_REASON not in ' '.join(
+                (ast.get_docstring(tree) or '').split()):
+            modules.append((str(path.relative_to(REPO)), len(lines)))
+        for node in functions(tree):
+            size = node.end_lineno - node.lineno + 1
+            if size > MAX_FUNCTION_LINES and not function_reason(node, lines):
+                long_functions.append((str(path.relative_to(REPO)), node.name, size))
+    return modules, long_functions
+
+
+def test_no_module_over_600_lines_and_no_function_over_80_without_a_reason():
+    """The package and the launch files (benchmarks and generated code are exempt)."""
+    paths = [path for _, path in package_modules()] + sorted((REPO / 'launch').glob('*.py'))
+    modules, long_functions = oversized(paths)
+    assert not modules, f'modules over {MAX_MODULE_LINES} lines without "{MODULE_REASON}' \
+        f'..." in their docstring: {modules}'
+    assert not long_functions, f'functions over {MAX_FUNCTION_LINES} lines without ' \
+        f'"{FUNCTION_REASON} ..." below their docstring: {long_functions}'
+
+
+def test_the_size_check_catches_a_long_module_and_function(tmp_path):
+    body = ''.join(f'    x{k} = {k}\n' for k in range(MAX_FUNCTION_LINES))
+    long_module = tmp_path / 'long.py'
+    long_module.write_text('"""A module."""\n\n\ndef f():\n    """Doc."""\n' + body
+                           + '\n' * MAX_MODULE_LINES)
+    excused = tmp_path / 'excused.py'
+    excused.write_text(f'"""A module. {MODULE_REASON} it must."""\n\n\ndef f():\n'
+                       f'    """Doc."""\n    {FUNCTION_REASON} it must\n' + body
+                       + '\n' * MAX_MODULE_LINES)
+    global REPO
+    saved, REPO = REPO, tmp_path
+    try:
+        assert oversized([long_module]) == ([('long.py', MAX_MODULE_LINES + 85)],
+                                            [('long.py', 'f', MAX_FUNCTION_LINES + 2)])
+        assert oversized([excused]) == ([], [])
+    finally:
+        REPO = saved
+
+
+def referenced_names(paths):
+    """Every identifier used (not defined) in ``paths``: names, attributes, imports and
+    string constants that are identifiers (getattr, entry points, parametrised tests)."""
+    used = set()
+    for path in paths:
+        for node in ast.walk(ast.parse(path.read_text(encoding='utf-8'))):
+            if isinstance(node, ast.Name):
+                used.add(node.id)
+            elif isinstance(node, ast.Attribute):
+                used.add(node.attr)
+            elif isinstance(node, ast.alias):
+                used.add(node.name.split('.')[-1])
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+                used.update(word for word in node.value.replace(':', ' ').split()
+                            if word.isidentifier())
+    return used
+
+
+def public_functions(paths):
+    """(module path, name) of every public top-level function and public method."""
+    found = []
+    for path in paths:
+        tree = ast.parse(path.read_text(encoding='utf-8'))
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                found.append((path, node.name))
+            elif isinstance(node, ast.ClassDef):
+                found += [(path, f'{node.name}.{item.name}') for item in node.body
+                          if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    return [(path, name) for path, name in found
+            if not name.split('.')[-1].startswith('_')]
+
+
+def test_no_dead_public_function():
+    """Every public function of the package is called, or documented by a test, somewhere.
+
+    A name used anywhere in the repository's Python (the package, tests, benchmarks,
+    launch files, scripts, the docs' conf.py) counts; framework callbacks do not need one.
+    """
+    used = referenced_names(CALLERS)
+    dead = [f'{path.relative_to(REPO)}: {name}'
+            for path, name in public_functions([p for _, p in package_modules()])
+            if name.split('.')[-1] not in used | FRAMEWORK_CALLBACKS]
+    assert not dead, dead
+
+
+def test_the_dead_code_check_catches_an_uncalled_function(tmp_path):
+    module = tmp_path / 'module.py'
+    module.write_text('def called():\n    pass\n\n\ndef forgotten():\n    pass\n\n\n'
+                      'class A:\n    def used(self):\n        pass\n\n    def unused(self):\n'
+                      '        pass\n\n\ncalled()\nA().used()\n')
+    used = referenced_names([module])
+    assert [name for _, name in public_functions([module])
+            if name.split('.')[-1] not in used] == ['forgotten', 'A.unused']

@@ -239,19 +239,39 @@ def _total(program):
 
 
 def _program(model, forms):
-    """Generate ``model``'s program, link i's body wrench by ``forms[i]``."""
-    emitter = Emitter()
-    links = _exact_links(model)
-    armature = [snap(value) for value in model.armature]
-    if links and not links[0].prismatic and armature[0]:
-        links[0], armature[0] = _with_first_armature(links[0], armature[0],
-                                                     model.convention), 0.0
-    n = model.n
-    trig, cos_theta, sin_theta, d = [], [], [], []
+    """Generate ``model``'s program, link i's body wrench by ``forms[i]``.
 
-    def trig_pair(label, argument, theta):
+    In steps (:class:`_Trace`): the joints' symbols (angles with quarter turns folded),
+    the runs of parallel joints turned at once, the recursion traced, then the program
+    pruned to what the efforts read and named after the quantities.
+    """
+    trace = _Trace(model)
+    trace.joint_symbols()
+    trace.combine_parallel_joints()
+    outputs = trace.efforts(forms)
+    return trace.program(outputs)
+
+
+class _Trace:
+    """One model's recursion traced symbol by symbol (the state of :func:`_program`)."""
+
+    def __init__(self, model):
+        self.model = model
+        self.emitter = Emitter()
+        self.links = _exact_links(model)
+        self.armature = [snap(value) for value in model.armature]
+        links, armature = self.links, self.armature
+        if links and not links[0].prismatic and armature[0]:
+            links[0], armature[0] = _with_first_armature(links[0], armature[0],
+                                                         model.convention), 0.0
+        self.trig, self.cos_theta, self.sin_theta, self.d = [], [], [], []
+        self.angles, self.combined, self.symmetric = [], None, None
+        self.labels = {}     # emitted name -> the quantity it first is (w3z, F6z, ...)
+
+    def trig_pair(self, label, argument, theta):
         """Return the cos and sin of ``argument + theta`` as symbols (quarter turns folded)."""
         quarter = theta / (math.pi / 2)
+        emitter, trig = self.emitter, self.trig
         if abs(quarter - round(quarter)) < SNAP:
             # cos(q + k pi/2), sin(q + k pi/2) as +-cos q, +-sin q
             k = int(round(quarter)) % 4
@@ -266,89 +286,106 @@ def _program(model, forms):
         trig.append((f's{label}', 'sin', argument, theta, 1))
         return Symbol(emitter, name=f'c{label}'), Symbol(emitter, name=f's{label}')
 
-    for i, link in enumerate(links):
-        if link.prismatic:
-            cos_theta.append(snap(math.cos(link.theta)))
-            sin_theta.append(snap(math.sin(link.theta)))
-            d.append(Symbol(emitter, name=f'q{i + 1}') + link.d)
-            continue
-        d.append(link.d)
-        c, s = trig_pair(f'{i + 1}', f'q{i + 1}', link.theta)
-        cos_theta.append(c)
-        sin_theta.append(s)
-    qd = [Symbol(emitter, name=f'qd{i + 1}') for i in range(n)]
-    qdd = [Symbol(emitter, name=f'qdd{i + 1}') for i in range(n)]
-    R0 = model.base_transform[:3, :3]
-    base_acc = tuple(snap(v) for v in (-(R0.T @ np.array(GRAVITY))).tolist())
-    zero = (0.0, 0.0, 0.0)
-    recursion = rnea_mdh if model.convention is Convention.MDH else rnea_dh
-    # In MDH frames joint i turns frame i about its own z (in DH, about z_{i-1}).
-    symmetric = _axis_symmetric_tail(links) if model.convention is Convention.MDH else None
-    if symmetric is not None:
-        cos_theta[symmetric], sin_theta[symmetric] = 1.0, 0.0
-    # Runs of parallel revolute joints (MDH alpha = 0 between them): their ω, ω̇ turned
-    # at once through the summed angle, as 004 does with s23, c23 (forward_mdh).
-    angles, combined = [], None
-    if model.convention is Convention.MDH:
-        combined, start = [None] * n, None
+    def joint_symbols(self):
+        """Make each joint's cos, sin of its angle and its offset d, symbols or numbers."""
+        for i, link in enumerate(self.links):
+            if link.prismatic:
+                self.cos_theta.append(snap(math.cos(link.theta)))
+                self.sin_theta.append(snap(math.sin(link.theta)))
+                self.d.append(Symbol(self.emitter, name=f'q{i + 1}') + link.d)
+                continue
+            self.d.append(link.d)
+            c, s = self.trig_pair(f'{i + 1}', f'q{i + 1}', link.theta)
+            self.cos_theta.append(c)
+            self.sin_theta.append(s)
+        # In MDH frames joint i turns frame i about its own z (in DH, about z_{i-1}).
+        if self.model.convention is Convention.MDH:
+            self.symmetric = _axis_symmetric_tail(self.links)
+        if self.symmetric is not None:
+            self.cos_theta[self.symmetric], self.sin_theta[self.symmetric] = 1.0, 0.0
+
+    def combine_parallel_joints(self):
+        """Turn runs of parallel revolute joints (MDH alpha = 0 between them) at once.
+
+        Their ω, ω̇ are turned through the summed angle, as 004 does with s23, c23
+        (forward_mdh).
+        """
+        if self.model.convention is not Convention.MDH:
+            return
+        links, symmetric = self.links, self.symmetric
+        self.combined, start = [None] * self.model.n, None
         for i, link in enumerate(links):
             if (start is None or link.prismatic or i == symmetric
                     or (link.cos_alpha, link.sin_alpha) != (1.0, 0.0)):
                 start = None if link.prismatic or i == symmetric else i
                 continue
             label = f'{start + 1}_{i + 1}'
-            angles.append((f'q{label}', f'q{i}' if i - 1 == start else f'q{start + 1}_{i}',
-                           f'q{i + 1}'))
-            combined[i] = trig_pair(label, f'q{label}',
-                                    sum(links[j].theta for j in range(start, i + 1)))
-    forms = {id(link): form for link, form in zip(links, forms)}
+            self.angles.append((f'q{label}', f'q{i}' if i - 1 == start
+                                else f'q{start + 1}_{i}', f'q{i + 1}'))
+            self.combined[i] = self.trig_pair(
+                label, f'q{label}', sum(links[j].theta for j in range(start, i + 1)))
 
-    def body_wrench(link, *motion):
-        return forms[id(link)](link, *motion)
-
-    labels = {}          # emitted name -> the quantity it first is (w3z, F6z, ...)
-
-    def label(name, vector):
-        # a positive emitted quantity takes the name of the first vector component it is
+    def label(self, name, vector):
+        """Name an emitted quantity after the first vector component it is (w3z, F6z)."""
         for axis, value in zip('xyz', vector):
             if (isinstance(value, Symbol) and value.value is None and value.sign > 0
-                    and value.name[0] == 'x' and value.name not in labels):
-                labels[value.name] = f'{name}{axis}'
+                    and value.name[0] == 'x' and value.name not in self.labels):
+                self.labels[value.name] = f'{name}{axis}'
 
-    tau = recursion(links, cos_theta, sin_theta, d, qd, qdd, base_acc, zero, zero,
-                    body_wrench=body_wrench, label=label,
-                    **({} if combined is None else {'combined': combined}))
-    outputs = []
-    for i, t in enumerate(tau):
-        total = (t if isinstance(t, Symbol) else Symbol(emitter, value=snap(t)))
-        total = total + qdd[i] * armature[i]
-        outputs.append(total.text())
-    # Keep only what the efforts need (quantities whose every use was multiplied by a
-    # zero parameter were emitted in the outward pass but are never read).
-    needed = {word for text in outputs for word in text.lstrip('-').split()}
-    lines = []
-    for line in reversed(emitter.lines):
-        if line[0] in needed:
-            lines.append(line)
-            needed.update((line[1], line[3]))
-    # named after the quantities (OpenSYMORO's style: w3z, wd4x, F6z, N5y); the other
-    # intermediates keep their x numbers
-    lines = [(labels.get(name, name), labels.get(left, left), operator,
-              labels.get(right, right)) for name, left, operator, right in lines[::-1]]
-    emitter.lines = lines
-    outputs = [('-' if text.startswith('-') else '') + labels.get(text.lstrip('-'),
-                                                                  text.lstrip('-'))
-               for text in outputs]
-    trig = [t for t in trig if t[0] in needed]
-    needed.update(t[2] for t in trig)
-    kept = []
-    for name, left, right in reversed(angles):
-        if name in needed:
-            kept.append((name, left, right))
-            needed.update((left, right))
-    angles = kept[::-1]
-    operations = emitter.operations()
-    operations['add'] += sum(1 for line in trig if line[3] != 0.0) + len(angles)
-    operations['trig'] = len(trig)
-    return GeneratedDynamics(list(model.joint_names), model.convention.value, angles, trig,
-                             emitter.lines, outputs, operations, model.standard_parameters())
+    def efforts(self, forms):
+        """Trace the recursion; return each joint's effort (armature added) as text."""
+        model, emitter = self.model, self.emitter
+        n = model.n
+        qd = [Symbol(emitter, name=f'qd{i + 1}') for i in range(n)]
+        qdd = [Symbol(emitter, name=f'qdd{i + 1}') for i in range(n)]
+        R0 = model.base_transform[:3, :3]
+        base_acc = tuple(snap(v) for v in (-(R0.T @ np.array(GRAVITY))).tolist())
+        zero = (0.0, 0.0, 0.0)
+        recursion = rnea_mdh if model.convention is Convention.MDH else rnea_dh
+        by_link = {id(link): form for link, form in zip(self.links, forms)}
+
+        def body_wrench(link, *motion):
+            return by_link[id(link)](link, *motion)
+
+        tau = recursion(self.links, self.cos_theta, self.sin_theta, self.d, qd, qdd,
+                        base_acc, zero, zero, body_wrench=body_wrench, label=self.label,
+                        **({} if self.combined is None else {'combined': self.combined}))
+        outputs = []
+        for i, t in enumerate(tau):
+            total = (t if isinstance(t, Symbol) else Symbol(emitter, value=snap(t)))
+            total = total + qdd[i] * self.armature[i]
+            outputs.append(total.text())
+        return outputs
+
+    def program(self, outputs):
+        """Prune to what ``outputs`` need, name the quantities; return the program."""
+        emitter, labels, model = self.emitter, self.labels, self.model
+        # Keep only what the efforts need (quantities whose every use was multiplied by a
+        # zero parameter were emitted in the outward pass but are never read).
+        needed = {word for text in outputs for word in text.lstrip('-').split()}
+        lines = []
+        for line in reversed(emitter.lines):
+            if line[0] in needed:
+                lines.append(line)
+                needed.update((line[1], line[3]))
+        # named after the quantities (OpenSYMORO's style: w3z, wd4x, F6z, N5y); the other
+        # intermediates keep their x numbers
+        emitter.lines = [(labels.get(name, name), labels.get(left, left), operator,
+                          labels.get(right, right))
+                         for name, left, operator, right in lines[::-1]]
+        outputs = [('-' if text.startswith('-') else '')
+                   + labels.get(text.lstrip('-'), text.lstrip('-')) for text in outputs]
+        trig = [t for t in self.trig if t[0] in needed]
+        needed.update(t[2] for t in trig)
+        kept = []
+        for name, left, right in reversed(self.angles):
+            if name in needed:
+                kept.append((name, left, right))
+                needed.update((left, right))
+        angles = kept[::-1]
+        operations = emitter.operations()
+        operations['add'] += sum(1 for line in trig if line[3] != 0.0) + len(angles)
+        operations['trig'] = len(trig)
+        return GeneratedDynamics(list(model.joint_names), model.convention.value, angles,
+                                 trig, emitter.lines, outputs, operations,
+                                 model.standard_parameters())

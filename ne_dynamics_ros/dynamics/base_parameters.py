@@ -172,19 +172,18 @@ def column_base(W):
     return kept, K, dependent, int(kept.size)
 
 
-def closed_form_grouping(model, gravity=(0.0, 0.0, -9.81)):
-    """Regroup by Khalil–Gautier's rules in MDH frames: (G on inertial columns, kept, notes).
+def _fold_into_parents(model, G):
+    """Fold each link's regrouped parameters into its parent's (in ``G``, in place).
 
-    ``G`` is (10 n, 10 n): row k gives base parameter k (meaningful for kept k) as a
-    combination of standard inertial parameters. ``model`` must use MDH frames.
+    Khalil–Gautier's general rules in MDH frames, from the last link down: a revolute
+    link's axisymmetric part about z_j (XX = YY = YY_j, MZ_j, M_j) moves to link j-1
+    (XXR_j = XX_j - YY_j stays), a prismatic link's whole inertia tensor (a free couple).
+    Returns the set of removed columns (10 j + k).
     """
-    n = model.n
-    G = np.eye(10 * n)
     removed = set()
     rows = model.dh_table()
-    for j in range(n - 1, 0, -1):                # 0-based link j, folded into link j-1
-        row = rows[j]
-        X = link_transform(row, 0.0, Convention.MDH)   # frame j in frame j-1
+    for j in range(model.n - 1, 0, -1):          # 0-based link j, folded into link j-1
+        X = link_transform(rows[j], 0.0, Convention.MDH)   # frame j in frame j-1
         T = frame_change(X)
         sel = np.zeros((10, 10))
         block = slice(10 * j, 10 * j + 10)
@@ -202,14 +201,26 @@ def closed_form_grouping(model, gravity=(0.0, 0.0, -9.81)):
             G[10 * j + 0] = G[10 * j + 0] - G[10 * j + 3]      # XXR_j = XX_j - YY_j
         G[parent] = G[parent] + T @ sel @ G[block]
         removed.update(10 * j + k for k in moved)
+    return removed
+
+
+def closed_form_grouping(model, gravity=(0.0, 0.0, -9.81)):
+    """Regroup by Khalil–Gautier's rules in MDH frames: (G on inertial columns, kept, notes).
+
+    ``G`` is (10 n, 10 n): row k gives base parameter k (meaningful for kept k) as a
+    combination of standard inertial parameters. ``model`` must use MDH frames.
+    """
+    G = np.eye(10 * model.n)
+    removed = _fold_into_parents(model, G)
+    notes = []
     # What survives of each link, given how it can move (Khalil & Dombre's particular
     # cases): axes in the base frame at q = 0 (parallel axes stay parallel as it moves).
+    n, rows = model.n, model.dh_table()
     g0 = model.base_transform[:3, :3].T @ np.asarray(gravity, dtype=float)
     g_norm = np.linalg.norm(g0)
     T = np.eye(4)
     revolute_axes, prismatic_axes = [], []
     coaxial = True                 # every joint so far revolute, all on one fixed line
-    notes = []
     for j in range(n):
         T = T @ link_transform(rows[j], 0.0, Convention.MDH)
         z, origin = T[:3, 2], T[:3, 3]

@@ -96,22 +96,10 @@ def consistent_parameters(grouping, beta, nominal, std=None, n=None):
     pi0 = np.asarray(nominal, dtype=float)
     n = n or pi0.size // PER_JOINT
     scale = _scales(pi0, n)
-    # Unknowns scaled to the nominal sizes (pi = pi0 + scale * z), and each pseudo-inertia
-    # by a congruence T J T (T = diag of 1/sqrt of its inertia and mass scales), so that
-    # kg, kg·m and kg·m² of very different links meet the solver at similar sizes.
+    # Unknowns scaled to the nominal sizes (pi = pi0 + scale * z)
     z = cp.Variable(pi0.size)
     x = pi0 + cp.multiply(scale, z)
-    constraints, congruences = [], []
-    for j in range(n):
-        block = pi0[PER_JOINT * j:PER_JOINT * j + 10]
-        inertia = max(1e-4, float(np.abs(block[:6]).max()))
-        mass = max(0.1, abs(float(block[9])))
-        T = np.diag([inertia ** -0.5] * 3 + [mass ** -0.5])
-        congruences.append(T)
-        J = _pseudo_inertia(cp, x, j)
-        constraints.append(T @ ((J + J.T) / 2) @ T >> MARGIN * np.eye(4))
-        constraints += [x[PER_JOINT * j + 10] >= 0, x[PER_JOINT * j + 11] >= 0,
-                        x[PER_JOINT * j + 12] >= 0]
+    constraints, congruences = _physical_constraints(cp, x, pi0, n)
     closeness = cp.sum_squares(z)
     row_scale = np.maximum(np.abs(G) @ scale, 1e-9)
     exact_problem = cp.Problem(cp.Minimize(closeness), constraints + [
@@ -160,6 +148,27 @@ def consistent_parameters(grouping, beta, nominal, std=None, n=None):
         drive[k::PER_JOINT] = True
     pi[drive] = np.maximum(pi[drive], 0.0)
     return ConsistentParameters(pi, exact, G @ pi - beta, solver)
+
+
+def _physical_constraints(cp, x, pi0, n):
+    """Each link's scaled pseudo-inertia positive definite, Ia, Fv, Fc >= 0.
+
+    Each pseudo-inertia by a congruence T J T (T = diag of 1/sqrt of its nominal inertia
+    and mass scales), so that kg, kg·m and kg·m² of very different links meet the solver
+    at similar sizes. Returns (constraints, the congruences T).
+    """
+    constraints, congruences = [], []
+    for j in range(n):
+        block = pi0[PER_JOINT * j:PER_JOINT * j + 10]
+        inertia = max(1e-4, float(np.abs(block[:6]).max()))
+        mass = max(0.1, abs(float(block[9])))
+        T = np.diag([inertia ** -0.5] * 3 + [mass ** -0.5])
+        congruences.append(T)
+        J = _pseudo_inertia(cp, x, j)
+        constraints.append(T @ ((J + J.T) / 2) @ T >> MARGIN * np.eye(4))
+        constraints += [x[PER_JOINT * j + 10] >= 0, x[PER_JOINT * j + 11] >= 0,
+                        x[PER_JOINT * j + 12] >= 0]
+    return constraints, congruences
 
 
 __all__ = ['consistent_parameters', 'ConsistentParameters']

@@ -9,13 +9,14 @@ so that e.g. Ia1 of a joint about the vertical folds into ZZ1R.
 
 Steps (:func:`identify`, one function each):
 
-1. *filter* (:func:`filtered_states`): positions (and recorded velocities) low-pass
-   filtered without phase shift (Butterworth, ``filtfilt``); velocities, where not
-   recorded, and accelerations by central differences of the filtered signals, with the
-   recorded stamps;
+1. *filter* (:func:`~ne_dynamics_ros.identification.signals.filtered_states`):
+   positions (and recorded velocities) low-pass filtered without phase shift
+   (Butterworth, ``filtfilt``); velocities, where not recorded, and accelerations by
+   central differences of the filtered signals, with the recorded stamps;
 2. *regress and decimate* (:func:`decimated_blocks`, block by block: :func:`regress`,
    then the low-pass, then every r-th sample): W_b computed at the full rate, then W_b
-   and the measured efforts (:func:`aligned_efforts`) decimated
+   and the measured efforts
+   (:func:`~ne_dynamics_ros.identification.signals.aligned_efforts`) decimated
    through the *same* zero-phase low-pass filter (Gautier's parallel decimation): the
    efforts are never filtered by a filter the regressor does not see, which would bias
    Coulomb friction's sign changes; parameters the data do not excite keep their nominal
@@ -41,7 +42,10 @@ import numpy as np
 
 from ne_dynamics_ros.dynamics.base_parameters import numeric_base
 from ne_dynamics_ros.dynamics.parameters import parameter_names, PER_JOINT
-from ne_dynamics_ros.errors import IdentificationError, require
+from ne_dynamics_ros.errors import IdentificationError
+from ne_dynamics_ros.identification.signals import (  # noqa: F401 - steps 1 and 2's names
+    aligned_efforts, decimation_filter, decimation_index, filtered_states, gradient,
+    mean_square, scipy_signal)
 
 #: Default low-pass cutoff, Hz (never above a fifth of the sample rate).
 DEFAULT_CUTOFF = 10.0
@@ -116,49 +120,6 @@ def identifiable_grouping(model):
     return kept, names, G
 
 
-def _signal():
-    """scipy.signal, or a one-line error naming the pip extra."""
-    return require('scipy.signal', 'identification (ne-dynamics identify)')
-
-
-def _lowpass(x, cutoff, rate):
-    """Zero-phase low-pass of the (N, n) ``x`` along time, one column at a time.
-
-    Column by column, so that the filter's temporaries are (N,) and not (N, n).
-    """
-    butter, sosfiltfilt = _signal().butter, _signal().sosfiltfilt
-    sos = butter(4, cutoff, fs=rate, output='sos')
-    out = np.empty(x.shape)
-    for j in range(x.shape[1]):
-        out[:, j] = sosfiltfilt(sos, x[:, j])
-    return out
-
-
-def _gradient(x, t):
-    """Central differences of the (N, n) ``x`` over the times ``t``, one column at a time."""
-    out = np.empty(x.shape)
-    for j in range(x.shape[1]):
-        out[:, j] = np.gradient(x[:, j], t)
-    return out
-
-
-def _mean_square(x):
-    """Return the (n,) mean of the squares of the (N, n) ``x`` without an (N, n) temporary."""
-    return np.einsum('ij,ij->j', x, x) / max(1, x.shape[0])
-
-
-def filtered_states(recording, cutoff):
-    """Zero-phase filtered q, q̇ and differentiated q̈: three (N, n) arrays."""
-    rate = recording.rate
-    q = _lowpass(recording.q, cutoff, rate)
-    if recording.qd is not None:
-        qd = _lowpass(recording.qd, cutoff, rate)
-    else:
-        qd = _gradient(q, recording.t)
-    qdd = _gradient(qd, recording.t)
-    return q, qd, qdd
-
-
 def regress(model, q, qd, qdd, columns, chunk=4096, gravity=None):
     """Step 2a: the regressor of the identifiable parameters at every sample, (N, n, p).
 
@@ -176,31 +137,6 @@ def regress(model, q, qd, qdd, columns, chunk=4096, gravity=None):
             block = model.regressor(q[start:stop], qd[start:stop], qdd[start:stop], gravity)
         W[start:stop] = block[:, :, columns]
     return W
-
-
-def aligned_efforts(recording, effort_delay):
-    """Return the recorded efforts at the states' times: (N, n), taken at ``t + effort_delay``."""
-    tau = recording.effort
-    if effort_delay:
-        shifted = recording.t + float(effort_delay)
-        out = np.empty(tau.shape)
-        for j in range(tau.shape[1]):
-            out[:, j] = np.interp(shifted, recording.t, tau[:, j])
-        tau = out
-    return tau
-
-
-def _decimation_filter(cutoff, rate, r):
-    """Return the parallel-decimation low-pass (second-order sections), or None if r == 1."""
-    if r <= 1:
-        return None
-    return _signal().butter(4, min(cutoff, 0.8 * rate / (2 * r)), fs=rate, output='sos')
-
-
-def decimation_index(N, r):
-    """Return the kept sample indices: every r-th, away from the filter start-up at both ends."""
-    edge = max(1, int(0.02 * N))
-    return np.arange(edge, N - edge, r)
 
 
 def decimated_blocks(model, q, qd, qdd, tau, columns, cutoff, rate, r, block=BLOCK_SAMPLES,
@@ -229,11 +165,11 @@ def decimated_blocks(model, q, qd, qdd, tau, columns, cutoff, rate, r, block=BLO
     """
     N = q.shape[0]
     index = decimation_index(N, r)
-    sos = _decimation_filter(cutoff, rate, r)
+    sos = decimation_filter(cutoff, rate, r)
     pad = 0 if sos is None else int(math.ceil(25 * rate / (2 * math.pi * min(
         cutoff, 0.8 * rate / (2 * r)) * 0.38)))
     per_block = max(1, block // max(r, 1))
-    sosfiltfilt = _signal().sosfiltfilt
+    sosfiltfilt = scipy_signal().sosfiltfilt
     for start in range(0, index.size, per_block):
         kept = index[start:start + per_block]
         lo, hi = max(0, int(kept[0]) - pad), min(N, int(kept[-1]) + pad + 1)
@@ -310,7 +246,7 @@ def _still_joints(model, qd):
     the URDF has none).
     """
     vlimit = np.where(np.isfinite(model.velocity_limits), model.velocity_limits, 1.0)
-    speed = np.sqrt(_mean_square(qd))
+    speed = np.sqrt(mean_square(qd))
     return speed < EXCITATION_FRACTION * vlimit, speed, vlimit
 
 
@@ -375,7 +311,7 @@ def following_warnings(model, recording, qd=None):
     if qd is None:
         qd = recording.qd
         if qd is None:
-            qd = _gradient(recording.q, recording.t)
+            qd = gradient(recording.q, recording.t)
     still, speed, vlimit = _still_joints(model, qd)
     ratio = np.zeros(model.n)
     if recording.tracking_error is not None and len(recording.tracking_error[0]) > 1:
@@ -481,9 +417,7 @@ def identify(model, recording, cutoff=None, decimation=None, weighted=True,
              efforts_exclude_gravity=False, efforts_exclude_friction=False):
     """Identify the base and drive parameters of ``model``'s chain from ``recording``.
 
-    The steps of the module docstring: :func:`filtered_states`,
-    :func:`aligned_efforts`, :func:`decimated_blocks`, :func:`unexcited_parameters`,
-    :func:`fit_normal`, :func:`residuals_from`.
+    In the steps of the module docstring (filter, regress and decimate, fit, statistics).
 
     Args:
         model: the nominal :class:`~ne_dynamics_ros.dynamics.model.RobotModel` (its
@@ -494,12 +428,10 @@ def identify(model, recording, cutoff=None, decimation=None, weighted=True,
         decimation: keep every r-th sample after the parallel low-pass (default: the
             largest r with rate / r >= 4 cutoff).
         weighted: weighted least squares (each joint by its residual deviation).
-        chunk: samples per regressor block (bounds the memory: the regressor is never
-            held for the whole recording, :func:`decimated_blocks`).
-        effort_delay: s by which the recorded effort lags the recorded state (e.g. half a
-            sample when each message carries the effort held over the sample before it, as
-            ros2_control's read-update-write cycle reports it); the effort is taken at
-            ``t + effort_delay`` by linear interpolation.
+        chunk: samples per regressor block (bounds the memory, :func:`decimated_blocks`).
+        effort_delay: s by which the recorded effort lags the state (half a sample when
+            each message carries the effort held over the sample before it, as
+            ros2_control's read-update-write cycle reports it), interpolated linearly.
         stiction_band: rad/s (m/s), >= 0: each joint's rows where it moves slower are left
             out of the fit (:func:`stiction_mask`); 0 keeps every row.
         efforts_exclude_gravity: the recorded efforts have g(q) removed (a UR arm's driver
@@ -530,19 +462,29 @@ def identify(model, recording, cutoff=None, decimation=None, weighted=True,
     nominal = G @ model.standard_parameters()
     dead, hardware, fixed = _kept_nominal(model, qd, kept, every, outside, nominal,
                                           efforts_exclude_gravity, efforts_exclude_friction)
-    live = np.flatnonzero(~dead)
-    fitted, fitted_std, condition = fit_normal(outside.shifted(fixed).columns(live),
-                                               weighted)                 # step 3
-    beta = nominal.copy()
-    beta[live] = fitted
-    std = np.full(kept.size, np.nan)          # nan: not identified (kept nominal)
-    std[live] = fitted_std
+    beta, std, condition = _fit(outside, fixed, dead, nominal, weighted)   # step 3
     residual_rms, nominal_rms, effort_rms = residuals_from(every, beta, nominal)  # step 4
     unexcited, warnings = _warnings(model, recording, qd, names, G, dead, hardware,
                                     efforts_exclude_gravity, efforts_exclude_friction)
     return Identification(tuple(model.joint_names), names, G, beta, std, nominal, condition,
                           residual_rms, nominal_rms, effort_rms, int(samples), rate / r,
                           cutoff, unexcited, warnings)
+
+
+def _fit(outside, fixed, dead, nominal, weighted):
+    """Step 3 on the parameters not kept nominal: ``(beta, std, condition)``.
+
+    ``beta`` (p,) the identified values (nominal where ``dead``), ``std`` (p,) their
+    standard deviations (NaN where not identified), ``condition`` the fit's.
+    """
+    live = np.flatnonzero(~dead)
+    fitted, fitted_std, condition = fit_normal(outside.shifted(fixed).columns(live),
+                                               weighted)
+    beta = nominal.copy()
+    beta[live] = fitted
+    std = np.full(nominal.size, np.nan)       # nan: not identified (kept nominal)
+    std[live] = fitted_std
+    return beta, std, condition
 
 
 def _settings(model, recording, cutoff, decimation, stiction_band):
@@ -629,7 +571,6 @@ def _warnings(model, recording, qd, names, G, dead, hardware, efforts_exclude_gr
     return unexcited, warnings
 
 
-__all__ = ['aligned_efforts', 'decimated_blocks', 'decimation_index',
-           'fit_normal', 'NormalEquations', 'residuals_from', 'filtered_states',
+__all__ = ['decimated_blocks', 'fit_normal', 'NormalEquations', 'residuals_from',
            'following_warnings', 'identifiable_grouping', 'identify', 'Identification',
            'regress', 'check_stiction_band', 'stiction_mask', 'unexcited_parameters']

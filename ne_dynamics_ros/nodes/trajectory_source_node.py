@@ -193,15 +193,31 @@ class TrajectorySourceNode(Node):
         self.action_client = self.goal_handle = self.result_future = None
         self._goal_future = None
         if self.use_action:
-            try:
-                from control_msgs.action import FollowJointTrajectory
-                from rclpy.action import ActionClient
-            except ImportError as err:
-                raise TrajectorySourceError(f'use_action needs control_msgs ({err})') from None
-            self._action_type = FollowJointTrajectory
-            self.action_client = ActionClient(self, FollowJointTrajectory, self.action_name)
+            self._make_action_client()
         self.excitation = None
         self._law = None          # the excitation law's progress (see _switch_law)
+        self._check_motion()
+        self.trajectory = None
+        self._matched_since = None
+        self.publisher = self.create_publisher(JointTrajectory, topic, TRAJECTORY_QOS)
+        if not self.joint_names or not self.start:
+            self.create_subscription(JointState, '/joint_states', self._on_joint_states, 10)
+        # A steady clock, so the node also works under use_sim_time before /clock runs.
+        self.create_timer(0.05, self._try_publish,
+                          clock=Clock(clock_type=ClockType.STEADY_TIME))
+
+    def _make_action_client(self):
+        """Make the FollowJointTrajectory client of ``use_action``."""
+        try:
+            from control_msgs.action import FollowJointTrajectory
+            from rclpy.action import ActionClient
+        except ImportError as err:
+            raise TrajectorySourceError(f'use_action needs control_msgs ({err})') from None
+        self._action_type = FollowJointTrajectory
+        self.action_client = ActionClient(self, FollowJointTrajectory, self.action_name)
+
+    def _check_motion(self):
+        """Check the profile (or load the excitation and its law); raise what is wrong."""
         if self.profile == 'excitation':
             if not self.file:
                 raise TrajectorySourceError('profile excitation needs the parameter file '
@@ -229,14 +245,6 @@ class TrajectorySourceNode(Node):
                                         f'{sorted(PROFILES) + ["excitation"]}')
         elif not self.goal:
             raise TrajectorySourceError('parameter goal (one position per joint) is required')
-        self.trajectory = None
-        self._matched_since = None
-        self.publisher = self.create_publisher(JointTrajectory, topic, TRAJECTORY_QOS)
-        if not self.joint_names or not self.start:
-            self.create_subscription(JointState, '/joint_states', self._on_joint_states, 10)
-        # A steady clock, so the node also works under use_sim_time before /clock runs.
-        self.create_timer(0.05, self._try_publish,
-                          clock=Clock(clock_type=ClockType.STEADY_TIME))
 
     def _on_joint_states(self, msg):
         if self.joint_names and self.start:

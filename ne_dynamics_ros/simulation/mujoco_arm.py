@@ -158,6 +158,65 @@ def _movable_ancestors(link, parents):
     return count
 
 
+def _spec(mujoco, urdf, mjcf_path):
+    """Return ``(MjSpec, moved)`` of the URDF or MJCF file; ``moved``: joint -> armature.
+
+    A massless link on the first joint gets a tiny mass, its inertia about the joint axis
+    moved into that joint's armature (MuJoCo needs mass on a moving body).
+    """
+    if (urdf is None) == (mjcf_path is None):
+        raise ModelError('give either a URDF or an MJCF file (mjcf_path), not both')
+    moved = {}                            # joint -> armature added for a massless link
+    if urdf is not None:
+        root = _urdf_for_mujoco(urdf)
+        massless, parents = _massless_links(root)
+        for link, (joint, J, axis) in massless.items():
+            if _movable_ancestors(link, parents) != 1:
+                raise URDFError(
+                    f'link {link!r} has no mass: MuJoCo needs mass on a moving body, and '
+                    'its inertia can be moved into the armature only on the first joint')
+            moved[joint.get('name')] = float(axis @ J @ axis)
+            element = next(e for e in root.iter('link') if e.get('name') == link)
+            inertial = element.find('inertial')
+            inertial.find('mass').set('value', repr(TINY_MASS))
+            inertia = inertial.find('inertia')
+            if inertia is None:
+                inertia = ElementTree.SubElement(inertial, 'inertia')
+            for key, value in (('ixx', TINY_INERTIA), ('iyy', TINY_INERTIA),
+                               ('izz', TINY_INERTIA), ('ixy', 0.0), ('ixz', 0.0),
+                               ('iyz', 0.0)):
+                inertia.set(key, repr(value))
+        try:
+            spec = mujoco.MjSpec.from_string(ElementTree.tostring(root, encoding='unicode'))
+        except ValueError as exc:
+            raise URDFError(f'MuJoCo cannot import the URDF: {exc}') from exc
+    else:
+        if not os.path.isfile(os.fspath(mjcf_path)):
+            raise ModelError(f'mjcf_path {os.fspath(mjcf_path)!r}: no such file')
+        try:
+            spec = mujoco.MjSpec.from_file(os.fspath(mjcf_path))
+        except ValueError as exc:
+            raise URDFError(f'MuJoCo cannot load {os.fspath(mjcf_path)!r}: {exc}') from exc
+    return spec, moved
+
+
+def _joint_names(mujoco, model, joints):
+    """Return the simulated joints: ``joints`` checked, or every hinge and slide joint."""
+    one_dof = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
+    movable = [model.joint(j).name for j in range(model.njnt)
+               if int(model.jnt_type[j]) in one_dof]
+    names = list(joints) if joints else movable
+    unknown = [j for j in names if j not in movable]
+    if unknown:
+        raise ModelError(f'joints {unknown} are not hinge or slide joints of the model '
+                         f'(it has {movable})')
+    if len(set(names)) != len(names):
+        raise ModelError(f'joints lists a joint twice: {names}')
+    if not names:
+        raise ModelError('the model has no movable joint to simulate')
+    return names
+
+
 class MujocoArm:
     """Forward dynamics of a fixed-base arm by MuJoCo, effort held over each step.
 
@@ -195,39 +254,7 @@ class MujocoArm:
                  effort_limits=None):
         mujoco = require('mujoco', 'the MuJoCo plant')
         self._mujoco = mujoco
-        if (urdf is None) == (mjcf_path is None):
-            raise ModelError('give either a URDF or an MJCF file (mjcf_path), not both')
-        moved = {}                            # joint -> armature added for a massless link
-        if urdf is not None:
-            root = _urdf_for_mujoco(urdf)
-            massless, parents = _massless_links(root)
-            for link, (joint, J, axis) in massless.items():
-                if _movable_ancestors(link, parents) != 1:
-                    raise URDFError(
-                        f'link {link!r} has no mass: MuJoCo needs mass on a moving body, and '
-                        'its inertia can be moved into the armature only on the first joint')
-                moved[joint.get('name')] = float(axis @ J @ axis)
-                element = next(e for e in root.iter('link') if e.get('name') == link)
-                inertial = element.find('inertial')
-                inertial.find('mass').set('value', repr(TINY_MASS))
-                inertia = inertial.find('inertia')
-                if inertia is None:
-                    inertia = ElementTree.SubElement(inertial, 'inertia')
-                for key, value in (('ixx', TINY_INERTIA), ('iyy', TINY_INERTIA),
-                                   ('izz', TINY_INERTIA), ('ixy', 0.0), ('ixz', 0.0),
-                                   ('iyz', 0.0)):
-                    inertia.set(key, repr(value))
-            try:
-                spec = mujoco.MjSpec.from_string(ElementTree.tostring(root, encoding='unicode'))
-            except ValueError as exc:
-                raise URDFError(f'MuJoCo cannot import the URDF: {exc}') from exc
-        else:
-            if not os.path.isfile(os.fspath(mjcf_path)):
-                raise ModelError(f'mjcf_path {os.fspath(mjcf_path)!r}: no such file')
-            try:
-                spec = mujoco.MjSpec.from_file(os.fspath(mjcf_path))
-            except ValueError as exc:
-                raise URDFError(f'MuJoCo cannot load {os.fspath(mjcf_path)!r}: {exc}') from exc
+        spec, moved = _spec(mujoco, urdf, mjcf_path)
         self.payload_mass = float(payload_mass)
         if not math.isfinite(self.payload_mass) or self.payload_mass < 0:
             raise ModelError(f'payload_mass must be a finite mass >= 0 kg, got {payload_mass}')
@@ -241,19 +268,8 @@ class MujocoArm:
             raise URDFError(f'MuJoCo cannot compile the model: {exc}') from exc
         self.model = model
         self.data = mujoco.MjData(model)
-        one_dof = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
-        movable = [model.joint(j).name for j in range(model.njnt)
-                   if int(model.jnt_type[j]) in one_dof]
-        self.joint_names = list(joints) if joints else movable
-        unknown = [j for j in self.joint_names if j not in movable]
-        if unknown:
-            raise ModelError(f'joints {unknown} are not hinge or slide joints of the model '
-                             f'(it has {movable})')
-        if len(set(self.joint_names)) != len(self.joint_names):
-            raise ModelError(f'joints lists a joint twice: {self.joint_names}')
+        self.joint_names = _joint_names(mujoco, model, joints)
         self.n = n = len(self.joint_names)
-        if n == 0:
-            raise ModelError('the model has no movable joint to simulate')
         self._qadr = np.array([model.joint(j).qposadr[0] for j in self.joint_names])
         self._vadr = np.array([model.joint(j).dofadr[0] for j in self.joint_names])
         self.armature = _per_joint(armature, n, 'armature')
@@ -269,6 +285,23 @@ class MujocoArm:
         model.dof_frictionloss[self._vadr] = self.friction
         model.jnt_limited[:] = 0
         model.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_CONTACT)
+        self._set_options(gravity, timestep, integrator)
+        self.effort_noise = float(effort_noise)
+        if not (self.effort_noise >= 0 and math.isfinite(self.effort_noise)):
+            raise ModelError(f'effort_noise must be >= 0 N m, got {effort_noise}')
+        self._rng = np.random.default_rng(seed)
+        self.effort_limits = (None if effort_limits is None or np.size(effort_limits) == 0
+                              else _per_joint(effort_limits, n, 'effort_limits',
+                                              allow_inf=True))
+        self._effort = np.zeros(n)
+        # the constraint weights (friction loss' regularisation) depend on the armature
+        # set above: recompute what the compiler derived from the model
+        mujoco.mj_setConst(model, self.data)
+        self.reset(initial_positions, initial_velocities)
+
+    def _set_options(self, gravity, timestep, integrator):
+        """Set gravity (m/s², world frame), the step (s) and the integrator."""
+        mujoco, model = self._mujoco, self.model
         gravity = np.asarray(gravity, dtype=float).ravel()
         if gravity.shape != (3,) or not np.all(np.isfinite(gravity)):
             raise ModelError(f'gravity must be 3 finite numbers, got {gravity.tolist()}')
@@ -284,18 +317,6 @@ class MujocoArm:
             'implicit': mujoco.mjtIntegrator.mjINT_IMPLICIT,
             'RK4': mujoco.mjtIntegrator.mjINT_RK4,
             'Euler': mujoco.mjtIntegrator.mjINT_EULER}[integrator]
-        self.effort_noise = float(effort_noise)
-        if not (self.effort_noise >= 0 and math.isfinite(self.effort_noise)):
-            raise ModelError(f'effort_noise must be >= 0 N m, got {effort_noise}')
-        self._rng = np.random.default_rng(seed)
-        self.effort_limits = (None if effort_limits is None or np.size(effort_limits) == 0
-                              else _per_joint(effort_limits, n, 'effort_limits',
-                                              allow_inf=True))
-        self._effort = np.zeros(n)
-        # the constraint weights (friction loss' regularisation) depend on the armature
-        # set above: recompute what the compiler derived from the model
-        mujoco.mj_setConst(model, self.data)
-        self.reset(initial_positions, initial_velocities)
 
     def _add_payload(self, spec, names, com, inertia):
         if self.payload_link not in names:

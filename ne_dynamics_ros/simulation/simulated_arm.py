@@ -132,8 +132,46 @@ class SimulatedArm:
         if n == 0:
             raise ModelError('the URDF has no movable joint to simulate')
 
-        # Public index i <-> Pinocchio joint; only one-DoF joints are supported.
-        self._idx_v = np.empty(n, dtype=int)
+        self._index_joints()
+
+        self.armature = _per_joint(armature, n, 'armature')
+        if np.any(self.armature < 0):
+            raise ModelError(f'armature must be >= 0, got {self.armature.tolist()}')
+        model.armature[self._idx_v] = self.armature
+
+        self.payload_mass = float(payload_mass)
+        if not math.isfinite(self.payload_mass) or self.payload_mass < 0:
+            raise ModelError(f'payload_mass must be a finite mass >= 0 kg, got {payload_mass}')
+        self.payload_link = payload_link or self._default_tip_link()
+        if self.payload_mass > 0:
+            self._attach_point_mass(self.payload_link, self.payload_mass)
+
+        self._set_friction(joint_friction, coulomb_friction, coulomb_velocity)
+        gravity = np.asarray(gravity, dtype=float).ravel()
+        if gravity.shape != (3,) or not np.all(np.isfinite(gravity)):
+            raise ModelError(f'gravity must be 3 finite numbers, got {gravity.tolist()}')
+        model.gravity.linear = gravity
+        self.gravity = gravity
+
+        if not integration_rate > 0:
+            raise ModelError(f'integration_rate must be > 0 Hz, got {integration_rate}')
+        self.integration_rate = float(integration_rate)
+        self.effort_limits = (None if effort_limits is None or np.size(effort_limits) == 0
+                              else _per_joint(effort_limits, n, 'effort_limits', allow_inf=True))
+
+        self.data = model.createData()
+        self.time = 0.0
+        self._theta = np.zeros(model.nv)   # unwrapped joint coordinates, Pinocchio v order
+        self._v = np.zeros(model.nv)
+        self._tau = np.zeros(model.nv)     # applied effort (after clipping), v order
+        self.reset(initial_positions, initial_velocities)
+
+    # -- construction helpers -------------------------------------------------------------
+
+    def _index_joints(self):
+        """Map public index i <-> Pinocchio joint; only one-DoF joints are supported."""
+        model = self.model
+        self._idx_v = np.empty(self.n, dtype=int)
         scalar_q, scalar_src, cos_q, sin_q, circle_src = [], [], [], [], []
         for i, name in enumerate(self.joint_names):
             joint = model.joints[model.getJointId(name)]
@@ -159,18 +197,9 @@ class SimulatedArm:
                             and all(model.joints[j].idx_q == model.joints[j].idx_v
                                     for j in range(1, model.njoints)))
 
-        self.armature = _per_joint(armature, n, 'armature')
-        if np.any(self.armature < 0):
-            raise ModelError(f'armature must be >= 0, got {self.armature.tolist()}')
-        model.armature[self._idx_v] = self.armature
-
-        self.payload_mass = float(payload_mass)
-        if not math.isfinite(self.payload_mass) or self.payload_mass < 0:
-            raise ModelError(f'payload_mass must be a finite mass >= 0 kg, got {payload_mass}')
-        self.payload_link = payload_link or self._default_tip_link()
-        if self.payload_mass > 0:
-            self._attach_point_mass(self.payload_link, self.payload_mass)
-
+    def _set_friction(self, joint_friction, coulomb_friction, coulomb_velocity):
+        """Check and keep the viscous and Coulomb friction (per joint) and its v_s."""
+        n = self.n
         self.joint_friction = _per_joint(joint_friction, n, 'joint_friction')
         if np.any(self.joint_friction < 0):
             raise ModelError(f'joint_friction must be >= 0, got {self.joint_friction.tolist()}')
@@ -182,26 +211,6 @@ class SimulatedArm:
             raise ModelError(f'coulomb_velocity must be > 0, got {coulomb_velocity}')
         self.coulomb_velocity = float(coulomb_velocity)
         self._frictionless = not (np.any(self.joint_friction) or np.any(self.coulomb_friction))
-        gravity = np.asarray(gravity, dtype=float).ravel()
-        if gravity.shape != (3,) or not np.all(np.isfinite(gravity)):
-            raise ModelError(f'gravity must be 3 finite numbers, got {gravity.tolist()}')
-        model.gravity.linear = gravity
-        self.gravity = gravity
-
-        if not integration_rate > 0:
-            raise ModelError(f'integration_rate must be > 0 Hz, got {integration_rate}')
-        self.integration_rate = float(integration_rate)
-        self.effort_limits = (None if effort_limits is None or np.size(effort_limits) == 0
-                              else _per_joint(effort_limits, n, 'effort_limits', allow_inf=True))
-
-        self.data = model.createData()
-        self.time = 0.0
-        self._theta = np.zeros(model.nv)   # unwrapped joint coordinates, Pinocchio v order
-        self._v = np.zeros(model.nv)
-        self._tau = np.zeros(model.nv)     # applied effort (after clipping), v order
-        self.reset(initial_positions, initial_velocities)
-
-    # -- construction helpers -------------------------------------------------------------
 
     @staticmethod
     def _reduce(model, joints):

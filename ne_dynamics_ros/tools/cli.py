@@ -312,9 +312,17 @@ def identify_command(args):
 
 
 def build_parser():
-    """Argument parser of ``ne-dynamics``."""
+    """Argument parser of ``ne-dynamics``: one subcommand each (dh, base-params, ...)."""
     parser = argparse.ArgumentParser(prog='ne-dynamics', description=__doc__.split('\n')[0])
     sub = parser.add_subparsers(dest='command', required=True)
+    _add_model_commands(sub)
+    _add_excite(sub)
+    _add_identify(sub)
+    return parser
+
+
+def _add_model_commands(sub):
+    """Add the subcommands that read a model: ``dh``, ``base-params``, ``codegen``."""
     dh = sub.add_parser('dh', help='print the DH/MDH table of a URDF chain')
     dh.add_argument('urdf', help='URDF file path')
     dh.add_argument('--convention', choices=['dh', 'mdh'], default='mdh',
@@ -340,6 +348,10 @@ def build_parser():
     gen.add_argument('--lang', choices=['python', 'c'], required=True)
     gen.add_argument('--output', required=True, help='file to write')
     gen.set_defaults(func=codegen_command)
+
+
+def _add_excite(sub):
+    """Add the ``excite`` subcommand."""
     exc = sub.add_parser('excite', help='optimise an excitation trajectory for identification')
     exc.add_argument('urdf', help='URDF file path')
     exc.add_argument('--base', default=None, help='base link (default: URDF root)')
@@ -366,6 +378,10 @@ def build_parser():
                      help=f'kd = kp * S of that PD (default {DERIVATIVE_TIME:g})')
     exc.add_argument('--output', required=True, help='YAML file to write')
     exc.set_defaults(func=excite_command)
+
+
+def _add_identify(sub):
+    """Add the ``identify`` subcommand."""
     ide = sub.add_parser('identify', help='identify the dynamics from a recording')
     ide.add_argument('--urdf', required=True, help='nominal URDF')
     ide.add_argument('--bag', default=None, help='rosbag2 directory (MCAP or sqlite3)')
@@ -400,7 +416,6 @@ def build_parser():
     ide.add_argument('--output-urdf', required=True, help='URDF to write')
     ide.add_argument('--output-params', required=True, help='parameter YAML to write')
     ide.set_defaults(func=identify_command)
-    return parser
 
 
 def main(argv=None):
