@@ -38,6 +38,12 @@ running while simulated time stands still. Internally times are float seconds fr
 first ``now_ns`` seen, so they keep sub-microsecond resolution whatever the epoch.
 
 Units: q in rad (m for prismatic joints), qd in rad/s, qdd in rad/s^2, efforts in N*m (N).
+
+Over 600 lines because it is one class whose every public method works under one lock on
+one run state, each documented for the node and for scripts; what stands on its own is a
+module of its own (:mod:`~ne_dynamics_ros.control.settings`,
+:mod:`~ne_dynamics_ros.control.measured_state`, :mod:`~ne_dynamics_ros.control.run_state`,
+the laws and the integral action in :mod:`~ne_dynamics_ros.control.laws`).
 """
 import threading
 from typing import Mapping, Optional, Sequence, Union

@@ -15,6 +15,8 @@ that a trajectory sent to this package's node is followed along the same referen
   passed on as given, zeros where absent, exactly as joint_trajectory_controller does);
 * a zero ``header.stamp`` (``start_time=None`` here) means "start on receipt".
 
+The segment polynomials themselves are :mod:`ne_dynamics_ros.control.splines`'s.
+
 A one-point trajectory with ``time_from_start == 0`` therefore needs no special case: it
 is sampled as "after the last point" from the moment it is received, i.e. it is a
 streaming set-point (how servoing tools send references).
@@ -27,6 +29,8 @@ import bisect
 from typing import NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
+
+from ne_dynamics_ros.control.splines import evaluate_rows, segment_coefficients, segment_rows
 
 
 class TrajectoryError(ValueError):
@@ -184,86 +188,12 @@ def interpolate_segment(t, t_a, state_a, t_b, state_b):
         return DesiredState(q_a.copy(), np.array(qd_a, dtype=float) if has_vel else zeros,
                             np.array(qdd_a, dtype=float) if has_acc else zeros.copy())
     zeros = np.zeros((2, q_a.size))
-    coefficients = _segment_coefficients(
+    coefficients = segment_coefficients(
         np.array([0.0, T]), np.stack([q_a, q_b]),
         np.stack([qd_a, qd_b]) if has_vel else zeros,
         np.stack([qdd_a, qdd_b]) if has_acc else zeros,
         np.full(2, has_vel), np.full(2, has_acc))
-    return DesiredState(*(np.array(v) for v in _evaluate(_rows(coefficients, 0), s)))
-
-
-def _rows(coefficients, k):
-    """Segment ``k`` of (p, m - 1, n) coefficients as n lists of 6 (zeros beyond p)."""
-    rows = coefficients[:, k].T.tolist()
-    pad = [0.0] * (6 - coefficients.shape[0])
-    return [row + pad for row in rows] if pad else rows
-
-
-def _evaluate(rows, s):
-    """Return lists q, qd, qdd of the polynomials ``sum_j row[j] s**j`` at ``s`` (Horner).
-
-    ``rows``: one sequence of 6 coefficients per joint (a segment's (6, n) coefficients,
-    transposed). Plain floats: a joint costs about 30 operations, less than NumPy's call
-    overhead for a (3, 6) @ (6, n) product.
-    """
-    q, qd, qdd = [], [], []
-    for c0, c1, c2, c3, c4, c5 in rows:
-        q.append(c0 + s * (c1 + s * (c2 + s * (c3 + s * (c4 + s * c5)))))
-        qd.append(c1 + s * (2.0 * c2 + s * (3.0 * c3 + s * (4.0 * c4 + s * (5.0 * c5)))))
-        qdd.append(2.0 * c2 + s * (6.0 * c3 + s * (12.0 * c4 + s * (20.0 * c5))))
-    return q, qd, qdd
-
-
-def _segment_coefficients(times, positions, qd, qdd, has_vel, has_acc):
-    """Return the (p, m - 1, n) polynomial coefficients of every segment, all at once.
-
-    Segment k runs from waypoint k to k + 1; ``q(s) = sum_j c[j, k] s**j`` for ``s`` in
-    ``[0, T_k]``, with joint_trajectory_controller's ``interpolate_between_points``
-    coefficients: quintic where both waypoints give velocities and accelerations, cubic
-    where both give velocities, linear otherwise (unused coefficients are zero). Each
-    kind is worked out on its own segments only, and coefficient-major; ``p`` is 2 when
-    every segment is linear, 4 when none is quintic, else 6 (the coefficients of higher
-    powers, all zero, are left out), so a trajectory of positions only costs two array
-    operations and a third of the memory.
-    ``times`` (m,) must increase strictly; ``positions``, ``qd``, ``qdd`` (m, n) (rows of
-    points that do not give them are ignored); ``has_vel``, ``has_acc`` (m,) bool.
-    """
-    m, n = positions.shape
-    has_acc = has_acc & has_vel
-    cubic = has_vel[:-1] & has_vel[1:]
-    quintic = has_acc[:-1] & has_acc[1:]
-    planes = 6 if quintic.any() else 4 if cubic.any() else 2
-    coefficients = np.zeros((planes, max(m - 1, 0), n))
-    if m < 2:
-        return coefficients
-    with np.errstate(over='ignore', invalid='ignore'):
-        T = np.diff(times)[:, None]
-        dq = positions[1:] - positions[:-1]
-        coefficients[0] = positions[:-1]
-        if not cubic.any():
-            np.divide(dq, T, out=coefficients[1])
-            return coefficients
-        linear = np.flatnonzero(~cubic)
-        coefficients[1, linear] = dq[linear] / T[linear]
-        for rows, kind in ((np.flatnonzero(cubic & ~quintic), 3), (np.flatnonzero(quintic), 5)):
-            if not rows.size:
-                continue
-            T_, dq_ = T[rows], dq[rows]
-            qd_a, qd_b = qd[rows], qd[rows + 1]
-            coefficients[1, rows] = qd_a
-            if kind == 3:
-                coefficients[2, rows] = (3.0 * dq_ - (2.0 * qd_a + qd_b) * T_) / T_ ** 2
-                coefficients[3, rows] = (2.0 * (-dq_) + (qd_a + qd_b) * T_) / T_ ** 3
-                continue
-            qdd_a, qdd_b = qdd[rows], qdd[rows + 1]
-            coefficients[2, rows] = 0.5 * qdd_a
-            coefficients[3, rows] = (20.0 * dq_ - (8.0 * qd_b + 12.0 * qd_a) * T_
-                                     - (3.0 * qdd_a - qdd_b) * T_ ** 2) / (2.0 * T_ ** 3)
-            coefficients[4, rows] = (-30.0 * dq_ + (14.0 * qd_b + 16.0 * qd_a) * T_
-                                     + (3.0 * qdd_a - 2.0 * qdd_b) * T_ ** 2) / (2.0 * T_ ** 4)
-            coefficients[5, rows] = (12.0 * dq_ - 6.0 * (qd_b + qd_a) * T_
-                                     - (qdd_a - qdd_b) * T_ ** 2) / (2.0 * T_ ** 5)
-    return coefficients
+    return DesiredState(*(np.array(v) for v in evaluate_rows(segment_rows(coefficients, 0), s)))
 
 
 class Trajectory:
@@ -323,13 +253,13 @@ class Trajectory:
         self._abs_times = self.start_time + self.times
         self._abs_list = self._abs_times.tolist()        # for bisect on the hot path
         self._coefficients = coefficients if coefficients is not None else \
-            _segment_coefficients(self.times, self.positions, self.velocities,
-                                  self.accelerations, self.has_velocities,
-                                  self.has_accelerations)
+            segment_coefficients(self.times, self.positions, self.velocities,
+                                 self.accelerations, self.has_velocities,
+                                 self.has_accelerations)
         # the way in, from state_before to the first waypoint (when that lies ahead)
         self._first_rows = None
         if self._abs_list[0] > self.time_before:
-            self._first_rows = _rows(_segment_coefficients(
+            self._first_rows = segment_rows(segment_coefficients(
                 np.array([self.time_before, self._abs_list[0]]),
                 np.stack([self.state_before.q, self.positions[0]]),
                 np.stack([self.state_before.qd, self.velocities[0]]),
@@ -378,10 +308,10 @@ class Trajectory:
             segment, rows = self._rows
             if segment != i:
                 # the segment's polynomial, its coefficients worked out once (__init__)
-                rows = _rows(self._coefficients, i)
+                rows = segment_rows(self._coefficients, i)
                 self._rows = (i, rows)
             s = t - self._abs_list[i]
-        return _evaluate(rows, s)
+        return evaluate_rows(rows, s)
 
 
 #: Most waypoints accepted in one trajectory (100 s at 1 kHz).
@@ -549,8 +479,8 @@ def prepare_waypoints(joint_names: Sequence[str],
         velocities = np.where(has_vel[:, None], velocities, 0.0)
         accelerations = np.where(has_acc[:, None], accelerations, 0.0)
     _check_interpolation(times, positions, velocities, accelerations)
-    coefficients = _segment_coefficients(times, positions, velocities, accelerations,
-                                         has_vel, has_acc)
+    coefficients = segment_coefficients(times, positions, velocities, accelerations,
+                                        has_vel, has_acc)
     return PreparedWaypoints(WaypointArrays(times, positions, velocities, accelerations,
                                             has_vel, has_acc), coefficients)
 

@@ -199,11 +199,6 @@ class Watchdog:
         if self.thread is not None and self.thread is not threading.current_thread():
             self.thread.join(timeout)
 
-    @property
-    def stopping(self) -> bool:
-        """True once :meth:`stop` was called."""
-        return self._stopping.is_set()
-
     def _run(self):
         while not self._stopping.wait(self._period_of()):
             try:
