@@ -8,10 +8,11 @@ arm in lockstep) and prints its figures beside the goals:
    4.26e-4 rad (``001_ccc6fd40c72dea18.txt`` section 5).
 2. The UR5e on MuJoCo with a plant the controller is not told of (0.1 kg m^2 of rotor
    inertia per joint, gearbox damping 6,6,4,1,1,1 N m s/rad, dry friction
-   2.5,2.5,1.5,0.4,0.4,0.4 N m, a 1.2 kg payload at the tool), 500 Hz, Kp = 100, Kd = 20:
-   the 3 s quintic with the nominal URDF, then, after ``--identify`` (excitation under
-   feedforward + joint PD, rosbag2, ``ne-dynamics identify``), with the identified URDF
-   and YAML loaded as a user loads them: every joint under 4.26e-4 rad.
+   2.5,2.5,1.5,0.4,0.4,0.4 N m, a 1.2 kg payload at the tool), 500 Hz: the 3 s quintic
+   with the nominal URDF at Kp = 100, Kd = 20, then, after ``--identify`` (excitation
+   under feedforward + joint PD, rosbag2, ``ne-dynamics identify``), with the identified
+   URDF and YAML loaded as a user loads them (the YAML carries the gains ``identify``
+   recommends, :mod:`ne_dynamics_ros.control.gains`): every joint under 4.26e-4 rad.
 3. The identified drive values against the plant's: damping and dry friction within 5 %,
    armature within 10 % where it is identifiable (Ia1, Ia2 fold into link inertias).
 
@@ -98,9 +99,11 @@ def main():
     print(f'\n1. PUMA 560, Lee et al.\'s run on MuJoCo ({puma["plant"]}, implicitfast), exact '
           f'model, {puma["rate_hz"]:g} Hz; {puma_wall:.0f} s wall')
     errors_table(puma['joint_names'], [('max |e| [rad]', puma['max_abs_error_rad'])])
-    print(f'2. UR5e on MuJoCo, hidden plant, {ur5e["rate_hz"]:g} Hz, Kp = {ur5e["kp"]:g}, '
-          f'Kd = {ur5e["kd"]:g}, 3 s quintic; {ur5e_wall:.0f} s wall for both runs and the '
-          'identification')
+    gains = ur5e['identified'].get('identified_gains', {})
+    print(f'2. UR5e on MuJoCo, hidden plant, {ur5e["rate_hz"]:g} Hz, 3 s quintic; nominal URDF '
+          f'at Kp = {ur5e["kp"]:g}, Kd = {ur5e["kd"]:g}; identified with the gains identify '
+          f'recommends, Kp = {gains.get("kp")}, Kd = {gains.get("kd")}; {ur5e_wall:.0f} s '
+          'wall for both runs and the identification')
     errors_table(ur5e['joint_names'],
                  [('nominal URDF', ur5e['max_abs_error_rad']),
                   ('identified', ur5e['identified']['max_abs_error_rad'])])

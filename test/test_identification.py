@@ -97,6 +97,22 @@ def test_identified_model_predicts_another_motion(setup, identified):
     nominal = relative_rms(setup['model'], [0.0] * 6, run)   # its rnea has the armature
     assert np.all(ours < 0.02), ours
     assert nominal.max() > 0.3, nominal          # the nominal URDF is far off
+    # the YAML's gains are the rule's for the identified model at the recording's rate
+    from ne_dynamics_ros.control.gains import recommended_gains
+    from ne_dynamics_ros.identification.recording import read_bag
+    rate = read_bag(setup['bag'], setup['model'].joint_names, progress=False).rate
+    rule = recommended_gains(load_model(str(urdf), tip_link='flange',
+                                        armature=values['armature']), rate,
+                             position_noise=1e-5)      # the noise the recording was given
+    by_noise = np.array([why == 'noise' for why in rule.limited_by])
+    np.testing.assert_allclose(np.array(values['kp'])[~by_noise], rule.kp[~by_noise],
+                               rtol=1e-3)
+    np.testing.assert_allclose(np.array(values['kd'])[~by_noise], rule.kd[~by_noise],
+                               rtol=1e-3)
+    # where the noise binds, it was measured within 20 %: kd goes as 1 / sigma
+    np.testing.assert_allclose(np.array(values['kd'])[by_noise], rule.kd[by_noise],
+                               rtol=0.2)
+    assert f'gains for {rate:g} Hz' in params.read_text()
     # Ia1, Ia2 fold into ZZ1R, ZZ2R (not identifiable apart); the others are found
     np.testing.assert_allclose(values['armature'][2:], ARMATURE[2:], rtol=0.05)
     np.testing.assert_allclose(values['damping'], FRICTION, rtol=0.1, atol=0.05)
@@ -127,6 +143,10 @@ def test_parameter_yaml_loads_in_both_nodes(ros_context, identified):
         np.testing.assert_allclose(model.damping, values['damping'])
         np.testing.assert_allclose(model.friction, values['friction'])
         assert node.controller.joints == values['joints']
+        # the recommended gains come with the model, and the node takes them
+        for name in ('kp', 'kd', 'ki', 'integral_limit'):
+            np.testing.assert_allclose(getattr(node.controller.settings, name),
+                                       values[name])
     finally:
         node.destroy_node()
     sim = SimArmNode(context=ros_context, cli_args=['--ros-args', '--params-file', str(params),

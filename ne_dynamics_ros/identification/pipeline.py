@@ -36,7 +36,10 @@ class IdentifiedModel:
         urdf: the identified URDF text (UTF-8, declared so).
         params_yaml: the parameter YAML text for both nodes.
         values: its ``ros__parameters`` as plain values (``armature``, ``damping``,
-            ``friction`` lists, ``friction_compensation``).
+            ``friction`` lists, ``friction_compensation``, the recommended ``kp``, ``kd``,
+            ``ki``, ``integral_limit``).
+        gains: the :class:`~ne_dynamics_ros.control.gains.GainRecommendation` behind
+            those gains (sized for the identified model at the recording's rate).
     """
 
     result: Identification
@@ -44,6 +47,7 @@ class IdentifiedModel:
     urdf: str
     params_yaml: str
     values: dict
+    gains: object = None
 
 
 def check_effort_delay(effort_delay, recording=None, name='effort delay'):
@@ -140,9 +144,27 @@ def identify_model(urdf_text, model, recording, cutoff=None, effort_delay=0.0,
     urdf = identified_urdf(utf8_declared(urdf_text), model, consistent.parameters)
     hardware = {'hardware_compensates_gravity': efforts_exclude_gravity,
                 'hardware_compensates_friction': efforts_exclude_friction}
-    text = parameters_yaml(model, consistent.parameters, header, **hardware)
+    gains = _recommended_gains(model, consistent.parameters, clean, result.cutoff)
+    header = '\n'.join(([header] if header else []) + gains.describe())
+    text = parameters_yaml(model, consistent.parameters, header, extra=gains.values(),
+                           **hardware)
     values = parameter_values(model, consistent.parameters, **hardware)
-    return IdentifiedModel(result, consistent, urdf, text, values)
+    values.update(gains.values())
+    return IdentifiedModel(result, consistent, urdf, text, values, gains)
+
+
+def _recommended_gains(model, parameters, recording, cutoff):
+    """Size the gains for the identified model, at the recording's rate and noise.
+
+    :func:`~ne_dynamics_ros.control.gains.recommended_gains` with the position noise
+    measured in the recording (:func:`~ne_dynamics_ros.identification.signals.
+    position_noise`).
+    """
+    from ne_dynamics_ros.control.gains import recommended_gains
+    from ne_dynamics_ros.identification.signals import position_noise
+    return recommended_gains(model.with_parameters(parameters), recording.rate,
+                             position_noise=position_noise(recording.q, cutoff,
+                                                           recording.rate))
 
 
 def drive_errors(plant, identified, identifiable=None):

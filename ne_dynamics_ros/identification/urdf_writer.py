@@ -147,15 +147,16 @@ def identified_urdf(text, model, parameters):
 
 
 def parameters_yaml(model, parameters, header='', hardware_compensates_gravity=False,
-                    hardware_compensates_friction=False):
+                    hardware_compensates_friction=False, extra=None):
     """YAML text with ``joints``, ``armature``, ``damping``, ``friction`` for both nodes.
 
-    The values of :func:`parameter_values` under ``/**: ros__parameters``, after
-    ``header`` as comment lines.
+    The values of :func:`parameter_values` (and ``extra``, e.g. the recommended gains)
+    under ``/**: ros__parameters``, after ``header`` as comment lines.
     """
     import yaml
     values = parameter_values(model, parameters, hardware_compensates_gravity,
                               hardware_compensates_friction)
+    values.update(extra or {})
     data = {'/**': {'ros__parameters': values}}
     comment = ''.join(f'# {line}\n' for line in header.splitlines())
     return comment + yaml.safe_dump(data, sort_keys=False)

@@ -311,11 +311,49 @@ def identify_command(args):
     return 0
 
 
+def gains_command(args):
+    """Run ``ne-dynamics gains``: the recommended gains of an arm; return the exit code."""
+    import yaml
+    from ne_dynamics_ros.control.gains import recommended_gains
+    from ne_dynamics_ros.tools.files import read_node_parameters
+    try:
+        params = read_node_parameters(args.params)
+    except (OSError, yaml.YAMLError) as exc:
+        print(f'ne-dynamics gains: error: cannot read --params {args.params}: {exc}',
+              file=sys.stderr)
+        return 2
+    try:
+        model = load_model(args.urdf, base_link=args.base or params.get('base_link') or None,
+                           tip_link=args.tip or params.get('tip_link') or None,
+                           armature=params.get('armature') or None)
+        gains = recommended_gains(model, args.rate, params.get('effort_limits') or None,
+                                  args.noise)
+    except (ModelError, ValueError, TypeError) as exc:
+        print(f'ne-dynamics gains: error: {exc}', file=sys.stderr)
+        return 2
+    values = gains.values()
+    if args.json:
+        print(json.dumps(dict(values, joint_names=gains.joint_names, rate_hz=gains.rate,
+                              bandwidth_rad_s=gains.bandwidth.tolist(),
+                              limited_by=gains.limited_by), indent=2))
+        return 0
+    print(f'{"joint":<22}{"omega rad/s":>12}{"set by":>14}{"kp 1/s^2":>11}{"kd 1/s":>9}'
+          f'{"ki N m/(rad s)":>16}{"integral_limit":>16}')
+    for j, name in enumerate(gains.joint_names):
+        print(f'{name:<22}{gains.bandwidth[j]:>12.4g}{gains.limited_by[j]:>14}'
+              f'{values["kp"][j]:>11.4g}{values["kd"][j]:>9.4g}{values["ki"][j]:>16.4g}'
+              f'{values["integral_limit"][j]:>16.4g}')
+    print('\n# computed_torque_node parameters (ros__parameters); ' + gains.describe()[0])
+    print(yaml.safe_dump(values, sort_keys=False, default_flow_style=None).rstrip())
+    return 0
+
+
 def build_parser():
     """Argument parser of ``ne-dynamics``: one subcommand each (dh, base-params, ...)."""
     parser = argparse.ArgumentParser(prog='ne-dynamics', description=__doc__.split('\n')[0])
     sub = parser.add_subparsers(dest='command', required=True)
     _add_model_commands(sub)
+    _add_gains(sub)
     _add_excite(sub)
     _add_identify(sub)
     return parser
@@ -348,6 +386,24 @@ def _add_model_commands(sub):
     gen.add_argument('--lang', choices=['python', 'c'], required=True)
     gen.add_argument('--output', required=True, help='file to write')
     gen.set_defaults(func=codegen_command)
+
+
+def _add_gains(sub):
+    """Add the ``gains`` subcommand."""
+    gains = sub.add_parser('gains', help='print the computed-torque gains recommended for '
+                           'an arm (ne_dynamics_ros.control.gains)')
+    gains.add_argument('urdf', help='URDF file path (the identified one, if any)')
+    gains.add_argument('--params', default=None, metavar='YAML',
+                       help='computed_torque_node parameter YAML (armature, effort_limits, '
+                       'base_link, tip_link), e.g. the one ne-dynamics identify wrote')
+    gains.add_argument('--rate', type=float, default=500.0, metavar='HZ',
+                       help='control rate, Hz (default 500)')
+    gains.add_argument('--noise', type=float, default=None, metavar='RAD',
+                       help='position noise (standard deviation), rad (default: no bound)')
+    gains.add_argument('--base', default=None, help='base link (default: URDF root)')
+    gains.add_argument('--tip', default=None, help='tip link (default: end of the chain)')
+    gains.add_argument('--json', action='store_true', help='print JSON instead of a table')
+    gains.set_defaults(func=gains_command)
 
 
 def _add_excite(sub):

@@ -143,4 +143,26 @@ def write_outputs(files, inputs=()):
                 os.unlink(temporary)
 
 
-__all__ = ['check_outputs', 'OutputError', 'write_outputs']
+def read_node_parameters(path, node='computed_torque_node'):
+    """Return ``node``'s ``ros__parameters`` in a ROS 2 parameter YAML file ({} if none).
+
+    The section of the node's name (with or without a namespace) or ``/**`` (every node,
+    as ``ne-dynamics identify`` writes it); None ``path``: {}.
+
+    Raises:
+        OSError: the file cannot be read. yaml.YAMLError: it is not YAML.
+    """
+    if path is None:
+        return {}
+    import yaml
+    with open(path, encoding='utf-8') as stream:
+        content = yaml.safe_load(stream) or {}
+    if not isinstance(content, dict):
+        return {}
+    for key, value in content.items():
+        if str(key).strip('/').split('/')[-1] in (node, '**'):
+            return dict((value or {}).get('ros__parameters', {}) or {})
+    return {}
+
+
+__all__ = ['check_outputs', 'OutputError', 'read_node_parameters', 'write_outputs']

@@ -55,6 +55,8 @@ def identify_and_rerun(args, output):
         'identified_armature': identified.values['armature'],
         'identified_damping': identified.values['damping'],
         'identified_friction': identified.values['friction'],
+        'identified_gains': {name: identified.values[name]
+                             for name in ('kp', 'kd', 'ki', 'integral_limit')},
         'armature_identifiable': [f'Ia{j + 1}' in found.names for j in range(model.n)],
         'identification_warnings': list(found.warnings),
         'max_abs_error_rad': [float(v) for v in result['max_abs_error_rad']],

@@ -143,12 +143,14 @@ class Run:
             Parameter('urdf_path', value=str(setup.controller_urdf)),
             Parameter('robot_description', value=''),
             Parameter('joints', value=list(setup.joint_names)),
-            Parameter('kp', value=[float(args.kp)] * n),
-            Parameter('kd', value=[float(args.kd)] * n),
             Parameter('use_sim_time', value=lockstep),
         ]
         if setup.identified_params is None:
-            overrides.append(Parameter('armature', value=list(setup.controller_armature)))
+            overrides += [Parameter('armature', value=list(setup.controller_armature)),
+                          Parameter('kp', value=[float(args.kp)] * n),
+                          Parameter('kd', value=[float(args.kd)] * n)]
+        # else as a user loads an identified model: its YAML's armature and the gains
+        # ne-dynamics identify recommends for it (ne_dynamics_ros.control.gains)
         if setup.is_lee_experiment:
             # Lee et al.'s start (joint 3 at 90 deg) lies outside RTB's joint 3 range
             # [-225, 45] deg that config/puma560.urdf carries (their joint zeros differ);

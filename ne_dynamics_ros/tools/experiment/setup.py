@@ -11,6 +11,8 @@ import sys
 
 import numpy as np
 
+from ne_dynamics_ros.tools.files import read_node_parameters
+
 LEE_BOUND_RAD = 4.26e-4
 LEE_START_DEG = (90.0, 0.0, 90.0, 0.0, 0.0, 0.0)
 LEE_GOAL_DEG = (45.0, 30.0, 0.0, 45.0, 60.0, 90.0)
@@ -52,19 +54,6 @@ def _find_config(relative):
         return None
 
 
-def _read_node_parameters(params_file):
-    """``computed_torque_node``'s ``ros__parameters`` from a YAML file ({} if none)."""
-    if params_file is None:
-        return {}
-    import yaml
-    with open(params_file, encoding='utf-8') as stream:
-        content = yaml.safe_load(stream) or {}
-    for key, value in content.items():
-        if key.strip('/').split('/')[-1] in ('computed_torque_node', '**'):
-            return dict((value or {}).get('ros__parameters', {}))
-    return {}
-
-
 class Setup:
     """Everything the run needs, resolved from the command line and the package's config."""
 
@@ -90,7 +79,7 @@ class Setup:
                                 'or the path of a URDF file)', EXIT_USAGE)
             self.params_file = None
         self.urdf_path = pathlib.Path(self.urdf_path).resolve()
-        self.node_parameters = _read_node_parameters(self.params_file)
+        self.node_parameters = read_node_parameters(self.params_file)
 
         from ne_dynamics_ros.errors import ModelError
         from ne_dynamics_ros.simulation.simulated_arm import SimulatedArm

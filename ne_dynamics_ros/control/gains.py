@@ -1,0 +1,183 @@
+"""Computed-torque gains sized for an arm: from its sample rate, inertia, limits and noise.
+
+Pure module (no ROS). Computed torque (Lee, Chung, Mudge & Turney,
+``001_ccc6fd40c72dea18.txt`` eqs 4.1, 4.4) makes every joint's error obey
+``ë + kd ė + kp e = 0`` when the model is right, so the gains pick a bandwidth ω (rad/s)
+and a damping: critically damped, ``kp = ω²`` (1/s²) and ``kd = 2 ω`` (1/s). The rule
+(:func:`recommended_gains`) takes per joint the smallest of three bandwidths:
+
+1. **Sampling**: ``ω = rate / SAMPLES_PER_RADIAN`` (ω T = 0.1: ten samples per time
+   constant). The command is computed from the state at ``t_k`` and held over a sample
+   (a zero-order hold), and a real loop adds up to one more sample of delay
+   (ros2_control's read, update, write); with ω T = 0.1 the sampled error dynamics keep
+   their poles well inside the unit circle either way (:func:`sampled_error_poles`).
+   At Lee et al.'s 100 Hz this is ω = 10 rad/s: their kp = 100, kd = 20 exactly.
+2. **Effort limit**: an error of ``ERROR_AT_HALF_LIMIT`` (0.01 rad or m) may take at most
+   half of the joint's effort limit through the largest inertia the joint sees in the
+   workspace: ``M_jj,max kp e <= limit / 2``, with ``M_jj,max`` the largest diagonal of
+   the (identified) mass matrix, armature included, over random configurations within
+   the joint limits.
+3. **Noise** (when the position noise σ_q is known, e.g. measured by ``ne-dynamics
+   identify``): velocities differenced at the sample rate carry a noise of about
+   ``sqrt(2) σ_q rate``; the derivative term may put at most ``NOISE_SHARE`` (5 %) of the
+   effort limit of noise on the joint: ``M_jj,max kd sqrt(2) σ_q rate <= 0.05 limit``.
+
+The integral term, for what the model still misses (a slow, small effort), gets a pole
+``INTEGRAL_SLOWER`` (10) times slower than ω: ``ki = M_jj,mean kp ω / 10``
+(N·m/(rad·s)), and may supply at most ``INTEGRAL_SHARE`` (10 %) of the effort limit
+(``integral_limit``, N·m).
+"""
+from dataclasses import dataclass
+import math
+from typing import List, Optional
+
+import numpy as np
+
+from ne_dynamics_ros.errors import ModelError
+
+#: Samples per radian of the closed loop's bandwidth: ω = rate / 10 (ω T = 0.1).
+SAMPLES_PER_RADIAN = 10.0
+#: An error this large (rad or m) may take at most half of a joint's effort limit.
+ERROR_AT_HALF_LIMIT = 0.01
+#: Share of the effort limit the velocity noise may put on a joint through kd.
+NOISE_SHARE = 0.05
+#: The integral's pole is this many times slower than the bandwidth.
+INTEGRAL_SLOWER = 10.0
+#: Share of the effort limit the integral term may supply (``integral_limit``).
+INTEGRAL_SHARE = 0.1
+#: Random configurations the largest inertia of each joint is taken over.
+CONFIGURATIONS = 512
+
+
+@dataclass(frozen=True)
+class GainRecommendation:
+    """Gains sized by :func:`recommended_gains`; every array (n,) in chain order.
+
+    Attributes:
+        joint_names: the chain's joints.
+        kp: 1/s² (the computed-torque position gain).
+        kd: 1/s.
+        ki: N·m/(rad·s) (N/(m·s)).
+        integral_limit: N·m (N).
+        bandwidth: ω, rad/s.
+        limited_by: per joint, what set ω: ``'sampling'``, ``'effort limit'`` or
+            ``'noise'``.
+        rate: the sample rate the gains are for, Hz.
+        inertia_max, inertia_mean: the diagonal of the mass matrix over the workspace,
+            kg·m² (kg).
+    """
+
+    joint_names: List[str]
+    kp: np.ndarray
+    kd: np.ndarray
+    ki: np.ndarray
+    integral_limit: np.ndarray
+    bandwidth: np.ndarray
+    limited_by: List[str]
+    rate: float
+    inertia_max: np.ndarray
+    inertia_mean: np.ndarray
+
+    def values(self) -> dict:
+        """Return ``kp``, ``kd``, ``ki``, ``integral_limit`` as node parameters (lists)."""
+        return {name: [float(f'{v:.4g}') for v in getattr(self, name)]
+                for name in ('kp', 'kd', 'ki', 'integral_limit')}
+
+    def describe(self) -> List[str]:
+        """Return lines saying how the gains were sized (for a YAML comment or a table)."""
+        lines = [f'gains for {self.rate:g} Hz by ne_dynamics_ros.control.gains: critically '
+                 f'damped, omega = min(rate / {SAMPLES_PER_RADIAN:g}, effort limit, noise)']
+        for j, name in enumerate(self.joint_names):
+            lines.append(f'  {name}: omega {self.bandwidth[j]:.4g} rad/s ({self.limited_by[j]}'
+                         f'), M_max {self.inertia_max[j]:.4g}')
+        return lines
+
+
+def _configurations(model, count, seed):
+    """(count, n) random joint positions within the limits (±π where unlimited)."""
+    low = np.where(np.isfinite(model.lower_limits), model.lower_limits, -math.pi)
+    high = np.where(np.isfinite(model.upper_limits), model.upper_limits, math.pi)
+    return np.random.default_rng(seed).uniform(low, high, size=(count, model.n))
+
+
+def recommended_gains(model, rate: float, effort_limits=None,
+                      position_noise: Optional[float] = None,
+                      configurations: int = CONFIGURATIONS, seed: int = 0
+                      ) -> GainRecommendation:
+    """Size ``kp``, ``kd``, ``ki``, ``integral_limit`` per joint by the module's rule.
+
+    Args:
+        model: the (identified) :class:`~ne_dynamics_ros.dynamics.model.RobotModel`, its
+            armature included.
+        rate: the control (sample) rate, Hz, > 0.
+        effort_limits: (n,) N·m (N), or None for the model's (URDF) limits.
+        position_noise: σ_q, rad (m): one value or (n,); None or 0: no noise bound.
+        configurations: random configurations for the inertia over the workspace.
+        seed: their random seed (the result is deterministic).
+
+    Returns:
+        :class:`GainRecommendation`.
+
+    Raises:
+        ModelError: a rate that is not > 0, a joint without a finite effort limit > 0
+            (named), a negative or NaN noise.
+    """
+    if not (isinstance(rate, (int, float)) and 0 < rate < math.inf):
+        raise ModelError(f'rate must be a frequency > 0 Hz, got {rate!r}')
+    limits = np.asarray(model.effort_limits if effort_limits is None else effort_limits,
+                        dtype=float).reshape(-1)
+    if limits.shape != (model.n,):
+        raise ModelError(f'effort_limits needs {model.n} values, got {limits.size}')
+    bad = [name for name, v in zip(model.joint_names, limits) if not 0 < v < math.inf]
+    if bad:
+        raise ModelError(f'joints {bad} have no finite effort limit > 0 to size gains by')
+    noise = np.zeros(model.n) if position_noise is None else np.broadcast_to(
+        np.asarray(position_noise, dtype=float), (model.n,)).copy()
+    if not np.all(noise >= 0) or not np.all(np.isfinite(noise)):
+        raise ModelError(f'position_noise must be >= 0 rad, got {noise.tolist()}')
+    diagonal = np.array([np.diag(model.mass_matrix(q))
+                         for q in _configurations(model, configurations, seed)])
+    inertia_max = diagonal.max(axis=0)
+    inertia_mean = diagonal.mean(axis=0)
+    candidates = {'sampling': np.full(model.n, rate / SAMPLES_PER_RADIAN)}
+    with np.errstate(divide='ignore'):
+        candidates['effort limit'] = np.sqrt(
+            0.5 * limits / (inertia_max * ERROR_AT_HALF_LIMIT))
+        candidates['noise'] = np.where(
+            noise > 0, NOISE_SHARE * limits / (2.0 * inertia_max * math.sqrt(2.0) * noise
+                                               * rate), np.inf)
+    names = list(candidates)
+    stacked = np.array([candidates[name] for name in names])
+    bandwidth = stacked.min(axis=0)
+    limited_by = [names[k] for k in stacked.argmin(axis=0)]
+    kp = bandwidth ** 2
+    kd = 2.0 * bandwidth
+    ki = inertia_mean * kp * bandwidth / INTEGRAL_SLOWER
+    return GainRecommendation(list(model.joint_names), kp, kd, ki, INTEGRAL_SHARE * limits,
+                              bandwidth, limited_by, float(rate), inertia_max, inertia_mean)
+
+
+def sampled_error_poles(kp, kd, rate: float, delay: int = 1) -> np.ndarray:
+    """Return the poles of one joint's sampled error dynamics under computed torque.
+
+    ``ë = -kp e(t_k) - kd ė(t_k)`` held over a sample (zero-order hold), applied
+    ``delay`` samples late (0 or 1): the eigenvalues of the discrete loop, stable when all
+    lie inside the unit circle. ``kp`` 1/s², ``kd`` 1/s, ``rate`` Hz.
+    """
+    T = 1.0 / rate
+    A = np.array([[1.0, T], [0.0, 1.0]])
+    B = np.array([[0.5 * T * T], [T]])
+    K = np.array([[-float(kp), -float(kd)]])
+    if delay == 0:
+        return np.linalg.eigvals(A + B @ K)
+    # state (e, ė, u_prev): the command computed now is applied over the next sample
+    big = np.zeros((3, 3))
+    big[:2, :2] = A
+    big[:2, 2:] = B
+    big[2:, :2] = K
+    return np.linalg.eigvals(big)
+
+
+__all__ = ['CONFIGURATIONS', 'ERROR_AT_HALF_LIMIT', 'GainRecommendation', 'INTEGRAL_SHARE',
+           'INTEGRAL_SLOWER', 'NOISE_SHARE', 'recommended_gains', 'SAMPLES_PER_RADIAN',
+           'sampled_error_poles']
