@@ -213,6 +213,20 @@ class PinocchioReference:
             args.append(fext)
         return self._from_tangent(pin.rnea(*args))
 
+    def coriolis_matrix(self, q, qd):
+        """Pinocchio's ``computeCoriolisMatrix`` (Ṁ - 2C skew), in chain order."""
+        C = self.pin.computeCoriolisMatrix(self.model, self.data, self.configuration(q),
+                                           self._tangent(qd))
+        idx = [self.model.joints[jid].idx_v for jid in self.ids]
+        return C[np.ix_(idx, idx)]
+
+    def gravity_torques(self, q, gravity=(0, 0, -9.81)):
+        """Pinocchio's ``computeGeneralizedGravity``, in chain order."""
+        pin = self.pin
+        self.model.gravity = pin.Motion(np.concatenate([np.asarray(gravity, float), np.zeros(3)]))
+        return self._from_tangent(pin.computeGeneralizedGravity(self.model, self.data,
+                                                                self.configuration(q)))
+
     def mass_matrix(self, q):
         """Pinocchio's CRBA mass matrix, in chain order."""
         M = self.pin.crba(self.model, self.data, self.configuration(q))

@@ -18,7 +18,8 @@ from ne_dynamics_ros import load_model, ModelError, StateError
 from ne_dynamics_ros.dynamics import parameters
 from ne_dynamics_ros.dynamics.parameters import (
     inertial_index, model_with_parameters, parameter_names, PER_JOINT, standard_parameters)
-from ne_dynamics_ros.dynamics.regressor import regressor, tip_wrench_torques
+from ne_dynamics_ros.dynamics.regressor import (reference_regressor, regressor,
+                                                tip_wrench_torques)
 
 CONVENTIONS = ('dh', 'mdh')
 ARMS = {'puma560': (PUMA560_URDF, 'flange'), 'ur5e': (UR5E_URDF, 'tool0')}
@@ -171,3 +172,71 @@ def test_bad_states_for_the_regressor():
         regressor(model, np.full(6, np.nan), np.zeros(6), np.zeros(6))
     with pytest.raises(StateError, match='gravity'):
         regressor(model, np.zeros(6), np.zeros(6), np.zeros(6), gravity=(0, 0))
+
+
+# ---- Slotine & Li's regressor: two rate vectors ---------------------------------------------
+
+def check_reference_regressor(model, reference, rng, prismatic=None, gravity=(0, 0, -9.81)):
+    """Y pi = M q̈_r + C q̇_r + g + friction(q̇_r) with Pinocchio's M, C, g; Y = W at q̇_r = q̇."""
+    pi = standard_parameters(model)
+    q, qd, qdd_r = states(rng, model.n, 3, prismatic)
+    qd_r = rng.normal(0, 2, size=qd.shape)
+    Y = reference_regressor(model, q, qd, qd_r, qdd_r, gravity)
+    assert Y.shape == (3, model.n, PER_JOINT * model.n)
+    for k in range(3):
+        expected = (reference.mass_matrix(q[k]) @ qdd_r[k]
+                    + reference.coriolis_matrix(q[k], qd[k]) @ qd_r[k]
+                    + reference.gravity_torques(q[k], gravity)
+                    + model.friction_torques(qd_r[k]))
+        assert_rel(Y[k] @ pi, expected, rel=1e-9)
+        assert_rel(reference_regressor(model, q[k], qd[k], qd_r[k], qdd_r[k], gravity), Y[k])
+    assert_rel(reference_regressor(model, q, qd, qd, qdd_r, gravity),
+               regressor(model, q, qd, qdd_r, gravity), rel=1e-12)
+
+
+@pytest.mark.parametrize('convention', CONVENTIONS)
+@pytest.mark.parametrize('robot', sorted(ARMS))
+def test_slotine_li_regressor_against_pinocchio(robot, convention):
+    rng = np.random.default_rng(11)
+    path, tip = ARMS[robot]
+    armature = rng.uniform(0, 1, 6)
+    model = load_model(str(path), tip_link=tip, convention=convention, armature=armature)
+    reference = PinocchioReference(path.read_text(), model.joint_names, tip,
+                                   armature=armature)
+    check_reference_regressor(model, reference, rng)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(robot=random_chains(), seed=st.integers(0, 2**32 - 1))
+def test_slotine_li_regressor_on_random_chains(robot, seed):
+    rng = np.random.default_rng(seed)
+    prismatic = np.array([t == 'prismatic' for t in robot['types']])
+    armature = rng.uniform(0, 1, len(robot['joints']))
+    reference = PinocchioReference(robot['xml'], robot['joints'], robot['tip'],
+                                   armature=armature, locked=robot['locked'])
+    for convention in CONVENTIONS:
+        model = load_model(robot['xml'], tip_link=robot['tip'], convention=convention,
+                           armature=armature)
+        check_reference_regressor(model, reference, rng, prismatic,
+                                  gravity=tuple(rng.normal(0, 5, 3)))
+
+
+@pytest.mark.parametrize('convention', CONVENTIONS)
+def test_the_coriolis_matrix_of_the_regressor_makes_mdot_minus_2c_skew(convention):
+    """C(q, q̇) column j = Y(q, q̇, e_j, 0) pi - g(q) - friction(e_j); Ṁ by differences."""
+    rng = np.random.default_rng(5)
+    model = load_model(str(PUMA560_URDF), tip_link='flange', convention=convention,
+                       armature=rng.uniform(0, 1, 6), damping=np.zeros(6),
+                       friction=np.zeros(6))
+    pi = standard_parameters(model)
+    for _ in range(3):
+        q, qd = rng.uniform(-np.pi, np.pi, 6), rng.normal(0, 2, 6)
+        g = model.gravity_torques(q)
+        C = np.column_stack([reference_regressor(model, q, qd, e, np.zeros(6)) @ pi - g
+                             for e in np.eye(6)])
+        h = 1e-6
+        Mdot = (model.mass_matrix(q + h * qd) - model.mass_matrix(q - h * qd)) / (2 * h)
+        S = Mdot - 2 * C
+        assert np.abs(S + S.T).max() < 1e-7 * max(1.0, np.abs(Mdot).max())
+        # and C q̇ is the Coriolis and centrifugal effort of the recursion
+        np.testing.assert_allclose(C @ qd, model.coriolis_torques(q, qd), atol=1e-10)

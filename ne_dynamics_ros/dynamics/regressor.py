@@ -24,7 +24,8 @@ import numpy as np
 
 from ne_dynamics_ros.dynamics.dh import Convention
 from ne_dynamics_ros.dynamics.parameters import PER_JOINT
-from ne_dynamics_ros.dynamics.rnea import forward_dh, forward_mdh
+from ne_dynamics_ros.dynamics.rnea import (forward_dh, forward_dh_reference, forward_mdh,
+                                           forward_mdh_reference)
 
 STANDARD_GRAVITY = (0.0, 0.0, -9.81)
 
@@ -110,6 +111,26 @@ def regressor(model, q, qd, qdd, gravity=STANDARD_GRAVITY):
     forward = forward_mdh if mdh else forward_dh
     frames = forward(links, ct, st, d, qd.T, qdd.T, base_acc)
 
+    at = slice(1, 4) if mdh else slice(2, 5)         # (w, wd, vd) in a frame
+    blocks = [_link_block(*(_as_columns(v, B) for v in frame[at])) for frame in frames]
+    W = _joint_rows(model, ct, st, frames, blocks, B)
+    for i in range(n):
+        col = PER_JOINT * i
+        W[:, i, col + 10] = qdd[:, i]
+        W[:, i, col + 11] = qd[:, i]
+        W[:, i, col + 12] = np.tanh(qd[:, i] / model.coulomb_velocity)
+    return W[0] if single else W
+
+
+def _joint_rows(model, ct, st, frames, blocks, B):
+    """Carry each link's (B, 6, 10) wrench block inward to every joint below it.
+
+    ``frames``: the outward recursion's, per link (MDH: ``p`` first; DH: ``z, r`` first);
+    ``blocks``: per link, its 10 parameters' wrench at O_i in frame i. Returns the
+    (B, n, 13 n) rows with the inertial columns filled (the drive columns are zero).
+    """
+    links, n = model.links, model.n
+    mdh = model.convention is Convention.MDH
     P = PER_JOINT * n
     W = np.zeros((B, n, P))
     U = np.zeros((B, 6, P))        # wrench of links i..n at origin i, frame i, per parameter
@@ -123,13 +144,8 @@ def regressor(model, q, qd, qdd, gravity=STANDARD_GRAVITY):
             else:
                 p = (R @ _as_columns(frames[i + 1][1], B)[:, :, None])[:, :, 0]
             U = np.concatenate([f, m + _cross_matrix(p) @ f], axis=1)
-        if mdh:
-            w, wd, vd = frames[i][1:4]
-        else:
-            w, wd, vd = frames[i][2:5]
         col = PER_JOINT * i
-        U[:, :, col:col + 10] += _link_block(_as_columns(w, B), _as_columns(wd, B),
-                                             _as_columns(vd, B))
+        U[:, :, col:col + 10] += blocks[i]
         if mdh:
             W[:, i] = U[:, 2] if links[i].prismatic else U[:, 5]
         else:
@@ -140,10 +156,75 @@ def regressor(model, q, qd, qdd, gravity=STANDARD_GRAVITY):
                 r = _as_columns(frames[i][1], B)
                 m = U[:, 3:] + _cross_matrix(r) @ U[:, :3]
                 W[:, i] = np.einsum('k,bkp->bp', z, m)
-        W[:, i, col + 10] = qdd[:, i]
-        W[:, i, col + 11] = qd[:, i]
-        W[:, i, col + 12] = np.tanh(qd[:, i] / model.coulomb_velocity)
-    return W[0] if single else W
+    return W
+
+
+def _reference_block(w, w_r, wd_r, vd_r, b_r):
+    """Return the (B, 6, 10) wrench map of :func:`_link_block` with two rate vectors.
+
+    ``F = M v̇_r + b_r·MS`` and ``N = L(ω̇_r) J + ½[ω^ L(ω_r) + ω_r^ L(ω)] J - v̇_r^ MS``
+    (b_r of :func:`~ne_dynamics_ros.dynamics.rnea.reference_b_matrix`).
+    """
+    block = np.zeros((w.shape[0], 6, 10))
+    block[:, :3, 6:9] = b_r
+    block[:, :3, 9] = vd_r
+    block[:, 3:, :6] = _tensor_times(wd_r) + 0.5 * (
+        _cross_matrix(w) @ _tensor_times(w_r) + _cross_matrix(w_r) @ _tensor_times(w))
+    block[:, 3:, 6:9] = -_cross_matrix(vd_r)
+    return block
+
+
+def reference_regressor(model, q, qd, qd_r, qdd_r, gravity=STANDARD_GRAVITY):
+    """Slotine & Li's regressor Y with ``Y pi = M q̈_r + C(q, q̇) q̇_r + g + friction(q̇_r)``.
+
+    C is the Christoffel matrix (``Ṁ - 2C`` skew-symmetric; ``C(q, x) y = C(q, y) x``),
+    the armature is in M (column Ia: q̈_r) and the drive friction is taken at the
+    reference rate (columns Fv: q̇_r, Fc: tanh(q̇_r / v_s)). Computed in one pass of the
+    Newton–Euler recursion with two rate vectors (Niemeyer & Slotine 1991;
+    :func:`~ne_dynamics_ros.dynamics.rnea.forward_mdh_reference`,
+    :func:`~ne_dynamics_ros.dynamics.rnea.forward_dh_reference`) for the adaptive law of
+    Slotine & Li (IJRR 6(3), 1987): ``q̇_r = q̇_d + Λ e``, ``q̈_r = q̈_d + Λ ė``. With
+    ``qd_r = qd`` it is :func:`regressor` itself.
+
+    Args:
+        model: a :class:`~ne_dynamics_ros.dynamics.model.RobotModel`.
+        q, qd, qd_r, qdd_r: (n,) or (N, n): positions (rad, m), measured rates,
+            reference rates and reference accelerations.
+        gravity: (3,) m/s² in the base link frame.
+
+    Returns:
+        (n, 13 n) or (N, n, 13 n), columns as :func:`regressor`'s.
+
+    Raises:
+        ne_dynamics_ros.errors.StateError: malformed or non-finite arrays.
+    """
+    s = model.checked_states(q=q, qd=qd, qdd=qdd_r)
+    r = model.checked_states(q=q, qd=qd_r, qdd=qdd_r)
+    q, qd, qd_r, qdd_r = s['q'], s['qd'], r['qd'], s['qdd']
+    single = q.ndim == 1
+    q, qd, qd_r, qdd_r = (np.atleast_2d(a) for a in (q, qd, qd_r, qdd_r))
+    B, n = q.shape
+    prismatic = model.prismatic[:, None]
+    theta = model.theta_offsets[:, None] + np.where(prismatic, 0.0, q.T)
+    d = model.d_offsets[:, None] + np.where(prismatic, q.T, 0.0)
+    ct, st = np.cos(theta), np.sin(theta)
+    mdh = model.convention is Convention.MDH
+    forward = forward_mdh_reference if mdh else forward_dh_reference
+    frames = forward(model.links, ct, st, d, qd.T, qd_r.T, qdd_r.T,
+                     model.base_acceleration(gravity))
+    blocks = []
+    for frame in frames:
+        w, w_r, wd_r, vd_r, b_r = frame[1:] if mdh else frame[2:]
+        blocks.append(_reference_block(
+            _as_columns(w, B), _as_columns(w_r, B), _as_columns(wd_r, B),
+            _as_columns(vd_r, B), np.stack([_as_columns(row, B) for row in b_r], 1)))
+    Y = _joint_rows(model, ct, st, frames, blocks, B)
+    for i in range(n):
+        col = PER_JOINT * i
+        Y[:, i, col + 10] = qdd_r[:, i]
+        Y[:, i, col + 11] = qd_r[:, i]
+        Y[:, i, col + 12] = np.tanh(qd_r[:, i] / model.coulomb_velocity)
+    return Y[0] if single else Y
 
 
 def tip_wrench_torques(model, q, f_tip):

@@ -318,3 +318,92 @@ def rnea_dh(links, cos_theta, sin_theta, d, qd, qdd, base_acc, f_end, n_end,
             f = _dh_to_parent(links[i], ct, st, f)
             nm = _dh_to_parent(links[i], ct, st, nm)
     return tau
+
+
+# ---- two velocity arguments (Slotine & Li; Niemeyer & Slotine 1991) -------------------------
+# The recursions above are quadratic in the joint rates. With a second rate vector q̇_r,
+# every product of two rate-linear quantities a(q̇) b(q̇) becomes ½ [a(q̇) b(q̇_r) +
+# a(q̇_r) b(q̇)]: the result is the symmetric bilinear form C(q, q̇) q̇_r of the Christoffel
+# C (C(q, x) y = C(q, y) x), so M q̈_r + C(q, q̇) q̇_r + g with Ṁ - 2C skew-symmetric, and
+# the plain recursion again when q̇_r = q̇.
+
+def reference_b_matrix(w, w_r, wd_r):
+    """Return b_r with b_r·p = ω̇_r × p + ½[ω × (ω_r × p) + ω_r × (ω × p)] (3x3 tuples).
+
+    ω × (ω_r × p) = ω_r (ω·p) - p (ω·ω_r), so the symmetric part is
+    ½(ω_r ωᵀ + ω ω_rᵀ) - (ω·ω_r) E; with ω_r = ω it is :func:`b_matrix`.
+    """
+    dot = w[0] * w_r[0] + w[1] * w_r[1] + w[2] * w_r[2]
+    xy = 0.5 * (w[0] * w_r[1] + w_r[0] * w[1])
+    xz = 0.5 * (w[0] * w_r[2] + w_r[0] * w[2])
+    yz = 0.5 * (w[1] * w_r[2] + w_r[1] * w[2])
+    return ((w[0] * w_r[0] - dot, xy - wd_r[2], xz + wd_r[1]),
+            (xy + wd_r[2], w[1] * w_r[1] - dot, yz - wd_r[0]),
+            (xz - wd_r[1], yz + wd_r[0], w[2] * w_r[2] - dot))
+
+
+def forward_mdh_reference(links, cos_theta, sin_theta, d, qd, qd_r, qdd_r, base_acc):
+    """Outward recursion in MDH frames with two rate vectors (see the section comment).
+
+    As :func:`forward_mdh` with ``qd`` the measured rates and ``qd_r``, ``qdd_r`` the
+    reference rates and accelerations. Returns per link ``(p, w, w_r, wd_r, vd_r, b_r)``
+    in frame i: ω (from q̇), ω_r (from q̇_r), the reference ω̇_r and v̇_r (origin i,
+    gravity included), b_r (:func:`reference_b_matrix`).
+    """
+    w = w_r = wd_r = (0.0, 0.0, 0.0)
+    b = ((0.0, 0.0, 0.0),) * 3
+    vd = base_acc
+    frames = []
+    rates = zip(links, cos_theta, sin_theta, d, qd, qd_r, qdd_r)
+    for link, ct, st, di, q1, q2, qdd in rates:
+        p = (link.a, -link.sin_alpha * di, link.cos_alpha * di)
+        vd = _mdh_to_child(link, ct, st, vector_add(vd, inertia_times(b, p)))
+        w_in = _mdh_to_child(link, ct, st, w)
+        wr_in = _mdh_to_child(link, ct, st, w_r)
+        wd_in = _mdh_to_child(link, ct, st, wd_r)
+        if link.prismatic:
+            w, w_r, wd_r = w_in, wr_in, wd_in
+            # 2 ω × ẑ q̇ symmetrised: ω × ẑ q̇_r + ω_r × ẑ q̇
+            vd = (vd[0] + w[1] * q2 + w_r[1] * q1, vd[1] - w[0] * q2 - w_r[0] * q1,
+                  vd[2] + qdd)
+        else:
+            w = (w_in[0], w_in[1], w_in[2] + q1)
+            w_r = (wr_in[0], wr_in[1], wr_in[2] + q2)
+            wd_r = (wd_in[0] + 0.5 * (w_in[1] * q2 + wr_in[1] * q1),
+                    wd_in[1] - 0.5 * (w_in[0] * q2 + wr_in[0] * q1), wd_in[2] + qdd)
+        b = reference_b_matrix(w, w_r, wd_r)
+        frames.append((p, w, w_r, wd_r, vd, b))
+    return frames
+
+
+def forward_dh_reference(links, cos_theta, sin_theta, d, qd, qd_r, qdd_r, base_acc):
+    """Outward recursion in standard-DH frames with two rate vectors.
+
+    As :func:`forward_dh` (001 eqs 3.21–3.23) with the products of rates symmetrised.
+    Returns per link ``(z, r, w, w_r, wd_r, vd_r, b_r)`` in frame i.
+    """
+    w = w_r = wd_r = (0.0, 0.0, 0.0)
+    acc = base_acc
+    frames = []
+    rates = zip(links, cos_theta, sin_theta, d, qd, qd_r, qdd_r)
+    for link, ct, st, di, q1, q2, qdd in rates:
+        z = (0.0, link.sin_alpha, link.cos_alpha)
+        r = (link.a, di * link.sin_alpha, di * link.cos_alpha)
+        acc = _dh_to_child(link, ct, st, acc)
+        if link.prismatic:
+            w = _dh_to_child(link, ct, st, w)
+            w_r = _dh_to_child(link, ct, st, w_r)
+            wd_r = _dh_to_child(link, ct, st, wd_r)
+            acc = vector_add(acc, vector_add(
+                vector_scale(qdd, z), vector_add(vector_scale(q2, vector_cross(w, z)),
+                                                 vector_scale(q1, vector_cross(w_r, z)))))
+        else:
+            wd_r = _dh_to_child(link, ct, st, (
+                wd_r[0] + 0.5 * (w[1] * q2 + w_r[1] * q1),
+                wd_r[1] - 0.5 * (w[0] * q2 + w_r[0] * q1), wd_r[2] + qdd))
+            w = _dh_to_child(link, ct, st, (w[0], w[1], w[2] + q1))
+            w_r = _dh_to_child(link, ct, st, (w_r[0], w_r[1], w_r[2] + q2))
+        b = reference_b_matrix(w, w_r, wd_r)
+        acc = vector_add(acc, inertia_times(b, r))
+        frames.append((z, r, w, w_r, wd_r, acc, b))
+    return frames
