@@ -110,11 +110,16 @@ def test_no_effort_unless_active_then_hold_then_one_zero(managed):
     assert m.efforts == []                                  # ...and no effort: inactive
     held = np.asarray(Q0) + 0.05
     assert m.node.trigger_activate() == TransitionCallbackReturn.SUCCESS
+    # it holds the last state read while inactive (Q0, fresh): a trajectory sent now,
+    # before any new state, starts from it (as a ros2_control controller holds its state
+    # interfaces' values on activation)
+    np.testing.assert_allclose(m.node.controller.trajectory.positions[-1], Q0, atol=1e-12)
     m.stream(0.3, position=held)
     m.spin_until(lambda: len(m.efforts) > 5, 'commands after activation')
-    # it holds the position measured after activation: the computed torque at rest there
+    # the arm now measured at held: the computed torque pulling it back to Q0
     reference = PinocchioArm(PUMA_URDF, PUMA_JOINTS, PUMA_ARMATURE)
-    hold = reference.rnea(held, np.asarray(QD0), KD * (0.0 - np.asarray(QD0)))
+    qd = np.asarray(QD0)
+    hold = reference.rnea(held, qd, KP * (np.asarray(Q0) - held) + KD * (0.0 - qd))
     np.testing.assert_allclose(m.efforts[-1], hold, rtol=1e-6, atol=1e-6)
     before = len(m.efforts)
     assert m.node.trigger_deactivate() == TransitionCallbackReturn.SUCCESS

@@ -270,7 +270,7 @@ class ComputedTorqueNode(LifecycleNode):
         if self.controller is None:
             self._activate_when_built = True      # the description is still to come
         else:
-            self.controller.activate(now_ns=self._now_ns())
+            self.controller.activate(now_ns=self._now_ns(), steady_ns=time.monotonic_ns())
         result = super().on_activate(state)
         self._send_goal_options(active=True)
         self.get_logger().info('activated: holding the position measured, then '
@@ -402,7 +402,7 @@ class ComputedTorqueNode(LifecycleNode):
         if self._receiver is not None:
             self._chain_built()
         if self._activate_when_built:
-            self.controller.activate(now_ns=self._now_ns())
+            self.controller.activate(now_ns=self._now_ns(), steady_ns=time.monotonic_ns())
 
     # ---- joint states -> controller -> effort ---------------------------------------------
 
