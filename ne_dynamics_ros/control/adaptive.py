@@ -21,7 +21,11 @@ and released every cycle (``../shared/NOTES.md``): ``K_D = K M̂(q)`` with K in 
 gain acts on the model's inertia, as computed torque's kd does); ``Γ = γ diag(L⁴ I₆,
 L² I₃, 1)`` for (J, MS, M), which makes the three kinds of parameter move alike for a
 load of size ``L``; with Λ = K = 40–50 1/s the worst joint stayed at 2.2–2.8e-4 rad from
-the third cycle on.
+the third cycle on. Here, at 500 Hz on the Pinocchio plants of the PUMA 560 and of a
+UR5e with rotor inertia, the prototype's L = 0.3 m let the wrists' second moments drift
+(to ~1 kg·m² on the PUMA) until the sampled loop diverged; with L = 0.1 m (γ = 300) a
+2 kg load at the flange is learned within 3 % in 30 ms and held
+(``test/test_adaptive.py``).
 
 The update is discrete (``π̂ += dt Γ Y_pᵀ s`` at the control rate), frozen when the
 caller says so (a saturated command, a held reference, inactive) or when anything is not
@@ -40,7 +44,7 @@ from ne_dynamics_ros.errors import ModelError
 
 #: Default Γ's scale γ and its length L (m): Γ = γ diag(L⁴ I₆, L² I₃, 1).
 DEFAULT_ADAPTATION_GAIN = 300.0
-DEFAULT_LENGTH = 0.3
+DEFAULT_LENGTH = 0.1
 #: Default bound of the estimated load's mass, kg.
 DEFAULT_MASS_MAX = 20.0
 
@@ -90,6 +94,9 @@ def project_physical(parameters, mass_max: float) -> np.ndarray:
     so that its centre of mass is kept; the result is checked PSD to rounding.
     """
     p = np.array(parameters, dtype=float)
+    if not np.any(p[:6]):                # no second moments adapted: mass and MS only
+        p[9] = min(max(p[9], 0.0), mass_max)
+        return p
     for _ in range(3):
         values, vectors = np.linalg.eigh(pseudo_inertia(p))
         if values.min() < 0:
@@ -113,7 +120,7 @@ def link_frame(model, link: Optional[str] = None):
         ModelError: ``link`` is neither (the message lists the choices).
     """
     zero = np.zeros(model.n)
-    dh = model.dh_forward_kinematics(zero)          # n DH frames, then the tip
+    dh = model.dh_forward_kinematics(zero)          # DH frames 0..n, then the tip
     urdf = model.urdf_forward_kinematics(zero)      # each joint's child link, then the tip
     children = [joint.child_link for joint in model.chain.joints]
     link = link or model.tip_link
@@ -126,7 +133,7 @@ def link_frame(model, link: Optional[str] = None):
     else:
         raise ModelError(f'adaptation_link {link!r} is not the tip link {model.tip_link!r} '
                          f'or a joint\'s child link {children}')
-    X = np.linalg.inv(dh[body]) @ pose
+    X = np.linalg.inv(dh[body + 1]) @ pose          # link j (0-based) is in DH frame j + 1
     return body, frame_change(X)
 
 
@@ -166,7 +173,11 @@ class PayloadAdaptation:
         self.gravity = tuple(float(g) for g in gravity)
         self.body, self._to_body = link_frame(model, link)
         self.link = link or model.tip_link
-        self._nominal = model.standard_parameters()
+        # the arm's rigid bodies and armature; its friction is the caller's (as in
+        # computed torque: compensated at the desired velocity, or left to the drive)
+        self._nominal = model.standard_parameters().copy()
+        self._nominal[11::PER_JOINT] = 0.0
+        self._nominal[12::PER_JOINT] = 0.0
         self.estimate = np.zeros(10)
 
     def _per_joint(self, value, name, positive=False):

@@ -1,0 +1,193 @@
+"""Slotine & Li's adaptive computed torque (ne_dynamics_ros.control.adaptive).
+
+The load's frame map against Pinocchio with the load added to its model; the law with
+Γ = 0 against M q̈_r + C q̇_r + g + K_D s from Pinocchio; a 2 kg load the model does not
+know learned in closed loop on the Pinocchio plant; estimates that stay physical when
+the data push them towards a negative mass; bad settings and NaN states refused.
+"""
+import math
+
+import numpy as np
+import pinocchio as pin
+import pytest
+import yaml
+from conftest import CONFIG_DIR, PUMA560_URDF, UR5E_URDF
+
+from ne_dynamics_ros import load_model
+from ne_dynamics_ros.control.adaptive import (adaptation_gains, link_frame, parameters_of,
+                                              PayloadAdaptation, project_physical,
+                                              pseudo_inertia)
+from ne_dynamics_ros.control.profiles import evaluate
+from ne_dynamics_ros.dynamics.parameters import model_with_parameters, PER_JOINT
+from ne_dynamics_ros.errors import ModelError, StateError
+from ne_dynamics_ros.simulation.simulated_arm import SimulatedArm
+
+PUMA_ARMATURE = yaml.safe_load((CONFIG_DIR / 'puma560.yaml').read_text())[
+    'computed_torque_node']['ros__parameters']['armature']
+LEE_BOUND = 4.26e-4
+START = np.radians([90, 0, 90, 0, 0, 0.0])          # Lee et al.'s PUMA motion (001 §5)
+GOAL = np.radians([45, 30, 0, 45, 60, 90.0])
+
+
+def load(mass=2.0, com=(0.05, -0.02, 0.1), inertia=(0.01, 0.02, 0.015)):
+    """The 10 parameters at the link origin of a body (kg, m, kg m² about its centre)."""
+    c = np.asarray(com, dtype=float)
+    J = np.diag(inertia) + mass * ((c @ c) * np.eye(3) - np.outer(c, c))
+    return np.array([J[0, 0], J[0, 1], J[0, 2], J[1, 1], J[1, 2], J[2, 2], *(mass * c),
+                     mass]), c, np.diag(inertia)
+
+
+@pytest.mark.parametrize('convention', ['mdh', 'dh'])
+@pytest.mark.parametrize('urdf, tip, link', [(UR5E_URDF, 'tool0', 'tool0'),
+                                             (PUMA560_URDF, 'flange', 'flange'),
+                                             (UR5E_URDF, 'tool0', 'wrist_2_link')])
+def test_a_load_on_a_link_is_pinocchios_load_there(urdf, tip, link, convention):
+    model = load_model(str(urdf), tip_link=tip, convention=convention)
+    body, T = link_frame(model, link)
+    parameters, c, inertia_at_com = load()
+    pi = model.standard_parameters().copy()
+    pi[PER_JOINT * body:PER_JOINT * body + 10] += T @ parameters
+    loaded = model_with_parameters(model, pi)
+    reference = pin.buildModelFromUrdf(str(urdf))
+    frame = reference.frames[reference.getFrameId(link)]
+    reference.inertias[frame.parentJoint] = reference.inertias[frame.parentJoint] + \
+        frame.placement.act(pin.Inertia(2.0, c, inertia_at_com))
+    data = reference.createData()
+    rng = np.random.default_rng(2)
+    for _ in range(3):
+        q, qd, qdd = rng.normal(size=(3, 6))
+        expected = pin.rnea(reference, data, q, qd, qdd)
+        np.testing.assert_allclose(loaded.rnea(q, qd, qdd), expected, atol=1e-10)
+
+
+def test_with_gamma_zero_the_law_is_slotine_li_with_a_fixed_model():
+    model = load_model(str(PUMA560_URDF), tip_link='flange', armature=PUMA_ARMATURE,
+                       damping=np.zeros(6), friction=np.zeros(6))
+    law = PayloadAdaptation(model, lam=[30, 30, 40, 40, 50, 50], k=25.0, gamma=np.zeros(10))
+    reference = pin.buildModelFromUrdf(str(PUMA560_URDF))
+    reference.armature[:] = PUMA_ARMATURE
+    data = reference.createData()
+    rng = np.random.default_rng(4)
+    for _ in range(3):
+        q, qd, q_d, qd_d, qdd_d = rng.normal(size=(5, 6))
+        tau, s = law.step(q, qd, q_d, qd_d, qdd_d, dt=0.002)
+        lam = np.array([30, 30, 40, 40, 50, 50.0])
+        qd_r, qdd_r = qd_d + lam * (q_d - q), qdd_d + lam * (qd_d - qd)
+        M = pin.crba(reference, data, q)
+        M = np.triu(M) + np.triu(M, 1).T
+        expected = (M @ qdd_r + pin.computeCoriolisMatrix(reference, data, q, qd) @ qd_r
+                    + pin.computeGeneralizedGravity(reference, data, q) + M @ (25.0 * s))
+        np.testing.assert_allclose(s, qd_r - qd, atol=1e-12)
+        np.testing.assert_allclose(tau, expected, atol=1e-9)
+        assert not np.any(law.estimate)
+
+
+def run_cycles(law, arm, cycles, rate=500.0, move=2.0, rest=0.5):
+    """Lee et al.'s PUMA move there and back, resting at each end; per cycle the worst
+    joint error during the moves (rad), and the times (s) the estimate was within 5 % of
+    2 kg."""
+    dt = 1.0 / rate
+    worst, settled, t_all = [], [], 0.0
+    for _ in range(cycles):
+        error = 0.0
+        for k in range(int(round(2 * (move + rest) * rate))):
+            t = k * dt
+            a, b, t0 = (START, GOAL, rest) if t < move + rest else (GOAL, START,
+                                                                    2 * rest + move)
+            if t < t0:
+                reference = (a, 0 * a, 0 * a)
+            else:
+                reference = tuple(v[0] for v in evaluate('quintic', np.array([t - t0]), a,
+                                                         b, move))
+            q, qd = arm.position, arm.velocity
+            tau, _ = law.step(q, qd, *reference, dt)
+            arm.step(tau, dt)
+            if t >= t0:
+                error = max(error, float(np.abs(reference[0] - q).max()))
+            if abs(law.mass - 2.0) <= 0.1:
+                settled.append(t_all + t)
+        worst.append(error)
+        t_all += 2 * (move + rest)
+    return worst, settled
+
+
+def test_an_unknown_2_kg_load_is_learned_in_closed_loop():
+    model = load_model(str(PUMA560_URDF), tip_link='flange', armature=PUMA_ARMATURE,
+                       damping=np.zeros(6), friction=np.zeros(6))
+    adaptive, fixed = (PayloadAdaptation(model, 40.0, 40.0, gamma=gamma)
+                       for gamma in (None, np.zeros(10)))
+    results = []
+    for law in (adaptive, fixed):
+        arm = SimulatedArm(str(PUMA560_URDF), armature=PUMA_ARMATURE, payload_mass=2.0,
+                           payload_link='flange', integration_rate=2000.0)
+        arm.reset(START)
+        results.append(run_cycles(law, arm, 1))
+    (learned, settled), (unlearned, _) = results
+    assert settled and settled[0] < 1.0                  # within 5 % of the load in 1 s
+    assert abs(adaptive.mass - 2.0) < 0.05 * 2.0
+    np.testing.assert_allclose(adaptive.center_of_mass, 0.0, atol=0.01)   # at the flange
+    assert learned[0] < LEE_BOUND < unlearned[0]
+    assert fixed.mass == 0.0
+
+
+def test_a_load_pushed_towards_negative_mass_stays_physical():
+    """The model carries 3 kg the arm does not: the data push the load's mass below 0."""
+    model = load_model(str(PUMA560_URDF), tip_link='flange', armature=PUMA_ARMATURE,
+                       damping=np.zeros(6), friction=np.zeros(6))
+    body, T = link_frame(model, 'flange')
+    pi = model.standard_parameters().copy()
+    pi[PER_JOINT * body:PER_JOINT * body + 10] += T @ load(3.0, (0.0, 0.0, 0.05))[0]
+    law = PayloadAdaptation(model_with_parameters(model, pi), 40.0, 40.0, mass_max=5.0)
+    arm = SimulatedArm(str(PUMA560_URDF), armature=PUMA_ARMATURE, integration_rate=2000.0)
+    arm.reset(START)
+    for _ in range(500):
+        tau, _ = law.step(arm.position, arm.velocity, START, 0 * START, 0 * START, 0.002)
+        arm.step(tau, 0.002)
+        assert 0.0 <= law.mass <= 5.0
+        assert np.linalg.eigvalsh(pseudo_inertia(law.estimate)).min() > -1e-12
+    assert law.mass < 0.01                  # it wants -3 kg: it stays at the bound
+
+
+def test_the_projection_keeps_physical_loads_and_mends_the_others():
+    physical = load()[0]
+    np.testing.assert_allclose(parameters_of(pseudo_inertia(physical)), physical, atol=1e-15)
+    np.testing.assert_allclose(project_physical(physical, 10.0), physical, atol=1e-12)
+    heavy = project_physical(load(30.0, (0.1, 0.0, 0.0))[0], 10.0)
+    assert heavy[9] == pytest.approx(10.0)
+    np.testing.assert_allclose(heavy[6:9] / heavy[9], (0.1, 0.0, 0.0), atol=1e-12)
+    negative = project_physical(-physical, 10.0)
+    assert negative[9] == 0.0 and not np.any(negative)
+    strange = physical.copy()
+    strange[0] = -1.0                                   # XX < 0: no body has it
+    mended = project_physical(strange, 10.0)
+    assert np.linalg.eigvalsh(pseudo_inertia(mended)).min() > -1e-12
+
+
+@pytest.mark.parametrize('kwargs, match', [
+    ({'lam': 0.0, 'k': 1.0}, 'lambda'), ({'lam': math.nan, 'k': 1.0}, 'lambda'),
+    ({'lam': 1.0, 'k': -1.0}, 'K'), ({'lam': 1.0, 'k': 1.0, 'gamma': np.ones(9)}, 'gamma'),
+    ({'lam': 1.0, 'k': 1.0, 'gamma': -np.ones(10)}, 'gamma'),
+    ({'lam': 1.0, 'k': 1.0, 'link': 'moon'}, 'adaptation_link'),
+    ({'lam': 1.0, 'k': 1.0, 'mass_max': -1.0}, 'payload_mass_max')])
+def test_bad_settings_are_refused(kwargs, match):
+    model = load_model(str(UR5E_URDF))
+    with pytest.raises(ModelError, match=match):
+        PayloadAdaptation(model, **kwargs)
+    with pytest.raises(ModelError, match='adaptation'):
+        adaptation_gains(-1.0)
+    with pytest.raises(ModelError, match='length'):
+        adaptation_gains(1.0, 0.0)
+
+
+def test_a_nan_state_never_reaches_the_estimate():
+    model = load_model(str(UR5E_URDF))
+    law = PayloadAdaptation(model, 40.0, 40.0)
+    q = np.zeros(6)
+    law.step(q, q + 0.1, q + 0.01, q, q, 0.002)
+    before = law.estimate.copy()
+    for bad in (np.full(6, math.nan), np.full(6, math.inf)):
+        with pytest.raises(StateError):
+            law.step(bad, q, q, q, q, 0.002)
+    np.testing.assert_array_equal(law.estimate, before)
+    law.reset()
+    assert not np.any(law.estimate)
