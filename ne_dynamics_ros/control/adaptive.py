@@ -137,6 +137,18 @@ def link_frame(model, link: Optional[str] = None):
     return body, frame_change(X)
 
 
+def _per_joint(value, n, name, positive=False):
+    """(n,) gains, 1/s, from one value or n: finite, > 0 (``positive``) or >= 0."""
+    try:
+        values = np.broadcast_to(np.asarray(value, dtype=float), (n,)).copy()
+    except ValueError:
+        raise ModelError(f'{name} needs 1 or {n} values, got {value!r}') from None
+    if not np.all(np.isfinite(values)) or np.any(values <= 0 if positive else values < 0):
+        raise ModelError(f'{name} must be {"> 0" if positive else ">= 0"} 1/s per joint, '
+                         f'got {values.tolist()}')
+    return values
+
+
 class PayloadAdaptation:
     """Slotine & Li's adaptive computed torque for a load of unknown inertia (module doc).
 
@@ -161,15 +173,8 @@ class PayloadAdaptation:
     def __init__(self, model, lam, k, gamma=None, link=None, mass_max=DEFAULT_MASS_MAX,
                  gravity=(0.0, 0.0, -9.81)):
         self.model = model
-        self.lam = self._per_joint(lam, 'lambda', positive=True)
-        self.k = self._per_joint(k, 'K')
-        self.gamma = adaptation_gains() if gamma is None else np.asarray(gamma, dtype=float)
-        if self.gamma.shape != (10,) or not np.all(self.gamma >= 0) \
-                or not np.all(np.isfinite(self.gamma)):
-            raise ModelError(f'gamma must be 10 finite values >= 0, got {self.gamma}')
-        if not (isinstance(mass_max, (int, float)) and 0 <= mass_max < math.inf):
-            raise ModelError(f'payload_mass_max must be a mass >= 0 kg, got {mass_max!r}')
-        self.mass_max = float(mass_max)
+        self.estimate = np.zeros(10)
+        self.set_gains(lam, k, adaptation_gains() if gamma is None else gamma, mass_max)
         self.gravity = tuple(float(g) for g in gravity)
         self.body, self._to_body = link_frame(model, link)
         self.link = link or model.tip_link
@@ -178,31 +183,41 @@ class PayloadAdaptation:
         self._nominal = model.standard_parameters().copy()
         self._nominal[11::PER_JOINT] = 0.0
         self._nominal[12::PER_JOINT] = 0.0
-        self.estimate = np.zeros(10)
-
-    def _per_joint(self, value, name, positive=False):
-        values = np.broadcast_to(np.asarray(value, dtype=float), (self.model.n,)).copy()
-        if not np.all(np.isfinite(values)) or np.any(values <= 0 if positive else values < 0):
-            raise ModelError(f'{name} must be {"> 0" if positive else ">= 0"} 1/s per joint, '
-                             f'got {values.tolist()}')
-        return values
 
     def reset(self):
         """Forget the estimate (back to no load)."""
         self.estimate = np.zeros(10)
 
-    def step(self, q, qd, q_d, qd_d, qdd_d, dt: float, adapt: bool = True):
-        """Return the effort (n,) for one state, and adapt the estimate over ``dt`` (s).
+    def set_gains(self, lam, k, gamma=None, mass_max=None):
+        """Change Λ, K (and Γ, the mass bound) keeping the estimate (checked as above)."""
+        n = self.model.n
+        lam_, k_ = _per_joint(lam, n, 'lambda', positive=True), _per_joint(k, n, 'K')
+        if gamma is not None:
+            gamma = np.asarray(gamma, dtype=float)
+            if gamma.shape != (10,) or not np.all(gamma >= 0) or not np.all(np.isfinite(gamma)):
+                raise ModelError(f'gamma must be 10 finite values >= 0, got {gamma}')
+            self.gamma = gamma
+        if mass_max is not None:
+            if not (isinstance(mass_max, (int, float)) and 0 <= mass_max < math.inf):
+                raise ModelError(f'payload_mass_max must be a mass >= 0 kg, got {mass_max!r}')
+            self.mass_max = float(mass_max)
+            self.estimate = project_physical(self.estimate, self.mass_max)
+        self.lam, self.k = lam_, k_
+
+    def effort(self, q, qd, q_d, qd_d, qdd_d):
+        """Return ``(tau, s, Y_load)`` for one state, without adapting.
 
         Args:
             q, qd: (n,) measured positions (rad, m) and rates; q_d, qd_d, qdd_d: (n,) the
                 reference, chain order.
-            dt: the time since the previous step, s (the update's Euler step).
-            adapt: False freezes the estimate (saturation, a held reference).
 
         Returns:
-            ``(tau, s)``: (n,) N·m (N), rigid body and load only (no friction), and the
-            sliding variable s = ė + Λ e (n,).
+            tau (n,) N·m (N), rigid body and load only (no friction, not clamped); the
+            sliding variable s = ė + Λ e (n,); the load's regressor Y_load (n, 10), for
+            :meth:`update`.
+
+        Raises:
+            ne_dynamics_ros.errors.StateError: a non-finite or malformed state.
         """
         q, qd = np.asarray(q, dtype=float), np.asarray(qd, dtype=float)
         e = np.asarray(q_d, dtype=float) - q
@@ -215,10 +230,27 @@ class PayloadAdaptation:
         Y_load = Y[:, col:col + 10] @ self._to_body
         tau = (Y @ self._nominal + Y_load @ self.estimate
                + self.model.mass_matrix(q) @ (self.k * s))
-        if adapt and dt > 0:
-            estimate = self.estimate + dt * self.gamma * (Y_load.T @ s)
-            if np.all(np.isfinite(estimate)):
-                self.estimate = project_physical(estimate, self.mass_max)
+        return tau, s, Y_load
+
+    def update(self, Y_load, s, dt: float):
+        """Adapt the estimate over ``dt`` s: ``π̂ += dt Γ Y_loadᵀ s``, then projected.
+
+        Nothing changes for ``dt <= 0`` or a non-finite step.
+        """
+        if not dt > 0:
+            return
+        estimate = self.estimate + dt * self.gamma * (Y_load.T @ s)
+        if np.all(np.isfinite(estimate)):
+            self.estimate = project_physical(estimate, self.mass_max)
+
+    def step(self, q, qd, q_d, qd_d, qdd_d, dt: float, adapt: bool = True):
+        """Return ``(tau, s)`` of :meth:`effort`, then :meth:`update` over ``dt`` (s).
+
+        ``adapt`` False freezes the estimate (a saturated command, a held reference).
+        """
+        tau, s, Y_load = self.effort(q, qd, q_d, qd_d, qdd_d)
+        if adapt:
+            self.update(Y_load, s, dt)
         return tau, s
 
     @property
