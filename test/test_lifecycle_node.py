@@ -197,3 +197,34 @@ def test_an_error_while_active_sends_zero_and_deactivates(managed):
     assert m.node.lifecycle_state == 'inactive'
     assert len(m.efforts) == before + 1
     np.testing.assert_array_equal(m.efforts[-1], np.zeros(6))
+
+
+def test_adaptive_mode_publishes_the_load_estimate_and_resets_it(managed):
+    """mode adaptive set at run time: ~/payload (geometry_msgs/Inertia) and /diagnostics
+    carry the estimate; adaptation_reset forgets it; kd = 0 is refused (no Lambda)."""
+    from geometry_msgs.msg import Inertia
+    m = managed()
+    payloads = []
+    m.peer.create_subscription(Inertia, '/computed_torque_node/payload', payloads.append, 10)
+    assert m.node.trigger_configure() == TransitionCallbackReturn.SUCCESS
+    assert m.node.trigger_activate() == TransitionCallbackReturn.SUCCESS
+    refused = m.node.set_parameters_atomically([Parameter('mode', value='adaptive'),
+                                                Parameter('kd', value=0.0)])
+    assert not refused.successful and 'kd > 0' in refused.reason
+    assert m.node.controller.settings.mode.value == 'computed_torque'
+    set_ = m.node.set_parameters_atomically([Parameter('mode', value='adaptive'),
+                                             Parameter('kp', value=1600.0),
+                                             Parameter('kd', value=80.0)])
+    assert set_.successful, set_.reason
+    # the states say the arm moves (QD0) while it stays at Q0: the law explains it with a
+    # load, which must stay physical
+    m.stream(1.0, position=Q0)
+    m.spin_until(lambda: len(payloads) > 3, '~/payload')
+    last = payloads[-1]
+    assert 0.0 <= last.m <= 20.0 and np.isfinite([last.com.x, last.ixx, last.izz]).all()
+    assert m.node.controller.payload_estimate[0] == pytest.approx(last.m, abs=1.0)
+    m.spin_until(lambda: any(value.key == 'payload estimate' and 'kg' in value.value
+                             for message in m.diagnostics for status in message.status
+                             for value in status.values), 'the estimate in /diagnostics')
+    assert m.node.set_parameters([Parameter('adaptation_reset', value=True)])[0].successful
+    assert m.node.controller.payload_estimate[0] == 0.0

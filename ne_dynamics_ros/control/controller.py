@@ -51,6 +51,7 @@ from typing import Mapping, Optional, Sequence, Union
 import numpy as np
 
 from ne_dynamics_ros.control import parameters
+from ne_dynamics_ros.control.adaptive import adaptation_gains, link_frame, PayloadAdaptation
 from ne_dynamics_ros.control.goals import (GoalEnd, GoalMonitor, GoalStatus, ResultCode,
                                            SegmentTolerances)
 from ne_dynamics_ros.control.measured_state import (  # noqa: F401 - the controller's names
@@ -60,15 +61,14 @@ from ne_dynamics_ros.control.run_state import (
     Command, NoCommand, PreparedTrajectory, RunState, SkipReason, Timeout)
 from ne_dynamics_ros.control.settings import ControllerSettings, DEFAULT_SETTINGS  # noqa: F401
 from ne_dynamics_ros.control.laws import (
-    anti_windup, compute_effort_values, ControlLawConfig, ControlMode, ControlParameterError,
-    integral_step,
-    NonFiniteEffortError)
+    anti_windup, clamp_effort, compute_effort_values, ControlLawConfig, ControlMode,
+    ControlParameterError, integral_step, NonFiniteEffortError, reference_friction)
 from ne_dynamics_ros.control.trajectory import (
     DesiredState, Trajectory, trajectory_from_points, TrajectoryError, TrajectoryPoint,
     WaypointArrays)
 from ne_dynamics_ros.codegen import CompiledDynamics
 from ne_dynamics_ros.dynamics.model import load_model
-from ne_dynamics_ros.errors import StateError
+from ne_dynamics_ros.errors import ModelError, StateError
 
 #: A state stamped within this many nanoseconds of ``now`` is taken to be on our clock.
 STAMP_TOLERANCE_NS = 500_000_000
@@ -122,7 +122,7 @@ class ComputedTorqueController:
     def __init__(self, model, settings: Union[ControllerSettings, Mapping, None] = None,
                  joints: Optional[Sequence[str]] = None, effort_limits=None,
                  dynamics_backend: str = 'generated', hardware_compensates_gravity=False,
-                 hardware_compensates_friction=False):
+                 hardware_compensates_friction=False, adaptation_link=None):
         self.model = model
         #: Fixed at start-up (a change would jump the command by g(q)): see laws.py.
         self.hardware_compensates_gravity = parameters.check(
@@ -158,6 +158,15 @@ class ComputedTorqueController:
         self.dynamics = CompiledDynamics(model) if dynamics_backend == 'generated' else model
         #: Reads the measured states: joints, plausibility, velocities (fixed model).
         self._reader = StateReader(model, settings)
+        #: The link a load is learned at in adaptive mode (checked now, whatever the mode).
+        self.adaptation_link = parameters.check('adaptation_link', adaptation_link or '') \
+            or model.tip_link
+        try:
+            link_frame(model, self.adaptation_link)
+        except ModelError as err:
+            raise ControlParameterError(str(err)) from None
+        #: Slotine & Li's law and its load estimate (adaptive mode; kept across modes).
+        self._adaptation = None
         self._apply(settings)
         self.dropped_joint_states = 0
         self.rejected_trajectories = 0
@@ -174,7 +183,8 @@ class ComputedTorqueController:
     def from_urdf(cls, urdf, base_link=None, tip_link=None, convention='mdh', armature=None,
                   settings=None, joints=None, effort_limits=None,
                   dynamics_backend='generated', damping=None, friction=None,
-                  hardware_compensates_gravity=False, hardware_compensates_friction=False):
+                  hardware_compensates_gravity=False, hardware_compensates_friction=False,
+                  adaptation_link=None):
         """Load the model with :func:`~ne_dynamics_ros.dynamics.model.load_model`, then build.
 
         Args:
@@ -199,7 +209,7 @@ class ComputedTorqueController:
                            convention=convention, armature=armature, damping=damping,
                            friction=friction)
         return cls(model, settings, joints=joints, effort_limits=effort_limits,
-                   dynamics_backend=dynamics_backend,
+                   dynamics_backend=dynamics_backend, adaptation_link=adaptation_link,
                    hardware_compensates_gravity=hardware_compensates_gravity,
                    hardware_compensates_friction=hardware_compensates_friction)
 
@@ -243,6 +253,69 @@ class ComputedTorqueController:
             coulomb_velocity=settings.coulomb_velocity,
             hardware_compensates_gravity=self.hardware_compensates_gravity,
             hardware_compensates_friction=self.hardware_compensates_friction)
+        if settings.mode is ControlMode.ADAPTIVE:
+            self._apply_adaptation(settings)
+
+    def _adaptive_gains(self, settings):
+        """Λ, K (n,) of adaptive mode: ``adaptation_lambda`` and kd - Λ, or kd/2 both."""
+        lam = np.asarray(settings.adaptation_lambda, dtype=float)
+        kd = np.asarray(settings.kd, dtype=float)
+        if not np.any(lam):
+            lam = kd / 2.0
+        if np.any(lam <= 0):
+            raise ControlParameterError('adaptive mode needs kd > 0 or adaptation_lambda > 0 '
+                                        f'on every joint, got kd {kd.tolist()}')
+        return lam, np.maximum(kd - lam, 0.0)
+
+    def _apply_adaptation(self, settings):
+        """Build Slotine & Li's law, or give it the new gains (the estimate is kept)."""
+        lam, k = self._adaptive_gains(settings)
+        gamma = adaptation_gains(settings.adaptation_gain, settings.adaptation_length)
+        if self._adaptation is None:
+            gravity = np.zeros(3) if self.hardware_compensates_gravity else settings.gravity
+            self._adaptation = PayloadAdaptation(self.model, lam, k, gamma,
+                                                 self.adaptation_link,
+                                                 settings.payload_mass_max, gravity)
+        else:
+            self._adaptation.set_gains(lam, k, gamma, settings.payload_mass_max)
+
+    def _adaptive_effort(self, run, now, q, qd, q_d, qd_d, qdd_d, extra):
+        """Slotine & Li's effort (a list, clamped) and the load's update when not saturated.
+
+        Friction is compensated at the desired velocity as in computed torque; the update
+        is frozen while any joint's command sits at its limit, and takes no step on the
+        first state of a run (a hold, a resume).
+        """
+        law = self.law
+        tau, s, rows = self._adaptation.effort(q, qd, q_d, qd_d, qdd_d)
+        if law.friction_compensation and not law.hardware_compensates_friction:
+            tau = tau + reference_friction(self.model, qd_d, law.coulomb_velocity)
+        if extra is not None:
+            tau = tau + np.asarray(extra)
+        clamped = clamp_effort(tau, law.effort_limits)       # NonFiniteEffortError
+        saturated = bool(np.any(np.abs(tau) >= law.effort_limits))
+        dt = 0.0 if run.adaptation_time is None else now - run.adaptation_time
+        run.adaptation_time = now
+        if not saturated:
+            self._adaptation.update(rows, s, dt)
+        return clamped.tolist()
+
+    @property
+    def payload_estimate(self):
+        """The learned load (adaptive mode) in ``adaptation_link``'s frame, or None.
+
+        ``(mass kg, centre of mass (3,) m, inertia (6,) kg·m² about the centre of mass:
+        ixx, ixy, ixz, iyy, iyz, izz)``; None before adaptive mode was first set.
+        """
+        with self._lock:
+            adaptation = self._adaptation
+            if adaptation is None:
+                return None
+            p = adaptation.estimate.copy()
+        mass, com = float(p[9]), adaptation.center_of_mass
+        J = np.array([[p[0], p[1], p[2]], [p[1], p[3], p[4]], [p[2], p[4], p[5]]])
+        Ic = J - mass * ((com @ com) * np.eye(3) - np.outer(com, com))
+        return mass, com, Ic[np.triu_indices(3)]
 
     def validate(self, **values) -> ControllerSettings:
         """Check changed settings against the current ones without applying them.
@@ -250,8 +323,12 @@ class ComputedTorqueController:
         Raises:
             ControlParameterError: as :meth:`ControllerSettings.from_values`.
         """
-        return ControllerSettings.from_values(dict(self.settings.as_values(), **values),
-                                              self.n)
+        settings = ControllerSettings.from_values(dict(self.settings.as_values(), **values),
+                                                  self.n)
+        if settings.mode is ControlMode.ADAPTIVE:
+            self._adaptive_gains(settings)
+            adaptation_gains(settings.adaptation_gain, settings.adaptation_length)
+        return settings
 
     def reconfigure(self, **values) -> ControllerSettings:
         """Change run-time settings (all or nothing) and return the new settings.
@@ -265,6 +342,8 @@ class ComputedTorqueController:
         """
         with self._lock:
             settings = self.validate(**values)
+            if values.get('adaptation_reset') and self._adaptation is not None:
+                self._adaptation.reset()
             old_mode = self.settings.mode
             self._apply(settings)
             if settings.mode is not old_mode:
@@ -435,8 +514,11 @@ class ComputedTorqueController:
             integral, extra = integral_step(run.integral, run.integral_time, position_error,
                                             now, *self._integral_gains)
         try:
-            tau = compute_effort_values(self.dynamics, self.law, q, qd, q_d, qd_d, qdd_d,
-                                        extra)
+            if self._adaptation is not None and self.settings.mode is ControlMode.ADAPTIVE:
+                tau = self._adaptive_effort(run, now, q, qd, q_d, qd_d, qdd_d, extra)
+            else:
+                tau = compute_effort_values(self.dynamics, self.law, q, qd, q_d, qd_d,
+                                            qdd_d, extra)
         except (NonFiniteEffortError, StateError) as err:
             self.dropped_joint_states += 1
             return NoCommand(SkipReason.NO_VALID_EFFORT, str(err))

@@ -75,6 +75,9 @@ class ControlMode(str, enum.Enum):
     COMPUTED_TORQUE = 'computed_torque'
     FEEDFORWARD = 'feedforward'
     GRAVITY_COMPENSATION = 'gravity_compensation'
+    #: Slotine & Li's adaptive computed torque (:mod:`ne_dynamics_ros.control.adaptive`):
+    #: the controller applies it; the functions of this module refuse it.
+    ADAPTIVE = 'adaptive'
 
 
 def parse_mode(value) -> ControlMode:
@@ -320,6 +323,9 @@ def compute_effort(model, config: ControlLawConfig, q, qd, q_d, qd_d, qdd_d):
 
 def _checked_effort(model, config, gravity, q, qd, q_d, qd_d, qdd_d, extra=None):
     """Apply the law on arrays, each step checked (every mode; the fast path's fallback)."""
+    if config.mode is ControlMode.ADAPTIVE:
+        raise ControlParameterError('the adaptive law has a state of its own: the '
+                                    'controller (ComputedTorqueController) applies it')
     # Overflow (absurd gains) is caught below as a non-finite value or by the model.
     with np.errstate(over='ignore', invalid='ignore'):
         if config.mode is ControlMode.COMPUTED_TORQUE:

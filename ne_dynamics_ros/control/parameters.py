@@ -248,9 +248,11 @@ PARAMETERS = (
     ParameterSpec('mode', 'string', 'computed_torque',
                   'Control law: computed_torque (tau = RNEA(q, qd, qdd_d + kd*(qd_d - qd) + '
                   'kp*(q_d - q)), 001 eqs 4.1, 4.4), feedforward (tau = RNEA(q_d, qd_d, '
-                  'qdd_d) + kp*e + kd*de) or gravity_compensation (tau = G(q)).',
-                  constraints='one of: computed_torque, feedforward, gravity_compensation',
-                  runtime=True, check=_mode),
+                  'qdd_d) + kp*e + kd*de), gravity_compensation (tau = G(q)) or adaptive '
+                  '(Slotine & Li: a load at adaptation_link learned on line; kp, kd set its '
+                  'Lambda = K = kd/2 unless adaptation_lambda is set).',
+                  constraints='one of: computed_torque, feedforward, gravity_compensation, '
+                  'adaptive', runtime=True, check=_mode),
     ParameterSpec('kp', 'double_array', 100.0,
                   'Position gain, one value or one per joint (chain order); 1/s^2 in '
                   'computed_torque mode, N*m/rad (N/m) in feedforward mode.',
@@ -270,6 +272,27 @@ PARAMETERS = (
                   'Bound of the integral torque, one value or one per joint; .inf: none '
                   'beyond the freeze while saturated.', unit='N*m', constraints='> 0',
                   runtime=True, check=_integral_limit),
+    ParameterSpec('adaptation_lambda', 'double_array', 0.0,
+                  'adaptive mode: Lambda of Slotine & Li (q_dot_r = qd_d + Lambda e), one value '
+                  'or one per joint; K = kd - Lambda (K_D = K M(q)). 0: Lambda = K = kd/2, '
+                  'the bandwidth of critically damped kp, kd.', unit='1/s',
+                  constraints='>= 0', runtime=True, check=_gains),
+    ParameterSpec('adaptation_gain', 'double', 300.0,
+                  'adaptive mode: gamma of Gamma = gamma diag(L^4 (inertia), L^2 (first '
+                  'moments), 1 (mass)); 0: a fixed model.', constraints='>= 0', runtime=True,
+                  check=_non_negative),
+    ParameterSpec('adaptation_length', 'double', 0.1,
+                  'adaptive mode: the load size L of Gamma.', unit='m', constraints='> 0',
+                  runtime=True, check=_positive),
+    ParameterSpec('payload_mass_max', 'double', 20.0,
+                  'adaptive mode: bound of the estimated load mass.', unit='kg',
+                  constraints='>= 0', runtime=True, check=_non_negative),
+    ParameterSpec('adaptation_reset', 'bool', False,
+                  'adaptive mode: set true to forget the load estimate (each time it is set '
+                  'true).', runtime=True, check=_flag),
+    ParameterSpec('adaptation_link', 'string', '',
+                  'adaptive mode: the link the load is fixed to, the tip link or a joint\'s '
+                  'child link; empty: the tip link.', check=_text),
     ParameterSpec('friction_compensation', 'bool', False,
                   'Add the URDF <dynamics damping friction> torques to the command, evaluated '
                   'at the desired velocity (so that dry friction is compensated as soon as '

@@ -45,6 +45,8 @@ class RunState:
             reference (an action goal), or None.
         integral: (n,) list, the integral of ``q_d - q``, rad*s (m*s).
         integral_time: when ``integral`` was last advanced, s; None: not yet.
+        adaptation_time: when the adaptive law's estimate was last advanced, s; None: not
+            yet in this run (its first state takes no step).
         idle_sample: ``(steady ns, JointStateSample)`` of the last state seen while
             inactive (what an activation holds while it is fresh), or None.
     """
@@ -58,6 +60,7 @@ class RunState:
     goal: Optional[GoalMonitor] = None
     integral: list = field(init=False)
     integral_time: Optional[float] = field(default=None, init=False)
+    adaptation_time: Optional[float] = field(default=None, init=False)
     idle_sample: Optional[tuple] = None
 
     def __post_init__(self):

@@ -121,4 +121,12 @@ def status(name, hardware_id, facts, statistics, elapsed, previous, current, sta
     return DiagnosticArray(status=[diagnostic])
 
 
-__all__ = ['ControlStatistics', 'ERROR', 'OK', 'PERIOD', 'status', 'WARN']
+def payload_text(estimate):
+    """Return the adaptive law's load as text: mass and centre of mass ('' for none)."""
+    if estimate is None:
+        return ''
+    mass, com, _ = estimate
+    return f'{mass:.3f} kg at ({com[0]:.3f}, {com[1]:.3f}, {com[2]:.3f}) m'
+
+
+__all__ = ['payload_text', 'ControlStatistics', 'ERROR', 'OK', 'PERIOD', 'status', 'WARN']

@@ -504,6 +504,9 @@ class ComputedTorqueNode(LifecycleNode):
         """Watchdog thread: the state timeout every period, /diagnostics every second."""
         self._check_state_timeout()
         self.outputs.refresh()          # off the control path: who subscribes to ~/
+        controller = self.controller
+        if controller is not None and controller.settings.mode.value == 'adaptive':
+            self.outputs.publish_payload(controller.payload_estimate)
         self.publish_diagnostics_when_due()
 
     def _watchdog_failed(self, err):
@@ -560,6 +563,7 @@ class ComputedTorqueNode(LifecycleNode):
                                              if CONTROL_MSGS_MISSING else
                                              self.intake.action or 'not ready'),
                  'active goal': (c.goal_id or '') if c else '',
+                 'payload estimate': diagnostics.payload_text(c.payload_estimate if c else None),
                  'goals accepted': self.goals.accepted_goals if self.goals else 0,
                  'goals rejected': self.goals.rejected_goals if self.goals else 0}
         message = diagnostics.status(

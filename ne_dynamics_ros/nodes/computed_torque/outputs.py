@@ -7,7 +7,10 @@ control_msgs, ``~/controller_state`` (``control_msgs/JointTrajectoryControllerSt
 joint_trajectory_controller publishes it, at most at ``controller_state_rate``). Each
 costs a DDS write per command, so each is written only while somebody subscribes: the
 watchdog thread refreshes who does (:meth:`Outputs.refresh`), off the control path.
-Every vector is in the command order (the controller's ``joints``).
+Every vector is in the command order (the controller's ``joints``). In adaptive mode
+``~/payload`` (``geometry_msgs/Inertia``: the learned load's mass, centre of mass and
+inertia about it, in ``adaptation_link``'s frame) is written by the watchdog thread
+(:meth:`Outputs.publish_payload`), for rqt_plot.
 """
 import time
 
@@ -41,6 +44,13 @@ class Outputs:
         self._controller_state = None if controller_state_type is None else \
             node.create_publisher(controller_state_type, '~/controller_state', 10,
                                   event_callbacks=NO_PUBLISHER_EVENTS)
+        try:
+            from geometry_msgs.msg import Inertia
+        except ImportError:          # geometry_msgs comes with control_msgs' wheel
+            Inertia = None
+        self._inertia_type = Inertia
+        self._payload = None if Inertia is None else node.create_publisher(
+            Inertia, '~/payload', 10, event_callbacks=NO_PUBLISHER_EVENTS)
         #: (tracking_error, desired, controller_state): somebody subscribes
         self.wanted = (False, False, False)
         self._joints, self._joints_block = [], None
@@ -60,6 +70,17 @@ class Outputs:
             self._desired.get_subscription_count() > 0,
             self._controller_state is not None
             and self._controller_state.get_subscription_count() > 0)
+
+    def publish_payload(self, estimate):
+        """Publish the adaptive law's load estimate ``(mass, com (3,), inertia (6,))``."""
+        if self._payload is None or estimate is None:
+            return
+        mass, com, inertia = estimate
+        message = self._inertia_type(m=float(mass))
+        message.com.x, message.com.y, message.com.z = (float(v) for v in com)
+        (message.ixx, message.ixy, message.ixz, message.iyy, message.iyz,
+         message.izz) = (float(v) for v in inertia)
+        self._payload.publish(message)
 
     def publish(self, state, out):
         """Publish the outputs of the command ``out`` answering ``state`` (its stamp)."""

@@ -174,7 +174,8 @@ def build_controller(node, urdf_xml):
             hardware_compensates_gravity=v['hardware_compensates_gravity'],
             hardware_compensates_friction=v['hardware_compensates_friction'],
             joints=v['joints'], effort_limits=v['effort_limits'],
-            dynamics_backend=v['dynamics_backend'])
+            dynamics_backend=v['dynamics_backend'],
+            adaptation_link=v['adaptation_link'] or None)
     except ValueError as err:
         # ModelError/URDFError/StateError and ControlParameterError are ValueErrors.
         raise NodeConfigurationError(f'cannot build the robot model: {err}') from err
