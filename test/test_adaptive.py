@@ -229,3 +229,43 @@ def test_adaptive_settings_are_checked_all_or_nothing_and_the_estimate_reported(
     with pytest.raises(ControlParameterError, match='adaptation_link'):
         ComputedTorqueController.from_urdf(str(PUMA560_URDF), tip_link='flange',
                                            adaptation_link='moon')
+
+
+# ---- loads picked and released by the simulated arms ---------------------------------------
+
+def test_a_payload_schedule_picks_and_releases_the_load_on_both_plants():
+    """Before the pick and after the release each plant is the one built without a load;
+    loaded, Pinocchio's and MuJoCo's plants agree with each other (two engines)."""
+    from ne_dynamics_ros.simulation.mujoco_arm import MujocoArm
+    from ne_dynamics_ros.simulation.payload_schedule import PayloadSchedule
+    schedule = PayloadSchedule.from_flat([0.0, 0.0, 0, 0, 0, 0.01, 2.0, 0.0, 0.02, 0.05,
+                                          0.03, 0.0, 0, 0, 0])
+    state = np.random.default_rng(8).normal(size=(3, 6))
+    arms = [SimulatedArm(str(UR5E_URDF), armature=[0.1] * 6, payload_schedule=schedule),
+            MujocoArm(str(UR5E_URDF), armature=[0.1] * 6, payload_schedule=schedule)]
+    bare = [SimulatedArm(str(UR5E_URDF), armature=[0.1] * 6),
+            MujocoArm(str(UR5E_URDF), armature=[0.1] * 6)]
+    for when, loaded in ((0.005, False), (0.015, True), (0.035, False)):
+        for arm in arms:
+            while arm.time < when - 1e-9:
+                arm.step(np.zeros(6), 0.005)
+        got = [arm.acceleration(*state) for arm in arms]
+        if loaded:
+            np.testing.assert_allclose(got[0], got[1], rtol=1e-6, atol=1e-6)
+            assert np.abs(got[0] - bare[0].acceleration(*state)).max() > 0.1
+        else:
+            for arm, reference in zip(arms, bare):
+                np.testing.assert_allclose(arm.acceleration(*state),
+                                           reference.acceleration(*state), rtol=1e-6,
+                                           atol=1e-6)
+    assert [arm.payload_mass for arm in arms] == [0.0, 0.0]
+
+
+@pytest.mark.parametrize('values, match', [
+    ([0.0, 1.0, 0, 0], '5 numbers'), ([1.0, 1.0, 0, 0, 0, 0.5, 1.0, 0, 0, 0], 'not after'),
+    ([0.0, -1.0, 0, 0, 0], 'mass'), ([-1.0, 1.0, 0, 0, 0], 'time'),
+    ([0.0, 1.0, math.nan, 0, 0], 'centre of mass')])
+def test_a_bad_payload_schedule_is_refused_naming_the_entry(values, match):
+    from ne_dynamics_ros.simulation.payload_schedule import PayloadSchedule
+    with pytest.raises(ModelError, match=match):
+        PayloadSchedule.from_flat(values)

@@ -248,9 +248,25 @@ def test_the_mujoco_plant_in_lockstep_matches_the_pinocchio_plant(make_system):
     ({'plant': 'bullet'}, 'plant'),
     ({'plant': 'mujoco', 'payload_mass': 1.0, 'payload_link': 'nowhere'}, 'nowhere'),
     ({'plant': 'mujoco', 'integrator': 'leapfrog'}, 'integrator'),
+    ({'payload_schedule': [0.0, 1.0, 0.0, 0.0]}, 'payload_schedule'),
+    ({'plant': 'mujoco', 'payload_schedule': [1.0, 1.0, 0.0, 0.0, 0.0, 0.5, 0.0, 0.0, 0.0,
+                                              0.0]}, 'not after'),
 ])
 def test_bad_plant_settings_are_refused(ros_context, parameters, match):
     parameters = dict(parameters, urdf_path=str(UR5E_URDF))
     with pytest.raises(SimArmConfigError, match=match):
         SimArmNode(context=ros_context, parameter_overrides=[
             Parameter(name, value=value) for name, value in parameters.items()])
+
+
+@pytest.mark.parametrize('plant', ['pinocchio', 'mujoco'])
+def test_a_payload_schedule_reaches_the_plant(ros_context, plant):
+    sim = SimArmNode(context=ros_context, parameter_overrides=[
+        Parameter('urdf_path', value=str(UR5E_URDF)), Parameter('plant', value=plant),
+        Parameter('payload_schedule', value=[0.5, 2.0, 0.0, 0.0, 0.05, 2.5, 0.0, 0.0, 0.0,
+                                             0.0])])
+    try:
+        entries = sim.arm.payload_schedule.entries
+        assert [(t, m) for t, m, _ in entries] == [(0.5, 2.0), (2.5, 0.0)]
+    finally:
+        sim.destroy_node()

@@ -63,6 +63,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from ne_dynamics_ros.errors import ModelError
+from ne_dynamics_ros.simulation.payload_schedule import PayloadSchedule
 from ne_dynamics_ros.simulation.mujoco_arm import MujocoArm
 from ne_dynamics_ros.simulation.simulated_arm import DEFAULT_GRAVITY, SimulatedArm
 
@@ -172,6 +173,10 @@ class SimArmNode(Node):
                                      'point mass (kg) at the tip link, unknown to the controller')
         self._payload_link = declare('payload_link', '', 'link carrying the payload; '
                                      'default: the tip link')
+        self._payload_schedule = declare(
+            'payload_schedule', [0.0], 'pick and place: a load picked and released at '
+            'payload_link, five numbers per entry (time s of simulated time, mass kg, centre '
+            'of mass x, y, z m in the link frame); [0.0] or empty: none')
         self._joint_friction = declare(
             'joint_friction', [0.0], 'extra viscous friction per joint (N m s/rad), or one value')
         self._damping = declare(
@@ -227,6 +232,8 @@ class SimArmNode(Node):
         if self.plant not in PLANTS:
             raise SimArmConfigError(f'plant {self.plant!r} is not one of {PLANTS}')
         try:
+            flat = _floats(self._payload_schedule, 'payload_schedule')
+            schedule = PayloadSchedule.from_flat([] if flat == [0.0] else flat)
             if self.plant == 'mujoco':
                 arm = MujocoArm(
                     None if self._mjcf_path else source, mjcf_path=self._mjcf_path or None,
@@ -239,7 +246,8 @@ class SimArmNode(Node):
                     payload_inertia=_floats(self._payload_inertia, 'payload_inertia'),
                     gravity=_floats(self._gravity, 'gravity'),
                     timestep=_float(self._timestep, 'timestep'),
-                    integrator=str(self._integrator), effort_limits=limits)
+                    integrator=str(self._integrator), effort_limits=limits,
+                    payload_schedule=schedule)
             else:
                 arm = SimulatedArm(
                     source, joints=joints or None,
@@ -250,7 +258,7 @@ class SimArmNode(Node):
                     coulomb_friction=_floats(self._friction, 'friction'),
                     gravity=_floats(self._gravity, 'gravity'),
                     integration_rate=_float(self._integration_rate, 'integration_rate'),
-                    effort_limits=limits)
+                    effort_limits=limits, payload_schedule=schedule)
             initial = _floats(self._initial_positions, 'initial_positions')
             if len(initial) == 1:
                 initial = initial * arm.n

@@ -43,6 +43,7 @@ import xml.etree.ElementTree as ElementTree
 import defusedxml.ElementTree as SafeET
 import numpy as np
 
+from ne_dynamics_ros.simulation.payload_schedule import PayloadSchedule
 from ne_dynamics_ros.errors import ModelError, require, StateError, URDFError
 from ne_dynamics_ros.dynamics.urdf_import import urdf_xml_bytes
 from ne_dynamics_ros.simulation.simulated_arm import checked_joint_values
@@ -239,6 +240,9 @@ class MujocoArm:
         integrator: one of ``INTEGRATORS`` (default ``implicitfast``).
         initial_positions, initial_velocities: (n,) initial state (default zero).
         effort_limits: (n,) applied efforts are clipped to ``[-limit, limit]``.
+        payload_schedule: loads picked and released at given times
+            (:class:`~ne_dynamics_ros.simulation.payload_schedule.PayloadSchedule`, point
+            masses at ``payload_link``), applied at the start of each :meth:`step`.
 
     Raises:
         URDFError: the URDF is unreadable or MuJoCo refuses it (the message is MuJoCo's,
@@ -251,7 +255,7 @@ class MujocoArm:
                  payload_com=(0.0, 0.0, 0.0), payload_inertia=(0.0, 0.0, 0.0),
                  effort_noise=0.0, seed=0, gravity=DEFAULT_GRAVITY, timestep=0.0005,
                  integrator='implicitfast', initial_positions=None, initial_velocities=None,
-                 effort_limits=None):
+                 effort_limits=None, payload_schedule=None):
         mujoco = require('mujoco', 'the MuJoCo plant')
         self._mujoco = mujoco
         spec, moved = _spec(mujoco, urdf, mjcf_path)
@@ -260,7 +264,8 @@ class MujocoArm:
             raise ModelError(f'payload_mass must be a finite mass >= 0 kg, got {payload_mass}')
         names = [b.name for b in spec.bodies]
         self.payload_link = payload_link or _deepest_body(spec)
-        if self.payload_mass > 0:
+        self.payload_schedule = payload_schedule or PayloadSchedule([])
+        if self.payload_mass > 0 or self.payload_schedule:
             self._add_payload(spec, names, payload_com, payload_inertia)
         try:
             model = spec.compile()
@@ -294,6 +299,7 @@ class MujocoArm:
                               else _per_joint(effort_limits, n, 'effort_limits',
                                               allow_inf=True))
         self._effort = np.zeros(n)
+        self._load_com = None
         # the constraint weights (friction loss' regularisation) depend on the armature
         # set above: recompute what the compiler derived from the model
         mujoco.mj_setConst(model, self.data)
@@ -337,7 +343,7 @@ class MujocoArm:
         body = spec.body(self.payload_link).add_body()
         body.name = 'ne_dynamics_payload'
         body.pos = com
-        body.mass = self.payload_mass
+        body.mass = max(self.payload_mass, TINY_MASS)
         body.fullinertia = [inertia[0, 0], inertia[1, 1], inertia[2, 2], inertia[0, 1],
                             inertia[0, 2], inertia[1, 2]]
         body.explicitinertial = True
@@ -409,6 +415,29 @@ class MujocoArm:
         mujoco.mj_inverse(self.model, data)
         return data.qfrc_inverse[self._vadr].copy()
 
+    def set_payload(self, mass, com=(0.0, 0.0, 0.0)):
+        """Make the welded load a point mass (kg) at ``com`` (m, ``payload_link``'s frame).
+
+        Only with a load body (``payload_mass`` > 0 or a ``payload_schedule`` at
+        construction); mass 0 releases it (``TINY_MASS`` is left).
+
+        Raises:
+            ModelError: no load body, or a mass that is not finite and >= 0.
+        """
+        if not (math.isfinite(mass) and mass >= 0):
+            raise ModelError(f'payload mass must be a finite mass >= 0 kg, got {mass}')
+        try:
+            body = self.model.body('ne_dynamics_payload').id
+        except KeyError:
+            raise ModelError('this arm has no load body: give payload_mass or '
+                             'payload_schedule when building it') from None
+        self.model.body_pos[body] = np.asarray(com, dtype=float)
+        self.model.body_ipos[body] = 0.0
+        self.model.body_mass[body] = max(float(mass), TINY_MASS)
+        self.model.body_inertia[body] = TINY_INERTIA
+        self._mujoco.mj_setConst(self.model, self.data)
+        self.payload_mass = float(mass)
+
     def step(self, efforts, dt):
         """Hold ``efforts`` (n,) for ``dt`` seconds and advance the state.
 
@@ -421,6 +450,11 @@ class MujocoArm:
         if not dt > 0 or not math.isfinite(dt):
             raise StateError(f'dt must be a finite time > 0 s, got {dt}')
         effort = self._clip(self._check(efforts, 'efforts'))
+        load = self.payload_schedule.at(self.time) if self.payload_schedule else None
+        if load is not None and (load[0] != self.payload_mass or self._load_com is None
+                                 or np.any(load[1] != self._load_com)):
+            self.set_payload(*load)
+            self._load_com = load[1]
         if self.effort_noise:
             effort = effort + self._rng.normal(0.0, self.effort_noise, self.n)
         self._effort = effort

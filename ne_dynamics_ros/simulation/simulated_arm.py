@@ -34,8 +34,9 @@ import math
 import numpy as np
 import pinocchio as pin
 
-from ne_dynamics_ros.errors import ModelError, StateError, URDFError
 from ne_dynamics_ros.dynamics.urdf_import import urdf_xml_bytes
+from ne_dynamics_ros.errors import ModelError, StateError, URDFError
+from ne_dynamics_ros.simulation.payload_schedule import PayloadSchedule
 
 DEFAULT_GRAVITY = (0.0, 0.0, -9.81)
 
@@ -96,6 +97,10 @@ class SimulatedArm:
         Reflected rotor inertia per joint, kg m^2 (revolute) or kg (prismatic).
     payload_mass : float
         A point mass (kg) rigidly attached at the origin of ``payload_link``.
+    payload_schedule : PayloadSchedule, optional
+        Loads picked and released at given times
+        (:class:`~ne_dynamics_ros.simulation.payload_schedule.PayloadSchedule`), applied at
+        the start of each :meth:`step`.
     payload_link : str, optional
         Link carrying the payload; default: the tip link (the link farthest down the
         fixed-joint chain hanging from the last actuated joint, e.g. ``tool0``).
@@ -118,7 +123,7 @@ class SimulatedArm:
     def __init__(self, urdf, joints=None, armature=None, payload_mass=0.0, payload_link=None,
                  joint_friction=0.0, gravity=DEFAULT_GRAVITY, integration_rate=1000.0,
                  initial_positions=None, initial_velocities=None, effort_limits=None,
-                 coulomb_friction=0.0, coulomb_velocity=0.01):
+                 coulomb_friction=0.0, coulomb_velocity=0.01, payload_schedule=None):
         xml = _read_urdf(urdf)
         try:
             full_model = pin.buildModelFromXML(xml)
@@ -143,8 +148,13 @@ class SimulatedArm:
         if not math.isfinite(self.payload_mass) or self.payload_mass < 0:
             raise ModelError(f'payload_mass must be a finite mass >= 0 kg, got {payload_mass}')
         self.payload_link = payload_link or self._default_tip_link()
+        if not self.model.existBodyName(self.payload_link):
+            raise ModelError(f'payload_link {self.payload_link!r} is not a link of the URDF')
+        self._payload_frame = self.model.frames[self.model.getBodyId(self.payload_link)]
+        self._bare_inertia = self.model.inertias[self._payload_frame.parentJoint].copy()
+        self.payload_schedule = payload_schedule or PayloadSchedule([])
         if self.payload_mass > 0:
-            self._attach_point_mass(self.payload_link, self.payload_mass)
+            self.set_payload(self.payload_mass)
 
         self._set_friction(joint_friction, coulomb_friction, coulomb_velocity)
         gravity = np.asarray(gravity, dtype=float).ravel()
@@ -250,14 +260,21 @@ class SimulatedArm:
                 best, best_depth = frame.name, depth
         return best
 
-    def _attach_point_mass(self, link, mass):
-        """Add a point mass at the origin of ``link`` to the body inertia of its joint."""
-        if not self.model.existBodyName(link):
-            raise ModelError(f'payload_link {link!r} is not a link of the URDF')
-        frame = self.model.frames[self.model.getBodyId(link)]
-        point = pin.Inertia(mass, np.zeros(3), np.zeros((3, 3)))
-        joint = frame.parentJoint
-        self.model.inertias[joint] = self.model.inertias[joint] + frame.placement.act(point)
+    def set_payload(self, mass, com=(0.0, 0.0, 0.0)):
+        """Fix a point mass (kg) at ``com`` (m, in ``payload_link``'s frame): a pick.
+
+        It replaces the load before; mass 0 removes it (a release).
+
+        Raises:
+            ModelError: a mass that is not finite and >= 0.
+        """
+        if not (math.isfinite(mass) and mass >= 0):
+            raise ModelError(f'payload mass must be a finite mass >= 0 kg, got {mass}')
+        frame = self._payload_frame
+        point = pin.Inertia(float(mass), np.asarray(com, dtype=float), np.zeros((3, 3)))
+        self.model.inertias[frame.parentJoint] = self._bare_inertia + \
+            frame.placement.act(point)
+        self.payload_mass = float(mass)
 
     # -- state --------------------------------------------------------------------------
 
@@ -346,6 +363,9 @@ class SimulatedArm:
         if not dt > 0 or not math.isfinite(dt):
             raise StateError(f'dt must be a finite time > 0 s, got {dt}')
         tau = self._to_v_order(self._clip(self._check(efforts, 'efforts')))
+        load = self.payload_schedule.at(self.time) if self.payload_schedule else None
+        if load is not None:
+            self.set_payload(*load)
         self._tau = tau
         substeps = max(1, math.ceil(dt * self.integration_rate - 1e-9))
         h = dt / substeps
