@@ -5,7 +5,7 @@ Pure module (no ROS). :class:`PayloadSchedule` holds ``(time s, mass kg, centre 
 on, that load is fixed to the link (mass 0: nothing is). Both plants
 (:class:`~ne_dynamics_ros.simulation.simulated_arm.SimulatedArm`,
 :class:`~ne_dynamics_ros.simulation.mujoco_arm.MujocoArm`) apply the entry in force at
-the start of each :meth:`step` (the load changes on a sample boundary, as a gripper's
+the start of each of their ``step`` calls (the load changes on a sample boundary, as a gripper's
 state reaches a controller once per sample). ``sim_arm_node`` takes it as the flat
 ``payload_schedule`` parameter: five numbers per entry.
 """
