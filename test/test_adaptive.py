@@ -245,10 +245,17 @@ def test_a_payload_schedule_picks_and_releases_the_load_on_both_plants():
             MujocoArm(str(UR5E_URDF), armature=[0.1] * 6, payload_schedule=schedule)]
     bare = [SimulatedArm(str(UR5E_URDF), armature=[0.1] * 6),
             MujocoArm(str(UR5E_URDF), armature=[0.1] * 6)]
+    twins = [SimulatedArm(str(UR5E_URDF), armature=[0.1] * 6),
+             MujocoArm(str(UR5E_URDF), armature=[0.1] * 6)]
+    for arm in arms + twins:                   # away from the model's zero configuration
+        arm.reset(state[0], state[1])
     for when, loaded in ((0.005, False), (0.015, True), (0.035, False)):
-        for arm in arms:
+        for arm, twin in zip(arms, twins):
             while arm.time < when - 1e-9:
                 arm.step(np.zeros(6), 0.005)
+                if twin.time < 0.01 - 1e-9:    # before the pick the arm moves as its twin
+                    twin.step(np.zeros(6), 0.005)
+                    np.testing.assert_allclose(arm.position, twin.position, atol=1e-9)
         got = [arm.acceleration(*state) for arm in arms]
         if loaded:
             np.testing.assert_allclose(got[0], got[1], rtol=1e-6, atol=1e-6)

@@ -60,3 +60,21 @@ def test_bench_node_stall_run_reports_each_message(domain_id):
         assert row['handled_s'] is not None, row           # the node logged it
         assert row['gap_ms'] > 0 and row['steady_gap_ms'] > 0 and row['stream_gap_ms'] > 0
     assert result['zero_commands_total'] >= 0 and result['timeouts_logged'] >= 0
+
+
+def test_bench_adaptive_prints_each_arm_beside_the_goals():
+    """One cycle of each arm and plant: a row of numbers each, the adaptive law's error
+    below computed torque's with the load it does not know."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(REPO), os.environ.get('PYTHONPATH', '')]))
+    out = subprocess.run([sys.executable, str(REPO / 'benchmarks' / 'bench_adaptive.py'),
+                          '--cycles', '1'], env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    rows = [line.split() for line in out.stdout.splitlines()
+            if line.startswith(('puma560', 'ur5e'))]
+    assert [row[:2] for row in rows] == [['puma560', 'pinocchio'], ['puma560', 'mujoco'],
+                                         ['ur5e', 'mujoco']]
+    for row in rows:
+        fixed, learned, settle = float(row[2]), float(row[3]), float(row[6])
+        assert learned < fixed and 0 < settle < 1.0

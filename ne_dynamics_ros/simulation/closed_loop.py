@@ -120,7 +120,8 @@ class ClosedLoopRun:
 
 def run_lockstep(controller: ComputedTorqueController, arm: SimulatedArm, end_time: float,
                  rate: float = 100.0,
-                 trajectory: Optional[TrajectoryMessage] = None) -> ClosedLoopRun:
+                 trajectory: Optional[TrajectoryMessage] = None,
+                 observe=None) -> ClosedLoopRun:
     """Run the sampled-data loop from the arm's current state up to ``end_time``.
 
     Args:
@@ -129,6 +130,8 @@ def run_lockstep(controller: ComputedTorqueController, arm: SimulatedArm, end_ti
         end_time: last sample time, s of simulated time.
         rate: sampling rate, Hz (0.01 s sampling = 100 Hz).
         trajectory: handed to the controller after its answer to the first state.
+        observe: called as ``observe(t)`` after each answer (t the sample time, s), e.g.
+            to read the controller's load estimate as it evolves.
 
     Returns:
         :class:`ClosedLoopRun`, one row per sample ``t_k = k / rate <= end_time``.
@@ -159,6 +162,8 @@ def run_lockstep(controller: ComputedTorqueController, arm: SimulatedArm, end_ti
         qd.append(velocity)
         effort.append(tau)
         error.append(out.position_error[to_arm])
+        if observe is not None:
+            observe(arm.time)
         if k == 0 and trajectory is not None:
             try:
                 controller.set_trajectory(trajectory.joint_names, trajectory.points,

@@ -435,7 +435,9 @@ class MujocoArm:
         self.model.body_ipos[body] = 0.0
         self.model.body_mass[body] = max(float(mass), TINY_MASS)
         self.model.body_inertia[body] = TINY_INERTIA
-        self._mujoco.mj_setConst(self.model, self.data)
+        # mj_setConst works at qpos0 in the data it is given: a scratch one, so that the
+        # arm's state is kept
+        self._mujoco.mj_setConst(self.model, self._mujoco.MjData(self.model))
         self.payload_mass = float(mass)
 
     def step(self, efforts, dt):
