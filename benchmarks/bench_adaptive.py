@@ -53,7 +53,7 @@ ARMS = {
 
 
 def cycle_trajectory(joints, a, b, cycles):
-    """The cycles' waypoints: rest, move A -> B, rest, move back (the rests are holds)."""
+    """Return the cycles' waypoints: rest, A -> B, rest, back (the rests are holds)."""
     points, period = [], 2 * (MOVE + REST)
     for c in range(cycles):
         moves = ((a, b, c * period + REST), (b, a, c * period + 2 * REST + MOVE))
@@ -65,7 +65,7 @@ def cycle_trajectory(joints, a, b, cycles):
 
 
 def schedule(cycles):
-    """Picked at the start of each rest at A, released at the start of each rest at B."""
+    """Return the loads: picked as each rest at A starts, released as each rest at B starts."""
     period, entries = 2 * (MOVE + REST), []
     for c in range(cycles):
         entries += [(c * period, LOAD, (0.0, 0.0, 0.05)),
