@@ -363,11 +363,14 @@ def test_bad_trajectories_are_rejected_and_the_old_one_kept(make_harness):
     np.testing.assert_allclose(desired.points[0].positions, SET_Q)
 
 
-def test_trajectory_before_any_joint_state_is_rejected(make_harness):
+def test_a_trajectory_before_any_joint_state_waits_for_the_first(make_harness):
+    """Kept (not refused) and followed from the first state: a set-point at once."""
     h = make_harness()
-    h.send_trajectory(trajectory_msg(PUMA_JOINTS, [(0.0, SET_Q)]), accepted=False)
+    h.trajectory_pub.publish(trajectory_msg(PUMA_JOINTS, [(0.0, SET_Q)]))
+    h.spin_until(lambda: h.node.accepted_trajectories == 1, what='the trajectory kept')
+    assert h.node.controller.trajectory is None and h.node.controller.rejected_trajectories == 0
     _, _, desired = h.exchange(PUMA_JOINTS, Q0, np.zeros(6))
-    np.testing.assert_allclose(desired.points[0].positions, Q0)
+    np.testing.assert_allclose(desired.points[0].positions, SET_Q)
 
 
 BAD_STATES = {

@@ -338,13 +338,30 @@ def test_bad_trajectories_are_rejected_and_the_old_one_kept():
     np.testing.assert_allclose(out.desired.q, SET_Q)
 
 
-def test_trajectory_before_any_state_is_rejected():
+def test_a_trajectory_before_the_first_state_waits_for_it():
+    """Sent before any state (or right after activation): checked at once, kept, and
+    installed on the first valid state, starting from it; one that cannot start then (a
+    stamped trajectory already over) is dropped and counted."""
     c = make()
-    with pytest.raises(TrajectoryError, match='no valid joint_states yet'):
-        set_point(c, 0)
+    with pytest.raises(TrajectoryError, match='NaN'):               # still checked at once
+        c.set_trajectory(PUMA_JOINTS, [TrajectoryPoint(0.5, [math.nan] * 6)], 0, 0)
+    assert c.rejected_trajectories == 1
+    set_point(c, 0)                                                  # kept for the state
     assert c.rejected_trajectories == 1 and c.trajectory is None
-    out = check_command(c.update(0, PUMA_JOINTS, Q0, np.zeros(6)))
+    out = check_command(c.update(MS, PUMA_JOINTS, Q0, np.zeros(6)))
+    np.testing.assert_allclose(out.desired.q, SET_Q)                 # followed at once
+    # a move of 1 s from the first state measured
+    c = make()
+    c.set_trajectory(PUMA_JOINTS, [TrajectoryPoint(1.0, SET_Q)], 0, 0)
+    first = check_command(c.update(MS, PUMA_JOINTS, Q0, np.zeros(6)))
+    np.testing.assert_allclose(first.desired.q, Q0, atol=1e-9)
+    np.testing.assert_allclose(c.trajectory.sample(1.0 + 1e-3).q, SET_Q, atol=1e-12)
+    # stamped to end before the first state arrives: dropped then
+    c = make()
+    c.set_trajectory(PUMA_JOINTS, [TrajectoryPoint(0.1, SET_Q)], 1, 0)
+    out = check_command(c.update(S, PUMA_JOINTS, Q0, np.zeros(6)))
     np.testing.assert_allclose(out.desired.q, Q0)
+    assert c.rejected_trajectories == 1
 
 
 def test_leaving_gravity_compensation_holds_the_current_position():
@@ -771,12 +788,10 @@ def test_activation_holds_the_last_state_seen_inactive_while_it_is_fresh():
         seen_ns, q, now_ns = stale
         c.update(seen_ns, JointStateSample(PUMA_JOINTS, q, QD0))
         c.activate(now_ns=now_ns)
-        assert c.reference_at(now_ns) is None
-        with pytest.raises(TrajectoryError, match='no valid joint_states yet'):
-            set_point(c, now_ns)
+        assert c.reference_at(now_ns) is None and c.trajectory is None
         moved = np.asarray(Q0) - 0.1
         out = check_command(c.update(now_ns + MS, JointStateSample(PUMA_JOINTS, moved, QD0)))
-        np.testing.assert_allclose(out.position_error, 0.0, atol=1e-12)
+        np.testing.assert_allclose(out.position_error, 0.0, atol=1e-12)     # holds it
 
 
 def test_configure_applies_settings_inactive_and_refuses_bad_ones():

@@ -300,3 +300,30 @@ def test_a_command_reports_the_state_it_answered():
     measured_q, measured_qd = out.measured_values
     np.testing.assert_allclose(measured_q, q, atol=1e-15)
     np.testing.assert_allclose(measured_qd, qd, atol=1e-15)
+
+
+def test_a_goal_sent_before_the_first_state_is_judged_from_it():
+    """Right after activation (no fresh state held yet) a goal is kept, becomes the
+    reference on the first state and ends SUCCEEDED when reached; a goal prepared before
+    the first state but installed after it starts from the held position."""
+    c = hold_controller()
+    c.deactivate()
+    c.activate(now_ns=0, steady_ns=0)                  # nothing read while inactive
+    q0 = np.zeros(6)
+    target = q0 + 0.01
+    tol = default_tolerances([0.5] * 6, [0.02] * 6, 0.05, 1.0)
+    c.install_trajectory(c.prepare_trajectory(PUMA_JOINTS, goal_points(target, 0.2), 0, 0),
+                         'early', tol)
+    assert c.goal_id is None and c.trajectory is None       # kept for the first state
+    c.update(1_000_000, state(q0, q0, 1_000_000))
+    assert c.goal_id == 'early'
+    out = c.update(600_000_000, state(target, q0, 600_000_000))
+    assert out.goal_end.goal_id == 'early' and out.goal_end.status is GoalStatus.SUCCEEDED
+    # prepared while waiting, installed after the first state: from the held position
+    c.deactivate()
+    c.activate(now_ns=700_000_000, steady_ns=0)
+    prepared = c.prepare_trajectory(PUMA_JOINTS, goal_points(target, 0.2), 0, 700_000_000)
+    c.update(701_000_000, state(q0, q0, 701_000_000))
+    c.install_trajectory(prepared, 'late', tol)
+    assert c.goal_id == 'late'
+    np.testing.assert_allclose(c.reference_at(700_000_000).q, q0, atol=1e-12)   # at receipt

@@ -64,8 +64,8 @@ from ne_dynamics_ros.control.laws import (
     anti_windup, clamp_effort, compute_effort_values, ControlLawConfig, ControlMode,
     ControlParameterError, integral_step, NonFiniteEffortError, reference_friction)
 from ne_dynamics_ros.control.trajectory import (
-    DesiredState, Trajectory, trajectory_from_points, TrajectoryError, TrajectoryPoint,
-    WaypointArrays)
+    DesiredState, prepare_waypoints, PreparedWaypoints, Trajectory, trajectory_from_points,
+    TrajectoryError, TrajectoryPoint, WaypointArrays)
 from ne_dynamics_ros.codegen import CompiledDynamics
 from ne_dynamics_ros.dynamics.model import load_model
 from ne_dynamics_ros.errors import ModelError, StateError
@@ -500,10 +500,13 @@ class ComputedTorqueController:
         run = self._run
         resumed = run.timed_out
         if run.trajectory is None:
+            pending = run.pending
             run = self._hold(q, now)
             if resumed:
                 # differences across the silence are no velocity: start afresh
                 reader.reset_velocities()
+            if pending is not None:
+                self._install_pending(run, pending, now)
         # plain lists of floats from here to the Command: six-element NumPy arithmetic
         # costs more in call overhead than it computes
         t = self._sample_time(stamp_ns, now_ns, now)
@@ -607,6 +610,24 @@ class ComputedTorqueController:
                 return None
             return trajectory.sample((now_ns - self._epoch_ns) * 1e-9)
 
+    def _install_pending(self, run, pending, now):
+        """Build and install a trajectory kept for the first state, from the hold now."""
+        (waypoints, start, _), goal_id, tolerances = pending
+        chain = self.model.joint_names
+        try:
+            trajectory = trajectory_from_points(chain, waypoints, chain, start, now,
+                                                run.trajectory.sample(now))
+        except TrajectoryError as err:
+            self.rejected_trajectories += 1
+            if goal_id is not None:
+                self._goal_ends.append(GoalEnd(goal_id, GoalStatus.ABORTED,
+                                               int(ResultCode.INVALID_GOAL),
+                                               f'Aborted: {err}'))
+            return
+        run.trajectory = trajectory
+        if goal_id is not None:
+            run.goal = GoalMonitor(goal_id, tolerances, trajectory.end_time, chain)
+
     def _hold(self, q, now) -> RunState:
         """Start a run holding the measured ``q`` (a list) from ``now`` (s); return it."""
         self._run = RunState.holding(q, now, self._run.last_valid_steady_ns)
@@ -638,11 +659,13 @@ class ComputedTorqueController:
                 if not run.active:
                     raise TrajectoryError('the controller is inactive: a trajectory is taken '
                                           'once it is activated')
-                if run.trajectory is None:
+                if run.timed_out:
                     raise TrajectoryError(
                         f'{run.waiting}: the reference starts from the measured position')
                 start = None if stamp_ns == 0 else (stamp_ns - self._epoch_ns) * 1e-9
-                state_before = run.trajectory.sample(now)
+                state_before = None if run.trajectory is None else run.trajectory.sample(now)
+            if state_before is None:
+                return self._deferred(run, joint_names, points, start, now)
             trajectory = trajectory_from_points(joint_names, points, self.model.joint_names,
                                                 start, now, state_before)
         except TrajectoryError:
@@ -650,6 +673,26 @@ class ComputedTorqueController:
                 self.rejected_trajectories += 1
             raise
         return PreparedTrajectory(trajectory, run)
+
+    def _deferred(self, run, joint_names, points, start, now):
+        """Prepare a trajectory that arrived before the run's first state (kept for it).
+
+        Checked now (every fault but one of the start, which the first state decides);
+        built from the first valid state when it comes (:meth:`_install_pending`).
+        """
+        chain = self.model.joint_names
+        if isinstance(points, PreparedWaypoints):       # prepared ahead for this chain
+            if list(joint_names) != list(chain):
+                raise TrajectoryError(f'prepared waypoints of joints {list(joint_names)}, '
+                                      f'not of this chain {list(chain)}')
+            waypoints = points
+        else:
+            waypoints = prepare_waypoints(joint_names, points, chain)
+        first = waypoints.waypoints.positions[0]
+        provisional = trajectory_from_points(
+            chain, waypoints, chain, start, now,
+            DesiredState(first, np.zeros(self.n), np.zeros(self.n)))
+        return PreparedTrajectory(provisional, run, (waypoints, start, now))
 
     def install_trajectory(self, prepared: 'PreparedTrajectory',
                            goal_id: Optional[str] = None,
@@ -668,6 +711,25 @@ class ComputedTorqueController:
         """
         with self._lock:
             run = self._run
+            if prepared.deferred is not None and prepared.run is run \
+                    and run.trajectory is None:
+                self._end_goal(GoalStatus.ABORTED, 'Aborted: replaced by a newer goal'
+                               if goal_id is not None else 'Aborted: a trajectory on '
+                               '~/joint_trajectory replaced the goal\'s')
+                run.pending = (prepared.deferred, goal_id, tolerances)
+                return prepared.trajectory           # provisional: built on the first state
+            if prepared.deferred is not None and prepared.run.trajectory is None \
+                    and run.active and not run.timed_out and run.trajectory is not None \
+                    and prepared.run.pending is None:
+                # the first state came meanwhile: start from the position it holds
+                waypoints, start, receipt = prepared.deferred
+                try:
+                    prepared = PreparedTrajectory(trajectory_from_points(
+                        self.model.joint_names, waypoints, self.model.joint_names, start,
+                        receipt, run.trajectory.sample(receipt)), run)
+                except TrajectoryError:
+                    self.rejected_trajectories += 1
+                    raise
             if prepared.run is not run or run.trajectory is None:
                 self.rejected_trajectories += 1
                 raise TrajectoryError(
@@ -714,9 +776,13 @@ class ComputedTorqueController:
             The new :class:`~ne_dynamics_ros.control.trajectory.Trajectory` (chain order);
             from now on it is sampled. It starts from the reference in force now.
 
+        Before the first valid state of a run (after activation, a cancel, leaving
+        gravity compensation) the trajectory is checked at once and kept: it becomes the
+        reference on that state, starting from it.
+
         Raises:
-            TrajectoryError: no valid joint state yet or a state timeout (the reference
-                must start from a measured position), or any reason of
+            TrajectoryError: a state timeout (the reference must start from a measured
+                position), or any reason of
                 :func:`~ne_dynamics_ros.control.trajectory.trajectory_from_points`. The
                 previous trajectory stays in force.
         """

@@ -49,6 +49,9 @@ class RunState:
             yet in this run (its first state takes no step).
         idle_sample: ``(steady ns, JointStateSample)`` of the last state seen while
             inactive (what an activation holds while it is fresh), or None.
+        pending: a trajectory (and its goal) that arrived while the next valid state was
+            awaited, ``((waypoints, start, receipt), goal_id, tolerances)``: installed on
+            that state, starting from it; or None.
     """
 
     n: int
@@ -62,6 +65,7 @@ class RunState:
     integral_time: Optional[float] = field(default=None, init=False)
     adaptation_time: Optional[float] = field(default=None, init=False)
     idle_sample: Optional[tuple] = None
+    pending: Optional[tuple] = None
 
     def __post_init__(self):
         self.integral = [0.0] * self.n
@@ -190,11 +194,14 @@ class PreparedTrajectory(NamedTuple):
     """A checked, interpolated trajectory from the controller's ``prepare_trajectory``.
 
     ``run`` is the :class:`RunState` whose reference it starts from: it is installed only
-    while that run is the one in force.
+    while that run is the one in force. ``deferred``: for a trajectory that arrived while
+    the run awaited its first state, ``(PreparedWaypoints, start s or None, receipt s)``
+    to build it from that state (``trajectory`` is then provisional, for its times).
     """
 
     trajectory: Trajectory
     run: 'RunState'
+    deferred: Optional[tuple] = None
 
 
 __all__ = ['Command', 'NO_STATE_YET', 'NoCommand', 'PreparedTrajectory', 'RunState',
