@@ -64,8 +64,8 @@ from ne_dynamics_ros.control.laws import (
     anti_windup, clamp_effort, compute_effort_values, ControlLawConfig, ControlMode,
     ControlParameterError, integral_step, NonFiniteEffortError, reference_friction)
 from ne_dynamics_ros.control.trajectory import (
-    DesiredState, prepare_waypoints, PreparedWaypoints, Trajectory, trajectory_from_points,
-    TrajectoryError, TrajectoryPoint, WaypointArrays)
+    DesiredState, prepared_waypoints, Trajectory, trajectory_from_points, TrajectoryError,
+    TrajectoryPoint, WaypointArrays)
 from ne_dynamics_ros.codegen import CompiledDynamics
 from ne_dynamics_ros.dynamics.model import load_model
 from ne_dynamics_ros.errors import ModelError, StateError
@@ -681,13 +681,7 @@ class ComputedTorqueController:
         built from the first valid state when it comes (:meth:`_install_pending`).
         """
         chain = self.model.joint_names
-        if isinstance(points, PreparedWaypoints):       # prepared ahead for this chain
-            if list(joint_names) != list(chain):
-                raise TrajectoryError(f'prepared waypoints of joints {list(joint_names)}, '
-                                      f'not of this chain {list(chain)}')
-            waypoints = points
-        else:
-            waypoints = prepare_waypoints(joint_names, points, chain)
+        waypoints = prepared_waypoints(joint_names, points, chain)
         first = waypoints.waypoints.positions[0]
         provisional = trajectory_from_points(
             chain, waypoints, chain, start, now,

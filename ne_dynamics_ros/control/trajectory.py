@@ -485,6 +485,24 @@ def prepare_waypoints(joint_names: Sequence[str],
                                             has_vel, has_acc), coefficients)
 
 
+def prepared_waypoints(joint_names: Sequence[str],
+                       points: Union[Sequence[TrajectoryPoint], WaypointArrays,
+                                     PreparedWaypoints],
+                       chain_joint_names: Sequence[str]) -> PreparedWaypoints:
+    """Return ``points`` as :class:`PreparedWaypoints` of the chain: as given, or prepared.
+
+    Raises:
+        TrajectoryError: prepared waypoints of other joints than the chain's (in its
+            order), or any reason of :func:`prepare_waypoints`.
+    """
+    if isinstance(points, PreparedWaypoints):
+        if list(joint_names) != list(chain_joint_names):
+            raise TrajectoryError(f'prepared waypoints of joints {list(joint_names)}, not '
+                                  f'of this chain {list(chain_joint_names)}')
+        return points
+    return prepare_waypoints(joint_names, points, chain_joint_names)
+
+
 def trajectory_from_points(joint_names: Sequence[str],
                            points: Union[Sequence[TrajectoryPoint], WaypointArrays,
                                          PreparedWaypoints],
@@ -522,13 +540,7 @@ def trajectory_from_points(joint_names: Sequence[str],
             evaluated finitely; a stamped trajectory that ends before ``receipt_time``.
             The whole trajectory is rejected, nothing is partially used.
     """
-    if isinstance(points, PreparedWaypoints):
-        if list(joint_names) != list(chain_joint_names):
-            raise TrajectoryError(f'prepared waypoints of joints {list(joint_names)}, not '
-                                  f'of this chain {list(chain_joint_names)}')
-        prepared = points
-    else:
-        prepared = prepare_waypoints(joint_names, points, chain_joint_names)
+    prepared = prepared_waypoints(joint_names, points, chain_joint_names)
     times, positions, velocities, accelerations, has_vel, has_acc = prepared.waypoints
     n = len(chain_joint_names)
     if start_time is None:

@@ -114,12 +114,17 @@ def regressor(model, q, qd, qdd, gravity=STANDARD_GRAVITY):
     at = slice(1, 4) if mdh else slice(2, 5)         # (w, wd, vd) in a frame
     blocks = [_link_block(*(_as_columns(v, B) for v in frame[at])) for frame in frames]
     W = _joint_rows(model, ct, st, frames, blocks, B)
-    for i in range(n):
-        col = PER_JOINT * i
-        W[:, i, col + 10] = qdd[:, i]
-        W[:, i, col + 11] = qd[:, i]
-        W[:, i, col + 12] = np.tanh(qd[:, i] / model.coulomb_velocity)
+    _drive_columns(model, W, qd, qdd)
     return W[0] if single else W
+
+
+def _drive_columns(model, W, rates, accelerations):
+    """Fill the Ia, Fv, Fc columns of the rows W (B, n, 13 n) in place, (B, n) inputs."""
+    for i in range(model.n):
+        col = PER_JOINT * i
+        W[:, i, col + 10] = accelerations[:, i]
+        W[:, i, col + 11] = rates[:, i]
+        W[:, i, col + 12] = np.tanh(rates[:, i] / model.coulomb_velocity)
 
 
 def _joint_rows(model, ct, st, frames, blocks, B):
@@ -219,11 +224,7 @@ def reference_regressor(model, q, qd, qd_r, qdd_r, gravity=STANDARD_GRAVITY):
             _as_columns(w, B), _as_columns(w_r, B), _as_columns(wd_r, B),
             _as_columns(vd_r, B), np.stack([_as_columns(row, B) for row in b_r], 1)))
     Y = _joint_rows(model, ct, st, frames, blocks, B)
-    for i in range(n):
-        col = PER_JOINT * i
-        Y[:, i, col + 10] = qdd_r[:, i]
-        Y[:, i, col + 11] = qd_r[:, i]
-        Y[:, i, col + 12] = np.tanh(qd_r[:, i] / model.coulomb_velocity)
+    _drive_columns(model, Y, qd_r, qdd_r)
     return Y[0] if single else Y
 
 
