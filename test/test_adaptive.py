@@ -14,9 +14,14 @@ import yaml
 from conftest import CONFIG_DIR, PUMA560_URDF, UR5E_URDF
 
 from ne_dynamics_ros import load_model
-from ne_dynamics_ros.control.adaptive import (adaptation_gains, link_frame, parameters_of,
-                                              PayloadAdaptation, project_physical,
-                                              pseudo_inertia)
+from hypothesis import given, HealthCheck, settings
+from hypothesis import strategies as st
+from random_urdf import PinocchioReference, random_chains
+
+from ne_dynamics_ros.codegen.payload_step import PayloadStep
+from ne_dynamics_ros.control.adaptive import (adaptation_gains, is_physical, link_frame,
+                                              parameters_of, PayloadAdaptation,
+                                              project_physical, pseudo_inertia)
 from ne_dynamics_ros.control.profiles import evaluate
 from ne_dynamics_ros.dynamics.parameters import model_with_parameters, PER_JOINT
 from ne_dynamics_ros.errors import ModelError, StateError
@@ -80,6 +85,95 @@ def test_with_gamma_zero_the_law_is_slotine_li_with_a_fixed_model():
         np.testing.assert_allclose(s, qd_r - qd, atol=1e-12)
         np.testing.assert_allclose(tau, expected, atol=1e-9)
         assert not np.any(law.estimate)
+
+
+def check_generated_step(model, reference, link, rng, prismatic=None):
+    """The generated step (τ, Y_loadᵀ s) against Pinocchio's law with the load added to
+    its model (τ = M̂ (q̈_r + K s) + Ĉ q̇_r + ĝ), and against the NumPy regressor (g)."""
+    parameters, c, inertia_at_com = load(mass=rng.uniform(0.1, 3), com=rng.normal(0, 0.1, 3))
+    pin_model = reference.model
+    frame = pin_model.frames[pin_model.getFrameId(link)]
+    pin_model.inertias[frame.parentJoint] = pin_model.inertias[frame.parentJoint] + \
+        frame.placement.act(pin.Inertia(parameters[9], c, inertia_at_com))
+    reference.data = pin_model.createData()
+    n = model.n
+    lam, k = rng.uniform(1, 50, (2, n))
+    generated = PayloadAdaptation(model, lam, k, link=link, generated=True)
+    numeric = PayloadAdaptation(model, lam, k, link=link, generated=False)
+    for law in (generated, numeric):
+        law.estimate = parameters.copy()
+    for _ in range(3):
+        q, qd, q_d, qd_d, qdd_d = rng.normal(0, 1, (5, n))
+        if prismatic is not None:
+            q, q_d = (np.where(prismatic, 0.1 * v, v) for v in (q, q_d))
+        tau, g = generated.values(*(v.tolist() for v in (q, qd, q_d, qd_d, qdd_d)))
+        qd_r = qd_d + lam * (q_d - q)
+        s = qd_r - qd
+        a = qdd_d + lam * (qd_d - qd) + k * s
+        expected = (reference.mass_matrix(q) @ a + reference.coriolis_matrix(q, qd) @ qd_r
+                    + reference.gravity_torques(q))
+        scale = max(1.0, np.abs(expected).max())
+        np.testing.assert_allclose(tau, expected, atol=1e-9 * scale)
+        tau_numeric, s_numeric, Y_load = numeric.effort(q, qd, q_d, qd_d, qdd_d)
+        np.testing.assert_allclose(tau_numeric, expected, atol=1e-9 * scale)
+        np.testing.assert_allclose(g, Y_load.T @ s_numeric,
+                                   atol=1e-9 * max(1.0, np.abs(Y_load.T @ s).max()))
+
+
+@pytest.mark.parametrize('convention', ['mdh', 'dh'])
+@pytest.mark.parametrize('urdf, tip, link', [(UR5E_URDF, 'tool0', 'tool0'),
+                                             (PUMA560_URDF, 'flange', 'flange'),
+                                             (UR5E_URDF, 'tool0', 'forearm_link')])
+def test_the_generated_step_is_pinocchios_law_with_the_load(urdf, tip, link, convention):
+    armature = np.random.default_rng(3).uniform(0, 1, 6)
+    model = load_model(str(urdf), tip_link=tip, convention=convention, armature=armature,
+                       damping=np.zeros(6), friction=np.zeros(6))
+    reference = PinocchioReference(urdf.read_text(), model.joint_names, tip,
+                                   armature=armature)
+    check_generated_step(model, reference, link, np.random.default_rng(7))
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(robot=random_chains(max_joints=6), seed=st.integers(0, 2**32 - 1),
+       convention=st.sampled_from(['mdh', 'dh']))
+def test_the_generated_step_on_random_chains(robot, seed, convention):
+    rng = np.random.default_rng(seed)
+    prismatic = np.array([t == 'prismatic' for t in robot['types']])
+    model = load_model(robot['xml'], tip_link=robot['tip'], convention=convention,
+                       damping=np.zeros(len(prismatic)), friction=np.zeros(len(prismatic)))
+    reference = PinocchioReference(robot['xml'], robot['joints'], robot['tip'],
+                                   locked=robot['locked'])
+    links = [joint.child_link for joint in model.chain.joints] + [robot['tip']]
+    check_generated_step(model, reference, links[rng.integers(len(links))], rng, prismatic)
+
+
+def test_a_generated_step_that_differs_from_the_regressor_is_refused(monkeypatch):
+    from ne_dynamics_ros.codegen import payload_step
+    model = load_model(str(PUMA560_URDF), tip_link='flange')
+    body, T = link_frame(model)
+    PayloadStep(model, body, T)
+    source = payload_step.payload_step_source
+    monkeypatch.setattr(payload_step, 'payload_step_source', lambda *args: source(
+        *args).replace('    return [', '    return [1.000001 * ', 1))   # the first effort off
+    with pytest.raises(ModelError, match='differs from the regressor'):
+        PayloadStep(model, body, T)
+
+
+def test_is_physical_agrees_with_the_pseudo_inertias_eigenvalues():
+    rng = np.random.default_rng(9)
+    physical, other = 0, 0
+    for _ in range(2000):
+        p = load(mass=rng.uniform(0, 3), com=rng.normal(0, 0.2, 3),
+                 inertia=rng.uniform(0, 0.05, 3))[0] + rng.normal(0, 0.01, 10) * (
+            rng.uniform() < 0.7)
+        eigen = p[9] >= 0 and p[9] <= 2.5 and np.linalg.eigvalsh(pseudo_inertia(p)).min() >= 0
+        if p[9] == 0 or abs(np.linalg.eigvalsh(pseudo_inertia(p)).min()) < 1e-9:
+            continue                                   # on the boundary: either answer
+        assert is_physical(p.tolist(), 2.5) == eigen
+        physical, other = physical + eigen, other + (not eigen)
+    assert physical > 200 and other > 200
+    assert is_physical([0.0] * 10, 1.0) and not is_physical([0.0] * 9 + [-1e-3], 1.0)
+    assert not is_physical([1e-3] + [0.0] * 9, 1.0)       # inertia without mass
 
 
 def run_cycles(law, arm, cycles, rate=500.0, move=2.0, rest=0.5):

@@ -11,7 +11,10 @@ work flows:
   and :mod:`~ne_dynamics_ros.codegen.c_emitter`: the program as a Python module (single
   call and NumPy batch) or C99 source;
 * :mod:`~ne_dynamics_ros.codegen.compiled`: :class:`CompiledDynamics`, a model whose
-  ``rnea`` runs the generated Python, checked against the recursion when built.
+  ``rnea`` runs the generated Python, checked against the recursion when built;
+* :mod:`~ne_dynamics_ros.codegen.payload_step`: Slotine & Li's adaptive step with a load's
+  parameters as symbols (the two-rate recursion and the load's ``Yᵀ s``), for
+  :mod:`ne_dynamics_ros.control.adaptive`.
 """
 from ne_dynamics_ros.codegen.c_emitter import c_source
 from ne_dynamics_ros.codegen.compiled import CompiledDynamics

@@ -29,14 +29,14 @@ def _uses(program):
     return uses
 
 
-def _python_lines(program, indent='    '):
+def python_lines(program, indent='    ', unpack=True):
     """Write the single-call body: one statement per quantity used more than once.
 
     A quantity used exactly once is written inside the expression that uses it (up to
     ``INLINE_DEPTH`` levels): the same operations in the same order, fewer loads and
-    stores for the interpreter.
+    stores for the interpreter. ``unpack`` False: the caller unpacks the arguments.
     """
-    out = unpack_lines(len(program.joint_names), indent)
+    out = unpack_lines(len(program.joint_names), indent) if unpack else []
     for name, left, right in program.angles:
         out.append(f'{indent}{name} = {left} + {right}')
     for name, function, argument, offset, _ in program.trig:
@@ -79,7 +79,7 @@ def python_source(program, robot='robot'):
     """
     n = len(program.joint_names)
     parameters = '\n'.join(parameter_lines(program.parameters))
-    body = _python_lines(program)
+    body = python_lines(program)
     outputs = ', '.join(program.outputs)
     ops = program.operations
     header = (

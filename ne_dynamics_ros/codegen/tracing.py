@@ -241,19 +241,24 @@ def _total(program):
 def _program(model, forms):
     """Generate ``model``'s program, link i's body wrench by ``forms[i]``.
 
-    In steps (:class:`_Trace`): the joints' symbols (angles with quarter turns folded),
+    In steps (:class:`Trace`): the joints' symbols (angles with quarter turns folded),
     the runs of parallel joints turned at once, the recursion traced, then the program
     pruned to what the efforts read and named after the quantities.
     """
-    trace = _Trace(model)
+    trace = Trace(model)
     trace.joint_symbols()
     trace.combine_parallel_joints()
     outputs = trace.efforts(forms)
     return trace.program(outputs)
 
 
-class _Trace:
-    """One model's recursion traced symbol by symbol (the state of :func:`_program`)."""
+class Trace:
+    """One model's recursion traced symbol by symbol.
+
+    The state of :func:`_program`, and of
+    :func:`~ne_dynamics_ros.codegen.payload_step.payload_step_source`, which traces the
+    two-rate recursion with it.
+    """
 
     def __init__(self, model):
         self.model = model

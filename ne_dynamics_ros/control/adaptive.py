@@ -10,7 +10,14 @@ Slotine & Li's ("On the adaptive control of robot manipulators", IJRR 6(3), 1987
 
 ``Y`` the regressor of :func:`~ne_dynamics_ros.dynamics.regressor.reference_regressor`
 (``Y π = M q̈_r + C q̇_r + g`` with the Christoffel C, so ``Ṁ - 2C`` is skew and
-``V = ½ sᵀ M s + ½ π̃ᵀ Γ⁻¹ π̃`` decreases). What adapts here is a rigid *payload*: the
+``V = ½ sᵀ M s + ½ π̃ᵀ Γ⁻¹ π̃`` decreases). ``K_D = K M̂(q)`` (M̂ the model with the
+estimated load) is folded into Y's acceleration argument, ``τ = Y(q, q̇, q̇_r, q̈_r + K s)
+π̂``, and the update takes Y at that argument too: the error dynamics are then
+``M ṡ + C s + M K s = -Y(q, q̇, q̇_r, q̈_r + K s) π̃``, and V still decreases (one K for
+every joint; per joint where ``sᵀ M K s >= 0``). Per control step this is one generated
+function (:class:`~ne_dynamics_ros.codegen.payload_step.PayloadStep`: the two-rate
+recursion with the load's parameters as symbols, ``Yᵀ s`` as the power of the load's
+wrench in its body's twist), not a (n, 13 n) regressor. What adapts here is a rigid *payload*: the
 10 inertial parameters (XX, XY, XZ, YY, YZ, ZZ at the link frame's origin, MX, MY, MZ,
 M; kg·m², kg·m, kg) of a load fixed to ``link`` (default the tip link), expressed in
 that link's URDF frame; the arm's own (identified) model stays as it is, and so do its
@@ -38,6 +45,7 @@ from typing import Optional
 
 import numpy as np
 
+from ne_dynamics_ros.codegen.payload_step import PayloadStep
 from ne_dynamics_ros.dynamics.parameters import frame_change, PER_JOINT
 from ne_dynamics_ros.dynamics.regressor import reference_regressor
 from ne_dynamics_ros.errors import ModelError
@@ -84,6 +92,29 @@ def parameters_of(P) -> np.ndarray:
     J = np.trace(S) * np.eye(3) - S
     return np.array([J[0, 0], J[0, 1], J[0, 2], J[1, 1], J[1, 2], J[2, 2],
                      P[0, 3], P[1, 3], P[2, 3], P[3, 3]])
+
+
+def is_physical(parameters, mass_max: float, tolerance: float = 1e-12) -> bool:
+    """Tell whether 10 parameters are a load that can exist.
+
+    ``0 <= M <= mass_max`` and a positive semidefinite pseudo-inertia (to ``tolerance``,
+    kg·m²). Plain floats, no arrays: it runs every control step. With M > 0 the pseudo-inertia is
+    PSD exactly when its Schur complement ``Σ = ½ tr(J) E - J - MS MSᵀ / M`` (the
+    density-weighted second moments about the centre of mass) is; a 3x3 symmetric matrix
+    is PSD when its principal minors are >= 0. With M = 0 only the empty load is.
+    """
+    xx, xy, xz, yy, yz, zz, mx, my, mz, m = parameters
+    if not 0.0 <= m <= mass_max:
+        return False
+    if m == 0.0:
+        return not any(parameters)
+    half = 0.5 * (xx + yy + zz)
+    a, b, c = half - xx - mx * mx / m, half - yy - my * my / m, half - zz - mz * mz / m
+    d, e, f = -xy - mx * my / m, -xz - mx * mz / m, -yz - my * mz / m
+    tol = -tolerance
+    return (a >= tol and b >= tol and c >= tol and a * b - d * d >= tol
+            and a * c - e * e >= tol and b * c - f * f >= tol
+            and a * (b * c - f * f) - d * (d * c - f * e) + e * (d * f - b * e) >= tol)
 
 
 def project_physical(parameters, mass_max: float) -> np.ndarray:
@@ -162,6 +193,8 @@ class PayloadAdaptation:
         link: the link the load is fixed to (default the tip link).
         mass_max: bound of the estimated mass, kg.
         gravity: (3,) m/s² in the base link frame.
+        generated: run each step as generated code (default; checked against the NumPy
+            regressor when built), else the NumPy regressor (a reference, ~100× slower).
 
     Attributes:
         estimate: (10,) the load's parameters in ``link``'s frame.
@@ -171,7 +204,7 @@ class PayloadAdaptation:
     """
 
     def __init__(self, model, lam, k, gamma=None, link=None, mass_max=DEFAULT_MASS_MAX,
-                 gravity=(0.0, 0.0, -9.81)):
+                 gravity=(0.0, 0.0, -9.81), generated=True):
         self.model = model
         self.estimate = np.zeros(10)
         self.set_gains(lam, k, adaptation_gains() if gamma is None else gamma, mass_max)
@@ -183,6 +216,8 @@ class PayloadAdaptation:
         self._nominal = model.standard_parameters().copy()
         self._nominal[11::PER_JOINT] = 0.0
         self._nominal[12::PER_JOINT] = 0.0
+        self._generated = (PayloadStep(model, self.body, self._to_body, self.gravity).step
+                           if generated else None)
 
     def reset(self):
         """Forget the estimate (back to no load)."""
@@ -197,15 +232,19 @@ class PayloadAdaptation:
             if gamma.shape != (10,) or not np.all(gamma >= 0) or not np.all(np.isfinite(gamma)):
                 raise ModelError(f'gamma must be 10 finite values >= 0, got {gamma}')
             self.gamma = gamma
+            self._gamma_values = gamma.tolist()
         if mass_max is not None:
             if not (isinstance(mass_max, (int, float)) and 0 <= mass_max < math.inf):
                 raise ModelError(f'payload_mass_max must be a mass >= 0 kg, got {mass_max!r}')
             self.mass_max = float(mass_max)
             self.estimate = project_physical(self.estimate, self.mass_max)
         self.lam, self.k = lam_, k_
+        self._gains = (lam_.tolist(), k_.tolist())
 
     def effort(self, q, qd, q_d, qd_d, qdd_d):
-        """Return ``(tau, s, Y_load)`` for one state, without adapting.
+        """Return ``(tau, s, Y_load)`` for one state from the NumPy regressor, not adapting.
+
+        The reference the generated step is checked against (same law, module doc).
 
         Args:
             q, qd: (n,) measured positions (rad, m) and rates; q_d, qd_d, qdd_d: (n,) the
@@ -213,8 +252,8 @@ class PayloadAdaptation:
 
         Returns:
             tau (n,) N·m (N), rigid body and load only (no friction, not clamped); the
-            sliding variable s = ė + Λ e (n,); the load's regressor Y_load (n, 10), for
-            :meth:`update`.
+            sliding variable s = ė + Λ e (n,); the load's regressor Y_load (n, 10) at
+            ``q̈_r + K s``, for :meth:`update`.
 
         Raises:
             ne_dynamics_ros.errors.StateError: a non-finite or malformed state.
@@ -223,35 +262,64 @@ class PayloadAdaptation:
         e = np.asarray(q_d, dtype=float) - q
         ed = np.asarray(qd_d, dtype=float) - qd
         qd_r = np.asarray(qd_d, dtype=float) + self.lam * e
-        qdd_r = np.asarray(qdd_d, dtype=float) + self.lam * ed
         s = qd_r - qd
-        Y = reference_regressor(self.model, q, qd, qd_r, qdd_r, self.gravity)
+        a = np.asarray(qdd_d, dtype=float) + self.lam * ed + self.k * s
+        Y = reference_regressor(self.model, q, qd, qd_r, a, self.gravity)
         col = PER_JOINT * self.body
         Y_load = Y[:, col:col + 10] @ self._to_body
-        tau = (Y @ self._nominal + Y_load @ self.estimate
-               + self.model.mass_matrix(q) @ (self.k * s))
-        return tau, s, Y_load
+        return Y @ self._nominal + Y_load @ self.estimate, s, Y_load
 
     def update(self, Y_load, s, dt: float):
         """Adapt the estimate over ``dt`` s: ``π̂ += dt Γ Y_loadᵀ s``, then projected.
 
         Nothing changes for ``dt <= 0`` or a non-finite step.
         """
+        self.adapt(Y_load.T @ s, dt)
+
+    def values(self, q, qd, q_d, qd_d, qdd_d):
+        """Return ``(tau, g)`` of one state as lists, by the generated step (the hot path).
+
+        ``q ... qdd_d``: n floats each, chain order, already checked finite. ``tau`` as
+        :meth:`effort`'s (n efforts, N·m / N), ``g = Y_loadᵀ s`` (10) for :meth:`adapt`.
+        Either may hold NaN or inf if the state overflows: the caller checks.
+        """
+        if self._generated is None:
+            tau, s, Y_load = self.effort(q, qd, q_d, qd_d, qdd_d)
+            return tau.tolist(), (Y_load.T @ s).tolist()
+        return self._generated(q, qd, q_d, qd_d, qdd_d, *self._gains, self.estimate.tolist())
+
+    def adapt(self, g, dt: float):
+        """Adapt over ``dt`` s from ``g = Y_loadᵀ s`` (10): ``π̂ += dt Γ g``, kept physical.
+
+        Nothing changes for ``dt <= 0`` or a non-finite step; a step leaving the
+        physical loads (:func:`is_physical`) is projected back (:func:`project_physical`).
+        """
         if not dt > 0:
             return
-        estimate = self.estimate + dt * self.gamma * (Y_load.T @ s)
-        if np.all(np.isfinite(estimate)):
-            self.estimate = project_physical(estimate, self.mass_max)
+        estimate = [p + dt * gamma * x
+                    for p, gamma, x in zip(self.estimate.tolist(), self._gamma_values, g)]
+        if not all(map(math.isfinite, estimate)):
+            return
+        if not is_physical(estimate, self.mass_max):
+            estimate = project_physical(estimate, self.mass_max)
+        self.estimate = np.array(estimate)
 
     def step(self, q, qd, q_d, qd_d, qdd_d, dt: float, adapt: bool = True):
-        """Return ``(tau, s)`` of :meth:`effort`, then :meth:`update` over ``dt`` (s).
+        """Return ``(tau, s)`` of one state, then adapt over ``dt`` (s) unless ``adapt`` False.
 
         ``adapt`` False freezes the estimate (a saturated command, a held reference).
+
+        Raises:
+            ne_dynamics_ros.errors.StateError: a non-finite or malformed state.
         """
-        tau, s, Y_load = self.effort(q, qd, q_d, qd_d, qdd_d)
-        if adapt:
-            self.update(Y_load, s, dt)
-        return tau, s
+        checked = self.model.checked_states(q=q, qd=qd, qdd=qdd_d)
+        reference = self.model.checked_states(q=q_d, qd=qd_d)
+        tau, g = self.values(*(np.asarray(v, dtype=float).tolist() for v in (
+            checked['q'], checked['qd'], reference['q'], reference['qd'], checked['qdd'])))
+        if adapt and all(map(math.isfinite, tau)):
+            self.adapt(g, dt)
+        s = self.lam * (reference['q'] - checked['q']) + reference['qd'] - checked['qd']
+        return np.array(tau), s
 
     @property
     def mass(self) -> float:
@@ -266,5 +334,5 @@ class PayloadAdaptation:
 
 
 __all__ = ['adaptation_gains', 'DEFAULT_ADAPTATION_GAIN', 'DEFAULT_LENGTH',
-           'DEFAULT_MASS_MAX', 'link_frame', 'parameters_of', 'PayloadAdaptation',
+           'DEFAULT_MASS_MAX', 'is_physical', 'link_frame', 'parameters_of', 'PayloadAdaptation',
            'project_physical', 'pseudo_inertia']

@@ -45,6 +45,7 @@ module of its own (:mod:`~ne_dynamics_ros.control.settings`,
 :mod:`~ne_dynamics_ros.control.measured_state`, :mod:`~ne_dynamics_ros.control.run_state`,
 the laws and the integral action in :mod:`~ne_dynamics_ros.control.laws`).
 """
+import math
 import threading
 from typing import Mapping, Optional, Sequence, Union
 
@@ -286,19 +287,23 @@ class ComputedTorqueController:
         is frozen while any joint's command sits at its limit, and takes no step on the
         first state of a run (a hold, a resume).
         """
-        law = self.law
-        tau, s, rows = self._adaptation.effort(q, qd, q_d, qd_d, qdd_d)
+        law, adaptation = self.law, self._adaptation
+        tau, power = adaptation.values(q, qd, q_d, qd_d, qdd_d)
         if law.friction_compensation and not law.hardware_compensates_friction:
-            tau = tau + reference_friction(self.model, qd_d, law.coulomb_velocity)
+            tau = [a + b for a, b in zip(tau, reference_friction(self.model, qd_d,
+                                                                 law.coulomb_velocity))]
         if extra is not None:
-            tau = tau + np.asarray(extra)
-        clamped = clamp_effort(tau, law.effort_limits)       # NonFiniteEffortError
-        saturated = bool(np.any(np.abs(tau) >= law.effort_limits))
+            tau = [a + b for a, b in zip(tau, extra)]
+        if not math.isfinite(sum(tau)):
+            clamp_effort(tau, law.effort_limits)             # NonFiniteEffortError
+        limits = law.gain_values[2]
+        clamped = [-limit if t < -limit else limit if t > limit else t
+                   for t, limit in zip(tau, limits)]
         dt = 0.0 if run.adaptation_time is None else now - run.adaptation_time
         run.adaptation_time = now
-        if not saturated:
-            self._adaptation.update(rows, s, dt)
-        return clamped.tolist()
+        if clamped == tau:                 # frozen while any joint's command saturates
+            adaptation.adapt(power, dt)
+        return clamped
 
     @property
     def payload_estimate(self):

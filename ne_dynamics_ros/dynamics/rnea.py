@@ -220,12 +220,21 @@ def rnea_mdh(links, cos_theta, sin_theta, d, qd, qdd, base_acc, f_end, n_end,
     """
     frames = forward_mdh(links, cos_theta, sin_theta, d, qd, qdd, base_acc, combined, label)
     body_wrench = body_wrench or link_wrench
+    return inward_mdh(links, cos_theta, sin_theta, frames,
+                      lambda i: body_wrench(links[i], *frames[i][1:]), f_end, n_end, label)
+
+
+def inward_mdh(links, cos_theta, sin_theta, frames, wrench, f_end, n_end, label=None):
+    """Craig's inward recursion (000 inward steps 1–3) over the links' body wrenches.
+
+    ``frames``: the outward recursion's (``p`` first); ``wrench(i)``: link i's ``(F, N)``
+    at origin i in frame i, asked for in the inward order. Returns the n efforts.
+    """
     tau = [None] * len(links)
     f, nm = f_end, n_end                 # in frame n, about origin n
     p_child = (0.0, 0.0, 0.0)
     for i in range(len(links) - 1, -1, -1):
-        p, w, wd, vd, b = frames[i]
-        F, N = body_wrench(links[i], w, wd, vd, b)
+        F, N = wrench(i)
         ct, st = cos_theta[i], sin_theta[i]
         f_child = f
         f = vector_add(f_child, F)
@@ -236,7 +245,7 @@ def rnea_mdh(links, cos_theta, sin_theta, d, qd, qdd, base_acc, f_end, n_end,
         tau[i] = f[2] if links[i].prismatic else nm[2]
         f = _mdh_to_parent(links[i], ct, st, f)      # into frame i-1 for the next step
         nm = _mdh_to_parent(links[i], ct, st, nm)
-        p_child = p
+        p_child = frames[i][0]
     return tau
 
 
@@ -301,11 +310,21 @@ def rnea_dh(links, cos_theta, sin_theta, d, qd, qdd, base_acc, f_end, n_end,
     """
     frames = forward_dh(links, cos_theta, sin_theta, d, qd, qdd, base_acc, label)
     body_wrench = body_wrench or link_wrench
+    return inward_dh(links, cos_theta, sin_theta, frames,
+                     lambda i: body_wrench(links[i], *frames[i][2:]), f_end, n_end, label)
+
+
+def inward_dh(links, cos_theta, sin_theta, frames, wrench, f_end, n_end, label=None):
+    """Lee et al.'s inward recursion (001 eqs 3.24–3.27) over the links' body wrenches.
+
+    ``frames``: the outward recursion's (``z, r`` first); ``wrench(i)``: link i's
+    ``(F, N)`` (eq 3.24), asked for in the inward order. Returns the n efforts.
+    """
     tau = [None] * len(links)
     f, nm = f_end, n_end          # f_{n+1}, n_{n+1} in frame n, about origin n
     for i in range(len(links) - 1, -1, -1):
-        z, r, w, wd, acc, b = frames[i]
-        F, N = body_wrench(links[i], w, wd, acc, b)                                    # 3.24
+        z, r = frames[i][:2]
+        F, N = wrench(i)                                                                 # 3.24
         ct, st = cos_theta[i], sin_theta[i]
         nm = vector_add(vector_add(nm, vector_cross(r, vector_add(f, F))), N)        # 3.26
         f = vector_add(f, F)                                                                 # 3.25
@@ -407,3 +426,99 @@ def forward_dh_reference(links, cos_theta, sin_theta, d, qd, qd_r, qdd_r, base_a
         acc = vector_add(acc, inertia_times(b, r))
         frames.append((z, r, w, w_r, wd_r, acc, b))
     return frames
+
+
+def reference_wrench(link, w, w_r, wd_r, vd_r, b_r):
+    """Return a link's ``(F, N)`` at origin i with two rate vectors (frame i).
+
+    ``F = M v̇_r + b_r·MS`` and ``N = J ω̇_r + ½[ω × (J ω_r) + ω_r × (J ω)] + MS × v̇_r``:
+    :func:`link_wrench` with its products of rates symmetrised (equal to it when
+    ω_r = ω), the rows of the regressor's reference block.
+    """
+    ms, J = link.first_moment, link.inertia_origin
+    F = vector_add(vector_scale(link.mass, vd_r), inertia_times(b_r, ms))
+    gyro = vector_add(vector_cross(w, inertia_times(J, w_r)),
+                      vector_cross(w_r, inertia_times(J, w)))
+    N = vector_add(vector_add(inertia_times(J, wd_r), vector_scale(0.5, gyro)),
+                   vector_cross(ms, vd_r))
+    return F, N
+
+
+def rnea_reference(links, convention_mdh, cos_theta, sin_theta, d, qd, qd_r, qdd_r, base_acc,
+                   wrench=None, label=None):
+    """Return ``M(q) q̈_r + C(q, q̇) q̇_r + g(q)`` (n efforts) in one two-rate recursion.
+
+    Slotine & Li's reference torque with the Christoffel C (Niemeyer & Slotine 1991):
+    the outward recursion of :func:`forward_mdh_reference` (``convention_mdh``) or
+    :func:`forward_dh_reference`, the links' :func:`reference_wrench`, then Craig's or
+    Lee et al.'s inward recursion. Armature and friction are the caller's.
+
+    ``wrench(i, frame)``: replaces link i's wrench (the code generator's hook: a load
+    with symbolic parameters); ``label``: the code generator's naming hook.
+    Returns ``(tau, frames)``: the n efforts and the outward recursion's frames.
+    """
+    forward = forward_mdh_reference if convention_mdh else forward_dh_reference
+    frames = forward(links, cos_theta, sin_theta, d, qd, qd_r, qdd_r, base_acc)
+    skip = 1 if convention_mdh else 2
+
+    def body(i):
+        if wrench is not None:
+            return wrench(i, frames[i])
+        return reference_wrench(links[i], *frames[i][skip:])
+
+    inward = inward_mdh if convention_mdh else inward_dh
+    zero = (0.0, 0.0, 0.0)
+    return inward(links, cos_theta, sin_theta, frames, body, zero, zero, label), frames
+
+
+def body_twist(links, convention_mdh, cos_theta, sin_theta, d, rates, body):
+    """Return ``(v, ω)`` of link ``body``'s origin moving with joint ``rates`` (frame body).
+
+    The velocity recursion (000 steps 1–2; 001 eqs 3.21 and the velocity of 3.23): ω_i,
+    and v_i of origin i, from a fixed base; m/s and rad/s for rates in rad/s (m/s).
+    """
+    w = v = (0.0, 0.0, 0.0)
+    for i in range(body + 1):
+        link, ct, st, rate = links[i], cos_theta[i], sin_theta[i], rates[i]
+        if convention_mdh:
+            p = (link.a, -link.sin_alpha * d[i], link.cos_alpha * d[i])
+            v = _mdh_to_child(link, ct, st, vector_add(v, vector_cross(w, p)))
+            w = _mdh_to_child(link, ct, st, w)
+            if link.prismatic:
+                v = (v[0], v[1], v[2] + rate)
+            else:
+                w = (w[0], w[1], w[2] + rate)
+        else:
+            z = (0.0, link.sin_alpha, link.cos_alpha)          # z_{i-1} in frame i
+            r = (link.a, d[i] * link.sin_alpha, d[i] * link.cos_alpha)
+            v = _dh_to_child(link, ct, st, v)
+            if link.prismatic:
+                w = _dh_to_child(link, ct, st, w)
+                v = vector_add(v, vector_scale(rate, z))
+            else:
+                w = _dh_to_child(link, ct, st, (w[0], w[1], w[2] + rate))
+            v = vector_add(v, vector_cross(w, r))
+    return v, w
+
+
+def _symmetric_pairs(u, v):
+    """Return the coefficients of (XX, XY, XZ, YY, YZ, ZZ) in ``uᵀ J v``."""
+    return (u[0] * v[0], u[0] * v[1] + u[1] * v[0], u[0] * v[2] + u[2] * v[0],
+            u[1] * v[1], u[1] * v[2] + u[2] * v[1], u[2] * v[2])
+
+
+def wrench_power(w, w_r, wd_r, vd_r, b_r, v_s, w_s):
+    """Return the 10 coefficients of a body's parameters in ``(F, N) · (v_s, ω_s)``.
+
+    ``(F, N)`` the :func:`reference_wrench` at origin i, ``(v_s, ω_s)`` a twist of that
+    origin (frame i): ``Aᵀ ξ`` for the body's (6, 10) wrench map A, so that with the twist
+    of :func:`body_twist` at rates s, ``Y_bodyᵀ s`` (the body's regressor columns, joint
+    space) without forming Y. Order XX, XY, XZ, YY, YZ, ZZ, MX, MY, MZ, M.
+    """
+    a = _symmetric_pairs(w_s, wd_r)
+    b = _symmetric_pairs(vector_cross(w_s, w), w_r)
+    c = _symmetric_pairs(vector_cross(w_s, w_r), w)
+    J = tuple(x + 0.5 * (y + z) for x, y, z in zip(a, b, c))
+    ms = vector_add(inertia_times(tuple(zip(*b_r)), v_s), vector_cross(vd_r, w_s))
+    m = vd_r[0] * v_s[0] + vd_r[1] * v_s[1] + vd_r[2] * v_s[2]
+    return J + ms + (m,)
