@@ -325,6 +325,22 @@ def test_adaptive_settings_are_checked_all_or_nothing_and_the_estimate_reported(
                                            adaptation_link='moon')
 
 
+def test_the_adaptive_step_follows_a_changed_gravity():
+    """At rest on the reference, with no load learned, the adaptive effort is g(q) for
+    the gravity set now (the generated step is written for one gravity)."""
+    from ne_dynamics_ros.control import ComputedTorqueController
+    c = ComputedTorqueController.from_urdf(str(PUMA560_URDF), tip_link='flange',
+                                           settings={'mode': 'adaptive', 'kd': 80.0})
+    c.configure()
+    q = np.radians([10, 20, 30, 40, 50, 60])
+    c.activate(q, now_ns=0)
+    for k, gravity in enumerate(([0, 0, -9.81], [0, 0, -1.62], [1.0, 0, -9.81])):
+        c.reconfigure(gravity=gravity)
+        command = c.update(k, c.model.joint_names, q.tolist(), [0.0] * 6, stamp_ns=k)
+        np.testing.assert_allclose(command.effort, c.model.gravity_torques(q, gravity=gravity),
+                                   atol=1e-9)
+
+
 # ---- loads picked and released by the simulated arms ---------------------------------------
 
 def test_a_payload_schedule_picks_and_releases_the_load_on_both_plants():

@@ -30,7 +30,7 @@ import numpy as np
 
 from ne_dynamics_ros.codegen.python_emitter import python_lines, load_python
 from ne_dynamics_ros.codegen.symbols import Symbol
-from ne_dynamics_ros.codegen.tracing import Trace, reduced_model
+from ne_dynamics_ros.codegen.tracing import GRAVITY, reduced_model, Trace
 from ne_dynamics_ros.dynamics.dh import Convention
 from ne_dynamics_ros.dynamics.parameters import PER_JOINT
 from ne_dynamics_ros.dynamics.regressor import reference_regressor
@@ -67,7 +67,10 @@ def payload_step_source(model, body, T, gravity=(0.0, 0.0, -9.81)):
             frame.
         gravity: (3,) m/s² in the base link frame, written into the program.
     """
-    trace = Trace(reduced_model(model))
+    # the base parameters are grouped under the default gravity (a parameter no state can
+    # move under it may under another): under any other, the standard ones
+    default = tuple(float(g) for g in gravity) == GRAVITY
+    trace = Trace(reduced_model(model) if default else model)
     emitter, n = trace.emitter, model.n
     qd, qr, qa, sl = ([Symbol(emitter, name=f'{v}{i + 1}') for i in range(n)]
                       for v in ('qd', 'qr', 'qa', 'sl'))

@@ -272,11 +272,15 @@ class ComputedTorqueController:
         """Build Slotine & Li's law, or give it the new gains (the estimate is kept)."""
         lam, k = self._adaptive_gains(settings)
         gamma = adaptation_gains(settings.adaptation_gain, settings.adaptation_length)
-        if self._adaptation is None:
-            gravity = np.zeros(3) if self.hardware_compensates_gravity else settings.gravity
+        gravity = np.zeros(3) if self.hardware_compensates_gravity else settings.gravity
+        previous = self._adaptation
+        if previous is None or previous.gravity != tuple(float(g) for g in gravity):
+            # the generated step is written for one gravity: a new one, the estimate kept
             self._adaptation = PayloadAdaptation(self.model, lam, k, gamma,
                                                  self.adaptation_link,
                                                  settings.payload_mass_max, gravity)
+            if previous is not None:
+                self._adaptation.estimate = previous.estimate
         else:
             self._adaptation.set_gains(lam, k, gamma, settings.payload_mass_max)
 
