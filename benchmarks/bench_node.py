@@ -39,8 +39,16 @@ reply, and each process's resident memory (VmRSS) at the window's end; then star
 memory, the CPU time (user + system) each process used per state, and the p99 ratio
 node/baseline.
 
+Modes (``--modes [--soak 30]``): what adaptive mode costs per control step. The node in
+``computed_torque`` then in ``adaptive`` mode, each ``--soak`` s of the soak's stream,
+with the CPU time its process used per state; and, in process, the controller's
+``update`` alone on Lee et al.'s PUMA move closed on the Pinocchio plant (2 kg at the
+flange the model lacks), mean and p99 µs; each with its ratio to computed_torque
+(issue 31's goal: < 1.30).
+
 Usage: python benchmarks/bench_node.py [--duration 30] [--rate 1000] [--with-diagnostics]
        [--json]
+       python benchmarks/bench_node.py --modes [--soak 30]
        python benchmarks/bench_node.py --soak 600 [--window 60] [--rate 1000] [--json]
 """
 import argparse
@@ -100,7 +108,11 @@ def parse_args(argv=None):
                         'sizes as goals, and one of MAX_POINTS + 1 points, after the topic '
                         'messages of each round)')
     parser.add_argument('--node-arg', action='append', default=[], metavar='NAME:=VALUE',
-                        help='stall run: an extra -p parameter of the node (repeatable)')
+                        help='an extra -p parameter of the node (repeatable)')
+    parser.add_argument('--modes', action='store_true',
+                        help='cost per control step of computed_torque and adaptive mode: '
+                        'the node in each for --soak s (default 30) and the controller in '
+                        'process on the closed loop')
     parser.add_argument('--serve-baseline', action='store_true', help=argparse.SUPPRESS)
     parser.add_argument('--serve-stream', metavar='FILE', help=argparse.SUPPRESS)
     parser.add_argument('--stream-rate', type=float, default=STALL_RATE,
@@ -153,6 +165,8 @@ def start_node(args, env):
            '--params-file', args.params_file, '-p', f'urdf_path:={args.urdf}',
            '-p', 'state_timeout:=5.0', '-p', f'executor:={args.executor}',
            '--log-level', 'warn']
+    for extra in getattr(args, 'node_arg', ()):
+        cmd[-2:-2] = ['-p', extra]
     return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True)
 
@@ -550,6 +564,91 @@ def print_soak(result, window):
     print(f'p99 node / baseline: {result["p99_ratio"]:.2f} (goal <= 1.2)')
 
 
+# ---- modes: what adaptive mode costs per control step -------------------------------------
+
+MODES = ('computed_torque', 'adaptive')
+
+
+def step_cost(mode, rate=500.0, duration=4.0):
+    """Return the controller's mean wall time per answered state in process, µs.
+
+    Lee et al.'s PUMA move (001 section 5) at ``rate`` on the Pinocchio plant with 2 kg
+    at the flange the model lacks, run in lockstep
+    (:func:`~ne_dynamics_ros.simulation.closed_loop.run_lockstep`); only the
+    controller's ``update`` is timed, the plant is not.
+    """
+    from ne_dynamics_ros.control import ComputedTorqueController
+    from ne_dynamics_ros.simulation.closed_loop import profile_trajectory, run_lockstep
+    from ne_dynamics_ros.simulation.simulated_arm import SimulatedArm
+    import yaml
+    params = yaml.safe_load((ROOT / 'config' / 'puma560.yaml').read_text())[
+        'computed_torque_node']['ros__parameters']
+    urdf = str(ROOT / 'config' / 'puma560.urdf')
+    start, goal = np.radians([90, 0, 90, 0, 0, 0.0]), np.radians([45, 30, 0, 45, 60, 90.0])
+    controller = ComputedTorqueController.from_urdf(
+        urdf, tip_link='flange', armature=params['armature'],
+        settings={'mode': mode, 'kp': 1600.0, 'kd': 80.0, 'state_timeout': 10.0,
+                  'position_limit_margin': math.inf})
+    arm = SimulatedArm(urdf, armature=params['armature'], payload_mass=2.0,
+                       payload_link='flange')
+    arm.reset(start)
+    spent = []
+    update = controller.update
+
+    def timed(*args, **kwargs):
+        begin = time.perf_counter_ns()
+        out = update(*args, **kwargs)
+        spent.append(time.perf_counter_ns() - begin)
+        return out
+
+    controller.update = timed
+    trajectory = profile_trajectory(PUMA_JOINTS, 'quintic', start, goal, 3.0, 1.0 / rate, 0.5)
+    run_lockstep(controller, arm, duration, rate, trajectory)
+    spent = np.array(spent[len(spent) // 10:]) * 1e-3        # the first tenth warms up
+    return float(spent.mean()), float(np.percentile(spent, 99))
+
+
+def run_modes(args):
+    """The node in each mode for ``args.soak`` s, then the controller in process."""
+    domain_id = isolate(args)
+    soak = args.soak or 30.0
+    results = {}
+    for mode in MODES:
+        print(f'modes: the node in {mode} mode, {soak:g} s at {args.rate:g} Hz ...',
+              file=sys.stderr, flush=True)
+        node_args = argparse.Namespace(**dict(vars(args), soak=soak,
+                                              node_arg=args.node_arg + [f'mode:={mode}']))
+        node = soak_one(node_args, False, domain_id)
+        mean, p99 = step_cost(mode)
+        results[mode] = {'cpu_us_per_state': node['cpu_us_per_state'],
+                         'p50_us': node['p50_us'], 'p99_us': node['p99_us'],
+                         'without_reply': node['without_reply'],
+                         'published': node['published'],
+                         'step_mean_us': mean, 'step_p99_us': p99}
+    base = results['computed_torque']
+    for mode in MODES:
+        results[mode]['cpu_ratio'] = results[mode]['cpu_us_per_state'] / base['cpu_us_per_state']
+        results[mode]['step_ratio'] = results[mode]['step_mean_us'] / base['step_mean_us']
+    results['setup'] = (f'node: /joint_states at {args.rate:g} Hz for {soak:g} s per mode '
+                        '(the soak stream, PUMA 560, config/puma560.yaml), CPU time of its '
+                        'process per state; in process: controller.update on Lee et al.\'s '
+                        'PUMA move at 500 Hz, 2 kg at the flange unmodelled, kp 1600 kd 80')
+    return results
+
+
+def print_modes(result):
+    print(result['setup'])
+    print(f'{"mode":<17}{"node CPU/state":>15}{"ratio":>7}{"p50":>8}{"p99":>8}{"no reply":>9}'
+          f'{"update mean":>13}{"p99":>8}{"ratio":>7}')
+    for mode in MODES:
+        r = result[mode]
+        print(f'{mode:<17}{r["cpu_us_per_state"]:>12.0f} us{r["cpu_ratio"]:>7.2f}'
+              f'{r["p50_us"]:>6.0f}us{r["p99_us"]:>6.0f}us{r["without_reply"]:>9d}'
+              f'{r["step_mean_us"]:>10.1f} us{r["step_p99_us"]:>6.0f}us{r["step_ratio"]:>7.2f}')
+    print('goal: adaptive costs < 30 % more per control step than computed_torque '
+          '(ratio < 1.30)')
+
+
 # ---- stall run: long trajectories and an oversized message while states stream ------------
 
 STALL_RATE = 500.0                        # Hz of the valid joint states
@@ -901,6 +1000,13 @@ def main(argv=None):
         return 0
     if args.serve_stream:
         serve_stream(args.serve_stream, args.stream_rate)
+        return 0
+    if args.modes:
+        result = run_modes(args)
+        if args.json:
+            print(json.dumps(result, indent=2))
+        else:
+            print_modes(result)
         return 0
     if args.stall is not None:
         result = run_stall(args)

@@ -120,9 +120,9 @@ def is_physical(parameters, mass_max: float, tolerance: float = 1e-12) -> bool:
 def project_physical(parameters, mass_max: float) -> np.ndarray:
     """Return the physical load nearest ``parameters`` (10,): PSD pseudo-inertia, 0 <= M.
 
-    Alternating projections (a few rounds): the pseudo-inertia's negative eigenvalues
-    set to zero, then the mass clipped into ``[0, mass_max]`` and the first moment scaled
-    so that its centre of mass is kept; the result is checked PSD to rounding.
+    Alternating projections (at most three rounds, until :func:`is_physical` holds): the
+    pseudo-inertia's negative eigenvalues set to zero, then the mass clipped into
+    ``[0, mass_max]`` and the first moment scaled so that its centre of mass is kept.
     """
     p = np.array(parameters, dtype=float)
     if not np.any(p[:6]):                # no second moments adapted: mass and MS only
@@ -136,6 +136,8 @@ def project_physical(parameters, mass_max: float) -> np.ndarray:
             p[6:] *= mass_max / p[9]           # same centre of mass, the mass bounded
         if p[9] <= 0:
             p[:] = 0.0
+        if is_physical(p.tolist(), mass_max):
+            break
     return p
 
 
