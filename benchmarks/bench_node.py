@@ -609,7 +609,7 @@ def step_cost(mode, rate=500.0, duration=4.0):
 
 
 def run_modes(args):
-    """The node in each mode for ``args.soak`` s, then the controller in process."""
+    """Run the node in each mode for ``args.soak`` s, then the controller in process."""
     domain_id = isolate(args)
     soak = args.soak or 30.0
     results = {}
