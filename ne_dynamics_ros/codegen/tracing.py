@@ -291,8 +291,12 @@ class Trace:
         trig.append((f's{label}', 'sin', argument, theta, 1))
         return Symbol(emitter, name=f'c{label}'), Symbol(emitter, name=f's{label}')
 
-    def joint_symbols(self):
-        """Make each joint's cos, sin of its angle and its offset d, symbols or numbers."""
+    def joint_symbols(self, symmetric_tail=True):
+        """Make each joint's cos, sin of its angle and its offset d, symbols or numbers.
+
+        ``symmetric_tail`` False: every joint turns, even the last of an axis-symmetric
+        tail (whose frames other quantities than the efforts may need).
+        """
         for i, link in enumerate(self.links):
             if link.prismatic:
                 self.cos_theta.append(snap(math.cos(link.theta)))
@@ -304,7 +308,7 @@ class Trace:
             self.cos_theta.append(c)
             self.sin_theta.append(s)
         # In MDH frames joint i turns frame i about its own z (in DH, about z_{i-1}).
-        if self.model.convention is Convention.MDH:
+        if self.model.convention is Convention.MDH and symmetric_tail:
             self.symmetric = _axis_symmetric_tail(self.links)
         if self.symmetric is not None:
             self.cos_theta[self.symmetric], self.sin_theta[self.symmetric] = 1.0, 0.0

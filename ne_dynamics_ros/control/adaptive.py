@@ -45,8 +45,9 @@ from typing import Optional
 
 import numpy as np
 
-from ne_dynamics_ros.codegen.payload_step import PayloadStep
-from ne_dynamics_ros.dynamics.parameters import frame_change, PER_JOINT
+from ne_dynamics_ros.codegen.payload_step import (base_columns, BaseStep, PayloadStep,
+                                                  without_friction)
+from ne_dynamics_ros.dynamics.parameters import frame_change, inertial_index, PER_JOINT
 from ne_dynamics_ros.dynamics.regressor import reference_regressor
 from ne_dynamics_ros.errors import ModelError
 
@@ -182,69 +183,71 @@ def _per_joint(value, n, name, positive=False):
     return values
 
 
-class PayloadAdaptation:
-    """Slotine & Li's adaptive computed torque for a load of unknown inertia (module doc).
+class SlotineLi:
+    """Slotine & Li's law over parameters ``p`` standing for ``π = fixed + mapping p``.
 
-    Args:
-        model: the arm's :class:`~ne_dynamics_ros.dynamics.model.RobotModel` without the
-            load (identified or nominal); its friction is not part of this law.
-        lam: Λ, (n,) or one value, 1/s, > 0.
-        k: K, (n,) or one value, 1/s, >= 0 (K_D = K M̂(q)).
-        gamma: Γ's (10,) diagonal (:func:`adaptation_gains`), >= 0; zeros: a fixed
-            model (Slotine & Li without adaptation).
-        link: the link the load is fixed to (default the tip link).
-        mass_max: bound of the estimated mass, kg.
-        gravity: (3,) m/s² in the base link frame.
-        generated: run each step as generated code (default; checked against the NumPy
-            regressor when built), else the NumPy regressor (a reference, ~100× slower).
+    The part :class:`PayloadAdaptation` and :class:`BaseAdaptation` share: the gains, the
+    step (generated, or the NumPy regressor), the discrete update. Not built directly.
 
     Attributes:
-        estimate: (10,) the load's parameters in ``link``'s frame.
-
-    Raises:
-        ModelError: bad gains, link or bound.
+        estimate: (m,) the adapted parameters.
+        initial: (m,) what :meth:`reset` goes back to.
     """
 
-    def __init__(self, model, lam, k, gamma=None, link=None, mass_max=DEFAULT_MASS_MAX,
-                 gravity=(0.0, 0.0, -9.81), generated=True):
+    def __init__(self, model, lam, k, gamma, mass_max, gravity, fixed, mapping, kinds,
+                 generated_step, initial):
         self.model = model
-        self.estimate = np.zeros(10)
-        self.set_gains(lam, k, adaptation_gains() if gamma is None else gamma, mass_max)
         self.gravity = tuple(float(g) for g in gravity)
-        self.body, self._to_body = link_frame(model, link)
-        self.link = link or model.tip_link
-        # the arm's rigid bodies and armature; its friction is the caller's (as in
-        # computed torque: compensated at the desired velocity, or left to the drive)
-        self._nominal = model.standard_parameters().copy()
-        self._nominal[11::PER_JOINT] = 0.0
-        self._nominal[12::PER_JOINT] = 0.0
-        self._generated = (PayloadStep(model, self.body, self._to_body, self.gravity).step
-                           if generated else None)
+        self.initial = np.array(initial, dtype=float)
+        self.estimate = self.initial.copy()
+        self._kinds = np.asarray(kinds, dtype=int)       # per parameter: 0 J, 1 MS, 2 M
+        self._fixed, self._mapping = fixed, mapping
+        self.set_gains(lam, k, adaptation_gains() if gamma is None else gamma, mass_max)
+        self._generated = generated_step.step if generated_step is not None else None
+        #: ``rows(q, qd, qdd) -> (tau_fixed, W)`` of the measured state (the composite
+        #: update's; :func:`~ne_dynamics_ros.codegen.payload_step.measured_rows_source`).
+        self.rows = generated_step.rows if generated_step is not None else self._rows
+
+    def _rows(self, q, qd, qdd):
+        """``rows`` from the NumPy regressor (the reference path)."""
+        Y = reference_regressor(self.model, q, qd, qd, qdd, self.gravity)
+        return (Y @ self._fixed).tolist(), (Y @ self._mapping).tolist()
 
     def reset(self):
-        """Forget the estimate (back to no load)."""
-        self.estimate = np.zeros(10)
+        """Forget what was learned (back to :attr:`initial`)."""
+        self.estimate = self.initial.copy()
 
     def set_gains(self, lam, k, gamma=None, mass_max=None):
-        """Change Λ, K (and Γ, the mass bound) keeping the estimate (checked as above)."""
+        """Change Λ, K (and Γ, the mass bound) keeping the estimate (checked as above).
+
+        ``gamma``: the (10,) diagonal of :func:`adaptation_gains`, one value per kind of
+        parameter (second moments, first moments, mass).
+        """
         n = self.model.n
         lam_, k_ = _per_joint(lam, n, 'lambda', positive=True), _per_joint(k, n, 'K')
         if gamma is not None:
             gamma = np.asarray(gamma, dtype=float)
             if gamma.shape != (10,) or not np.all(gamma >= 0) or not np.all(np.isfinite(gamma)):
                 raise ModelError(f'gamma must be 10 finite values >= 0, got {gamma}')
-            self.gamma = gamma
-            self._gamma_values = gamma.tolist()
+            self.gamma = gamma[[0, 6, 9]][self._kinds]
+            self._gamma_values = self.gamma.tolist()
         if mass_max is not None:
             if not (isinstance(mass_max, (int, float)) and 0 <= mass_max < math.inf):
                 raise ModelError(f'payload_mass_max must be a mass >= 0 kg, got {mass_max!r}')
             self.mass_max = float(mass_max)
-            self.estimate = project_physical(self.estimate, self.mass_max)
+            self.estimate = self._physical(self.estimate)
         self.lam, self.k = lam_, k_
         self._gains = (lam_.tolist(), k_.tolist())
 
+    def _physical(self, estimate):
+        """Return ``estimate`` made admissible (here: as it is)."""
+        return np.asarray(estimate, dtype=float)
+
+    def _admissible(self, estimate) -> bool:
+        return True
+
     def effort(self, q, qd, q_d, qd_d, qdd_d):
-        """Return ``(tau, s, Y_load)`` for one state from the NumPy regressor, not adapting.
+        """Return ``(tau, s, Y_p)`` for one state from the NumPy regressor, not adapting.
 
         The reference the generated step is checked against (same law, module doc).
 
@@ -254,8 +257,8 @@ class PayloadAdaptation:
 
         Returns:
             tau (n,) N·m (N), rigid body and load only (no friction, not clamped); the
-            sliding variable s = ė + Λ e (n,); the load's regressor Y_load (n, 10) at
-            ``q̈_r + K s``, for :meth:`update`.
+            sliding variable s = ė + Λ e (n,); the regressor of the adapted parameters
+            Y_p (n, m) at ``q̈_r + K s``, for :meth:`update`.
 
         Raises:
             ne_dynamics_ros.errors.StateError: a non-finite or malformed state.
@@ -267,34 +270,32 @@ class PayloadAdaptation:
         s = qd_r - qd
         a = np.asarray(qdd_d, dtype=float) + self.lam * ed + self.k * s
         Y = reference_regressor(self.model, q, qd, qd_r, a, self.gravity)
-        col = PER_JOINT * self.body
-        Y_load = Y[:, col:col + 10] @ self._to_body
-        return Y @ self._nominal + Y_load @ self.estimate, s, Y_load
+        Y_p = Y @ self._mapping
+        return Y @ self._fixed + Y_p @ self.estimate, s, Y_p
 
-    def update(self, Y_load, s, dt: float):
-        """Adapt the estimate over ``dt`` s: ``π̂ += dt Γ Y_loadᵀ s``, then projected.
+    def update(self, Y_p, s, dt: float):
+        """Adapt the estimate over ``dt`` s: ``p̂ += dt Γ Y_pᵀ s`` (kept admissible).
 
         Nothing changes for ``dt <= 0`` or a non-finite step.
         """
-        self.adapt(Y_load.T @ s, dt)
+        self.adapt(Y_p.T @ s, dt)
 
     def values(self, q, qd, q_d, qd_d, qdd_d):
         """Return ``(tau, g)`` of one state as lists, by the generated step (the hot path).
 
         ``q ... qdd_d``: n floats each, chain order, already checked finite. ``tau`` as
-        :meth:`effort`'s (n efforts, N·m / N), ``g = Y_loadᵀ s`` (10) for :meth:`adapt`.
+        :meth:`effort`'s (n efforts, N·m / N), ``g = Y_pᵀ s`` (m) for :meth:`adapt`.
         Either may hold NaN or inf if the state overflows: the caller checks.
         """
         if self._generated is None:
-            tau, s, Y_load = self.effort(q, qd, q_d, qd_d, qdd_d)
-            return tau.tolist(), (Y_load.T @ s).tolist()
+            tau, s, Y_p = self.effort(q, qd, q_d, qd_d, qdd_d)
+            return tau.tolist(), (Y_p.T @ s).tolist()
         return self._generated(q, qd, q_d, qd_d, qdd_d, *self._gains, self.estimate.tolist())
 
     def adapt(self, g, dt: float):
-        """Adapt over ``dt`` s from ``g = Y_loadᵀ s`` (10): ``π̂ += dt Γ g``, kept physical.
+        """Adapt over ``dt`` s from ``g = Y_pᵀ s`` (m): ``p̂ += dt Γ g``, kept admissible.
 
-        Nothing changes for ``dt <= 0`` or a non-finite step; a step leaving the
-        physical loads (:func:`is_physical`) is projected back (:func:`project_physical`).
+        Nothing changes for ``dt <= 0`` or a non-finite step.
         """
         if not dt > 0:
             return
@@ -302,8 +303,8 @@ class PayloadAdaptation:
                     for p, gamma, x in zip(self.estimate.tolist(), self._gamma_values, g)]
         if not all(map(math.isfinite, estimate)):
             return
-        if not is_physical(estimate, self.mass_max):
-            estimate = project_physical(estimate, self.mass_max)
+        if not self._admissible(estimate):
+            estimate = self._physical(estimate)
         self.estimate = np.array(estimate)
 
     def step(self, q, qd, q_d, qd_d, qdd_d, dt: float, adapt: bool = True):
@@ -323,6 +324,49 @@ class PayloadAdaptation:
         s = self.lam * (reference['q'] - checked['q']) + reference['qd'] - checked['qd']
         return np.array(tau), s
 
+
+class PayloadAdaptation(SlotineLi):
+    """Slotine & Li's adaptive computed torque for a load of unknown inertia (module doc).
+
+    Args:
+        model: the arm's :class:`~ne_dynamics_ros.dynamics.model.RobotModel` without the
+            load (identified or nominal); its friction is not part of this law.
+        lam: Λ, (n,) or one value, 1/s, > 0.
+        k: K, (n,) or one value, 1/s, >= 0 (K_D = K M̂(q)).
+        gamma: Γ's (10,) diagonal (:func:`adaptation_gains`), >= 0; zeros: a fixed
+            model (Slotine & Li without adaptation).
+        link: the link the load is fixed to (default the tip link).
+        mass_max: bound of the estimated mass, kg.
+        gravity: (3,) m/s² in the base link frame.
+        generated: run each step as generated code (default; checked against the NumPy
+            regressor when built), else the NumPy regressor (a reference, ~100× slower).
+
+    Attributes:
+        estimate: (10,) the load's parameters in ``link``'s frame, kept physical
+            (:func:`is_physical`, :func:`project_physical`).
+
+    Raises:
+        ModelError: bad gains, link or bound.
+    """
+
+    def __init__(self, model, lam, k, gamma=None, link=None, mass_max=DEFAULT_MASS_MAX,
+                 gravity=(0.0, 0.0, -9.81), generated=True):
+        self.body, T = link_frame(model, link)
+        self.link = link or model.tip_link
+        mapping = np.zeros((PER_JOINT * model.n, 10))
+        mapping[PER_JOINT * self.body:PER_JOINT * self.body + 10] = T
+        # the arm's rigid bodies and armature; its friction is the caller's (as in
+        # computed torque: compensated at the desired velocity, or left to the drive)
+        step = PayloadStep(model, self.body, T, gravity) if generated else None
+        super().__init__(model, lam, k, gamma, mass_max, gravity, without_friction(model),
+                         mapping, [0] * 6 + [1] * 3 + [2], step, np.zeros(10))
+
+    def _physical(self, estimate):
+        return project_physical(estimate, self.mass_max)
+
+    def _admissible(self, estimate) -> bool:
+        return is_physical(estimate, self.mass_max)
+
     @property
     def mass(self) -> float:
         """The estimated load mass, kg."""
@@ -335,6 +379,36 @@ class PayloadAdaptation:
         return self.estimate[6:9] / m if m > 0 else np.zeros(3)
 
 
-__all__ = ['adaptation_gains', 'DEFAULT_ADAPTATION_GAIN', 'DEFAULT_LENGTH',
+class BaseAdaptation(SlotineLi):
+    """Slotine & Li with every base parameter of the arm adapted (``adaptation: base``).
+
+    The arm's base parameters (:func:`~ne_dynamics_ros.codegen.payload_step.base_columns`:
+    Gautier's grouping under the default gravity, every inertial parameter under another)
+    start from the model's values and adapt with Γ per kind of parameter (the kind of the
+    parameter each group is named after). A load is learned into the last links' groups;
+    nothing keeps the groups physical (a group is no body), only finite. The armature
+    stays the model's, friction the caller's.
+
+    Args:
+        model, lam, k, gamma, gravity, generated: as :class:`PayloadAdaptation`.
+
+    Attributes:
+        estimate: (m,) the base parameters; ``columns`` their standard indices.
+    """
+
+    def __init__(self, model, lam, k, gamma=None, gravity=(0.0, 0.0, -9.81), generated=True):
+        self.columns, values = base_columns(model, gravity)
+        fixed = without_friction(model)
+        fixed[inertial_index(model.n)] = 0.0
+        mapping = np.zeros((PER_JOINT * model.n, len(self.columns)))
+        mapping[self.columns, np.arange(len(self.columns))] = 1.0
+        kinds = [0 if c % PER_JOINT < 6 else 1 if c % PER_JOINT < 9 else 2
+                 for c in self.columns]
+        step = BaseStep(model, self.columns, gravity) if generated else None
+        super().__init__(model, lam, k, gamma, DEFAULT_MASS_MAX, gravity, fixed, mapping,
+                         kinds, step, values)
+
+
+__all__ = ['adaptation_gains', 'BaseAdaptation', 'DEFAULT_ADAPTATION_GAIN', 'DEFAULT_LENGTH',
            'DEFAULT_MASS_MAX', 'is_physical', 'link_frame', 'parameters_of', 'PayloadAdaptation',
-           'project_physical', 'pseudo_inertia']
+           'project_physical', 'pseudo_inertia', 'SlotineLi']

@@ -45,14 +45,13 @@ module of its own (:mod:`~ne_dynamics_ros.control.settings`,
 :mod:`~ne_dynamics_ros.control.measured_state`, :mod:`~ne_dynamics_ros.control.run_state`,
 the laws and the integral action in :mod:`~ne_dynamics_ros.control.laws`).
 """
-import math
 import threading
 from typing import Mapping, Optional, Sequence, Union
 
 import numpy as np
 
 from ne_dynamics_ros.control import parameters
-from ne_dynamics_ros.control.adaptive import adaptation_gains, link_frame, PayloadAdaptation
+from ne_dynamics_ros.control.adaptive_mode import AdaptiveMode
 from ne_dynamics_ros.control.goals import (GoalEnd, GoalMonitor, GoalStatus, ResultCode,
                                            SegmentTolerances)
 from ne_dynamics_ros.control.measured_state import (  # noqa: F401 - the controller's names
@@ -62,8 +61,8 @@ from ne_dynamics_ros.control.run_state import (
     Command, NoCommand, PreparedTrajectory, RunState, SkipReason, Timeout)
 from ne_dynamics_ros.control.settings import ControllerSettings, DEFAULT_SETTINGS  # noqa: F401
 from ne_dynamics_ros.control.laws import (
-    anti_windup, clamp_effort, compute_effort_values, ControlLawConfig, ControlMode,
-    ControlParameterError, integral_step, NonFiniteEffortError, reference_friction)
+    anti_windup, compute_effort_values, ControlLawConfig, ControlMode,
+    ControlParameterError, integral_step, NonFiniteEffortError)
 from ne_dynamics_ros.control.trajectory import (
     DesiredState, prepared_waypoints, Trajectory, trajectory_from_points, TrajectoryError,
     TrajectoryPoint, WaypointArrays)
@@ -163,11 +162,10 @@ class ComputedTorqueController:
         self.adaptation_link = parameters.check('adaptation_link', adaptation_link or '') \
             or model.tip_link
         try:
-            link_frame(model, self.adaptation_link)
+            #: Adaptive mode: Slotine & Li's law and what it learned (kept across modes).
+            self._adaptive = AdaptiveMode(model, self.adaptation_link)
         except ModelError as err:
             raise ControlParameterError(str(err)) from None
-        #: Slotine & Li's law and its load estimate (adaptive mode; kept across modes).
-        self._adaptation = None
         self._apply(settings)
         self.dropped_joint_states = 0
         self.rejected_trajectories = 0
@@ -255,76 +253,19 @@ class ComputedTorqueController:
             hardware_compensates_gravity=self.hardware_compensates_gravity,
             hardware_compensates_friction=self.hardware_compensates_friction)
         if settings.mode is ControlMode.ADAPTIVE:
-            self._apply_adaptation(settings)
-
-    def _adaptive_gains(self, settings):
-        """Λ, K (n,) of adaptive mode: ``adaptation_lambda`` and kd - Λ, or kd/2 both."""
-        lam = np.asarray(settings.adaptation_lambda, dtype=float)
-        kd = np.asarray(settings.kd, dtype=float)
-        if not np.any(lam):
-            lam = kd / 2.0
-        if np.any(lam <= 0):
-            raise ControlParameterError('adaptive mode needs kd > 0 or adaptation_lambda > 0 '
-                                        f'on every joint, got kd {kd.tolist()}')
-        return lam, np.maximum(kd - lam, 0.0)
-
-    def _apply_adaptation(self, settings):
-        """Build Slotine & Li's law, or give it the new gains (the estimate is kept)."""
-        lam, k = self._adaptive_gains(settings)
-        gamma = adaptation_gains(settings.adaptation_gain, settings.adaptation_length)
-        gravity = np.zeros(3) if self.hardware_compensates_gravity else settings.gravity
-        previous = self._adaptation
-        if previous is None or previous.gravity != tuple(float(g) for g in gravity):
-            # the generated step is written for one gravity: a new one, the estimate kept
-            self._adaptation = PayloadAdaptation(self.model, lam, k, gamma,
-                                                 self.adaptation_link,
-                                                 settings.payload_mass_max, gravity)
-            if previous is not None:
-                self._adaptation.estimate = previous.estimate
-        else:
-            self._adaptation.set_gains(lam, k, gamma, settings.payload_mass_max)
-
-    def _adaptive_effort(self, run, now, q, qd, q_d, qd_d, qdd_d, extra):
-        """Slotine & Li's effort (a list, clamped) and the load's update when not saturated.
-
-        Friction is compensated at the desired velocity as in computed torque; the update
-        is frozen while any joint's command sits at its limit, and takes no step on the
-        first state of a run (a hold, a resume).
-        """
-        law, adaptation = self.law, self._adaptation
-        tau, power = adaptation.values(q, qd, q_d, qd_d, qdd_d)
-        if law.friction_compensation and not law.hardware_compensates_friction:
-            tau = [a + b for a, b in zip(tau, reference_friction(self.model, qd_d,
-                                                                 law.coulomb_velocity))]
-        if extra is not None:
-            tau = [a + b for a, b in zip(tau, extra)]
-        if not math.isfinite(sum(tau)):
-            clamp_effort(tau, law.effort_limits)             # NonFiniteEffortError
-        limits = law.gain_values[2]
-        clamped = [-limit if t < -limit else limit if t > limit else t
-                   for t, limit in zip(tau, limits)]
-        dt = 0.0 if run.adaptation_time is None else now - run.adaptation_time
-        run.adaptation_time = now
-        if clamped == tau:                 # frozen while any joint's command saturates
-            adaptation.adapt(power, dt)
-        return clamped
+            self._adaptive.apply(settings, np.zeros(3) if self.hardware_compensates_gravity
+                                 else settings.gravity)
 
     @property
     def payload_estimate(self):
         """The learned load (adaptive mode) in ``adaptation_link``'s frame, or None.
 
         ``(mass kg, centre of mass (3,) m, inertia (6,) kg·m² about the centre of mass:
-        ixx, ixy, ixz, iyy, iyz, izz)``; None before adaptive mode was first set.
+        ixx, ixy, ixz, iyy, iyz, izz)``; None before adaptive mode was first set, or
+        with ``adaptation: base``.
         """
         with self._lock:
-            adaptation = self._adaptation
-            if adaptation is None:
-                return None
-            p = adaptation.estimate.copy()
-        mass, com = float(p[9]), adaptation.center_of_mass
-        J = np.array([[p[0], p[1], p[2]], [p[1], p[3], p[4]], [p[2], p[4], p[5]]])
-        Ic = J - mass * ((com @ com) * np.eye(3) - np.outer(com, com))
-        return mass, com, Ic[np.triu_indices(3)]
+            return self._adaptive.payload_estimate
 
     def validate(self, **values) -> ControllerSettings:
         """Check changed settings against the current ones without applying them.
@@ -335,8 +276,7 @@ class ComputedTorqueController:
         settings = ControllerSettings.from_values(dict(self.settings.as_values(), **values),
                                                   self.n)
         if settings.mode is ControlMode.ADAPTIVE:
-            self._adaptive_gains(settings)
-            adaptation_gains(settings.adaptation_gain, settings.adaptation_length)
+            AdaptiveMode.check(settings)
         return settings
 
     def reconfigure(self, **values) -> ControllerSettings:
@@ -351,8 +291,8 @@ class ComputedTorqueController:
         """
         with self._lock:
             settings = self.validate(**values)
-            if values.get('adaptation_reset') and self._adaptation is not None:
-                self._adaptation.reset()
+            if values.get('adaptation_reset'):
+                self._adaptive.reset()
             old_mode = self.settings.mode
             self._apply(settings)
             if settings.mode is not old_mode:
@@ -526,8 +466,10 @@ class ComputedTorqueController:
             integral, extra = integral_step(run.integral, run.integral_time, position_error,
                                             now, *self._integral_gains)
         try:
-            if self._adaptation is not None and self.settings.mode is ControlMode.ADAPTIVE:
-                tau = self._adaptive_effort(run, now, q, qd, q_d, qd_d, qdd_d, extra)
+            if self.settings.mode is ControlMode.ADAPTIVE:
+                tau = self._adaptive.effort(run, now, (q, qd), (q_d, qd_d, qdd_d),
+                                            reader.efforts(joint_names, efforts), self.law,
+                                            extra)
             else:
                 tau = compute_effort_values(self.dynamics, self.law, q, qd, q_d, qd_d,
                                             qdd_d, extra)

@@ -18,6 +18,7 @@ Pure module (no ROS). :class:`StateReader` turns one ``sensor_msgs/JointState``'
 
 Units: q in rad (m for prismatic joints), qd in rad/s (m/s).
 """
+import math
 from collections import Counter
 from operator import itemgetter, le
 from typing import NamedTuple, Optional, Sequence
@@ -257,6 +258,18 @@ class StateReader:
                 and all(map(le, qd, self._speed_bounds))):
             return None
         return q, qd
+
+    def efforts(self, names, efforts):
+        """Return the state's efforts in chain order (a list), or None.
+
+        None when they are not one finite value per name of the state just read (by
+        :meth:`usual` or :meth:`measured`): the composite update then leaves them out.
+        """
+        key, index, pick = self._name_cache
+        if index is None or len(efforts) != len(key) or len(names) != len(key):
+            return None
+        values = list(map(float, pick(efforts)))
+        return values if all(map(math.isfinite, values)) else None
 
 
 __all__ = ['JointStateError', 'JointStateSample', 'MAX_POSITION', 'MAX_STATE_JOINTS',

@@ -277,6 +277,26 @@ PARAMETERS = (
                   'or one per joint; K = kd - Lambda (K_D = K M(q)). 0: Lambda = K = kd/2, '
                   'the bandwidth of critically damped kp, kd.', unit='1/s',
                   constraints='>= 0', runtime=True, check=_gains),
+    ParameterSpec('adaptation', 'string', 'payload',
+                  'adaptive mode: what is learned. payload: the 10 inertial parameters of a '
+                  'rigid load at adaptation_link (kept physical, mass <= payload_mass_max); '
+                  'base: every base parameter of the arm, from the model\'s values.',
+                  constraints='one of: payload, base', runtime=True,
+                  check=_one_of(('payload', 'base'))),
+    ParameterSpec('composite_adaptation', 'bool', False,
+                  'adaptive mode: also adapt from the prediction error of the efforts '
+                  '/joint_states carries (Slotine & Li 1989), filtered at composite_cutoff. '
+                  'Only where those are the joint torques (a torque sensor, a drive\'s '
+                  'calibrated estimate); states without efforts leave it out.',
+                  runtime=True, check=_flag),
+    ParameterSpec('composite_weight', 'double', 1e-2,
+                  'adaptive mode: the weight R of the prediction error against the tracking '
+                  'error in the composite update.', unit='rad/(N m s)', constraints='>= 0',
+                  runtime=True, check=_non_negative),
+    ParameterSpec('composite_cutoff', 'double', 20.0,
+                  'adaptive mode: cutoff of the first-order filter applied alike to the '
+                  'measured efforts and their regressor.', unit='Hz', constraints='> 0',
+                  runtime=True, check=_positive),
     ParameterSpec('adaptation_gain', 'double', 300.0,
                   'adaptive mode: gamma of Gamma = gamma diag(L^4 (inertia), L^2 (first '
                   'moments), 1 (mass)); 0: a fixed model.', constraints='>= 0', runtime=True,

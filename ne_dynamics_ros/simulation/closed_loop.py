@@ -121,7 +121,7 @@ class ClosedLoopRun:
 def run_lockstep(controller: ComputedTorqueController, arm: SimulatedArm, end_time: float,
                  rate: float = 100.0,
                  trajectory: Optional[TrajectoryMessage] = None,
-                 observe=None) -> ClosedLoopRun:
+                 observe=None, report_effort=False) -> ClosedLoopRun:
     """Run the sampled-data loop from the arm's current state up to ``end_time``.
 
     Args:
@@ -132,6 +132,9 @@ def run_lockstep(controller: ComputedTorqueController, arm: SimulatedArm, end_ti
         trajectory: handed to the controller after its answer to the first state.
         observe: called as ``observe(t)`` after each answer (t the sample time, s), e.g.
             to read the controller's load estimate as it evolves.
+        report_effort: each state carries the effort applied over the step that ended at
+            it (zeros on the first), as ``sim_arm_node`` publishes it (for the composite
+            adaptation).
 
     Returns:
         :class:`ClosedLoopRun`, one row per sample ``t_k = k / rate <= end_time``.
@@ -149,11 +152,12 @@ def run_lockstep(controller: ComputedTorqueController, arm: SimulatedArm, end_ti
     dt = 1.0 / rate
     steps = int(np.floor(end_time * rate + 1e-9))
     t, q, qd, effort, error = [], [], [], [], []
+    applied = np.zeros(len(names))
     for k in range(steps + 1):
         stamp_ns = round(arm.time * 1e9)
         position, velocity = arm.position, arm.velocity
-        out = controller.update(stamp_ns, JointStateSample(names, position, velocity,
-                                                           stamp_ns=stamp_ns))
+        out = controller.update(stamp_ns, JointStateSample(
+            names, position, velocity, applied if report_effort else (), stamp_ns=stamp_ns))
         if isinstance(out, NoCommand):
             raise ClosedLoopError(f'no command at t = {arm.time:.6f} s: {out.message}')
         tau = out.effort[to_arm]
@@ -172,5 +176,6 @@ def run_lockstep(controller: ComputedTorqueController, arm: SimulatedArm, end_ti
                 raise ClosedLoopError(f'trajectory rejected: {err}') from err
         if k < steps:
             arm.step(tau, dt)
+            applied = tau
     return ClosedLoopRun(names, np.array(t), np.array(q), np.array(qd), np.array(effort),
                          np.array(error))
