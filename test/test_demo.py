@@ -21,7 +21,8 @@ from trajectory_msgs.msg import JointTrajectory
 from conftest import REPO_ROOT
 from test_closed_loop import lee_run
 from ne_dynamics_ros.control.profiles import trapezoidal
-from ne_dynamics_ros.nodes.trajectory_source_node import TrajectorySourceNode
+from ne_dynamics_ros.nodes.trajectory_source_node import (
+    TrajectorySourceError, TrajectorySourceNode)
 
 LEE_BOUND_RAD = 4.26e-4   # 001 section 5: one count of a 12-bit A/D converter
 
@@ -105,6 +106,17 @@ def test_an_arm_that_never_publishes_fails_with_a_readable_message(tmp_path, dom
     assert 'no /joint_states from the arm within 2 s' in result.stderr
     assert 'Traceback' not in result.stderr
     assert summary is None
+
+
+@pytest.mark.parametrize('bad, match', [
+    ([Parameter('cycles', value=-1)], 'cycles must be a whole number'),
+    ([Parameter('cycles', value=2.5)], 'cycles must be a whole number'),
+    ([Parameter('cycles', value=2), Parameter('dwell', value=-0.5)], 'dwell must be'),
+    ([Parameter('cycles', value=2), Parameter('dwell', value=float('nan'))], 'dwell must be')])
+def test_trajectory_source_refuses_bad_cycles(ros_context, bad, match):
+    with pytest.raises(TrajectorySourceError, match=match):
+        TrajectorySourceNode(context=ros_context, parameter_overrides=[
+            Parameter('goal', value=[1.0, -1.0])] + bad)
 
 
 def test_trajectory_source_waits_for_a_subscriber_and_starts_from_the_arm(ros_context):
@@ -254,3 +266,43 @@ def test_bad_plant_values_exit_2_naming_them(tmp_path, option, value, match):
     assert result.returncode == 2, result.stdout + result.stderr
     assert option in result.stderr and match in result.stderr
     assert summary is None and not output.exists()
+
+
+def test_pick_and_place_adaptive_learns_each_load_computed_torque_does_not(
+        tmp_path, domain_id):
+    """--pick-and-place over DDS: the plant picks 2 kg at rest and releases it at the goal;
+    adaptive mode keeps every move under Lee's bound and reports the mass on ~/payload,
+    computed torque with the fixed model does not; the plot is written."""
+    options = ('--pick-and-place', '2', '--cycles', '2', '--duration', '1.0', '--dwell',
+               '0.3', '--settle', '0.2')
+    adaptive, learned, output = run_demo(tmp_path / 'adaptive', *options, '--mode',
+                                         'adaptive')
+    fixed, unlearned, _ = run_demo(tmp_path / 'fixed', *options)
+    for run in (adaptive, fixed):
+        assert run.returncode == 0, run.stdout + run.stderr
+    assert learned['mode'] == 'adaptive' and unlearned['mode'] is None
+    assert learned['rate_hz'] == 500.0 and len(learned['kp']) == 6   # the rule's gains
+    cycles = np.array(learned['pick_and_place']['cycle_max_abs_error_rad'])
+    fixed_cycles = np.array(unlearned['pick_and_place']['cycle_max_abs_error_rad'])
+    assert cycles.shape == fixed_cycles.shape == (2, 6)
+    assert np.all(cycles < LEE_BOUND_RAD), cycles
+    assert fixed_cycles.max() > 10 * cycles.max()
+    # the mass, as ~/payload reports it, in the middle of each loaded and unloaded move
+    estimates = np.array(learned['pick_and_place']['payload_estimate'])
+    assert unlearned['pick_and_place']['payload_estimate'] == []
+    period = 2 * (1.0 + 0.3)
+    for c in range(2):
+        for start, load in ((c * period + 0.3, 2.0), (c * period + 1.6, 0.0)):
+            during = estimates[(estimates[:, 0] > start + 0.3) & (estimates[:, 0] < start + 1.0)]
+            assert len(during) and np.all(np.abs(during[:, 1] - load) < 0.05 * 2.0), during
+    assert 'cycle 2' in adaptive.stdout and 'mass estimate at the end' in adaptive.stdout
+    assert (output / 'tracking_error.png').read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
+    # the recorded reference is the cycles' closed form: to the goal, rest, back, rest
+    lines = (output / 'log.csv').read_text().splitlines()
+    columns = lines[0].split(',')
+    logged = np.array([[float(v) for v in line.split(',')] for line in lines[1:]])
+    t, q_d1 = logged[:, 0], logged[:, columns.index('q_d_joint_1')]
+    at_goal = (t > 0.3 + 1.0) & (t < 0.3 + 1.3)
+    np.testing.assert_allclose(q_d1[at_goal], np.radians(45.0), atol=1e-12)
+    back = (t > period) & (t < period + 0.3)
+    np.testing.assert_allclose(q_d1[back], np.radians(90.0), atol=1e-12)

@@ -117,3 +117,39 @@ def test_trajectory_message_carries_the_profile():
     np.testing.assert_allclose(sample_times(0.025, 0.01), [0.0, 0.01, 0.02, 0.025])
     with pytest.raises(ValueError, match='must match'):
         build_trajectory(names[:2], START, GOAL, T)
+
+
+def test_cycles_go_to_the_goal_and_back_and_rest_between():
+    """The controller's interpolation of a cycle trajectory is the closed-form quintic on
+    each move and holds still through each dwell (no waypoints there)."""
+    from ne_dynamics_ros.control.profiles import evaluate_cycles, sample_cycles
+    from ne_dynamics_ros.control.trajectory import (DesiredState, trajectory_from_points,
+                                                    TrajectoryPoint)
+    names = [f'joint_{i}' for i in range(1, 7)]
+    move, dwell, cycles = 2.0, 0.5, 3
+    times, q, qd, qdd = sample_cycles('quintic', START, GOAL, move, cycles, dwell, 0.01)
+    points = [TrajectoryPoint(t, q[k], qd[k], qdd[k]) for k, t in enumerate(times)]
+    rest = DesiredState(START, np.zeros(6), np.zeros(6))
+    trajectory = trajectory_from_points(names, points, names, 1.0, 1.0, rest)
+    period = 2 * (move + dwell)
+    assert trajectory.end_time == pytest.approx(1.0 + cycles * period - dwell)
+    for t in np.linspace(0.0, cycles * period - dwell, 1237):
+        phase = t % period
+        if phase <= move:
+            expected = quintic(phase, START, GOAL, move)
+        elif phase <= move + dwell:
+            expected = GOAL, np.zeros(6), np.zeros(6)
+        elif phase <= 2 * move + dwell:
+            expected = quintic(phase - move - dwell, GOAL, START, move)
+        else:
+            expected = START, np.zeros(6), np.zeros(6)
+        got = trajectory.sample(1.0 + t)
+        closed_form = [v[0] for v in evaluate_cycles('quintic', t, START, GOAL, move,
+                                                     cycles, dwell)]
+        for value, want, other in zip((got.q, got.qd, got.qdd), expected, closed_form):
+            np.testing.assert_allclose(value, want, atol=1e-9)
+            np.testing.assert_allclose(other, want, atol=1e-12)
+    for bad, match in (((0, 0.5), 'cycles'), ((1.5, 0.5), 'cycles'),
+                       ((2, -1.0), 'dwell'), ((2, np.nan), 'dwell')):
+        with pytest.raises(ValueError, match=match):
+            sample_cycles('quintic', START, GOAL, move, *bad)

@@ -56,6 +56,8 @@ DEFAULT_ADAPTATION_GAIN = 300.0
 DEFAULT_LENGTH = 0.1
 #: Default bound of the estimated load's mass, kg.
 DEFAULT_MASS_MAX = 20.0
+#: Default radius about the load link's origin that holds the whole load, m.
+DEFAULT_RADIUS = 0.2
 
 
 def adaptation_gains(gain: float = DEFAULT_ADAPTATION_GAIN,
@@ -95,14 +97,19 @@ def parameters_of(P) -> np.ndarray:
                      P[0, 3], P[1, 3], P[2, 3], P[3, 3]])
 
 
-def is_physical(parameters, mass_max: float, tolerance: float = 1e-12) -> bool:
-    """Tell whether 10 parameters are a load that can exist.
+def is_physical(parameters, mass_max: float, tolerance: float = 1e-12,
+                radius: float = math.inf) -> bool:
+    """Tell whether 10 parameters are a load that can exist (within ``radius``).
 
-    ``0 <= M <= mass_max`` and a positive semidefinite pseudo-inertia (to ``tolerance``,
-    kg·m²). Plain floats, no arrays: it runs every control step. With M > 0 the pseudo-inertia is
-    PSD exactly when its Schur complement ``Σ = ½ tr(J) E - J - MS MSᵀ / M`` (the
-    density-weighted second moments about the centre of mass) is; a 3x3 symmetric matrix
-    is PSD when its principal minors are >= 0. With M = 0 only the empty load is.
+    ``0 <= M <= mass_max``, a positive semidefinite pseudo-inertia (to ``tolerance``,
+    kg·m²) and, for a finite ``radius`` (m), all of the load within that distance of the
+    frame's origin: ``tr Σ_O = ½ tr(J) <= M radius²`` (Σ_O the density-weighted second
+    moments about the origin; Wensing, Kim & Slotine's bounding-sphere condition, which
+    also puts the centre of mass within ``radius``). Plain floats, no arrays: it runs every
+    control step. With M > 0 the pseudo-inertia is PSD exactly when its Schur complement
+    ``Σ = ½ tr(J) E - J - MS MSᵀ / M`` (the second moments about the centre of mass) is; a
+    3x3 symmetric matrix is PSD when its principal minors are >= 0. With M = 0 only the
+    empty load is.
     """
     xx, xy, xz, yy, yz, zz, mx, my, mz, m = parameters
     if not 0.0 <= m <= mass_max:
@@ -110,6 +117,8 @@ def is_physical(parameters, mass_max: float, tolerance: float = 1e-12) -> bool:
     if m == 0.0:
         return not any(parameters)
     half = 0.5 * (xx + yy + zz)
+    if half > m * radius * radius + tolerance:
+        return False
     a, b, c = half - xx - mx * mx / m, half - yy - my * my / m, half - zz - mz * mz / m
     d, e, f = -xy - mx * my / m, -xz - mx * mz / m, -yz - my * mz / m
     tol = -tolerance
@@ -118,17 +127,16 @@ def is_physical(parameters, mass_max: float, tolerance: float = 1e-12) -> bool:
             and a * (b * c - f * f) - d * (d * c - f * e) + e * (d * f - b * e) >= tol)
 
 
-def project_physical(parameters, mass_max: float) -> np.ndarray:
-    """Return the physical load nearest ``parameters`` (10,): PSD pseudo-inertia, 0 <= M.
+def project_physical(parameters, mass_max: float, radius: float = math.inf) -> np.ndarray:
+    """Return a physical load near ``parameters`` (10,), as :func:`is_physical` asks.
 
-    Alternating projections (at most three rounds, until :func:`is_physical` holds): the
-    pseudo-inertia's negative eigenvalues set to zero, then the mass clipped into
-    ``[0, mass_max]`` and the first moment scaled so that its centre of mass is kept.
+    Alternating steps (at most three rounds, until :func:`is_physical` holds): the
+    pseudo-inertia's negative eigenvalues set to zero (the nearest PSD one); the mass
+    clipped into ``[0, mass_max]``, the first moment scaled so that its centre of mass is
+    kept; for a finite ``radius``, the centre of mass pulled in to ``radius`` and the
+    second moments about it shrunk until ``½ tr(J) = M radius²``.
     """
     p = np.array(parameters, dtype=float)
-    if not np.any(p[:6]):                # no second moments adapted: mass and MS only
-        p[9] = min(max(p[9], 0.0), mass_max)
-        return p
     for _ in range(3):
         values, vectors = np.linalg.eigh(pseudo_inertia(p))
         if values.min() < 0:
@@ -137,9 +145,27 @@ def project_physical(parameters, mass_max: float) -> np.ndarray:
             p[6:] *= mass_max / p[9]           # same centre of mass, the mass bounded
         if p[9] <= 0:
             p[:] = 0.0
-        if is_physical(p.tolist(), mass_max):
+        elif math.isfinite(radius):
+            p = _within_radius(p, radius)
+        if is_physical(p.tolist(), mass_max, radius=radius):
             break
     return p
+
+
+def _within_radius(p, radius):
+    """Return ``p`` (mass > 0, PSD) with its load inside the sphere ``radius`` (m)."""
+    m, h = p[9], p[6:9].copy()
+    if h @ h > (m * radius) ** 2:
+        h *= m * radius / math.sqrt(h @ h)
+    P = pseudo_inertia(p)
+    central = P[:3, :3] - np.outer(p[6:9], p[6:9]) / m     # about the centre of mass, PSD
+    spare = m * radius * radius - h @ h / m
+    spread = np.trace(central)
+    if spread > max(spare, 0.0):
+        central *= max(spare, 0.0) / spread
+    P[:3, :3] = central + np.outer(h, h) / m
+    P[:3, 3] = P[3, :3] = h
+    return parameters_of(P)
 
 
 def link_frame(model, link: Optional[str] = None):
@@ -195,14 +221,16 @@ class SlotineLi:
     """
 
     def __init__(self, model, lam, k, gamma, mass_max, gravity, fixed, mapping, kinds,
-                 generated_step, initial):
+                 generated_step, initial, radius=math.inf):
         self.model = model
+        self.radius = radius
         self.gravity = tuple(float(g) for g in gravity)
         self.initial = np.array(initial, dtype=float)
         self.estimate = self.initial.copy()
         self._kinds = np.asarray(kinds, dtype=int)       # per parameter: 0 J, 1 MS, 2 M
         self._fixed, self._mapping = fixed, mapping
-        self.set_gains(lam, k, adaptation_gains() if gamma is None else gamma, mass_max)
+        self.set_gains(lam, k, adaptation_gains() if gamma is None else gamma, mass_max,
+                       None if math.isinf(radius) else radius)
         self._generated = generated_step.step if generated_step is not None else None
         #: ``rows(q, qd, qdd) -> (tau_fixed, W)`` of the measured state (the composite
         #: update's; :func:`~ne_dynamics_ros.codegen.payload_step.measured_rows_source`).
@@ -217,8 +245,8 @@ class SlotineLi:
         """Forget what was learned (back to :attr:`initial`)."""
         self.estimate = self.initial.copy()
 
-    def set_gains(self, lam, k, gamma=None, mass_max=None):
-        """Change Λ, K (and Γ, the mass bound) keeping the estimate (checked as above).
+    def set_gains(self, lam, k, gamma=None, mass_max=None, radius=None):
+        """Change Λ, K (and Γ, the mass and radius bounds) keeping the estimate (checked).
 
         ``gamma``: the (10,) diagonal of :func:`adaptation_gains`, one value per kind of
         parameter (second moments, first moments, mass).
@@ -235,6 +263,11 @@ class SlotineLi:
             if not (isinstance(mass_max, (int, float)) and 0 <= mass_max < math.inf):
                 raise ModelError(f'payload_mass_max must be a mass >= 0 kg, got {mass_max!r}')
             self.mass_max = float(mass_max)
+        if radius is not None:
+            if not (isinstance(radius, (int, float)) and 0 < radius < math.inf):
+                raise ModelError(f'payload_radius must be a length > 0 m, got {radius!r}')
+            self.radius = float(radius)
+        if mass_max is not None or radius is not None:
             self.estimate = self._physical(self.estimate)
         self.lam, self.k = lam_, k_
         self._gains = (lam_.tolist(), k_.tolist())
@@ -340,6 +373,9 @@ class PayloadAdaptation(SlotineLi):
         gravity: (3,) m/s² in the base link frame.
         generated: run each step as generated code (default; checked against the NumPy
             regressor when built), else the NumPy regressor (a reference, ~100× slower).
+        radius: the load lies within this distance of ``link``'s origin, m
+            (:data:`DEFAULT_RADIUS`): it bounds the second moments by the mass, so that a
+            released load takes its inertia with it.
 
     Attributes:
         estimate: (10,) the load's parameters in ``link``'s frame, kept physical
@@ -350,7 +386,7 @@ class PayloadAdaptation(SlotineLi):
     """
 
     def __init__(self, model, lam, k, gamma=None, link=None, mass_max=DEFAULT_MASS_MAX,
-                 gravity=(0.0, 0.0, -9.81), generated=True):
+                 gravity=(0.0, 0.0, -9.81), generated=True, radius=None):
         self.body, T = link_frame(model, link)
         self.link = link or model.tip_link
         mapping = np.zeros((PER_JOINT * model.n, 10))
@@ -359,13 +395,14 @@ class PayloadAdaptation(SlotineLi):
         # computed torque: compensated at the desired velocity, or left to the drive)
         step = PayloadStep(model, self.body, T, gravity) if generated else None
         super().__init__(model, lam, k, gamma, mass_max, gravity, without_friction(model),
-                         mapping, [0] * 6 + [1] * 3 + [2], step, np.zeros(10))
+                         mapping, [0] * 6 + [1] * 3 + [2], step, np.zeros(10),
+                         DEFAULT_RADIUS if radius is None else radius)
 
     def _physical(self, estimate):
-        return project_physical(estimate, self.mass_max)
+        return project_physical(estimate, self.mass_max, self.radius)
 
     def _admissible(self, estimate) -> bool:
-        return is_physical(estimate, self.mass_max)
+        return is_physical(estimate, self.mass_max, radius=self.radius)
 
     @property
     def mass(self) -> float:
@@ -410,5 +447,6 @@ class BaseAdaptation(SlotineLi):
 
 
 __all__ = ['adaptation_gains', 'BaseAdaptation', 'DEFAULT_ADAPTATION_GAIN', 'DEFAULT_LENGTH',
-           'DEFAULT_MASS_MAX', 'is_physical', 'link_frame', 'parameters_of', 'PayloadAdaptation',
+           'DEFAULT_MASS_MAX', 'DEFAULT_RADIUS', 'is_physical', 'link_frame', 'parameters_of',
+           'PayloadAdaptation',
            'project_physical', 'pseudo_inertia', 'SlotineLi']

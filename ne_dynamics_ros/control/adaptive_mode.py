@@ -118,13 +118,15 @@ class AdaptiveMode:
         if type(previous) is not kind or previous.gravity != gravity:
             if kind is PayloadAdaptation:
                 self.law = PayloadAdaptation(self.model, lam, k, gamma, self.link,
-                                             settings.payload_mass_max, gravity)
+                                             settings.payload_mass_max, gravity,
+                                             radius=settings.payload_radius)
                 if type(previous) is PayloadAdaptation:
                     self.law.estimate = previous.estimate
             else:
                 self.law = BaseAdaptation(self.model, lam, k, gamma, gravity)
         else:
-            self.law.set_gains(lam, k, gamma, settings.payload_mass_max)
+            self.law.set_gains(lam, k, gamma, settings.payload_mass_max,
+                               settings.payload_radius if kind is PayloadAdaptation else None)
         self._composite_settings = (settings.composite_adaptation, settings.composite_weight,
                                     settings.composite_cutoff)
 

@@ -307,6 +307,11 @@ PARAMETERS = (
     ParameterSpec('payload_mass_max', 'double', 20.0,
                   'adaptive mode: bound of the estimated load mass.', unit='kg',
                   constraints='>= 0', runtime=True, check=_non_negative),
+    ParameterSpec('payload_radius', 'double', 0.2,
+                  'adaptive mode: the whole load lies within this distance of '
+                  'adaptation_link\'s origin; bounds the estimated centre of mass and second '
+                  'moments by the estimated mass (a released load takes its inertia with it).',
+                  unit='m', constraints='> 0', runtime=True, check=_positive),
     ParameterSpec('adaptation_reset', 'bool', False,
                   'adaptive mode: set true to forget the load estimate (each time it is set '
                   'true).', runtime=True, check=_flag),

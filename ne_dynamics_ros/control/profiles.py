@@ -149,3 +149,60 @@ def sample_profile(profile, start, goal, duration, sample_period=0.01):
     times = sample_times(duration, sample_period)
     q, qd, qdd = evaluate(profile, times, start, goal, duration)
     return times, q, qd, qdd
+
+
+def _check_cycles(cycles, dwell):
+    if isinstance(cycles, bool) or not isinstance(cycles, (int, np.integer)) or cycles < 1:
+        raise ValueError(f'cycles must be a whole number >= 1, got {cycles!r}')
+    if not (math.isfinite(dwell) and dwell >= 0):
+        raise ValueError(f'dwell must be a finite time >= 0 s, got {dwell}')
+
+
+def evaluate_cycles(profile, t, start, goal, duration, cycles, dwell):
+    """Evaluate :func:`sample_cycles`' motion at times ``t`` (s): ``(q, q', q'')``.
+
+    ``t`` (N,) gives (N, n) arrays. Before 0 the motion rests at ``start``, between the
+    moves at their end, after the last move back at ``start``.
+
+    Raises:
+        ValueError: as :func:`sample_cycles`.
+    """
+    _check_cycles(cycles, dwell)
+    t = np.atleast_1d(np.asarray(t, dtype=float))
+    period = 2.0 * (duration + dwell)
+    phase = np.where(t < cycles * period, np.mod(np.maximum(t, 0.0), period), 0.0)
+    forward = evaluate(profile, np.minimum(phase, duration), start, goal, duration)
+    back = evaluate(profile, phase - duration - dwell, goal, start, duration)
+    going = (phase <= duration + dwell)[:, None]
+    return tuple(np.where(going, f, b) for f, b in zip(forward, back))
+
+
+def sample_cycles(profile, start, goal, duration, cycles, dwell, sample_period=0.01):
+    """Sample ``cycles`` round trips ``start -> goal -> start`` with a rest at each end.
+
+    A pick-and-place cycle (issue 31): the move to ``goal`` starts at ``t = 0``, rests
+    ``dwell`` s at ``goal`` (the load released), moves back, rests ``dwell`` s at
+    ``start`` (the next load picked); the period is ``2 (duration + dwell)``. The rests
+    carry no waypoints: between the last point of a move and the first of the next, both
+    at rest at the same position, the controller's quintic spline holds still.
+
+    Returns:
+        ``(times, q, qd, qdd)`` as :func:`sample_profile`, from 0 to the end of the last
+        move back, ``2 cycles - 1`` rests in between.
+
+    Raises:
+        ValueError: as :func:`sample_profile`; ``cycles`` not a whole number >= 1,
+            ``dwell`` not a finite time >= 0.
+    """
+    _check_cycles(cycles, dwell)
+    times, q, qd, qdd = sample_profile(profile, start, goal, duration, sample_period)
+    back = sample_profile(profile, goal, start, duration, sample_period)[1:]
+    period = 2.0 * (duration + dwell)
+    parts = []
+    for c in range(int(cycles)):
+        for offset, (bq, bqd, bqdd) in ((c * period, (q, qd, qdd)),
+                                        (c * period + duration + dwell, back)):
+            # a zero dwell joins two moves at one instant: keep one point there
+            first = 1 if parts and dwell == 0 else 0
+            parts.append((times[first:] + offset, bq[first:], bqd[first:], bqdd[first:]))
+    return tuple(np.concatenate(values) for values in zip(*parts))

@@ -7,6 +7,8 @@ Samples a profile of :mod:`ne_dynamics_ros.control.profiles` (``quintic`` or Sas
 accelerations, so the controller can interpolate with quintic splines and recover the
 profile exactly between points.
 
+* ``cycles`` > 0: that many round trips ``start -> goal -> start`` with ``dwell`` s of rest
+  at each end (a pick-and-place cycle, e.g. with ``sim_arm_node``'s ``payload_schedule``).
 * ``joint_names`` empty: take the names from the first ``/joint_states`` message;
   ``start`` empty: start from the measured positions (by name).
 * ``start_time`` 0: ``header.stamp`` is zero, "start on receipt"; otherwise the stamp
@@ -63,7 +65,7 @@ from rclpy.time import Time
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from ne_dynamics_ros.control.profiles import PROFILES, sample_profile
+from ne_dynamics_ros.control.profiles import PROFILES, sample_cycles, sample_profile
 from ne_dynamics_ros.identification.excitation import FourierTrajectory, sample_excitation
 
 DEFAULT_TOPIC = '/computed_torque_node/joint_trajectory'
@@ -84,10 +86,12 @@ class TrajectorySourceError(ValueError):
 
 
 def build_trajectory(joint_names, start, goal, duration, profile='quintic',
-                     sample_period=0.01, start_time=0.0):
+                     sample_period=0.01, start_time=0.0, cycles=0, dwell=0.5):
     """Build a ``JointTrajectory`` sampling ``profile`` from ``start`` to ``goal`` (rad or m).
 
-    ``start_time`` (s) becomes ``header.stamp`` (0: start on receipt).
+    ``start_time`` (s) becomes ``header.stamp`` (0: start on receipt). ``cycles`` > 0:
+    that many round trips to ``goal`` and back with ``dwell`` s of rest at each end
+    (:func:`~ne_dynamics_ros.control.profiles.sample_cycles`, a pick-and-place cycle).
     """
     start = np.asarray(start, dtype=float)
     goal = np.asarray(goal, dtype=float)
@@ -96,7 +100,11 @@ def build_trajectory(joint_names, start, goal, duration, profile='quintic',
             f'{len(joint_names)} joint names, {start.size} start values and {goal.size} goal '
             'values: they must match')
     try:
-        times, q, qd, qdd = sample_profile(profile, start, goal, duration, sample_period)
+        if cycles:
+            times, q, qd, qdd = sample_cycles(profile, start, goal, duration, cycles, dwell,
+                                              sample_period)
+        else:
+            times, q, qd, qdd = sample_profile(profile, start, goal, duration, sample_period)
     except ValueError as err:
         raise TrajectorySourceError(str(err)) from None
     return _message(joint_names, times, q, qd, qdd, start_time)
@@ -168,6 +176,9 @@ class TrajectorySourceNode(Node):
             'start', [], 'start positions (rad or m); default: the measured ones')]
         self.goal = [float(v) for v in declare('goal', [], 'goal positions (rad or m)')]
         self.duration = float(declare('duration', 3.0, 'motion time, s'))
+        self.cycles = declare('cycles', 0, 'round trips to goal and back (a pick-and-place '
+                              'cycle); 0: one move to goal, then hold')
+        self.dwell = float(declare('dwell', 0.5, 'with cycles: rest at each end, s'))
         self.profile = declare('profile', 'quintic',
                                f'one of {sorted(PROFILES) + ["excitation"]}')
         self.file = declare('file', '', 'excitation YAML (ne-dynamics excite) for '
@@ -245,6 +256,11 @@ class TrajectorySourceNode(Node):
                                         f'{sorted(PROFILES) + ["excitation"]}')
         elif not self.goal:
             raise TrajectorySourceError('parameter goal (one position per joint) is required')
+        if isinstance(self.cycles, bool) or not isinstance(self.cycles, int) or self.cycles < 0:
+            raise TrajectorySourceError(f'cycles must be a whole number >= 0, got '
+                                        f'{self.cycles!r}')
+        if not (0 <= self.dwell < float('inf')):
+            raise TrajectorySourceError(f'dwell must be a finite time >= 0 s, got {self.dwell}')
 
     def _on_joint_states(self, msg):
         if self.joint_names and self.start:
@@ -287,8 +303,10 @@ class TrajectorySourceNode(Node):
         else:
             self.trajectory = build_trajectory(self.joint_names, self.start, self.goal,
                                                self.duration, self.profile,
-                                               self.sample_period, self.start_time)
-            what = f'{self.duration:g} s {self.profile}'
+                                               self.sample_period, self.start_time,
+                                               self.cycles, self.dwell)
+            what = f'{self.duration:g} s {self.profile}' + (
+                f' x {2 * self.cycles} (dwell {self.dwell:g} s)' if self.cycles else '')
         self.published_at = self.get_clock().now()
         if self.use_action:
             goal = self._action_type.Goal(trajectory=self.trajectory)

@@ -19,8 +19,8 @@ import sys
 from ne_dynamics_ros.control.profiles import PROFILES
 from ne_dynamics_ros.tools.experiment import (  # noqa: F401 - the exit codes are the CLI's
     analyse, DemoError, EXIT_CRASH, EXIT_NO_COMMANDS, EXIT_NO_STATES, EXIT_OK, EXIT_START,
-    EXIT_USAGE, identify_and_rerun, is_lee_default, log, plot, plot_comparison, Run, Setup,
-    write_csv, write_run_bag, write_summary)
+    EXIT_USAGE, identify_and_rerun, is_lee_default, log, plot, plot_comparison,
+    plot_pick_and_place, Run, Setup, write_csv, write_run_bag, write_summary)
 
 DEFAULT_OUTPUT = 'ne_dynamics_demo_output'
 
@@ -37,6 +37,37 @@ def _values(text):
     return values
 
 
+def _add_pick_and_place(parser):
+    """Add the options of the controller's law and of pick and place."""
+    parser.add_argument('--mode', choices=('computed_torque', 'feedforward', 'adaptive'),
+                        default=None, help="the controller's law (default: the robot's "
+                        'config, computed_torque); adaptive: Slotine & Li, the load learned '
+                        'on line')
+    parser.add_argument('--pick-and-place', type=float, default=0.0, metavar='KG',
+                        help='cycles of pick and place: a load of KG kg picked at rest at the '
+                        'start pose, carried to the goal, released there after --dwell s at '
+                        'rest and the arm moved back; the controller is not told (default 0: '
+                        'one move)')
+    parser.add_argument('--cycles', type=int, default=5,
+                        help='with --pick-and-place: how many cycles (default 5)')
+    parser.add_argument('--dwell', type=float, default=0.5,
+                        help='with --pick-and-place: rest at each end (pick, release), s '
+                        '(default 0.5; the first move starts after it)')
+
+
+def _resolve_defaults(args):
+    """Fill the defaults that depend on --pick-and-place (2 s moves at 500 Hz, rule gains)."""
+    picking = args.pick_and_place > 0
+    #: the gains are the rule's (Setup sizes them for the controller's model and rate)
+    args.rule_gains = picking and args.kp is None and args.kd is None
+    for name, usual, cycle in (('duration', 3.0, 2.0), ('rate', 100.0, 500.0),
+                               ('kp', 100.0, 100.0), ('kd', 20.0, 20.0)):
+        if getattr(args, name) is None:
+            setattr(args, name, cycle if picking else usual)
+    if picking:
+        args.start_time = args.dwell
+
+
 def parse_args(argv):
     """Command-line options."""
     parser = argparse.ArgumentParser(
@@ -46,14 +77,16 @@ def parse_args(argv):
                     'experiment (001 section 5).')
     parser.add_argument('--robot', default='puma560',
                         help='puma560, ur5e, or the path of a URDF file (default: puma560)')
-    parser.add_argument('--duration', type=float, default=3.0,
-                        help='motion time, s (default 3, as Lee et al.)')
+    parser.add_argument('--duration', type=float, default=None,
+                        help='motion time, s (default 3, as Lee et al.; 2 with '
+                        '--pick-and-place)')
     parser.add_argument('--settle', type=float, default=1.0,
                         help='simulated time recorded after the motion, s (default 1)')
     parser.add_argument('--start-time', type=float, default=0.5,
                         help='simulated time at which the motion starts, s (default 0.5)')
-    parser.add_argument('--rate', type=float, default=100.0,
-                        help='joint-state and command rate, Hz (default 100: 0.01 s sampling)')
+    parser.add_argument('--rate', type=float, default=None,
+                        help='joint-state and command rate, Hz (default 100: 0.01 s sampling; '
+                        '500 with --pick-and-place)')
     parser.add_argument('--integration-rate', type=float, default=1000.0,
                         help="simulator's internal RK4 rate, Hz (default 1000)")
     parser.add_argument('--payload', type=float, default=0.0,
@@ -73,8 +106,12 @@ def parse_args(argv):
                         help='dry friction in the plant the controller is not told, N m, one '
                         'value or one per joint (default 0; MuJoCo\'s friction loss, or '
                         'Fc tanh(qd / 0.01) on the pinocchio plant)')
-    parser.add_argument('--kp', type=float, default=100.0, help='K_p, 1/s^2 (default 100)')
-    parser.add_argument('--kd', type=float, default=20.0, help='K_v, 1/s (default 20)')
+    parser.add_argument('--kp', type=float, default=None,
+                        help='K_p, 1/s^2 (default 100; with --pick-and-place the gain rule\'s '
+                        'for the rate, ne-dynamics gains)')
+    parser.add_argument('--kd', type=float, default=None,
+                        help='K_v, 1/s (default 20; with --pick-and-place the gain rule\'s)')
+    _add_pick_and_place(parser)
     parser.add_argument('--profile', choices=sorted(PROFILES), default='quintic',
                         help='joint profile (default quintic; trapezoidal = Sasaki 002 section 4)')
     parser.add_argument('--start', type=float, nargs='+', metavar='DEG',
@@ -100,12 +137,15 @@ def parse_args(argv):
     parser.add_argument('--output', default=DEFAULT_OUTPUT,
                         help=f'output directory (default ./{DEFAULT_OUTPUT})')
     args = parser.parse_args(argv)
+    _resolve_defaults(args)
     for name in ('duration', 'rate', 'integration_rate', 'timeout'):
         if not getattr(args, name) > 0:
             parser.error(f'--{name.replace("_", "-")} must be > 0')
-    for name in ('settle', 'start_time', 'payload', 'friction'):
-        if not getattr(args, name) >= 0:
-            parser.error(f'--{name.replace("_", "-")} must be >= 0')
+    for name in ('settle', 'start_time', 'payload', 'friction', 'pick_and_place', 'dwell'):
+        if not 0 <= getattr(args, name) < float('inf'):
+            parser.error(f'--{name.replace("_", "-")} must be >= 0 and finite')
+    if not args.cycles >= 1:
+        parser.error('--cycles must be >= 1')
     return args
 
 
@@ -123,6 +163,22 @@ def print_table(setup, result):
         if bound is not None:
             line += f'{"yes" if result["max_abs_error_rad"][j] < bound else "NO":>11}'
         print(line)
+    sys.stdout.flush()
+
+
+def print_cycles(setup, result):
+    """Print each pick-and-place cycle's worst error per joint during the moves."""
+    names, worst = setup.joint_names, result['cycle_max_abs_error_rad']
+    width = max(len(name) for name in names) + 2
+    print('worst |q_d - q| during the moves, rad, per cycle'
+          + (' (bound 4.26e-4)' if setup.bound is not None else ''))
+    print(f'{"joint":<{width}}' + ''.join(f'{f"cycle {c + 1}":>11}' for c in range(len(worst))))
+    for j, name in enumerate(names):
+        print(f'{name:<{width}}' + ''.join(f'{v:>11.3e}' for v in worst[:, j]))
+    masses = result['payload_estimate']
+    if len(masses):
+        print(f'mass estimate at the end: {masses[-1, 1]:.3f} kg '
+              f'(load {setup.pick_and_place[0]:g} kg picked each cycle)')
     sys.stdout.flush()
 
 
@@ -167,7 +223,16 @@ def main(argv=None):
             return exc.exit_code
     summary = write_summary(output / 'summary.json', setup, run, result, wall_time,
                             None if identified is None else identified[3])
-    if identified is None:
+    if setup.pick_and_place is not None:
+        final = (setup, result, '') if identified is None else (
+            identified[0], identified[2], ', identified model')
+        plot_pick_and_place(output / 'tracking_error.png', *final)
+        if identified is not None:
+            print('with the nominal URDF:')
+            print_cycles(setup, result)
+            print('with the identified model:')
+        print_cycles(*final[:2])
+    elif identified is None:
         plot(output / 'tracking_error.png', setup, result)
         print_table(setup, result)
     else:

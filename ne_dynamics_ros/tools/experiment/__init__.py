@@ -29,14 +29,17 @@ The arm is held at t = 0 until the controller answers and the trajectory is deli
 then released for ``start-time + duration + settle`` seconds of simulated time.
 
 The reported error is ``q_d(t_k) - q(t_k)`` at every sample, with ``q_d`` evaluated from
-the profile's closed form at the state's time stamp (independent of the controller's own
+the profile's closed form at the state's time stamp (with ``--pick-and-place``, the
+cycles': a load picked at rest, carried, released at rest, the arm moved back; the
+plant's ``payload_schedule``) (independent of the controller's own
 interpolation); the controller's reported error is kept beside it as a cross-check.
 
 Its steps are functions a test (or a script) can call, one module each:
 :mod:`~ne_dynamics_ros.tools.experiment.setup` (:class:`Setup`, from the demo's options),
 :mod:`~ne_dynamics_ros.tools.experiment.run` (:class:`Run`: bring-up, the lockstep run
 over DDS), :mod:`~ne_dynamics_ros.tools.experiment.report` (:func:`analyse`, the outputs
-:func:`write_csv`, :func:`write_summary`, :func:`plot`, :func:`write_run_bag`) and
+:func:`write_csv`, :func:`write_summary`, :func:`plot`, :func:`plot_pick_and_place`,
+:func:`write_run_bag`) and
 :mod:`~ne_dynamics_ros.tools.experiment.identify` (:func:`identify_and_rerun`).
 ``ne_dynamics_ros.tools.demo`` parses the options and prints.
 
@@ -49,8 +52,8 @@ the same ROS domain; 3 no joint states from the arm (or they stopped);
 # the experiment's public names, from the modules that define them (documented there)
 from ne_dynamics_ros.tools.experiment.identify import identify_and_rerun  # noqa: F401
 from ne_dynamics_ros.tools.experiment.report import (  # noqa: F401
-    analyse, plot, plot_comparison, print_drive_table, write_csv, write_run_bag,
-    write_summary)
+    analyse, plot, plot_comparison, plot_pick_and_place, print_drive_table, write_csv,
+    write_run_bag, write_summary)
 from ne_dynamics_ros.tools.experiment.run import Run  # noqa: F401
 from ne_dynamics_ros.tools.experiment.setup import (  # noqa: F401
     DemoError, EXIT_CRASH, EXIT_NO_COMMANDS, EXIT_NO_STATES, EXIT_OK, EXIT_START, EXIT_USAGE,

@@ -11,13 +11,11 @@ import pathlib
 
 import numpy as np
 
-from ne_dynamics_ros.control.profiles import evaluate
 from ne_dynamics_ros.tools.experiment.setup import DemoError, EXIT_USAGE, is_lee_default, log
 
 
 def analyse(setup, run):
     """Time series and per-joint figures from the recorded messages."""
-    args = setup.args
     stamps = np.array(sorted(run.states))
     stamps = stamps[stamps <= run.start_stamp + setup.t_end + 1e-9]
     t = stamps - run.start_stamp
@@ -38,8 +36,7 @@ def analyse(setup, run):
     tau = np.where(np.isnan(tau), commanded, tau)
 
     if run.sim is not None:
-        q_d = evaluate(args.profile, t - setup.t_start, setup.start, setup.goal,
-                       args.duration)[0]
+        q_d = setup.desired(t)
         error = q_d - q
         error_source = 'closed-form profile at each state stamp minus measured q'
     else:
@@ -47,7 +44,7 @@ def analyse(setup, run):
         q_d = q + reported
         error_source = "computed_torque_node's ~/tracking_error"
     mismatch = np.abs(error - reported)
-    return {
+    result = {
         't': t, 'q_d': q_d, 'q': q, 'e': error, 'tau': tau, 'reported': reported,
         'error_source': error_source,
         'max_abs_error_rad': np.nanmax(np.abs(error), axis=0),
@@ -59,6 +56,34 @@ def analyse(setup, run):
         if np.isfinite(mismatch).any() else None,
         'max_abs_effort': np.nanmax(np.abs(tau), axis=0),
     }
+    if setup.pick_and_place is not None:
+        result.update(_cycles(setup, run, t, error))
+    return result
+
+
+def _cycles(setup, run, t, error):
+    """Per pick-and-place cycle: each joint's worst error during the moves; the mass estimate.
+
+    ``cycle_max_abs_error_rad`` (cycles, n) rad; ``payload_estimate`` (m, 2): time s and
+    the estimated mass kg as ``~/payload`` reported it (empty unless mode adaptive);
+    ``true_load`` (N, 2): time s and the load picked then, kg (the plant's own
+    ``--payload``, which an identified model includes, not counted).
+    """
+    load, cycles, dwell = setup.pick_and_place
+    moving = setup.moving(t)
+    cycle = np.floor((t - setup.t_start) / setup.period)
+    worst = np.full((cycles, error.shape[1]), np.nan)
+    for c in range(cycles):
+        inside = moving & (cycle == c)
+        if inside.any():
+            worst[c] = np.nanmax(np.abs(error[inside]), axis=0)
+    estimates = np.array([(stamp - run.start_stamp, mass) for stamp, mass in run.payload]
+                         ).reshape(-1, 2)
+    # picked at the start of each cycle, released a rest and a move later
+    released = (t % setup.period) >= dwell + setup.args.duration
+    true_load = np.where((t < cycles * setup.period) & ~released, load, 0.0)
+    return {'cycle_max_abs_error_rad': worst, 'payload_estimate': estimates,
+            'true_load': np.column_stack([t, true_load])}
 
 
 def _write(path, content, setup):
@@ -129,8 +154,9 @@ def write_summary(path, setup, run, result, wall_time, identified=None):
         'plant_armature': setup.plant_armature,
         'plant_damping': setup.plant_damping,
         'plant_friction': setup.plant_friction,
-        'kp': args.kp,
-        'kd': args.kd,
+        'kp': setup.kp if args.rule_gains else args.kp,
+        'kd': setup.kd if args.rule_gains else args.kd,
+        'mode': args.mode,
         'armature': setup.armature,
         'profile': args.profile,
         'duration_s': args.duration,
@@ -150,10 +176,69 @@ def write_summary(path, setup, run, result, wall_time, identified=None):
         'ros_domain_id': run.domain_id,
         'rosbag2': str(pathlib.Path(path).parent / 'run_bag'),
     }
+    if setup.pick_and_place is not None:
+        summary['pick_and_place'] = cycle_summary(setup, result)
     if identified is not None:
         summary['identified'] = identified
     _write(path, json.dumps(summary, indent=2) + '\n', setup)
     return summary
+
+
+def cycle_summary(setup, result):
+    """Return the pick-and-place figures of ``summary.json`` (``pick_and_place``)."""
+    load, cycles, dwell = setup.pick_and_place
+    worst = result['cycle_max_abs_error_rad']
+    estimates = result['payload_estimate']
+    return {
+        'load_kg': load, 'cycles': cycles, 'dwell_s': dwell, 'period_s': setup.period,
+        'cycle_max_abs_error_rad': worst.tolist(),
+        'max_abs_error_from_cycle_3_rad': (np.nanmax(worst[2:], axis=0).tolist()
+                                           if cycles > 2 else None),
+        'payload_estimate': estimates.tolist(),
+    }
+
+
+def plot_pick_and_place(path, setup, result, label=''):
+    """Write ``tracking_error.png`` of pick and place: the error over time, per cycle, the mass."""
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+
+    args = setup.args
+    load, cycles, _ = setup.pick_and_place
+    fig, (top, middle, bottom) = plt.subplots(3, 1, figsize=(9.0, 9.0))
+    t, error = result['t'], np.abs(result['e'])
+    floor = 1e-7
+    for j, name in enumerate(setup.joint_names):
+        top.semilogy(t, np.maximum(error[:, j], floor), lw=0.7, label=name)
+        middle.semilogy(np.arange(1, cycles + 1), result['cycle_max_abs_error_rad'][:, j],
+                        'o-', ms=4, lw=1.0, label=name)
+    for ax in (top, middle):
+        if setup.bound is not None:
+            ax.axhline(setup.bound, color='tab:red', ls='--', lw=0.9, label='4.26e-4 rad')
+        ax.tick_params(labelsize=8)
+    top.set_ylabel('|q_d - q| [rad]', fontsize=9)
+    top.set_xlabel('t [s]', fontsize=9)
+    top.legend(fontsize=7, ncol=4, loc='upper right')
+    middle.set_ylabel('worst |e| in the moves [rad]', fontsize=9)
+    middle.set_xlabel('cycle', fontsize=9)
+    middle.set_xticks(np.arange(1, cycles + 1))
+    truth = result['true_load']
+    bottom.step(truth[:, 0], truth[:, 1], where='post', color='0.3', lw=1.2,
+                label='load picked')
+    estimates = result['payload_estimate']
+    if len(estimates):
+        bottom.plot(estimates[:, 0], estimates[:, 1], '.', ms=3, color='tab:blue',
+                    label='estimate on ~/payload')
+    bottom.set_ylabel('mass [kg]', fontsize=9)
+    bottom.set_xlabel('t [s]', fontsize=9)
+    bottom.legend(fontsize=7, loc='upper right')
+    bottom.tick_params(labelsize=8)
+    fig.suptitle(f'{setup.robot} on {args.plant}{label}: pick and place of {load:g} kg, '
+                 f'{cycles} cycles, mode {args.mode or "computed_torque"}, {args.rate:g} Hz',
+                 fontsize=10)
+    fig.tight_layout()
+    _save_figure(fig, path, setup, dpi=100)
 
 
 def plot(path, setup, result):

@@ -41,6 +41,7 @@ class Run:
         self.states = {}          # stamp -> (q, qd, effort); republished states collapse
         self.tracking = {}        # stamp -> (e, ed, tau) as the controller reports them
         self.commands = 0
+        self.payload = []         # (stamp of the latest state, estimated load mass kg)
         self.last_state_wall = None
         self.sim = None
         self.recorder = None
@@ -62,6 +63,11 @@ class Run:
     def _on_tracking(self, msg):
         self.tracking[_stamp(msg)] = (np.asarray(msg.position), np.asarray(msg.velocity),
                                       np.asarray(msg.effort))
+
+    def _on_payload(self, msg):
+        # ~/payload has no stamp (the node's watchdog publishes it): the latest state's
+        if self.states:
+            self.payload.append((max(self.states), float(msg.m)))
 
     def _on_command(self, msg):
         self.commands += 1
@@ -130,6 +136,13 @@ class Run:
                                      self._on_command, 100)
         recorder.create_subscription(JointState, '/computed_torque_node/tracking_error',
                                      self._on_tracking, 100)
+        try:
+            from geometry_msgs.msg import Inertia
+        except ImportError:         # the node runs without ~/payload then, as here
+            pass
+        else:
+            recorder.create_subscription(Inertia, '/computed_torque_node/payload',
+                                         self._on_payload, 100)
         executor.add_node(recorder)
         return recorder
 
@@ -138,7 +151,6 @@ class Run:
         from rclpy.parameter import Parameter
         setup, args = self.setup, self.args
         lockstep = args.arm == 'sim'
-        n = len(setup.joint_names)
         overrides = [
             Parameter('urdf_path', value=str(setup.controller_urdf)),
             Parameter('robot_description', value=''),
@@ -147,8 +159,10 @@ class Run:
         ]
         if setup.identified_params is None:
             overrides += [Parameter('armature', value=list(setup.controller_armature)),
-                          Parameter('kp', value=[float(args.kp)] * n),
-                          Parameter('kd', value=[float(args.kd)] * n)]
+                          Parameter('kp', value=list(setup.kp)),
+                          Parameter('kd', value=list(setup.kd))]
+        if args.mode is not None:
+            overrides.append(Parameter('mode', value=args.mode))
         # else as a user loads an identified model: its YAML's armature and the gains
         # ne-dynamics identify recommends for it (ne_dynamics_ros.control.gains)
         if setup.is_lee_experiment:
@@ -198,6 +212,8 @@ class Run:
             Parameter('integration_rate', value=float(args.integration_rate)),
             Parameter('lockstep', value=True),
         ]
+        if setup.pick_and_place is not None:
+            overrides.append(Parameter('payload_schedule', value=setup.payload_schedule()))
         try:
             self.sim = SimArmNode(context=context, parameter_overrides=overrides)
         except SimArmConfigError as exc:
@@ -245,6 +261,9 @@ class Run:
             motion = [Parameter('goal', value=setup.goal.tolist()),
                       Parameter('duration', value=float(args.duration)),
                       Parameter('profile', value=args.profile)]
+            if setup.pick_and_place is not None:
+                motion += [Parameter('cycles', value=setup.pick_and_place[1]),
+                           Parameter('dwell', value=setup.pick_and_place[2])]
         source = TrajectorySourceNode(context=context, parameter_overrides=[
             Parameter('joint_names', value=list(setup.joint_names)),
             Parameter('start', value=setup.start.tolist()),
@@ -309,8 +328,14 @@ class Run:
         else:
             start_stamp = max(self.states)
         end_stamp = start_stamp + setup.t_end
-        log(f'running {setup.t_end:g} s of simulated time '
-            f'(motion {setup.t_start:g}..{setup.t_start + args.duration:g} s)')
+        if setup.pick_and_place is None:
+            log(f'running {setup.t_end:g} s of simulated time '
+                f'(motion {setup.t_start:g}..{setup.t_start + args.duration:g} s)')
+        else:
+            load, cycles, dwell = setup.pick_and_place
+            log(f'running {setup.t_end:g} s of simulated time: {cycles} cycles of pick and '
+                f'place ({load:g} kg picked at rest, {dwell:g} s, carried {args.duration:g} s, '
+                'released, moved back)')
         next_report = start_stamp
         while True:
             latest = max(self.states)

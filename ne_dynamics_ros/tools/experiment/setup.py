@@ -18,6 +18,8 @@ LEE_START_DEG = (90.0, 0.0, 90.0, 0.0, 0.0, 0.0)
 LEE_GOAL_DEG = (45.0, 30.0, 0.0, 45.0, 60.0, 90.0)
 UR5E_START_DEG = (0.0, -90.0, 90.0, -90.0, -90.0, 0.0)
 UR5E_GOAL_DEG = (45.0, -60.0, 60.0, -120.0, -60.0, 90.0)
+#: Where a picked load sits in the payload link's frame, m.
+PICK_COM = (0.0, 0.0, 0.05)
 
 EXIT_OK, EXIT_USAGE, EXIT_START, EXIT_NO_STATES, EXIT_NO_COMMANDS, EXIT_CRASH = range(6)
 #: Seconds to wait for the controller to accept the trajectory before publishing it again.
@@ -117,11 +119,81 @@ class Setup:
         self.bound = LEE_BOUND_RAD if args.robot in ('puma560', 'ur5e') else None
         self.t_start = args.start_time
         self.t_end = args.start_time + args.duration + args.settle
+        #: pick and place: (load kg, cycles, dwell s), or None (one move)
+        self.pick_and_place = None
+        if args.pick_and_place > 0:
+            self.pick_and_place = (float(args.pick_and_place), int(args.cycles),
+                                   float(args.dwell))
+            # cycles of rest (the load picked), move, rest (released), move back
+            self.t_end = args.cycles * self.period + args.settle
+        self.kp, self.kd = [float(args.kp)] * n, [float(args.kd)] * n
+        if args.rule_gains:
+            self.kp, self.kd = self._rule_gains()
         # the controller's model: the URDF and armature above unless identified ones
         self.controller_urdf = self.urdf_path
         self.controller_armature = list(self.armature)
         self.identified_params = None   # the YAML of ne-dynamics identify, when loaded
         self.excitation = None          # (file, periods, move duration, period) when set
+
+    @property
+    def period(self):
+        """A pick-and-place cycle, s: two moves and two rests."""
+        return 2.0 * (self.args.duration + self.args.dwell)
+
+    def desired(self, t):
+        """Return the reference positions (N, n) at times ``t`` (N,) s of the run's clock.
+
+        The profile from ``start`` to ``goal`` from ``t_start`` on, or the cycles of
+        :func:`~ne_dynamics_ros.control.profiles.evaluate_cycles` (pick and place).
+        """
+        from ne_dynamics_ros.control.profiles import evaluate, evaluate_cycles
+        args = self.args
+        t = np.asarray(t, dtype=float) - self.t_start
+        if self.pick_and_place is None:
+            return evaluate(args.profile, t, self.start, self.goal, args.duration)[0]
+        return evaluate_cycles(args.profile, t, self.start, self.goal, args.duration,
+                               self.pick_and_place[1], self.pick_and_place[2])[0]
+
+    def moving(self, t):
+        """Mask (N,) of the times ``t`` within a move of the pick-and-place cycles."""
+        t = np.asarray(t, dtype=float) - self.t_start
+        phase = t % self.period
+        duration, dwell = self.args.duration, self.args.dwell
+        inside = (t >= 0) & (t < self.pick_and_place[1] * self.period)
+        back = (phase >= duration + dwell) & (phase < 2 * duration + dwell)
+        return inside & ((phase < duration) | back)
+
+    def payload_schedule(self):
+        """``sim_arm_node``'s flat ``payload_schedule`` of the pick-and-place cycles.
+
+        Picked at the start of each rest at the start pose, released at the start of
+        each rest at the goal; the plant's own ``--payload`` (at the link origin) stays,
+        the two loads as one point mass at their common centre of mass. The load sits
+        ``PICK_COM`` m from the link origin.
+        """
+        load, cycles, dwell = self.pick_and_place
+        hidden = float(self.args.payload)
+        total = hidden + load
+        com = [load * c / total for c in PICK_COM]
+        flat = []
+        for c in range(cycles):
+            start = c * self.period
+            flat += [start, total, *com, start + dwell + self.args.duration, hidden,
+                     0.0, 0.0, 0.0]
+        return flat
+
+    def _rule_gains(self):
+        """kp, kd of the gain rule (:mod:`ne_dynamics_ros.control.gains`) at the rate."""
+        from ne_dynamics_ros import load_model
+        from ne_dynamics_ros.control.gains import recommended_gains
+        from ne_dynamics_ros.errors import ModelError
+        try:
+            model = load_model(str(self.urdf_path), armature=self.armature)
+            gains = recommended_gains(model, self.args.rate)
+        except (ModelError, ValueError) as exc:
+            raise DemoError(f'cannot size gains for {self.urdf_path}: {exc}',
+                            EXIT_USAGE) from exc
+        return gains.kp.tolist(), gains.kd.tolist()
 
     def _per_joint(self, values, default, option):
         """One value for every joint or one per joint (None: ``default``)."""
@@ -136,8 +208,12 @@ class Setup:
         return list(values)
 
     def use_excitation(self, path, periods, move, period):
-        """Make this run an excitation run: a move to the rest pose, then the periods."""
+        """Make this run an excitation run: a move to the rest pose, then the periods.
+
+        Without pick and place: the arm is identified unloaded.
+        """
         self.excitation = (str(path), int(periods), float(move), float(period))
+        self.pick_and_place = None
         self.t_end = self.t_start + move + periods * period + 0.5
 
     def use_identified(self, urdf, params):
@@ -165,6 +241,7 @@ class Setup:
 
 def is_lee_default(args):
     """Tell whether the options are those of Lee et al.'s experiment."""
-    return (args.duration == 3.0 and args.rate == 100.0 and args.kp == 100.0
+    return (not args.pick_and_place and args.duration == 3.0 and args.rate == 100.0
+            and args.kp == 100.0
             and args.kd == 20.0 and args.profile == 'quintic' and args.start is None
             and args.goal is None and not args.no_armature)
