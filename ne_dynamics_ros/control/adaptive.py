@@ -130,42 +130,105 @@ def is_physical(parameters, mass_max: float, tolerance: float = 1e-12,
 def project_physical(parameters, mass_max: float, radius: float = math.inf) -> np.ndarray:
     """Return a physical load near ``parameters`` (10,), as :func:`is_physical` asks.
 
-    Alternating steps (at most three rounds, until :func:`is_physical` holds): the
-    pseudo-inertia's negative eigenvalues set to zero (the nearest PSD one); the mass
-    clipped into ``[0, mass_max]``, the first moment scaled so that its centre of mass is
-    kept; for a finite ``radius``, the centre of mass pulled in to ``radius`` and the
-    second moments about it shrunk until ``½ tr(J) = M radius²``.
+    The load as mass M, centre of mass c and second moments about it Σ (the pseudo-inertia
+    is PSD exactly when M >= 0 and Σ is): M <= 0 gives the empty load; M above
+    ``mass_max`` is clipped, Σ scaled with it (the same body, lighter); c is pulled in
+    to ``radius``; Σ's negative eigenvalues are set to zero (the nearest PSD Σ); then Σ
+    is shrunk until ``½ tr(J) = M (|c|² + tr Σ) <= M radius²``. A load that is physical
+    comes back as it is. Plain floats but for Σ's eigenvalues, and those only when Σ is
+    not PSD: it runs on control steps.
     """
-    p = np.array(parameters, dtype=float)
-    for _ in range(3):
-        values, vectors = np.linalg.eigh(pseudo_inertia(p))
-        if values.min() < 0:
-            p = parameters_of((vectors * np.maximum(values, 0.0)) @ vectors.T)
-        if p[9] > mass_max:
-            p[6:] *= mass_max / p[9]           # same centre of mass, the mass bounded
-        if p[9] <= 0:
-            p[:] = 0.0
-        elif math.isfinite(radius):
-            p = _within_radius(p, radius)
-        if is_physical(p.tolist(), mass_max, radius=radius):
-            break
-    return p
-
-
-def _within_radius(p, radius):
-    """Return ``p`` (mass > 0, PSD) with its load inside the sphere ``radius`` (m)."""
-    m, h = p[9], p[6:9].copy()
-    if h @ h > (m * radius) ** 2:
-        h *= m * radius / math.sqrt(h @ h)
-    P = pseudo_inertia(p)
-    central = P[:3, :3] - np.outer(p[6:9], p[6:9]) / m     # about the centre of mass, PSD
-    spare = m * radius * radius - h @ h / m
-    spread = np.trace(central)
+    if is_physical(parameters, mass_max, radius=radius):
+        return np.array(parameters, dtype=float)
+    xx, xy, xz, yy, yz, zz, mx, my, mz, m = (float(v) for v in parameters)
+    if not m > 0:                          # no mass: only the empty load is a body
+        return np.zeros(10)
+    c = [mx / m, my / m, mz / m]
+    half = 0.5 * (xx + yy + zz)
+    # Σ = S / M - c cᵀ per unit mass, S = ½ tr(J) E - J the second moments at the origin
+    S = [[half - xx, -xy, -xz], [-xy, half - yy, -yz], [-xz, -yz, half - zz]]
+    sigma = [[S[i][j] / m - c[i] * c[j] for j in range(3)] for i in range(3)]
+    m = min(m, mass_max)
+    distance = math.sqrt(c[0] ** 2 + c[1] ** 2 + c[2] ** 2)
+    if distance > radius:
+        c = [v * radius / distance for v in c]
+        distance = radius
+    if not _is_psd(sigma):
+        sigma = _nearest_psd(sigma)
+    spread, spare = sigma[0][0] + sigma[1][1] + sigma[2][2], radius ** 2 - distance ** 2
     if spread > max(spare, 0.0):
-        central *= max(spare, 0.0) / spread
-    P[:3, :3] = central + np.outer(h, h) / m
-    P[:3, 3] = P[3, :3] = h
-    return parameters_of(P)
+        sigma = [[v * max(spare, 0.0) / spread for v in row] for row in sigma]
+    S = [[m * (sigma[i][j] + c[i] * c[j]) for j in range(3)] for i in range(3)]
+    trace = S[0][0] + S[1][1] + S[2][2]
+    return np.array([trace - S[0][0], -S[0][1], -S[0][2], trace - S[1][1], -S[1][2],
+                     trace - S[2][2], m * c[0], m * c[1], m * c[2], m])
+
+
+def _nearest_psd(a):
+    """Return the PSD matrix nearest the symmetric 3x3 ``a`` (nested lists).
+
+    Its negative eigenvalues set to zero. In plain floats: the eigenvalues in closed form
+    (Smith, "Eigenvalues of a symmetric 3 x 3 matrix", CACM 4(4), 1961), then ``a`` less
+    its one negative eigenvalue's part, or the one positive eigenvalue's part alone, or
+    nothing; the eigenvector the longest cross product of two rows of ``a - λ E``.
+    NumPy's ``eigh`` where that eigenvalue is not apart from the others.
+    """
+    (p, d, e), (_, q, f), (_, _, r) = a
+    mean = (p + q + r) / 3.0
+    spread = math.sqrt(((p - mean) ** 2 + (q - mean) ** 2 + (r - mean) ** 2
+                        + 2.0 * (d * d + e * e + f * f)) / 6.0)
+    if spread <= 1e-12 * abs(mean) or spread == 0.0:        # a multiple of E
+        return a if mean >= 0 else [[0.0] * 3 for _ in range(3)]
+    b = [[(p - mean) / spread, d / spread, e / spread],
+         [d / spread, (q - mean) / spread, f / spread],
+         [e / spread, f / spread, (r - mean) / spread]]
+    half_det = 0.5 * (b[0][0] * (b[1][1] * b[2][2] - b[1][2] ** 2)
+                      - b[0][1] * (b[0][1] * b[2][2] - b[1][2] * b[0][2])
+                      + b[0][2] * (b[0][1] * b[1][2] - b[1][1] * b[0][2]))
+    phi = math.acos(min(1.0, max(-1.0, half_det))) / 3.0
+    largest = mean + 2.0 * spread * math.cos(phi)
+    smallest = mean + 2.0 * spread * math.cos(phi + 2.0 * math.pi / 3.0)
+    middle = 3.0 * mean - smallest - largest
+    gap = 1e-6 * spread
+    if largest <= 0.0:
+        return [[0.0] * 3 for _ in range(3)]
+    if smallest >= 0.0:
+        return a
+    if middle >= 0.0 and middle - smallest > gap:           # one negative: take it out
+        n = _eigenvector(a, smallest)
+        if n is not None:
+            return [[a[i][j] - smallest * n[i] * n[j] for j in range(3)] for i in range(3)]
+    elif middle < 0.0 and largest - middle > gap:           # one positive: keep it alone
+        n = _eigenvector(a, largest)
+        if n is not None:
+            return [[largest * n[i] * n[j] for j in range(3)] for i in range(3)]
+    values, vectors = np.linalg.eigh(np.array(a, dtype=float))
+    return ((vectors * np.maximum(values, 0.0)) @ vectors.T).tolist()
+
+
+def _eigenvector(a, value):
+    """Return the unit eigenvector of the symmetric 3x3 ``a`` for a simple ``value``, or None."""
+    rows = [[a[0][0] - value, a[0][1], a[0][2]], [a[1][0], a[1][1] - value, a[1][2]],
+            [a[2][0], a[2][1], a[2][2] - value]]
+    best, length = None, 0.0
+    for u, v in ((0, 1), (0, 2), (1, 2)):
+        x, y = rows[u], rows[v]
+        c = (x[1] * y[2] - x[2] * y[1], x[2] * y[0] - x[0] * y[2], x[0] * y[1] - x[1] * y[0])
+        size = c[0] * c[0] + c[1] * c[1] + c[2] * c[2]
+        if size > length:
+            best, length = c, size
+    if not length > 0.0:
+        return None
+    norm = math.sqrt(length)
+    return [v / norm for v in best]
+
+
+def _is_psd(a) -> bool:
+    """Tell whether the symmetric 3x3 ``a`` (nested lists) is PSD: its principal minors."""
+    (p, d, e), (_, q, f), (_, _, r) = a
+    return (p >= 0 and q >= 0 and r >= 0 and p * q - d * d >= 0 and p * r - e * e >= 0
+            and q * r - f * f >= 0 and p * (q * r - f * f) - d * (d * r - f * e)
+            + e * (d * f - q * e) >= 0)
 
 
 def link_frame(model, link: Optional[str] = None):

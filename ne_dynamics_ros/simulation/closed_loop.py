@@ -26,7 +26,7 @@ import numpy as np
 
 from ne_dynamics_ros.control.controller import (ComputedTorqueController, JointStateSample,
                                                 NoCommand)
-from ne_dynamics_ros.control.profiles import sample_profile
+from ne_dynamics_ros.control.profiles import sample_cycles, sample_profile
 from ne_dynamics_ros.control.trajectory import TrajectoryPoint
 from ne_dynamics_ros.simulation.simulated_arm import SimulatedArm
 
@@ -70,6 +70,21 @@ def profile_trajectory(joint_names, profile, start, goal, duration, sample_perio
     """
     return _message(joint_names, *sample_profile(profile, start, goal, duration,
                                                  sample_period), start_time)
+
+
+def cycles_trajectory(joint_names, profile, start, goal, duration, cycles, dwell,
+                      sample_period=0.01, start_time=0.0) -> TrajectoryMessage:
+    """Sample pick-and-place cycles as ``trajectory_source`` does with ``cycles``, ``dwell``.
+
+    Round trips ``start -> goal -> start`` with ``dwell`` s of rest at each end
+    (:func:`~ne_dynamics_ros.control.profiles.sample_cycles`); arguments as
+    :func:`profile_trajectory`.
+
+    Raises:
+        ValueError: as :func:`~ne_dynamics_ros.control.profiles.sample_cycles`.
+    """
+    return _message(joint_names, *sample_cycles(profile, start, goal, duration, cycles, dwell,
+                                                sample_period), start_time)
 
 
 def _message(joint_names, times, q, qd, qdd, start_time):
