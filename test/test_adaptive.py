@@ -302,6 +302,56 @@ def test_the_projection_takes_the_nearest_psd_second_moments():
                                    atol=1e-12 * max(1.0, np.abs(expected).max()))
 
 
+@pytest.mark.parametrize('urdf, tip, link, armature', [
+    (UR5E_URDF, 'tool0', 'tool0', 0.0), (UR5E_URDF, 'tool0', 'wrist_2_link', 0.0),
+    (PUMA560_URDF, 'flange', 'flange', 0.05)])
+def test_the_load_inertia_bound_holds_for_loads_within_the_radius(urdf, tip, link, armature):
+    """Pinocchio with a point mass anywhere within the radius of the link's origin: the
+    inertia it adds to each joint's mass-matrix diagonal over the joint's own stays
+    within load_inertia_ratio, and the worst point of the sphere comes close to it."""
+    from ne_dynamics_ros.control.adaptive import load_inertia_ratio
+    from ne_dynamics_ros.control.gains import workspace_configurations
+    model = load_model(str(urdf), tip_link=tip, armature=[armature] * 6)
+    mass, radius = 3.0, 0.2
+    ratio = load_inertia_ratio(model, link, mass, radius, configurations=5)
+    plain = pin.buildModelFromUrdf(str(urdf))
+    frame = plain.frames[plain.getFrameId(link)]
+    rng = np.random.default_rng(5)
+    closest = np.zeros(6)
+    for q in workspace_configurations(model, 5):
+        own = np.diag(pin.crba(plain, plain.createData(), q)) + armature
+        for _ in range(40):
+            point = rng.normal(size=3)
+            shrink = 1.0 if rng.uniform() < 0.5 else rng.uniform()
+            point *= radius / np.linalg.norm(point) * shrink
+            loaded = pin.buildModelFromUrdf(str(urdf))
+            loaded.inertias[frame.parentJoint] = loaded.inertias[frame.parentJoint] + \
+                frame.placement.act(pin.Inertia(mass, point, np.zeros((3, 3))))
+            added = np.diag(pin.crba(loaded, loaded.createData(), q)) + armature - own
+            assert np.all(added / own <= ratio * (1 + 1e-9) + 1e-12), (added / own, ratio)
+            closest = np.maximum(closest, added / own)
+    carried = ratio > 0
+    assert np.all(closest[carried] > 0.5 * ratio[carried]), (closest, ratio)
+    if link == 'wrist_2_link':
+        assert ratio[-1] == 0.0                           # wrist 3 carries none of it
+
+
+def test_adaptive_mode_warns_of_a_joint_a_load_could_swamp():
+    """The UR5e URDF has no rotor inertia: wrist 3's own 1e-4 kg·m² is thousands of times
+    below what 10 kg within 0.2 m may add, and adaptive mode says so naming the joint;
+    with 0.1 kg·m² of armature, or in another mode, it says nothing."""
+    from ne_dynamics_ros.control import ComputedTorqueController
+    settings = {'mode': 'adaptive', 'payload_mass_max': 10.0, 'payload_radius': 0.2}
+    bare = ComputedTorqueController.from_urdf(str(UR5E_URDF), settings=settings)
+    caveats = bare.adaptive_caveats
+    assert len(caveats) == 1 and 'wrist_3_joint' in caveats[0] and 'armature' in caveats[0]
+    driven = ComputedTorqueController.from_urdf(str(UR5E_URDF), armature=[0.1] * 6,
+                                                settings=settings)
+    assert driven.adaptive_caveats == []
+    bare.reconfigure(mode='computed_torque')
+    assert bare.adaptive_caveats == []
+
+
 def test_picked_and_released_loads_leave_no_drift_behind():
     """Six pick-and-place cycles of 1 s moves on the PUMA: with the load bounded to its
     radius the worst error per cycle stays flat under Lee's bound; unbounded (only a PSD

@@ -24,6 +24,7 @@ import math
 import numpy as np
 
 from ne_dynamics_ros.control.adaptive import (adaptation_gains, BaseAdaptation,
+                                              load_inertia_ratio, LOAD_INERTIA_RATIO_WARNING,
                                               PayloadAdaptation)
 from ne_dynamics_ros.control.laws import (ControlParameterError, NonFiniteEffortError,
                                           reference_friction)
@@ -77,6 +78,8 @@ class AdaptiveMode:
         self.law = None
         self._composite = _Composite()
         self._composite_settings = (False, 0.0, 1.0)
+        #: Warnings about the settings for this arm (:meth:`caveats`), by their bounds.
+        self._caveats = {}
 
     @staticmethod
     def gains(settings):
@@ -129,6 +132,29 @@ class AdaptiveMode:
                                settings.payload_radius if kind is PayloadAdaptation else None)
         self._composite_settings = (settings.composite_adaptation, settings.composite_weight,
                                     settings.composite_cutoff)
+
+    def caveats(self, settings):
+        """Return warnings (strings) about adaptive ``settings`` on this arm, maybe none.
+
+        A joint whose own inertia is below what the bounded load may add about its axis
+        by more than :data:`~ne_dynamics_ros.control.adaptive.LOAD_INERTIA_RATIO_WARNING`
+        (:func:`~ne_dynamics_ros.control.adaptive.load_inertia_ratio`); computed once per
+        ``payload_mass_max``, ``payload_radius``.
+        """
+        if settings.adaptation != 'payload':
+            return []
+        key = (float(settings.payload_mass_max), float(settings.payload_radius))
+        if key not in self._caveats:
+            ratio = load_inertia_ratio(self.model, self.link, *key)
+            self._caveats[key] = [
+                f'adaptive mode: a load of up to {key[0]:g} kg within {key[1]:g} m of the '
+                f'load link may add {r:.0f}x {name}\'s own inertia about its axis; while the '
+                'estimate is wrong that joint\'s feedback scales with it and can go '
+                'unstable: give its drive\'s rotor inertia (armature), or lower '
+                'payload_mass_max or payload_radius'
+                for name, r in zip(self.model.joint_names, ratio)
+                if r > LOAD_INERTIA_RATIO_WARNING]
+        return list(self._caveats[key])
 
     def reset(self):
         """Forget what the law learned."""

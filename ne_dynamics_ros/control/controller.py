@@ -267,6 +267,18 @@ class ComputedTorqueController:
         with self._lock:
             return self._adaptive.payload_estimate
 
+    @property
+    def adaptive_caveats(self):
+        """Warnings (strings) about the adaptive settings on this arm; [] in other modes.
+
+        See :meth:`~ne_dynamics_ros.control.adaptive_mode.AdaptiveMode.caveats`.
+        """
+        with self._lock:
+            settings = self.settings
+            if settings.mode is not ControlMode.ADAPTIVE:
+                return []
+            return self._adaptive.caveats(settings)
+
     def validate(self, **values) -> ControllerSettings:
         """Check changed settings against the current ones without applying them.
 

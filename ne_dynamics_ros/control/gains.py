@@ -93,8 +93,8 @@ class GainRecommendation:
         return lines
 
 
-def _configurations(model, count, seed):
-    """(count, n) random joint positions within the limits (±π where unlimited)."""
+def workspace_configurations(model, count: int = 200, seed: int = 0) -> np.ndarray:
+    """Return (count, n) random joint positions within the limits (±π where unlimited)."""
     low = np.where(np.isfinite(model.lower_limits), model.lower_limits, -math.pi)
     high = np.where(np.isfinite(model.upper_limits), model.upper_limits, math.pi)
     return np.random.default_rng(seed).uniform(low, high, size=(count, model.n))
@@ -136,7 +136,7 @@ def recommended_gains(model, rate: float, effort_limits=None,
     if not np.all(noise >= 0) or not np.all(np.isfinite(noise)):
         raise ModelError(f'position_noise must be >= 0 rad, got {noise.tolist()}')
     diagonal = np.array([np.diag(model.mass_matrix(q))
-                         for q in _configurations(model, configurations, seed)])
+                         for q in workspace_configurations(model, configurations, seed)])
     inertia_max = diagonal.max(axis=0)
     inertia_mean = diagonal.mean(axis=0)
     candidates = {'sampling': np.full(model.n, rate / SAMPLES_PER_RADIAN)}
@@ -180,4 +180,4 @@ def sampled_error_poles(kp, kd, rate: float, delay: int = 1) -> np.ndarray:
 
 __all__ = ['CONFIGURATIONS', 'ERROR_AT_HALF_LIMIT', 'GainRecommendation', 'INTEGRAL_SHARE',
            'INTEGRAL_SLOWER', 'NOISE_SHARE', 'recommended_gains', 'SAMPLES_PER_RADIAN',
-           'sampled_error_poles']
+           'sampled_error_poles', 'workspace_configurations']

@@ -37,6 +37,27 @@ def _values(text):
     return values
 
 
+def _add_plant(parser):
+    """Add the options of the simulated arm's own dynamics (the controller is not told)."""
+    parser.add_argument('--payload', type=float, default=0.0,
+                        help='payload at the tip, kg, unknown to the controller (default 0)')
+    parser.add_argument('--friction', type=float, default=0.0,
+                        help='extra viscous joint friction in the plant, N m s/rad (default 0)')
+    parser.add_argument('--plant', choices=('pinocchio', 'mujoco'), default='pinocchio',
+                        help='the simulated arm\'s engine (default pinocchio; mujoco: '
+                        'MuJoCo\'s import of the URDF, implicitfast at 0.5 ms)')
+    parser.add_argument('--plant-armature', type=_values, metavar='V[,V...]',
+                        help='rotor inertia in the plant, kg m^2, one value or one per joint '
+                        '(default: the controller\'s, from config/<robot>.yaml)')
+    parser.add_argument('--plant-damping', type=_values, metavar='V[,V...]',
+                        help='viscous damping in the plant the controller is not told, '
+                        'N m s/rad, one value or one per joint (default 0)')
+    parser.add_argument('--plant-friction', type=_values, metavar='V[,V...]',
+                        help='dry friction in the plant the controller is not told, N m, one '
+                        'value or one per joint (default 0; MuJoCo\'s friction loss, or '
+                        'Fc tanh(qd / 0.01) on the pinocchio plant)')
+
+
 def _add_pick_and_place(parser):
     """Add the options of the controller's law and of pick and place."""
     parser.add_argument('--mode', choices=('computed_torque', 'feedforward', 'adaptive'),
@@ -89,23 +110,7 @@ def parse_args(argv):
                         '500 with --pick-and-place)')
     parser.add_argument('--integration-rate', type=float, default=1000.0,
                         help="simulator's internal RK4 rate, Hz (default 1000)")
-    parser.add_argument('--payload', type=float, default=0.0,
-                        help='payload at the tip, kg, unknown to the controller (default 0)')
-    parser.add_argument('--friction', type=float, default=0.0,
-                        help='extra viscous joint friction in the plant, N m s/rad (default 0)')
-    parser.add_argument('--plant', choices=('pinocchio', 'mujoco'), default='pinocchio',
-                        help='the simulated arm\'s engine (default pinocchio; mujoco: '
-                        'MuJoCo\'s import of the URDF, implicitfast at 0.5 ms)')
-    parser.add_argument('--plant-armature', type=_values, metavar='V[,V...]',
-                        help='rotor inertia in the plant, kg m^2, one value or one per joint '
-                        '(default: the controller\'s, from config/<robot>.yaml)')
-    parser.add_argument('--plant-damping', type=_values, metavar='V[,V...]',
-                        help='viscous damping in the plant the controller is not told, '
-                        'N m s/rad, one value or one per joint (default 0)')
-    parser.add_argument('--plant-friction', type=_values, metavar='V[,V...]',
-                        help='dry friction in the plant the controller is not told, N m, one '
-                        'value or one per joint (default 0; MuJoCo\'s friction loss, or '
-                        'Fc tanh(qd / 0.01) on the pinocchio plant)')
+    _add_plant(parser)
     parser.add_argument('--kp', type=float, default=None,
                         help='K_p, 1/s^2 (default 100; with --pick-and-place the gain rule\'s '
                         'for the rate, ne-dynamics gains)')
@@ -120,6 +125,10 @@ def parse_args(argv):
                         help='goal configuration, degrees (default: per robot)')
     parser.add_argument('--no-armature', action='store_true',
                         help='leave the motor inertia out of plant and controller')
+    parser.add_argument('--armature', type=_values, metavar='V[,V...]',
+                        help='rotor inertia known to the controller and, unless '
+                        '--plant-armature, in the plant, kg m^2, one value or one per joint '
+                        '(default: the robot\'s config)')
     parser.add_argument('--arm', choices=('sim', 'external'), default='sim',
                         help="'external': do not start the simulated arm; drive whatever "
                              'publishes /joint_states (wall-clock time)')
@@ -146,6 +155,8 @@ def parse_args(argv):
             parser.error(f'--{name.replace("_", "-")} must be >= 0 and finite')
     if not args.cycles >= 1:
         parser.error('--cycles must be >= 1')
+    if args.no_armature and args.armature is not None:
+        parser.error('--no-armature and --armature contradict each other')
     return args
 
 

@@ -379,6 +379,8 @@ class ComputedTorqueNode(LifecycleNode):
             + (f' ({controller.dynamics.operations["mul"]} mul + '
                f'{controller.dynamics.operations["add"]} add per call)'
                if controller.dynamics_backend == 'generated' else ''))
+        for caveat in controller.adaptive_caveats:      # the adaptive settings on this arm
+            self._warnings.warn(caveat, caveat)
 
     def _apply_parameters(self, changes):
         """Post-set callback: hand the new run-time values to the controller."""
@@ -389,6 +391,8 @@ class ComputedTorqueNode(LifecycleNode):
             self.get_logger().info(
                 f'parameters {sorted(names)} set: mode {settings.mode.value}, '
                 f'kp {settings.kp.tolist()}, kd {settings.kd.tolist()}')
+            for caveat in self.controller.adaptive_caveats:
+                self._warnings.warn(caveat, caveat)
 
     def _on_robot_description(self, msg):
         if self.controller is not None:

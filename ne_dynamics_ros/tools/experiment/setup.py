@@ -97,7 +97,8 @@ class Setup:
         if len(armature) != n:
             raise DemoError(f'{self.params_file}: armature has {len(armature)} values for '
                             f'{n} joints', EXIT_USAGE)
-        self.armature = [float(a) for a in armature]
+        self.armature = [float(a) for a in self._per_joint(args.armature, armature,
+                                                           '--armature')]
         # the plant's own armature, damping and dry friction (the controller is not told)
         self.plant_armature = self._per_joint(args.plant_armature, self.armature,
                                               '--plant-armature')
@@ -244,4 +245,4 @@ def is_lee_default(args):
     return (not args.pick_and_place and args.duration == 3.0 and args.rate == 100.0
             and args.kp == 100.0
             and args.kd == 20.0 and args.profile == 'quintic' and args.start is None
-            and args.goal is None and not args.no_armature)
+            and args.goal is None and not args.no_armature and args.armature is None)
