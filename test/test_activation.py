@@ -83,7 +83,9 @@ def test_twenty_starts_never_gap_never_zero_never_lose_a_trajectory(
             process = subprocess.Popen(
                 [sys.executable, '-m', 'ne_dynamics_ros.nodes.computed_torque_node',
                  '--ros-args', '--params-file', str(CONFIG_DIR / 'puma560.yaml'),
-                 '-p', f'urdf_path:={PUMA560_URDF}'],
+                 '-p', f'urdf_path:={PUMA560_URDF}',
+                 # a state timeout shows as a zero command (not a held gravity one)
+                 '-p', 'state_loss_policy:=zero'],
                 env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
             output = Output(process)
             activated = output.wait_for('activated: holding', 30)

@@ -591,3 +591,28 @@ def test_the_composite_update_learns_from_the_measured_efforts():
             < np.abs(gradient.position_error[moving]).max() / 10)
     np.testing.assert_array_equal(unmeasured_mass, gradient_mass)
     np.testing.assert_array_equal(unmeasured.position_error, gradient.position_error)
+
+
+def test_a_state_timeout_holds_the_learned_load_up_too():
+    """hold_gravity in adaptive mode: g(q) of the arm and of the load learned, at the last
+    position: the 2 kg at the flange held, as Pinocchio's model with the load has it."""
+    from ne_dynamics_ros.control import ComputedTorqueController
+    from ne_dynamics_ros.simulation.closed_loop import run_lockstep
+    arm = SimulatedArm(str(PUMA560_URDF), armature=PUMA_ARMATURE, payload_mass=2.0,
+                       payload_link='flange')
+    arm.reset(START)
+    controller = ComputedTorqueController.from_urdf(
+        str(PUMA560_URDF), tip_link='flange', armature=PUMA_ARMATURE, damping=np.zeros(6),
+        friction=np.zeros(6), settings={'mode': 'adaptive', 'kp': 1600.0, 'kd': 80.0,
+                                        'state_timeout': 0.1, 'position_limit_margin': math.inf})
+    run = run_lockstep(controller, arm, 1.0, 500.0)
+    assert abs(controller.payload_estimate[0] - 2.0) < 0.05 * 2.0
+    timeout = controller.check_timeout(round(1.2e9))
+    assert timeout.holding
+    reference = pin.buildModelFromUrdf(str(PUMA560_URDF))
+    unloaded = pin.computeGeneralizedGravity(reference, reference.createData(), run.q[-1])
+    frame = reference.frames[reference.getFrameId('flange')]
+    reference.inertias[frame.parentJoint] = reference.inertias[frame.parentJoint] + \
+        frame.placement.act(pin.Inertia(2.0, np.zeros(3), np.zeros((3, 3))))
+    loaded = pin.computeGeneralizedGravity(reference, reference.createData(), run.q[-1])
+    assert np.abs(timeout.effort - loaded).max() < 0.05 * np.abs(loaded - unloaded).max()

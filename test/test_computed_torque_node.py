@@ -153,7 +153,7 @@ class Harness:
 
 def puma_params(**extra):
     # A state timeout far above any pause a loaded CI machine makes between two states of
-    # a test; test_state_timeout_publishes_zero_effort_then_resumes sets its own.
+    # a test; test_state_timeout_holds_gravity_then_zero_effort_then_resumes sets its own.
     params = {'urdf_path': str(PUMA_URDF), 'armature': PUMA_ARMATURE, 'kp': KP, 'kd': KD,
               'state_timeout': 5.0}
     params.update(extra)
@@ -472,8 +472,8 @@ def test_leaving_gravity_compensation_holds_the_current_position(make_harness):
     np.testing.assert_allclose(err.position, 0.0, atol=1e-12)
 
 
-def test_state_timeout_publishes_zero_effort_then_resumes(make_harness):
-    h = make_harness(puma_params(state_timeout=0.3))
+def test_state_timeout_holds_gravity_then_zero_effort_then_resumes(make_harness, puma_ref):
+    h = make_harness(puma_params(state_timeout=0.3, state_loss_hold=0.6))
     # what the watchdog decides, with the silence it measured on the node's steady clock
     # (this process's own clock would also count its spinning delays)
     reports = []
@@ -491,8 +491,14 @@ def test_state_timeout_publishes_zero_effort_then_resumes(make_harness):
     n = len(h.efforts)
     h.spin_until(lambda: h.node.controller.timed_out and len(h.efforts) > n, what='the timeout')
     assert reports[0].started and reports[0].silence >= 0.3, reports[0]
-    np.testing.assert_array_equal(h.efforts[-1], np.zeros(6))
-    # zeros keep coming while the timeout lasts
+    # first Pinocchio's gravity at the last measured position (state_loss_policy default)
+    assert reports[0].holding
+    np.testing.assert_allclose(h.efforts[-1], puma_ref.rnea(Q0, np.zeros(6), np.zeros(6)),
+                               rtol=1e-9, atol=1e-9)
+    # past state_timeout + state_loss_hold, zeros, and they keep coming
+    h.spin_until(lambda: np.all(h.efforts[-1] == 0.0), what='zero effort after the hold')
+    assert any(report.hold_ended for report in reports)
+    assert all(report.silence <= 0.9 for report in reports if report.holding)
     n = len(h.efforts)
     h.spin_until(lambda: len(h.efforts) >= n + 2, what='repeated zeros')
     assert all(np.all(e == 0.0) for e in h.efforts[n:])

@@ -452,7 +452,7 @@ def test_a_new_cutoff_restarts_the_estimator():
 # ---- state timeout ------------------------------------------------------------------------
 
 def test_state_timeout_zero_effort_then_resume():
-    c = make(state_timeout=0.3)
+    c = make(state_timeout=0.3, state_loss_policy='zero')
     assert c.check_timeout(100 * S) is None          # nothing before the first state
     out = check_command(c.update(0, PUMA_JOINTS, Q0, QD0, steady_ns=S))
     assert np.any(out.effort != 0.0) and not out.resumed
@@ -472,6 +472,53 @@ def test_state_timeout_zero_effort_then_resume():
     np.testing.assert_allclose(out.desired.q, q_new)
     np.testing.assert_allclose(out.position_error, 0.0, atol=1e-12)
     assert c.check_timeout(S + 700 * MS) is None
+
+
+@pytest.mark.parametrize('policy', ['hold_gravity', 'hold_last'])
+def test_state_loss_holds_for_state_loss_hold_then_zero(puma_ref, policy):
+    """After the timeout: Pinocchio's g(q) at the last measured q (hold_gravity) or the
+    last command (hold_last), in the command order, until state_timeout +
+    state_loss_hold; then zeros; the goal aborted saying so; states back: hold there."""
+    command_order = ['joint_6', 'joint_5', 'joint_4', 'joint_1', 'joint_2', 'joint_3']
+    cmd = [PUMA_JOINTS.index(j) for j in command_order]
+    c = make(joints=command_order, state_timeout=0.3, state_loss_policy=policy,
+             state_loss_hold=0.5)
+    c.update(0, PUMA_JOINTS, Q0, QD0, steady_ns=S)
+    set_point(c, 0)
+    last = check_command(c.update(MS, PUMA_JOINTS, Q0 + 0.01, QD0, steady_ns=S + MS),
+                         PUMA_LIMITS[cmd])
+    want = (puma_ref.rnea(Q0 + 0.01, np.zeros(6), np.zeros(6))[cmd]
+            if policy == 'hold_gravity' else last.effort)
+    assert np.abs(want).max() > 1.0
+    for at, holding in ((S + 302 * MS, True), (S + 800 * MS, True), (S + 802 * MS, False),
+                        (S + 5 * S, False)):
+        timeout = c.check_timeout(at)
+        assert timeout.holding is holding and timeout.started is (at == S + 302 * MS)
+        assert timeout.hold_ended is (at == S + 802 * MS)          # said once
+        np.testing.assert_allclose(timeout.effort, want if holding else np.zeros(6),
+                                   rtol=1e-9, atol=1e-9)
+    text = c.timeout_text(c.check_timeout(S + 5 * S)._replace(holding=True))
+    assert ('gravity' in text) is (policy == 'hold_gravity') and '0.5 s' in text
+    assert 'zero effort until states return' in c.loss_text(False)
+    q_new = Q0 - 0.05
+    out = check_command(c.update(6 * S, PUMA_JOINTS, q_new, np.zeros(6), steady_ns=7 * S),
+                        PUMA_LIMITS[cmd])
+    assert out.resumed
+    np.testing.assert_allclose(out.desired.q, q_new[cmd])
+
+
+def test_state_loss_hold_zero_or_no_command_yet_gives_zeros():
+    c = make(state_timeout=0.1, state_loss_hold=0.0)
+    c.update(0, PUMA_JOINTS, Q0, QD0, steady_ns=0)
+    timeout = c.check_timeout(200 * MS)
+    assert not timeout.holding and np.all(timeout.effort == 0.0)
+    c = make(state_timeout=0.1)
+    c.update(0, PUMA_JOINTS, [math.nan] * 6, QD0, steady_ns=0)   # dropped: no command
+    assert c.check_timeout(200 * MS) is None
+    for bad in ({'state_loss_policy': 'brake'}, {'state_loss_hold': -1.0},
+                {'state_loss_hold': math.nan}, {'state_loss_hold': math.inf}):
+        with pytest.raises(ControlParameterError):
+            c.reconfigure(**bad)
 
 
 def test_dropped_states_do_not_keep_the_controller_alive():

@@ -270,6 +270,7 @@ def test_the_controller_succeeds_at_the_end_and_reports_goals_ended_elsewhere():
     assert c.check_timeout(2_000_000_000) is not None
     (end,) = c.take_goal_ends()
     assert end.goal_id == 'g5' and 'state_timeout' in end.error_string
+    assert 'gravity compensation at the last measured position' in end.error_string
     c.update(2_100_000_000, state(q0, q0, 2_100_000_000))        # resumes, holding
     c.install_trajectory(c.prepare_trajectory(PUMA_JOINTS, goal_points(target, 0.5), 0,
                                               2_100_000_000), 'g6', tol)

@@ -172,7 +172,9 @@ class NodeProcess:
             [sys.executable, '-m', 'ne_dynamics_ros.nodes.computed_torque_node', '--ros-args',
              '--params-file', str(REPO / 'config' / 'puma560.yaml'),
              '-p', f'urdf_path:={PUMA_URDF}',
-             '-p', f'max_trajectory_bytes:={TRAJECTORY_BOUND}'],
+             '-p', f'max_trajectory_bytes:={TRAJECTORY_BOUND}',
+             # a state timeout shows as a zero command (not a held gravity one)
+             '-p', 'state_loss_policy:=zero'],
             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         self.lines = []
         self._reader = threading.Thread(target=self._read, daemon=True)

@@ -88,7 +88,9 @@ def make_system(ros_context):
 
 
 def test_publishes_joint_states_at_the_rate(make_system):
-    sim, probe, executor = make_system(publish_rate=100.0, gravity=[0.0, 0.0, 0.0])
+    # without brakes, so that the arm's time runs before any command
+    sim, probe, executor = make_system(publish_rate=100.0, gravity=[0.0, 0.0, 0.0],
+                                       brakes=False)
     # every state as published: (its stamp in ns, the simulated time then)
     published = []
     publish_state = sim._publish_state
@@ -117,6 +119,22 @@ def test_publishes_joint_states_at_the_rate(make_system):
     # time since the previous state, but at most 5 periods (a stalled node falls behind)
     steps = np.diff([arm_time for _, arm_time in published])
     np.testing.assert_allclose(steps, np.minimum(intervals, 0.05), rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize('plant', ['pinocchio', 'mujoco'])
+def test_the_brakes_hold_the_arm_until_the_first_command(make_system, plant):
+    """By default the arm waits for its controller where it was put; without brakes it
+    falls under gravity meanwhile."""
+    start = [0.0, -1.0, 1.0, -1.57, -1.57, 0.0]
+    held, probe, executor = make_system(publish_rate=100.0, plant=plant,
+                                        initial_positions=start)
+    _spin_until(executor, lambda: len(probe.states) > 30, 10.0)
+    np.testing.assert_array_equal(probe.states[-1][1].position, start)
+    np.testing.assert_array_equal(probe.states[-1][1].velocity, np.zeros(6))
+    falling, probe, executor = make_system(publish_rate=100.0, plant=plant,
+                                           initial_positions=start, brakes=False)
+    _spin_until(executor, lambda: falling.arm.time > 0.3, 10.0)
+    assert np.abs(falling.arm.position - start).max() > 0.01
 
 
 @pytest.mark.parametrize('plant', ['pinocchio', 'mujoco'])

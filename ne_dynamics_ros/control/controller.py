@@ -26,10 +26,12 @@ What it decides
   joints of a state, whether they are believable (a glitch is dropped with the reason),
   and velocities estimated where a state has none.
 * **State timeout**: :meth:`check_timeout` reports when no valid state has arrived for
-  ``state_timeout`` seconds of the *steady* clock; the command is then all zeros, for the
-  reason given in the node's documentation (an effort controller keeps applying its last
-  command forever; zero effort adds no energy). Trajectories are refused meanwhile, and
-  the next valid state resumes by holding the position measured then.
+  ``state_timeout`` seconds of the *steady* clock; the goal is aborted and the command is
+  what ``state_loss_policy`` holds for ``state_loss_hold`` seconds (by default the model's
+  gravity at the last measured position, so that a pause does not drop the arm), then all
+  zeros, for the reason given in the node's documentation (an effort controller keeps
+  applying its last command forever; zero effort adds no energy). Trajectories are refused
+  meanwhile, and the next valid state resumes by holding the position measured then.
 
 Times are integer nanoseconds, as ``builtin_interfaces/Time`` carries them: ``now_ns`` on
 the controller's (ROS) clock, which may be simulated time; ``stamp_ns`` the state's
@@ -45,6 +47,7 @@ module of its own (:mod:`~ne_dynamics_ros.control.settings`,
 :mod:`~ne_dynamics_ros.control.measured_state`, :mod:`~ne_dynamics_ros.control.run_state`,
 the laws and the integral action in :mod:`~ne_dynamics_ros.control.laws`).
 """
+import math
 import threading
 from typing import Mapping, Optional, Sequence, Union
 
@@ -493,6 +496,7 @@ class ComputedTorqueController:
                                        self.law.gain_values[2])
             run.integral_time = now
         run.last_valid_steady_ns = now_ns if steady_ns is None else steady_ns
+        run.last_q, run.last_effort = q, tau
         velocity_error = [a - b for a, b in zip(qd_d, qd)]
         goal_end = None
         if run.goal is not None:
@@ -749,27 +753,79 @@ class ComputedTorqueController:
     # ---- timeout and stop -----------------------------------------------------------------
 
     def check_timeout(self, steady_ns: int) -> Optional[Timeout]:
-        """Call periodically: a :class:`Timeout` (publish its zeros) or None (all well).
+        """Call periodically: a :class:`Timeout` (publish its effort) or None (all well).
 
-        Nothing is reported before the first valid state.
+        Nothing is reported before the first valid state. From ``state_timeout`` of
+        silence on, the goal is aborted and the reference dropped; the effort is what
+        ``state_loss_policy`` holds (:meth:`loss_effort`) until ``state_timeout +
+        state_loss_hold``, then zeros.
         """
         with self._lock:
             run = self._run
             if run.last_valid_steady_ns is None:
                 return None
+            settings = self.settings
             silence = (steady_ns - run.last_valid_steady_ns) * 1e-9
-            if silence <= self.settings.state_timeout:
+            if silence <= settings.state_timeout:
                 return None
             started = not run.timed_out
             if started:
+                hold = self.loss_effort(run)
                 self._end_goal(GoalStatus.ABORTED, f'Aborted: no valid joint_states for '
-                               f'{silence:.3f} s (state_timeout '
-                               f'{self.settings.state_timeout} s): zero effort until states '
-                               'return')
-                self._run = RunState(self.n, waiting='no valid joint_states (state timeout)',
-                                     timed_out=True,
-                                     last_valid_steady_ns=run.last_valid_steady_ns)
-            return Timeout(self.zero_effort(), silence, started)
+                               f'{silence:.3f} s (state_timeout {settings.state_timeout} s): '
+                               f'{self.loss_text(hold is not None)}')
+                self._run = run = RunState(
+                    self.n, waiting='no valid joint_states (state timeout)', timed_out=True,
+                    last_valid_steady_ns=run.last_valid_steady_ns, loss_effort=hold)
+            holding = (run.loss_effort is not None
+                       and silence <= settings.state_timeout + settings.state_loss_hold)
+            if not holding:
+                ended, run.loss_effort = run.loss_effort is not None, None
+                return Timeout(self.zero_effort(), silence, started, False, ended)
+            order = self._command_order
+            effort = run.loss_effort if order is None else [run.loss_effort[i] for i in order]
+            return Timeout(np.array(effort), silence, started, True)
+
+    def loss_effort(self, run) -> Optional[list]:
+        """Return what ``state_loss_policy`` commands after ``run``'s last state, or None.
+
+        ``hold_gravity``: g(q) at the last measured q, from the model the law uses (in
+        adaptive mode with the load learned; zero gravity where the hardware compensates
+        it), no friction, no PD, no motion; ``hold_last``: the last command; ``zero`` or
+        no command yet: None. Chain order, within the effort limits.
+        """
+        policy = self.settings.state_loss_policy
+        if policy == 'zero' or run.last_q is None or self.settings.state_loss_hold <= 0:
+            return None
+        if policy == 'hold_last':
+            return list(run.last_effort)
+        q, rest = run.last_q, [0.0] * self.n
+        if self.settings.mode is ControlMode.ADAPTIVE and self._adaptive.law is not None:
+            effort = self._adaptive.law.values(q, rest, q, rest, rest)[0]
+        else:
+            gravity = (np.zeros(3) if self.hardware_compensates_gravity
+                       else self.settings.gravity)
+            effort = self.model.gravity_torques(np.array(q), gravity).tolist()
+        limits = self.law.gain_values[2]
+        if not all(map(math.isfinite, effort)):
+            return None
+        return [min(max(t, -limit), limit) for t, limit in zip(effort, limits)]
+
+    def timeout_text(self, timeout: Timeout) -> str:
+        """Say what a state timeout that just started commands (the node logs it)."""
+        return (f'no valid joint_states for {timeout.silence:.3f} s (state_timeout '
+                f'{self.settings.state_timeout} s): stopped following, commanding '
+                f'{self.loss_text(timeout.holding)}')
+
+    def loss_text(self, holding: bool) -> str:
+        """Say what a state timeout commands now (for logs and the aborted goal)."""
+        settings = self.settings
+        if not holding:
+            return 'zero effort until states return'
+        what = ('the last command' if settings.state_loss_policy == 'hold_last' else
+                'gravity compensation at the last measured position')
+        return (f'{what} for state_loss_hold {settings.state_loss_hold:g} s, then zero '
+                'effort until states return')
 
     def zero_effort(self) -> np.ndarray:
         """(n,) zeros: the command for a state timeout and for shutting down."""

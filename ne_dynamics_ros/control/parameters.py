@@ -360,8 +360,21 @@ PARAMETERS = (
                   check=_drive_values),
     ParameterSpec('state_timeout', 'double', 0.1,
                   'Seconds without a valid joint_states message after which the node stops '
-                  'commanding and publishes zero effort.', unit='s', constraints='> 0',
+                  'following the reference: it aborts the goal and commands what '
+                  'state_loss_policy says, then zero effort.', unit='s', constraints='> 0',
                   runtime=True, check=_positive),
+    ParameterSpec('state_loss_policy', 'string', 'hold_gravity',
+                  'What the node commands for state_loss_hold seconds after a state timeout: '
+                  'hold_gravity (g(q) of the model, the adaptive load included, at the last '
+                  'measured position: no PD, no motion feed-forward), hold_last (the last '
+                  'command) or zero (zero effort at once). Then zero effort until states '
+                  'return.', constraints='one of: hold_gravity, hold_last, zero', runtime=True,
+                  check=_one_of(('hold_gravity', 'hold_last', 'zero'))),
+    ParameterSpec('state_loss_hold', 'double', 1.0,
+                  'Seconds after a state timeout during which state_loss_policy holds (3x '
+                  'the longest pause measured on this machine, a 335 ms DDS discovery '
+                  'stall), then zero effort.', unit='s', constraints='>= 0', runtime=True,
+                  check=_non_negative),
     ParameterSpec('position_limit_margin', 'double', 0.2,
                   'A joint_states position beyond a URDF joint limit by more than this is '
                   'dropped as a glitch (.inf: no check).', unit='rad or m',

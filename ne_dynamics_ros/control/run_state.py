@@ -52,6 +52,10 @@ class RunState:
         pending: a trajectory (and its goal) that arrived while the next valid state was
             awaited, ``((waypoints, start, receipt), goal_id, tolerances)``: installed on
             that state, starting from it; or None.
+        last_q: (n,) list, the last valid state's positions, or None.
+        last_effort: (n,) list, the last command (chain order), or None.
+        loss_effort: (n,) list (chain order): what a state timeout commands while
+            ``state_loss_hold`` lasts (``state_loss_policy``); None: zeros.
     """
 
     n: int
@@ -66,6 +70,9 @@ class RunState:
     adaptation_time: Optional[float] = field(default=None, init=False)
     idle_sample: Optional[tuple] = None
     pending: Optional[tuple] = None
+    last_q: Optional[list] = None
+    last_effort: Optional[list] = None
+    loss_effort: Optional[list] = None
 
     def __post_init__(self):
         self.integral = [0.0] * self.n
@@ -180,14 +187,19 @@ class Timeout(NamedTuple):
     """The controller's answer to ``check_timeout`` while the state timeout lasts.
 
     Attributes:
-        effort: (n,) zeros, the command to publish (again) now.
+        effort: (n,) the command to publish (again) now, command order, N*m (N): what
+            ``state_loss_policy`` holds while ``state_loss_hold`` lasts, then zeros.
         silence: seconds (steady clock) since the last valid state.
         started: True on the first report of this timeout (log it once).
+        holding: True while the policy's effort is held (False: zeros).
+        hold_ended: True on the first report after the hold ended (log it once).
     """
 
     effort: np.ndarray
     silence: float
     started: bool
+    holding: bool = False
+    hold_ended: bool = False
 
 
 class PreparedTrajectory(NamedTuple):

@@ -21,8 +21,9 @@ How simulated time advances
     clock, as for a real arm, and timer jitter only changes when states are sampled
     (a step is at most five periods long; if the process stalls longer, the arm's
     time falls behind and a warning says so). A controller that answers late is simply
-    late, and results depend on the machine's load. Until the first command the
-    applied effort is zero.
+    late, and results depend on the machine's load. Until the first command the arm is
+    held still at ``initial_positions`` by its brakes (``brakes``, default true, as a real
+    arm waits for its controller); ``brakes: false``: zero effort until then (it falls).
 ``lockstep: true`` -- a sampled-data experiment, deterministic. Every state is exactly
     ``1 / publish_rate`` of simulated time after the previous one. The node publishes the
     state at ``t_k`` and waits for the next command, which is the controller's answer to
@@ -201,7 +202,7 @@ class SimArmNode(Node):
         self._lockstep = declare('lockstep', False,
                                  'step only when the command answering the last state '
                                  'arrives; publish simulated time on /clock')
-        self._brakes = declare('brakes', False,
+        self._brakes = declare('brakes', True,
                                'wall-clock mode: hold the arm at initial_positions (its brakes) '
                                'until the first effort command arrives, as a real arm waits '
                                'for its controller; false: zero effort until then (it falls)')

@@ -82,17 +82,20 @@ written there too. NumPy floating-point warnings raised while handling a message
 the node's own throttled warnings.
 
 State timeout: once commanding, if no valid ``joint_states`` message arrives for
-``state_timeout`` seconds (steady clock), the node logs an error and publishes an
-all-zero effort command, repeated every watchdog tick (at most 0.1 s) while the timeout
-lasts. Why zeros: ``effort_controllers/JointGroupEffortController`` (and
-``forward_command_controller``) keep applying the last command they received forever; a
-stale computed-torque command, with its PD part frozen, keeps pushing the arm open loop.
-Zero effort injects no energy; the arm then sags under gravity onto its brakes or
-hardware limits, which the hardware's own safety must handle (no controller can hold an
-arm it no longer measures). Repeating it makes sure a controller that is (re)activated
-during the outage also receives zero. When valid states return, the node resumes by
-holding the position measured then (the old trajectory is discarded, since the arm may
-have moved). The same zero command is published on a clean shutdown (Ctrl-C, SIGTERM).
+``state_timeout`` seconds (steady clock), the node aborts the goal, logs an error and
+publishes what ``state_loss_policy`` holds for ``state_loss_hold`` seconds (by default
+the model's gravity at the last measured position: a short pause does not drop the arm;
+``hold_last``: the last command; ``zero``), then an all-zero effort command, each repeated
+every watchdog tick (at most 0.1 s) while the timeout lasts. Why zeros in the end:
+``effort_controllers/JointGroupEffortController`` (and ``forward_command_controller``)
+keep applying the last command they received forever; a stale computed-torque command,
+with its PD part frozen, keeps pushing the arm open loop. Zero effort injects no energy;
+the arm then sags under gravity onto its brakes or hardware limits, which the hardware's
+own safety must handle (no controller can hold an arm it no longer measures for long).
+Repeating it makes sure a controller that is (re)activated during the outage also
+receives it. When valid states return, the node resumes by holding the position measured
+then (the old trajectory is discarded, since the arm may have moved). A zero command is
+published on a clean shutdown (Ctrl-C, SIGTERM).
 """
 from ne_dynamics_ros.nodes.computed_torque.node import (
     ComputedTorqueNode, JOINT_STATE_QOS, NODE_NAME, ROBOT_DESCRIPTION_QOS)

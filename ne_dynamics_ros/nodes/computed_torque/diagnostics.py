@@ -113,7 +113,8 @@ def status(name, hardware_id, facts, statistics, elapsed, previous, current, sta
     if problems:
         level, message = WARN, '; '.join(problems)
     if timed_out:
-        level, message = ERROR, 'state timeout: no valid joint_states, commanding zero effort'
+        level, message = ERROR, ('state timeout: no valid joint_states, holding as '
+                                 'state_loss_policy says, then zero effort')
     if failed:
         level, message = ERROR, f'configuring failed: {failed}'
     diagnostic = DiagnosticStatus(level=level, name=f'{name}: computed torque controller',

@@ -533,10 +533,9 @@ class ComputedTorqueNode(LifecycleNode):
             if self.goals is not None:
                 self.goals.wake()          # the goal the timeout aborted
             self.statistics.timed_out()
-            self.get_logger().error(
-                f'no valid joint_states for {timeout.silence:.3f} s (state_timeout '
-                f'{controller.settings.state_timeout} s): stopped commanding, publishing '
-                'zero effort until states return')
+            self.get_logger().error(controller.timeout_text(timeout))
+        elif timeout.hold_ended:
+            self.get_logger().error('state_loss_hold over: zero effort until states return')
 
     # ---- diagnostics, shutdown --------------------------------------------------------------
 
