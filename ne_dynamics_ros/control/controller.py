@@ -47,7 +47,6 @@ module of its own (:mod:`~ne_dynamics_ros.control.settings`,
 :mod:`~ne_dynamics_ros.control.measured_state`, :mod:`~ne_dynamics_ros.control.run_state`,
 the laws and the integral action in :mod:`~ne_dynamics_ros.control.laws`).
 """
-import math
 import threading
 from typing import Mapping, Optional, Sequence, Union
 
@@ -64,7 +63,7 @@ from ne_dynamics_ros.control.run_state import (
     Command, NoCommand, PreparedTrajectory, RunState, SkipReason, Timeout)
 from ne_dynamics_ros.control.settings import ControllerSettings, DEFAULT_SETTINGS  # noqa: F401
 from ne_dynamics_ros.control.laws import (
-    anti_windup, compute_effort_values, ControlLawConfig, ControlMode,
+    anti_windup, clamp_effort, compute_effort_values, ControlLawConfig, ControlMode,
     ControlParameterError, integral_step, NonFiniteEffortError)
 from ne_dynamics_ros.control.trajectory import (
     DesiredState, prepared_waypoints, Trajectory, trajectory_from_points, TrajectoryError,
@@ -805,11 +804,11 @@ class ComputedTorqueController:
         else:
             gravity = (np.zeros(3) if self.hardware_compensates_gravity
                        else self.settings.gravity)
-            effort = self.model.gravity_torques(np.array(q), gravity).tolist()
-        limits = self.law.gain_values[2]
-        if not all(map(math.isfinite, effort)):
+            effort = self.model.gravity_torques(np.array(q), gravity)
+        try:
+            return clamp_effort(effort, self.law.effort_limits).tolist()
+        except NonFiniteEffortError:
             return None
-        return [min(max(t, -limit), limit) for t, limit in zip(effort, limits)]
 
     def timeout_text(self, timeout: Timeout) -> str:
         """Say what a state timeout that just started commands (the node logs it)."""
