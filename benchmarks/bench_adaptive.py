@@ -60,15 +60,10 @@ ARMS = {
 def schedule(cycles, hidden=0.0):
     """Return the loads: picked as each rest at A starts, released as each rest at B starts.
 
-    ``hidden``: a load the plant always carries at the link origin (the two as one point
-    mass at their common centre of mass, as ``ne-dynamics-demo --pick-and-place`` does).
+    ``hidden``: a load the plant always carries at the link origin, as
+    ``ne-dynamics-demo --pick-and-place`` composes them.
     """
-    period, entries = 2 * (MOVE + REST), []
-    total = hidden + LOAD
-    for c in range(cycles):
-        entries += [(c * period, total, (0.0, 0.0, 0.05 * LOAD / total)),
-                    (c * period + REST + MOVE, hidden, (0.0, 0.0, 0.0))]
-    return PayloadSchedule(entries)
+    return PayloadSchedule.pick_and_place(cycles, MOVE, REST, LOAD, (0.0, 0.0, 0.05), hidden)
 
 
 def nominal_controller(arm_name, mode):

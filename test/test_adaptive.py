@@ -502,6 +502,19 @@ def test_a_payload_schedule_picks_and_releases_the_load_on_both_plants():
     assert [arm.payload_mass for arm in arms] == [0.0, 0.0]
 
 
+def test_pick_and_place_cycles_compose_the_loads_and_read_back_flat():
+    """1.2 kg always at the origin, 2 kg at 5 cm picked for rest + move of each cycle: the
+    first moment and mass in force are the two loads' sums; the flat list reads back."""
+    from ne_dynamics_ros.simulation.payload_schedule import PayloadSchedule
+    schedule = PayloadSchedule.pick_and_place(2, 2.0, 0.5, 2.0, (0.0, 0.0, 0.05), 1.2)
+    for t, mass, first_moment in ((0.0, 3.2, 0.1), (2.4, 3.2, 0.1), (2.5, 1.2, 0.0),
+                                  (5.0, 3.2, 0.1), (7.5, 1.2, 0.0), (99.0, 1.2, 0.0)):
+        m, com = schedule.at(t)
+        assert m == pytest.approx(mass) and m * com[2] == pytest.approx(first_moment)
+    again = PayloadSchedule.from_flat(schedule.flat())
+    assert again.entries == schedule.entries and len(schedule.flat()) == 4 * 5
+
+
 @pytest.mark.parametrize('values, match', [
     ([0.0, 1.0, 0, 0], '5 numbers'), ([1.0, 1.0, 0, 0, 0, 0.5, 1.0, 0, 0, 0], 'not after'),
     ([0.0, -1.0, 0, 0, 0], 'mass'), ([-1.0, 1.0, 0, 0, 0], 'time'),

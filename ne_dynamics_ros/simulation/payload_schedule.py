@@ -64,6 +64,31 @@ class PayloadSchedule:
         return cls([(values[i], values[i + 1], values[i + 2:i + 5])
                     for i in range(0, len(values), 5)])
 
+    @classmethod
+    def pick_and_place(cls, cycles: int, move: float, rest: float, load: float,
+                       com: Sequence[float], hidden: float = 0.0) -> 'PayloadSchedule':
+        """Return the loads of ``cycles`` pick-and-place cycles (move ``move`` s, rest ``rest``).
+
+        A cycle lasts ``2 (move + rest)`` s from 0: ``load`` kg at ``com`` (m, the link's
+        frame) picked as each rest at the start pose starts, released as each rest at the
+        goal starts (``rest + move`` later). ``hidden``: a load the plant always carries at
+        the link origin; the two as one point mass at their common centre of mass.
+
+        Raises:
+            ModelError: as the constructor.
+        """
+        period, total = 2.0 * (move + rest), hidden + load
+        carried = tuple(load * float(c) / total for c in com) if total > 0 else (0.0,) * 3
+        entries = []
+        for c in range(cycles):
+            entries += [(c * period, total, carried),
+                        (c * period + rest + move, hidden, (0.0, 0.0, 0.0))]
+        return cls(entries)
+
+    def flat(self) -> list:
+        """Return the entries as ``from_flat`` reads them (``sim_arm_node``'s parameter)."""
+        return [float(v) for t, mass, com in self.entries for v in (t, mass, *com)]
+
     def at(self, time: float) -> Optional[Tuple[float, np.ndarray]]:
         """Return ``(mass, com (3,))`` in force at ``time`` (s), None before the first."""
         current = None

@@ -167,21 +167,14 @@ class Setup:
     def payload_schedule(self):
         """``sim_arm_node``'s flat ``payload_schedule`` of the pick-and-place cycles.
 
-        Picked at the start of each rest at the start pose, released at the start of
-        each rest at the goal; the plant's own ``--payload`` (at the link origin) stays,
-        the two loads as one point mass at their common centre of mass. The load sits
-        ``PICK_COM`` m from the link origin.
+        :meth:`~ne_dynamics_ros.simulation.payload_schedule.PayloadSchedule.pick_and_place`
+        with the load ``PICK_COM`` m from the link origin; the plant's own ``--payload``
+        (at the link origin) stays.
         """
+        from ne_dynamics_ros.simulation.payload_schedule import PayloadSchedule
         load, cycles, dwell = self.pick_and_place
-        hidden = float(self.args.payload)
-        total = hidden + load
-        com = [load * c / total for c in PICK_COM]
-        flat = []
-        for c in range(cycles):
-            start = c * self.period
-            flat += [start, total, *com, start + dwell + self.args.duration, hidden,
-                     0.0, 0.0, 0.0]
-        return flat
+        return PayloadSchedule.pick_and_place(cycles, self.args.duration, dwell, load,
+                                              PICK_COM, float(self.args.payload)).flat()
 
     def _rule_gains(self):
         """kp, kd of the gain rule (:mod:`ne_dynamics_ros.control.gains`) at the rate."""
