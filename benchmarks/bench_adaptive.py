@@ -133,9 +133,21 @@ def run(arm_name, plant, mode, cycles, controller=None, hidden=None):
 
 
 def hidden_plant():
-    """Return the UR5e drive model and load of ``bench_mujoco.py`` (MujocoArm's arguments)."""
-    return {'armature': [0.1] * 6, 'damping': [6.0, 6.0, 4.0, 1.0, 1.0, 1.0],
-            'friction': [2.5, 2.5, 1.5, 0.4, 0.4, 0.4], 'payload_mass': 1.2}
+    """Return the UR5e drive model and load of ``bench_mujoco.py`` (MujocoArm's arguments).
+
+    Read from its demo options (``UR5E_PLANT``), so that the plant identified and the
+    plant driven are one.
+    """
+    from bench_mujoco import UR5E_PLANT
+    options = dict(zip(UR5E_PLANT[::2], UR5E_PLANT[1::2]))
+
+    def per_joint(option):
+        values = [float(v) for v in options[option].split(',')]
+        return values * 6 if len(values) == 1 else values
+
+    return {'armature': per_joint('--plant-armature'), 'damping': per_joint('--plant-damping'),
+            'friction': per_joint('--plant-friction'),
+            'payload_mass': float(options['--payload'])}
 
 
 def identify_ur5e(folder):
