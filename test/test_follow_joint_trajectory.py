@@ -340,8 +340,12 @@ def test_nonzero_end_velocity_is_rejected(system):
 def test_query_state_gives_the_reference_at_a_time(system):
     start = system.reference()
     target = start + 0.1
-    handle = system.send(goal_of([(1.0, target)]))
+    feedback = []
+    handle = system.send(goal_of([(1.0, target)]), feedback.append)
     assert handle.accepted
+    # accepted is answered before the goal reaches the controller (as in JTC, whose update
+    # loop adopts it): its first feedback says it is the one being followed
+    system.wait(lambda: feedback, 5, 'the goal\'s first feedback')
     now = system.node.get_clock().now()
     request = QueryTrajectoryState.Request(time=(now + rclpy.duration.Duration(
         seconds=5.0)).to_msg())
