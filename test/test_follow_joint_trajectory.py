@@ -15,6 +15,7 @@ installs from ``../shared/wheels`` and skip, saying so, without it.
 """
 import math
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -326,6 +327,23 @@ def test_cancel_holds(system):
     time.sleep(0.3)
     np.testing.assert_allclose(system.reference(), held, atol=1e-12)
     assert np.abs(held - (start + 0.4)).max() > 0.15       # stopped on the way
+
+
+def test_a_goal_beyond_the_effort_limits_ends_before_any_motion_with_the_numbers(system):
+    """infeasible_trajectory reject (the default): joint 2 moved 0.6 rad in 0.1 s needs
+    several times its effort limit; the goal ends INVALID_GOAL naming the joint, the
+    time, the effort and the limit, and the arm stays where it was."""
+    start = system.reference()
+    target = start.copy()
+    target[1] += 0.6
+    handle = system.send(goal_of([(0.1, target, [0.0] * 6)]))
+    status, result = system.result(handle) if handle.accepted else (None, None)
+    assert (status, result.error_code) == (ABORTED, Result.INVALID_GOAL), system.log_text()
+    assert re.search(r'joint_\d needs -?[\d.]+ N\*m at [\d.]+ s from the start, over its '
+                     r'limit of [\d.]+ N\*m', result.error_string), result.error_string
+    time.sleep(0.2)
+    np.testing.assert_allclose(system.measured(), start, atol=2e-3)
+    np.testing.assert_allclose(system.reference(), start, atol=1e-9)
 
 
 def test_nonzero_end_velocity_is_rejected(system):

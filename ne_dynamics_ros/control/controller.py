@@ -54,6 +54,7 @@ import numpy as np
 
 from ne_dynamics_ros.control import parameters
 from ne_dynamics_ros.control.adaptive_mode import AdaptiveMode
+from ne_dynamics_ros.control.effort_check import fit_to_limits, stretched_waypoints
 from ne_dynamics_ros.control.goals import (GoalEnd, GoalMonitor, GoalStatus, ResultCode,
                                            SegmentTolerances)
 from ne_dynamics_ros.control.measured_state import (  # noqa: F401 - the controller's names
@@ -578,7 +579,7 @@ class ComputedTorqueController:
 
     def _install_pending(self, run, pending, now):
         """Build and install a trajectory kept for the first state, from the hold now."""
-        (waypoints, start, _), goal_id, tolerances = pending
+        (waypoints, start, _), goal_id, tolerances, stretch = pending
         chain = self.model.joint_names
         try:
             trajectory = trajectory_from_points(chain, waypoints, chain, start, now,
@@ -592,7 +593,8 @@ class ComputedTorqueController:
             return
         run.trajectory = trajectory
         if goal_id is not None:
-            run.goal = GoalMonitor(goal_id, tolerances, trajectory.end_time, chain)
+            run.goal = GoalMonitor(goal_id, tolerances, trajectory.end_time, chain,
+                                   _stretch_note(stretch))
 
     def _hold(self, q, now) -> RunState:
         """Start a run holding the measured ``q`` (a list) from ``now`` (s); return it."""
@@ -632,27 +634,42 @@ class ComputedTorqueController:
                 state_before = None if run.trajectory is None else run.trajectory.sample(now)
             if state_before is None:
                 return self._deferred(run, joint_names, points, start, now)
-            trajectory = trajectory_from_points(joint_names, points, self.model.joint_names,
-                                                start, now, state_before)
+            trajectory, stretch = self._fit(trajectory_from_points(
+                joint_names, points, self.model.joint_names, start, now, state_before))
         except TrajectoryError:
             with self._lock:
                 self.rejected_trajectories += 1
             raise
-        return PreparedTrajectory(trajectory, run)
+        return PreparedTrajectory(trajectory, run, stretch=stretch)
+
+    def _fit(self, trajectory):
+        """Check a trajectory against the effort limits: ``(trajectory, stretch)``.
+
+        :func:`~ne_dynamics_ros.control.effort_check.fit_to_limits` with the settings in
+        force; raises its :class:`~ne_dynamics_ros.control.effort_check.
+        InfeasibleTrajectory`.
+        """
+        return fit_to_limits(self.model, trajectory, self.model.joint_names,
+                             self.effort_limits, self.settings,
+                             with_gravity=not self.hardware_compensates_gravity,
+                             with_friction=not self.hardware_compensates_friction)
 
     def _deferred(self, run, joint_names, points, start, now):
         """Prepare a trajectory that arrived before the run's first state (kept for it).
 
-        Checked now (every fault but one of the start, which the first state decides);
-        built from the first valid state when it comes (:meth:`_install_pending`).
+        Checked now (every fault but one of the start, which the first state decides;
+        the effort limits from its first waypoint at rest); built from the first valid
+        state when it comes (:meth:`_install_pending`).
         """
         chain = self.model.joint_names
         waypoints = prepared_waypoints(joint_names, points, chain)
         first = waypoints.waypoints.positions[0]
-        provisional = trajectory_from_points(
+        provisional, stretch = self._fit(trajectory_from_points(
             chain, waypoints, chain, start, now,
-            DesiredState(first, np.zeros(self.n), np.zeros(self.n)))
-        return PreparedTrajectory(provisional, run, (waypoints, start, now))
+            DesiredState(first, np.zeros(self.n), np.zeros(self.n))))
+        if stretch != 1.0:
+            waypoints = stretched_waypoints(waypoints, chain, stretch)
+        return PreparedTrajectory(provisional, run, (waypoints, start, now), stretch)
 
     def install_trajectory(self, prepared: 'PreparedTrajectory',
                            goal_id: Optional[str] = None,
@@ -676,7 +693,7 @@ class ComputedTorqueController:
                 self._end_goal(GoalStatus.ABORTED, 'Aborted: replaced by a newer goal'
                                if goal_id is not None else 'Aborted: a trajectory on '
                                '~/joint_trajectory replaced the goal\'s')
-                run.pending = (prepared.deferred, goal_id, tolerances)
+                run.pending = (prepared.deferred, goal_id, tolerances, prepared.stretch)
                 return prepared.trajectory           # provisional: built on the first state
             if prepared.deferred is not None and prepared.run.trajectory is None \
                     and run.active and not run.timed_out and run.trajectory is not None \
@@ -686,7 +703,7 @@ class ComputedTorqueController:
                 try:
                     prepared = PreparedTrajectory(trajectory_from_points(
                         self.model.joint_names, waypoints, self.model.joint_names, start,
-                        receipt, run.trajectory.sample(receipt)), run)
+                        receipt, run.trajectory.sample(receipt)), run, stretch=prepared.stretch)
                 except TrajectoryError:
                     self.rejected_trajectories += 1
                     raise
@@ -701,7 +718,7 @@ class ComputedTorqueController:
             run.trajectory = prepared.trajectory
             if goal_id is not None:
                 run.goal = GoalMonitor(goal_id, tolerances, prepared.trajectory.end_time,
-                                       self.model.joint_names)
+                                       self.model.joint_names, _stretch_note(prepared))
             run.reset_integral()
             return prepared.trajectory
 
@@ -829,6 +846,13 @@ class ComputedTorqueController:
     def zero_effort(self) -> np.ndarray:
         """(n,) zeros: the command for a state timeout and for shutting down."""
         return np.zeros(self.n)
+
+
+def _stretch_note(prepared) -> str:
+    """Return what a goal's success says of a stretch (``prepared``: PreparedTrajectory or c)."""
+    c = getattr(prepared, 'stretch', prepared)
+    return '' if c == 1.0 else (f' (played {c:.4g}x slower than sent, to stay within the '
+                                'effort limits)')
 
 
 __all__ = ['ComputedTorqueController', 'DYNAMICS_BACKENDS', 'STAMP_TOLERANCE_NS']

@@ -198,11 +198,13 @@ class GoalMonitor:
         tolerances: its :class:`SegmentTolerances`, chain order.
         end_time: the trajectory's last point, s on the controller's clock.
         joints: names for the messages (chain order).
+        note: added to the success message (e.g. that the goal was played slower).
     """
 
     def __init__(self, goal_id: str, tolerances: SegmentTolerances, end_time: float,
-                 joints: Sequence[str]):
+                 joints: Sequence[str], note: str = ''):
         self.goal_id = goal_id
+        self.note = note
         self.tolerances = tolerances
         self.end_time = float(end_time)
         self.joints = list(joints)
@@ -230,7 +232,7 @@ class GoalMonitor:
         broken = tolerance_violation(self.tolerances.goal, position_error, velocity_error,
                                      acceleration_error, self.joints)
         if broken is None:
-            return ResultCode.SUCCESSFUL, 'Goal successfully reached!'
+            return ResultCode.SUCCESSFUL, 'Goal successfully reached!' + self.note
         late = t - self.end_time
         if self.tolerances.goal_time != 0.0 and late > self.tolerances.goal_time:
             return (ResultCode.GOAL_TOLERANCE_VIOLATED,

@@ -129,6 +129,13 @@ def _non_negative(value, n, name):
     return value
 
 
+def _fraction(value, n, name):
+    value = scalar(value, name)
+    if not (math.isfinite(value) and 0.0 <= value < 1.0):
+        raise ControlParameterError(f'{name} must be >= 0 and < 1, got {value!r}')
+    return value
+
+
 def _non_negative_or_inf(value, n, name):
     value = scalar(value, name)
     if not value >= 0.0:
@@ -342,6 +349,24 @@ PARAMETERS = (
                   'Symmetric effort limits, one per joint (chain order); unset = URDF <limit '
                   'effort> (inf where absent). Every command is clamped to them.',
                   unit='N*m or N', constraints='> 0', check=_effort_limits),
+    ParameterSpec('effort_margin', 'double', 0.1,
+                  'Share of each effort limit left for the feedback when a trajectory is '
+                  'checked against the limits before it becomes the reference: the effort '
+                  'the model needs along it must stay within effort_limits*(1-effort_margin).',
+                  constraints='0 <= value < 1', runtime=True, check=_fraction),
+    ParameterSpec('infeasible_trajectory', 'string', 'reject',
+                  'A trajectory (goal or topic) needing more effort than effort_limits less '
+                  'effort_margin: reject (refused before any motion, with the joint, the time '
+                  'from start, the effort needed and the limit) or scale (played slower by '
+                  "the smallest uniform stretch that fits, Hollerbach's dynamic time "
+                  'scaling; refused when gravity alone exceeds a limit).',
+                  constraints='one of: reject, scale', runtime=True,
+                  check=_one_of(('reject', 'scale'))),
+    ParameterSpec('effort_check_rate', 'double', 500.0,
+                  'Samples per second at which a trajectory is checked against the effort '
+                  'limits (the rate of joint_states, which sets the control rate); 0: no '
+                  'check.', unit='Hz', constraints='>= 0', runtime=True,
+                  check=_non_negative),
     ParameterSpec('joints', 'string_array', None,
                   'Order of the joints in the effort command (as configured in the effort '
                   'controller); unset = chain order. Must list every chain joint once.',

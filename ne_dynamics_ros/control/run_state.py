@@ -209,11 +209,14 @@ class PreparedTrajectory(NamedTuple):
     while that run is the one in force. ``deferred``: for a trajectory that arrived while
     the run awaited its first state, ``(PreparedWaypoints, start s or None, receipt s)``
     to build it from that state (``trajectory`` is then provisional, for its times).
+    ``stretch``: how many times slower than sent it is played to stay within the effort
+    limits (:func:`~ne_dynamics_ros.control.effort_check.fit_to_limits`; 1.0: as sent).
     """
 
     trajectory: Trajectory
     run: 'RunState'
     deferred: Optional[tuple] = None
+    stretch: float = 1.0
 
 
 __all__ = ['Command', 'NO_STATE_YET', 'NoCommand', 'PreparedTrajectory', 'RunState',

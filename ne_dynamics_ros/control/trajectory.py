@@ -313,6 +313,44 @@ class Trajectory:
             s = t - self._abs_list[i]
         return evaluate_rows(rows, s)
 
+    def sample_many(self, t) -> DesiredState:
+        """:meth:`sample` at many absolute times ``t`` (N,) at once: (N, n) arrays.
+
+        The same polynomials, evaluated with NumPy over the batch (for checking a whole
+        trajectory ahead of time, e.g. against the effort limits).
+        """
+        t = np.asarray(t, dtype=float).reshape(-1)
+        n = self.positions.shape[1]
+        out = [np.empty((t.size, n)) for _ in range(3)]
+        segment = np.searchsorted(self._abs_times, t, side='right') - 1
+        before, way = t < self.time_before, t < self._abs_times[0]
+        last = ~way & (segment == len(self.times) - 1)
+        inside = ~way & ~last
+        way &= ~before
+        for mask, values in ((before, self.state_before), (last, self._last)):
+            for o, v in zip(out, values):
+                o[mask] = v
+        if way.any():
+            rows = np.array(self._first_rows, dtype=float).T[:, None, :]   # (6, 1, n)
+            _evaluate_planes(rows, t[way] - self.time_before, out, way)
+        if inside.any():
+            k = segment[inside]
+            _evaluate_planes(self._coefficients[:, k], t[inside] - self._abs_times[k],
+                             out, inside)
+        return DesiredState(*out)
+
+
+def _evaluate_planes(coefficients, s, out, mask):
+    """Write q, qd, qdd of (p, K or 1, n) polynomial coefficients at s (K,) into out[mask]."""
+    s = s[:, None]
+    q = np.zeros((s.size, coefficients.shape[2]))
+    qd, qdd = np.zeros_like(q), np.zeros_like(q)
+    for j in range(coefficients.shape[0] - 1, -1, -1):          # Horner, highest first
+        qdd = qdd * s + 2.0 * qd
+        qd = qd * s + q
+        q = q * s + coefficients[j]
+    out[0][mask], out[1][mask], out[2][mask] = q, qd, qdd
+
 
 #: Most waypoints accepted in one trajectory (100 s at 1 kHz).
 MAX_POINTS = 100_000

@@ -97,9 +97,11 @@ class GoalLink:
         finally:
             self.wake()               # a goal it replaced has ended
         self.accepted_goals += 1
+        slower = (f', played {prepared.stretch:.4g}x slower than sent to stay within the '
+                  'effort limits' if prepared.stretch != 1.0 else '')
         self._node.get_logger().info(
             f'goal {goal_id[:8]} accepted: {len(trajectory.times)} points, '
-            f'{trajectory.times[-1]:.3f} s')
+            f'{trajectory.times[-1]:.3f} s{slower}')
 
     def reject(self, header):
         """Log a goal the receiver rejected, with its reason."""

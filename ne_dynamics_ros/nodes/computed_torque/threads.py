@@ -167,6 +167,11 @@ class TrajectoryIntake:
             self._warnings.floating_point(fp_errors, 'preparing a trajectory')
         self.accepted_trajectories += 1
         count = len(trajectory.times)
+        if prepared.stretch != 1.0:
+            self._logger.warning(
+                f'new trajectory: {count} points, played {prepared.stretch:.4g}x slower than '
+                f'sent ({trajectory.times[-1]:.3f} s) to stay within the effort limits')
+            return
         log = self._logger.debug if count == 1 else self._logger.info
         log(f'new trajectory: {count} points, {trajectory.times[-1]:.3f} s')
 
