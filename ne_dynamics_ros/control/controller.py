@@ -54,6 +54,7 @@ import numpy as np
 
 from ne_dynamics_ros.control import parameters
 from ne_dynamics_ros.control.adaptive_mode import AdaptiveMode
+from ne_dynamics_ros.control.contact_mode import ContactMode
 from ne_dynamics_ros.control.effort_check import fit_to_limits, stretched_waypoints
 from ne_dynamics_ros.control.goals import (GoalEnd, GoalMonitor, GoalStatus, ResultCode,
                                            SegmentTolerances)
@@ -169,6 +170,8 @@ class ComputedTorqueController:
             self._adaptive = AdaptiveMode(model, self.adaptation_link)
         except ModelError as err:
             raise ControlParameterError(str(err)) from None
+        #: The momentum observer and contact detection (every mode).
+        self._contact = ContactMode(model, self.dynamics)
         self._apply(settings)
         self.dropped_joint_states = 0
         self.rejected_trajectories = 0
@@ -258,6 +261,7 @@ class ComputedTorqueController:
         if settings.mode is ControlMode.ADAPTIVE:
             self._adaptive.apply(settings, np.zeros(3) if self.hardware_compensates_gravity
                                  else settings.gravity)
+        self._contact.apply(settings, self.law)
 
     @property
     def payload_estimate(self):
@@ -269,6 +273,30 @@ class ComputedTorqueController:
         """
         with self._lock:
             return self._adaptive.payload_estimate
+
+    @property
+    def contact(self):
+        """The contact in force, or None.
+
+        A :class:`~ne_dynamics_ros.control.observer.Contact`: detected, its external
+        effort not yet back under 80 % of the threshold.
+        """
+        return self._contact.detector.contact
+
+    @property
+    def contact_reaction_text(self) -> str:
+        """Say what ``contact.reaction`` does (the node logs it with a contact)."""
+        return {'hold': 'goal aborted, trajectory dropped, holding the position measured '
+                        'then; a new goal or trajectory resumes',
+                'comply': 'goal aborted, trajectory dropped, gravity and friction '
+                          'compensation only (the arm yields); a new goal or trajectory '
+                          'resumes',
+                'ignore': 'reported only (contact.reaction ignore)'}[self._contact.reaction]
+
+    @property
+    def contacts(self) -> int:
+        """How many contacts were detected since the controller was built."""
+        return self._contact.contacts
 
     @property
     def adaptive_caveats(self):
@@ -383,6 +411,7 @@ class ComputedTorqueController:
             self._apply(settings)
             self._reader.restart_estimator(settings.velocity_filter_cutoff)
             self._run = RunState(self.n, active=False)
+            self._contact.restart()
             return settings
 
     def activate(self, q: Optional[Sequence[float]] = None, now_ns: Optional[int] = None,
@@ -405,6 +434,8 @@ class ComputedTorqueController:
             q = self.model.checked_vector(q, 'q', allow_batch=False).tolist()
         with self._lock:
             self._reader.reset_velocities()
+            self._contact.restart()
+            self._contact.detector.clear()
             if q is None and now_ns is not None:
                 q = self._fresh_position(now_ns if steady_ns is None else steady_ns)
             if q is None or now_ns is None:
@@ -431,6 +462,7 @@ class ComputedTorqueController:
         with self._lock:
             self._end_goal(GoalStatus.ABORTED, 'Aborted: the controller was deactivated')
             self._run = RunState(self.n, active=False)     # no timeout while inactive
+            self._contact.restart()
         return self.zero_effort()
 
     def reject_state(self, reason: str) -> 'NoCommand':
@@ -461,6 +493,12 @@ class ComputedTorqueController:
                                  f'none of the controlled joints {self.model.joint_names}')
             state = (state[0].tolist(), state[1].tolist())
         q, qd = state
+        adaptive = (self._adaptive.law if self.settings.mode is ControlMode.ADAPTIVE
+                    else None)
+        external, contact = self._contact.observe(now, q, qd, adaptive)
+        if contact is not None and self._contact.reaction != 'ignore':
+            self._end_goal(GoalStatus.ABORTED, f'Aborted: {contact.text()}')
+            self._hold(q, now).complying = self._contact.reaction == 'comply'
         run = self._run
         resumed = run.timed_out
         if run.trajectory is None:
@@ -481,7 +519,9 @@ class ComputedTorqueController:
             integral, extra = integral_step(run.integral, run.integral_time, position_error,
                                             now, *self._integral_gains)
         try:
-            if self.settings.mode is ControlMode.ADAPTIVE:
+            if run.complying:
+                tau = self._contact.comply_effort(q, qd, adaptive)
+            elif adaptive is not None:
                 tau = self._adaptive.effort(run, now, (q, qd), (q_d, qd_d, qdd_d),
                                             reader.efforts(joint_names, efforts), self.law,
                                             extra)
@@ -497,17 +537,18 @@ class ComputedTorqueController:
             run.integral_time = now
         run.last_valid_steady_ns = now_ns if steady_ns is None else steady_ns
         run.last_q, run.last_effort = q, tau
+        self._contact.applied = tau
         velocity_error = [a - b for a, b in zip(qd_d, qd)]
         goal_end = None
         if run.goal is not None:
             goal_end = self._judge_goal(t, position_error, velocity_error, q, now)
         order = self._command_order
         if order is not None:
-            tau, q_d, qd_d, qdd_d, position_error, velocity_error = (
+            tau, q_d, qd_d, qdd_d, position_error, velocity_error, external = (
                 [v[i] for i in order]
-                for v in (tau, q_d, qd_d, qdd_d, position_error, velocity_error))
+                for v in (tau, q_d, qd_d, qdd_d, position_error, velocity_error, external))
         return Command(tau, (q_d, qd_d, qdd_d), position_error, velocity_error, resumed,
-                       goal_end)
+                       goal_end, external, contact)
 
     # ---- action goals -----------------------------------------------------------------------
 
@@ -716,6 +757,7 @@ class ComputedTorqueController:
                            'Aborted: replaced by a newer goal' if goal_id is not None else
                            'Aborted: a trajectory on ~/joint_trajectory replaced the goal\'s')
             run.trajectory = prepared.trajectory
+            run.complying = False             # a new reference ends a contact's compliance
             if goal_id is not None:
                 run.goal = GoalMonitor(goal_id, tolerances, prepared.trajectory.end_time,
                                        self.model.joint_names, _stretch_note(prepared))

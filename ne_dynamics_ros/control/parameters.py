@@ -183,6 +183,24 @@ def _byte_count(value, n, name):
     return value
 
 
+def _thresholds(value, n, name):
+    """Contact thresholds: unset (no detection), or one value or n values > 0 (inf: off)."""
+    if value is None or (isinstance(value, _SEQUENCES) and len(value) == 0):
+        return None
+    values = numbers(value, name)
+    if not np.all(values > 0.0):           # NaN fails too
+        raise ControlParameterError(f'{name} must be > 0 (inf: no detection on that '
+                                    f'joint), got {values.tolist()}')
+    return per_joint(values, n, name)
+
+
+def _debounce(value, n, name):
+    if type(value) is not int or not 1 <= value <= 1000:
+        raise ControlParameterError(f'{name} must be an integer from 1 to 1000, got '
+                                    f'{value!r}')
+    return value
+
+
 def _drive_values(value, n, name):
     """Armature, damping or friction: unset, or n values >= 0."""
     if value is None:
@@ -400,6 +418,25 @@ PARAMETERS = (
                   'the longest pause measured on this machine, a 335 ms DDS discovery '
                   'stall), then zero effort.', unit='s', constraints='>= 0', runtime=True,
                   check=_non_negative),
+    ParameterSpec('contact.threshold', 'double_array', None,
+                  'External effort (the momentum observer\'s r) beyond which a joint is in '
+                  'contact: one value or one per joint (chain order); unset: no detection '
+                  '(r is still published). ne-dynamics identify writes it from the '
+                  'recording\'s residual.', unit='N*m or N', constraints='> 0 (.inf: off)',
+                  runtime=True, check=_thresholds),
+    ParameterSpec('contact.debounce', 'integer', 3,
+                  'States in a row over contact.threshold before a contact is reported.',
+                  constraints='integer 1..1000', runtime=True, check=_debounce),
+    ParameterSpec('contact.reaction', 'string', 'hold',
+                  'On a contact: hold (abort the goal, drop the trajectory, hold the '
+                  'position measured then), comply (abort, command gravity and friction '
+                  'compensation only: the arm yields) or ignore (report only). Resuming '
+                  'takes a new goal or trajectory.', constraints='one of: hold, comply, ignore',
+                  runtime=True, check=_one_of(('hold', 'comply', 'ignore'))),
+    ParameterSpec('contact.observer_gain', 'double', 60.0,
+                  'K_O, the momentum observer\'s bandwidth: r follows the external effort '
+                  'with a first-order lag of 1/K_O s (60: 90 % in 38 ms).', unit='1/s',
+                  constraints='> 0', runtime=True, check=_positive),
     ParameterSpec('position_limit_margin', 'double', 0.2,
                   'A joint_states position beyond a URDF joint limit by more than this is '
                   'dropped as a glitch (.inf: no check).', unit='rad or m',

@@ -56,6 +56,8 @@ class RunState:
         last_effort: (n,) list, the last command (chain order), or None.
         loss_effort: (n,) list (chain order): what a state timeout commands while
             ``state_loss_hold`` lasts (``state_loss_policy``); None: zeros.
+        complying: a contact with ``contact.reaction`` comply started this run: gravity
+            and friction compensation only, until a new trajectory is installed.
     """
 
     n: int
@@ -73,6 +75,7 @@ class RunState:
     last_q: Optional[list] = None
     last_effort: Optional[list] = None
     loss_effort: Optional[list] = None
+    complying: bool = False
 
     def __post_init__(self):
         self.integral = [0.0] * self.n
@@ -107,19 +110,28 @@ class Command:
         goal_end: the :class:`~ne_dynamics_ros.control.goals.GoalEnd` of the action goal
             this state judged finished (reached, or a tolerance broken: then the
             reference now holds the position measured), else None.
+        external_effort_values: the momentum observer's estimate of the external effort
+            on each joint at this state, N*m (N) (:mod:`~ne_dynamics_ros.control.
+            observer`), or None.
+        contact: the :class:`~ne_dynamics_ros.control.observer.Contact` this state
+            started (the command already reacts to it), else None.
     """
 
     __slots__ = ('effort_values', 'desired_values', 'position_error_values',
-                 'velocity_error_values', 'resumed', 'goal_end')
+                 'velocity_error_values', 'resumed', 'goal_end', 'external_effort_values',
+                 'contact')
 
     def __init__(self, effort_values, desired_values, position_error_values,
-                 velocity_error_values, resumed=False, goal_end=None):
+                 velocity_error_values, resumed=False, goal_end=None,
+                 external_effort_values=None, contact=None):
         self.effort_values = effort_values
         self.desired_values = desired_values
         self.position_error_values = position_error_values
         self.velocity_error_values = velocity_error_values
         self.resumed = resumed
         self.goal_end = goal_end
+        self.external_effort_values = external_effort_values
+        self.contact = contact
 
     @property
     def effort(self) -> np.ndarray:

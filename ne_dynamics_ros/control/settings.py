@@ -21,6 +21,11 @@ from ne_dynamics_ros.control.laws import ControlParameterError
 DEFAULT_SETTINGS = parameters.defaults(runtime_only=True)
 
 
+def field_name(name: str) -> str:
+    """Return a parameter's settings attribute (``contact.threshold``: ``contact_threshold``)."""
+    return name.replace('.', '_')
+
+
 def _plain(value):
     """Return a checked value as the plain value it was checked from (enum value, list)."""
     if isinstance(value, enum.Enum):
@@ -37,7 +42,7 @@ def _attributes():
         spec = parameters.BY_NAME[name]
         per_joint = ' (n,)' if spec.type == 'double_array' and name != 'gravity' else ''
         unit = f' [{spec.unit}]' if spec.unit else ''
-        lines.append(f'    {name}:{per_joint}{unit} {spec.description}')
+        lines.append(f'    {field_name(name)}:{per_joint}{unit} {spec.description}')
     return '\n'.join(lines)
 
 
@@ -56,17 +61,18 @@ def _from_values(cls, values: Mapping, n: Optional[int] = None):
         raise ControlParameterError(f'unknown controller settings {unknown}')
     merged = dict(DEFAULT_SETTINGS, **values)
     # each value checked as the parameter table says (the node checks with it too)
-    return cls(**{name: parameters.check(name, merged[name], n) for name in DEFAULT_SETTINGS})
+    return cls(**{field_name(name): parameters.check(name, merged[name], n)
+                  for name in DEFAULT_SETTINGS})
 
 
 def _as_values(self) -> dict:
     """Return the settings as plain values, the inverse of :meth:`from_values`."""
-    return {field.name: _plain(getattr(self, field.name))
-            for field in dataclasses.fields(self)}
+    return {name: _plain(getattr(self, field_name(name))) for name in DEFAULT_SETTINGS}
 
 
 ControllerSettings = dataclasses.make_dataclass(
-    'ControllerSettings', [(name, object) for name in parameters.RUNTIME], frozen=True,
+    'ControllerSettings', [(field_name(name), object) for name in parameters.RUNTIME],
+    frozen=True,
     namespace={'from_values': classmethod(_from_values), 'as_values': _as_values})
 ControllerSettings.__module__ = __name__
 ControllerSettings.__doc__ = (

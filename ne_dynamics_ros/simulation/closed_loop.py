@@ -123,6 +123,10 @@ class ClosedLoopRun:
         effort: (N, n) the controller's answer to each state, N*m (N), applied over
             ``[t_k, t_(k+1))``.
         position_error: (N, n) the controller's ``q_d - q`` for each state, rad (m).
+        external_effort: (N, n) the controller's momentum observer at each state, N*m
+            (N) (:mod:`~ne_dynamics_ros.control.observer`).
+        contacts: the :class:`~ne_dynamics_ros.control.observer.Contact` items the
+            controller reported, in order.
     """
 
     joint_names: Sequence[str]
@@ -131,6 +135,8 @@ class ClosedLoopRun:
     qd: np.ndarray
     effort: np.ndarray
     position_error: np.ndarray
+    external_effort: Optional[np.ndarray] = None
+    contacts: tuple = ()
 
 
 def run_lockstep(controller: ComputedTorqueController, arm: SimulatedArm, end_time: float,
@@ -166,7 +172,7 @@ def run_lockstep(controller: ComputedTorqueController, arm: SimulatedArm, end_ti
     to_arm = np.array([controller.joints.index(name) for name in names])
     dt = 1.0 / rate
     steps = int(np.floor(end_time * rate + 1e-9))
-    t, q, qd, effort, error = [], [], [], [], []
+    t, q, qd, effort, error, external, contacts = [], [], [], [], [], [], []
     applied = np.zeros(len(names))
     for k in range(steps + 1):
         stamp_ns = round(arm.time * 1e9)
@@ -181,6 +187,9 @@ def run_lockstep(controller: ComputedTorqueController, arm: SimulatedArm, end_ti
         qd.append(velocity)
         effort.append(tau)
         error.append(out.position_error[to_arm])
+        external.append(np.asarray(out.external_effort_values)[to_arm])
+        if out.contact is not None:
+            contacts.append(out.contact)
         if observe is not None:
             observe(arm.time)
         if k == 0 and trajectory is not None:
@@ -193,4 +202,4 @@ def run_lockstep(controller: ComputedTorqueController, arm: SimulatedArm, end_ti
             arm.step(tau, dt)
             applied = tau
     return ClosedLoopRun(names, np.array(t), np.array(q), np.array(qd), np.array(effort),
-                         np.array(error))
+                         np.array(error), np.array(external), tuple(contacts))

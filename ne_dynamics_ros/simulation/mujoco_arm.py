@@ -300,6 +300,10 @@ class MujocoArm:
                                               allow_inf=True))
         self._effort = np.zeros(n)
         self._load_com = None
+        self._push = None
+        #: (n,) the joint efforts of the push in the last sub-step (``qfrc_applied`` of
+        #: ``mj_applyFT``), N·m (N): the true external joint effort
+        self.external_effort = np.zeros(n)
         # the constraint weights (friction loss' regularisation) depend on the armature
         # set above: recompute what the compiler derived from the model
         mujoco.mj_setConst(model, self.data)
@@ -440,6 +444,36 @@ class MujocoArm:
         self._mujoco.mj_setConst(self.model, self._mujoco.MjData(self.model))
         self.payload_mass = float(mass)
 
+    def push(self, link=None, point=(0.0, 0.0, 0.0), force=(0.0, 0.0, 0.0)):
+        """Push ``link`` at ``point`` (m, in the link's frame) with ``force`` (N, world).
+
+        Applied through ``mj_applyFT`` into ``qfrc_applied`` at every sub-step from the
+        next :meth:`step` on (``xfrc_applied`` would act at the body's centre of mass);
+        its joint efforts are :attr:`external_effort`. ``link`` None ends the push.
+
+        Raises:
+            ModelError: no body named ``link``.
+        """
+        if link is None:
+            self._push = None
+            self.external_effort = np.zeros(self.n)
+            return
+        try:
+            body = self.model.body(link).id
+        except KeyError:
+            raise ModelError(f'no body {link!r} to push in the MuJoCo model') from None
+        self._push = (body, np.array(point, dtype=float), np.array(force, dtype=float))
+
+    def _push_effort(self):
+        """Return qfrc (nv,) of the push at the current state (zeros without one)."""
+        qfrc = np.zeros(self.model.nv)
+        if self._push is not None:
+            body, point, force = self._push
+            data = self.data
+            world = data.xpos[body] + data.xmat[body].reshape(3, 3) @ point
+            self._mujoco.mj_applyFT(self.model, data, force, np.zeros(3), world, body, qfrc)
+        return qfrc
+
     def step(self, efforts, dt):
         """Hold ``efforts`` (n,) for ``dt`` seconds and advance the state.
 
@@ -465,6 +499,11 @@ class MujocoArm:
         self.data.qfrc_applied[:] = 0.0
         self.data.qfrc_applied[self._vadr] = effort
         for _ in range(substeps):
+            if self._push is not None:
+                pushed = self._push_effort()
+                self.data.qfrc_applied[:] = pushed
+                self.data.qfrc_applied[self._vadr] += effort
+                self.external_effort = pushed[self._vadr]
             self._mujoco.mj_step(self.model, self.data)
         if not (np.all(np.isfinite(self.data.qpos)) and np.all(np.isfinite(self.data.qvel))):
             raise StateError('the simulation diverged (non-finite state); lower the gains or '

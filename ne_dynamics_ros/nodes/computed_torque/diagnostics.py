@@ -10,8 +10,9 @@ start); the joints whose command reached their effort limit; the largest ``|q_d 
 (rad); the dynamics backend and where the robot description came from.
 
 Levels: ERROR while the state timeout holds (or the node failed to configure); WARN for
-drops or rejections in the period, a joint at its effort limit, or a joint-state rate
-under two states per ``state_timeout``; OK otherwise.
+drops, rejections or contacts in the period, a contact in force ("contact on <joint>:
+external effort ..."), a joint at its effort limit, or a joint-state rate under two
+states per ``state_timeout``; OK otherwise.
 
 :class:`ControlStatistics` is fed from the control path (a few list operations per state)
 and read by the watchdog thread, which publishes (off the control path).
@@ -110,6 +111,8 @@ def status(name, hardware_id, facts, statistics, elapsed, previous, current, sta
         problems.append(f'at effort limit: {", ".join(at_limit)}')
     if states and rate < 2.0 / state_timeout:
         problems.append(f'joint_states at {rate:.1f} Hz, under 2 per state_timeout')
+    if facts.get('contact'):
+        problems.append(facts['contact'])
     if problems:
         level, message = WARN, '; '.join(problems)
     if timed_out:
@@ -122,6 +125,23 @@ def status(name, hardware_id, facts, statistics, elapsed, previous, current, sta
     return DiagnosticArray(status=[diagnostic])
 
 
+def node_facts(node, c, description_source, action):
+    """Return the node's facts for :func:`status`: {key: value} (``c`` its controller)."""
+    goals = node.goals
+    contact = c.contact if c else None
+    return {'lifecycle state': node.lifecycle_state,
+            'dynamics backend': c.dynamics_backend if c else '',
+            'robot description': description_source,
+            'state timeouts': node.statistics.timeouts,
+            'trajectories accepted': node.accepted_trajectories,
+            'follow_joint_trajectory': action,
+            'active goal': (c.goal_id or '') if c else '',
+            'payload estimate': payload_text(c.payload_estimate if c else None),
+            'goals accepted': goals.accepted_goals if goals else 0,
+            'goals rejected': goals.rejected_goals if goals else 0,
+            'contact': contact.text() if contact is not None else ''}
+
+
 def payload_text(estimate):
     """Return the adaptive law's load as text: mass and centre of mass ('' for none)."""
     if estimate is None:
@@ -130,4 +150,5 @@ def payload_text(estimate):
     return f'{mass:.3f} kg at ({com[0]:.3f}, {com[1]:.3f}, {com[2]:.3f}) m'
 
 
-__all__ = ['payload_text', 'ControlStatistics', 'ERROR', 'OK', 'PERIOD', 'status', 'WARN']
+__all__ = ['node_facts', 'payload_text', 'ControlStatistics', 'ERROR', 'OK', 'PERIOD',
+           'status', 'WARN']

@@ -59,6 +59,8 @@ class GoalLink:
         self._last = (state.sec, state.nanosec, out)
         if out.goal_end is not None:
             self._queue.put(out.goal_end)
+        elif out.contact is not None:
+            self._queue.put(None)        # a contact ended the goal off the Command: send it
 
     def wake(self):
         """Have the link thread look for goals the controller ended (any thread)."""

@@ -468,6 +468,8 @@ class ComputedTorqueNode(LifecycleNode):
         if out.resumed:
             self.get_logger().info('valid joint_states again: resuming, holding the current '
                                    'position (the previous trajectory is discarded)')
+        if out.contact is not None:
+            self.get_logger().warning(f'{out.contact.text()}: {controller.contact_reaction_text}')
         goals = self.goals
         if goals is not None:
             goals.record(state, out)
@@ -543,7 +545,8 @@ class ComputedTorqueNode(LifecycleNode):
         c = self.controller
         return {'joint_states dropped': c.dropped_joint_states if c else 0,
                 'trajectories rejected': c.rejected_trajectories if c else 0,
-                'trajectory messages dropped unread': self.dropped_trajectories}
+                'trajectory messages dropped unread': self.dropped_trajectories,
+                'contacts detected': c.contacts if c else 0}
 
     def publish_diagnostics_when_due(self):
         """Publish ``/diagnostics`` when a period has passed (the watchdog thread calls it)."""
@@ -557,18 +560,10 @@ class ComputedTorqueNode(LifecycleNode):
         self._diagnostics_due = now + diagnostics.PERIOD
         c = self.controller
         counts = self._counts()
-        facts = {'lifecycle state': self.lifecycle_state,
-                 'dynamics backend': c.dynamics_backend if c else '',
-                 'robot description': self._description_source,
-                 'state timeouts': self.statistics.timeouts,
-                 'trajectories accepted': self.accepted_trajectories,
-                 'follow_joint_trajectory': (f'not served: {CONTROL_MSGS_MISSING}'
-                                             if CONTROL_MSGS_MISSING else
-                                             self.intake.action or 'not ready'),
-                 'active goal': (c.goal_id or '') if c else '',
-                 'payload estimate': diagnostics.payload_text(c.payload_estimate if c else None),
-                 'goals accepted': self.goals.accepted_goals if self.goals else 0,
-                 'goals rejected': self.goals.rejected_goals if self.goals else 0}
+        facts = diagnostics.node_facts(
+            self, c, self._description_source,
+            f'not served: {CONTROL_MSGS_MISSING}' if CONTROL_MSGS_MISSING else
+            self.intake.action or 'not ready')
         message = diagnostics.status(
             self.get_name(), f'{c.model.base_link} -> {c.model.tip_link}' if c else '',
             facts, self.statistics.take(c.n if c else 0), elapsed, self._diagnostics_counts,

@@ -7,7 +7,9 @@ control_msgs, ``~/controller_state`` (``control_msgs/JointTrajectoryControllerSt
 joint_trajectory_controller publishes it, at most at ``controller_state_rate``). Each
 costs a DDS write per command, so each is written only while somebody subscribes: the
 watchdog thread refreshes who does (:meth:`Outputs.refresh`), off the control path.
-Every vector is in the command order (the controller's ``joints``). In adaptive mode
+``~/external_effort`` (``sensor_msgs/JointState``, effort only: the momentum observer's
+external effort per joint, N·m or N, stamped with the state it answers) likewise. Every
+vector is in the command order (the controller's ``joints``). In adaptive mode
 ``~/payload`` (``geometry_msgs/Inertia``: the learned load's mass, centre of mass and
 inertia about it, in ``adaptation_link``'s frame) is written by the watchdog thread
 (:meth:`Outputs.publish_payload`), for rqt_plot.
@@ -51,8 +53,11 @@ class Outputs:
         self._inertia_type = Inertia
         self._payload = None if Inertia is None else node.create_publisher(
             Inertia, '~/payload', 10, event_callbacks=NO_PUBLISHER_EVENTS)
-        #: (tracking_error, desired, controller_state): somebody subscribes
-        self.wanted = (False, False, False)
+        self._external_effort = node.create_publisher(
+            JointState, '~/external_effort', 10, event_callbacks=NO_PUBLISHER_EVENTS)
+        #: (tracking_error, desired, controller_state, external_effort): somebody
+        #: subscribes
+        self.wanted = (False, False, False, False)
         self._joints, self._joints_block = [], None
         self._state_rate = 0.0
         self._state_due_ns = 0
@@ -69,7 +74,8 @@ class Outputs:
             self._tracking_error.get_subscription_count() > 0,
             self._desired.get_subscription_count() > 0,
             self._controller_state is not None
-            and self._controller_state.get_subscription_count() > 0)
+            and self._controller_state.get_subscription_count() > 0,
+            self._external_effort.get_subscription_count() > 0)
 
     def publish_payload(self, estimate):
         """Publish the adaptive law's load estimate ``(mass, com (3,), inertia (6,))``."""
@@ -84,7 +90,11 @@ class Outputs:
 
     def publish(self, state, out):
         """Publish the outputs of the command ``out`` answering ``state`` (its stamp)."""
-        tracking_error, desired, controller_state = self.wanted
+        tracking_error, desired, controller_state, external_effort = self.wanted
+        if external_effort and out.external_effort_values is not None:
+            self._external_effort.publish(joint_state_bytes(
+                state.sec, state.nanosec, state.frame_id, self._joints_block, (), (),
+                out.external_effort_values))
         if controller_state:
             self._publish_controller_state(state, out)
         if tracking_error:

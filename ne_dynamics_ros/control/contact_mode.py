@@ -1,0 +1,117 @@
+"""The controller's contact supervision: the momentum observer on every state, contacts.
+
+Pure module (no ROS). :class:`ContactMode` holds the
+:class:`~ne_dynamics_ros.control.observer.MomentumObserver` and the
+:class:`~ne_dynamics_ros.control.observer.ContactDetector` of one controller and feeds
+them, on each valid state, from the model the control law uses: its generated recursion
+(or, in adaptive mode, Slotine & Li's law with the load it learned), gravity and friction
+left out where the hardware compensates them (as the command leaves them out), and the
+last command (clamped) as the effort that acted since the previous state. What a contact
+does (``contact.reaction``) is the controller's: it ends the goal and restarts the run;
+:meth:`ContactMode.comply_effort` is what ``comply`` commands.
+"""
+import dataclasses
+import math
+from typing import List, Optional, Tuple
+
+import numpy as np
+
+from ne_dynamics_ros.control.laws import compute_effort_values, ControlMode
+from ne_dynamics_ros.control.observer import Contact, ContactDetector, MomentumObserver
+
+
+class ContactMode:
+    """Observer and detector of one controller (chain order throughout).
+
+    Args:
+        model: the controller's :class:`~ne_dynamics_ros.dynamics.model.RobotModel`.
+        dynamics: what the law calls for the recursion (the model or its generated
+            program, with ``rnea_values``).
+    """
+
+    def __init__(self, model, dynamics):
+        self.model = model
+        self.dynamics = dynamics
+        self.observer = MomentumObserver(model.n, 60.0)
+        self.detector = ContactDetector(model.joint_names, [], 3)
+        self.reaction = 'hold'
+        #: the last command (chain order), the effort acting until the next state; None
+        #: after a restart (no command known to have acted)
+        self.applied = None
+        #: contacts detected since configured
+        self.contacts = 0
+        self._zeros = [0.0] * model.n
+        self._comply_law = None
+
+    def apply(self, settings, control_law):
+        """Take the ``contact.*`` settings and the controller's law configuration."""
+        self.observer.set_gain(settings.contact_observer_gain)
+        threshold = settings.contact_threshold
+        self.detector.configure([] if threshold is None else threshold.tolist(),
+                                settings.contact_debounce)
+        self.reaction = settings.contact_reaction
+        self._law = control_law
+        self._comply_law = dataclasses.replace(
+            control_law, mode=ControlMode.GRAVITY_COMPENSATION, friction_compensation=True)
+        self._friction = not control_law.hardware_compensates_friction
+        self._gravity = ([0.0, 0.0, 0.0] if control_law.hardware_compensates_gravity
+                         else control_law.gravity.tolist())
+
+    def restart(self):
+        """Forget the observer's past (a new activation, a timeout, new settings)."""
+        self.observer.reset()
+        self.applied = None
+
+    def friction_values(self, qd) -> List[float]:
+        """Return the model's friction effort at the measured ``qd`` (n floats), or zeros."""
+        if not self._friction:
+            return self._zeros
+        m = self.model
+        vs = m.coulomb_velocity
+        return [b * v + c * math.tanh(v / vs)
+                for b, c, v in zip(m.damping.tolist(), m.friction.tolist(), qd)]
+
+    def observe(self, now: float, q, qd,
+                adaptive_law=None) -> Tuple[List[float], Optional[Contact]]:
+        """Advance the observer to the state ``(q, qd)`` (lists) at ``now`` (s).
+
+        ``adaptive_law``: the adaptive law in force (its model carries the learned
+        load), or None. Returns ``(r, contact)``: r (n floats, N·m / N) and the
+        :class:`~ne_dynamics_ros.control.observer.Contact` that starts with this state,
+        or None.
+        """
+        if adaptive_law is not None:
+            def inverse_dynamics(qdd):
+                return adaptive_law.values(q, qd, q, qd, qdd)[0]
+        else:
+            def inverse_dynamics(qdd):
+                tau = None
+                if hasattr(self.dynamics, 'rnea_values'):
+                    tau = self.dynamics.rnea_values(q, qd, qdd, self._gravity)
+                if tau is None:
+                    tau = self.model.rnea(np.array(q), np.array(qd), np.array(qdd),
+                                          gravity=np.array(self._gravity)).tolist()
+                return tau
+        r = self.observer.update(now, qd, inverse_dynamics, self.friction_values(qd),
+                                 self.applied)
+        contact = self.detector.update(now, r)
+        if contact is not None:
+            self.contacts += 1
+        return r, contact
+
+    def comply_effort(self, q, qd, adaptive_law=None) -> List[float]:
+        """Return what ``comply`` commands (n floats, clamped).
+
+        Gravity (the learned load's too) and friction at the measured velocity, nothing
+        else.
+        """
+        if adaptive_law is not None:
+            tau = adaptive_law.values(q, self._zeros, q, self._zeros, self._zeros)[0]
+            tau = [a + f for a, f in zip(tau, self.friction_values(qd))]
+            limits = self._law.gain_values[2]
+            return [-h if t < -h else h if t > h else t for t, h in zip(tau, limits)]
+        return compute_effort_values(self.dynamics, self._comply_law, q, qd, q, qd,
+                                     self._zeros)
+
+
+__all__ = ['ContactMode']

@@ -1,0 +1,187 @@
+"""External joint torque by a momentum observer, and contact detection on it.
+
+Pure module (no ROS). Without a force sensor, the model the controller already holds
+tells how much of the motion the commanded effort does not explain. De Luca & Mattone
+(ICRA 2005) and Haddadin, De Luca & Albu-Schäffer ("Robot Collisions: A Survey on
+Detection, Isolation, and Identification", IEEE T-RO 33(6), 2017, §IV) observe the
+generalized momentum ``p = M(q) q̇``:
+
+    r(t) = K_O ( p(t) − ∫₀ᵗ (τ + Cᵀ(q, q̇) q̇ − g(q) − τ_f + r) ds − p(0) )
+
+with ``M(q) q̈ + C(q, q̇) q̇ + g(q) + τ_f = τ + τ_ext``, whence ``ṙ = K_O (τ_ext − r)``:
+``r`` is the external joint torque through a first-order lag of bandwidth ``K_O`` (1/s),
+with no acceleration measured.
+
+**Discrete time.** Between two states ``k − 1`` and ``k`` (``dt`` apart), ``p_k − p_{k−1}
+= M_k Δq̇_k + (M_k − M_{k−1}) q̇_{k−1}``, and the second term is the step's
+``∫ Ṁ q̇ = ∫ (C + Cᵀ) q̇``, so the integral's ``Cᵀ q̇`` and the momentum's ``Ṁ q̇``
+cancel and the observer's step needs one inverse dynamics call at the current state,
+
+    τ̂_ext,k = M(q_k) Δq̇_k / dt + C(q_k, q̇_k) q̇_k + g(q_k) + τ_f(q̇_k) − τ_{k−1}
+            = RNEA(q_k, q̇_k, Δq̇_k / dt) + τ_f(q̇_k) − τ_{k−1},
+
+    r_k = r_{k−1} + (1 − exp(−K_O dt)) (τ̂_ext,k − r_{k−1}),
+
+the observer's equation held over the step (zero-order hold: stable for any ``dt``; to
+first order in ``dt`` the Euler step ``r_k = K_O Σ (...)`` of the integral form).
+``Δq̇_k / dt`` is not a measured acceleration but the momentum's increment: its noise
+reaches ``r`` scaled by ``K_O dt``. ``τ_{k−1}`` is the effort that acted over the step:
+the command that answered state ``k − 1`` (ros2_control writes it after its update),
+after clamping. The model is the controller's: identified inertias, armature, friction
+``τ_f`` (viscous and Coulomb at the measured velocity) and, in adaptive mode, the load
+it learned. Dry friction makes the estimate uncertain by up to the Coulomb level while a
+joint sticks (the friction takes up part of a push): thresholds must allow that band.
+
+**Contacts.** A joint whose ``|r|`` exceeds its threshold for ``debounce`` states in a
+row is in contact; the contact ends once every joint has been under 80 % of its
+threshold for ``debounce`` states (hysteresis, so that a contact is reported once).
+"""
+import math
+from typing import List, NamedTuple, Optional, Sequence
+
+#: After a gap between states longer than this (s), the observer starts again from the
+#: next state (its momentum increment would span the gap).
+MAX_GAP = 0.1
+#: A contact ends when every |r| is below this share of its threshold.
+RELEASE = 0.8
+
+
+class Contact(NamedTuple):
+    """A contact just detected.
+
+    ``joint`` (name), ``effort`` (r there, N·m or N), ``threshold`` (N·m or N), ``time``
+    (s, the controller's clock).
+    """
+
+    joint: str
+    effort: float
+    threshold: float
+    time: float
+
+    def text(self) -> str:
+        """Return the contact as a sentence (for logs, diagnostics, a goal's result)."""
+        return (f'contact on {self.joint}: external effort {self.effort:+.2f} N*m over its '
+                f'threshold {self.threshold:.2f} N*m')
+
+
+class MomentumObserver:
+    """De Luca's momentum observer on plain floats (the control path), one per controller.
+
+    Args:
+        n: number of joints.
+        gain: K_O, (n,) or one value, 1/s, > 0.
+
+    :meth:`update` takes each valid state with the model's terms and returns ``r`` (n
+    floats, N·m / N, chain order, positive along the joint's axis: the effort the
+    environment applies to the joint).
+    """
+
+    def __init__(self, n: int, gain):
+        self.n = n
+        self.set_gain(gain)
+        self.reset()
+
+    def set_gain(self, gain):
+        """Set K_O (1/s), one value or n values, each > 0 and finite."""
+        values = [float(gain)] * self.n if isinstance(gain, (int, float)) else \
+            [float(g) for g in gain]
+        if len(values) != self.n or not all(math.isfinite(g) and g > 0 for g in values):
+            raise ValueError(f'the observer gain needs {self.n} finite values > 0, got '
+                             f'{values}')
+        self.gain = values
+
+    def reset(self):
+        """Forget the past: the next state starts the observer again from r = 0."""
+        self.r = [0.0] * self.n
+        self._last = None              # (t, qd) of the previous state
+
+    def update(self, t: float, qd: Sequence[float], dynamics, friction: Sequence[float],
+               applied: Optional[Sequence[float]]) -> List[float]:
+        """Advance to the state at ``t`` (s); return ``r`` (n floats).
+
+        Args:
+            t: the state's time, s.
+            qd: (n,) measured velocities, rad/s (m/s).
+            dynamics: ``dynamics(qdd)`` returns the model's ``M(q) qdd + C(q, q̇) q̇ +
+                g(q)`` at this state (n floats) for the momentum increment's ``qdd``.
+            friction: (n,) the model's friction effort at ``qd``, N·m (N).
+            applied: (n,) the effort that acted since the previous state (the last
+                command, clamped), or None when none did (the observer restarts).
+        """
+        last, self._last = self._last, (t, list(qd))
+        if last is None or applied is None:
+            self.r = [0.0] * self.n
+            return self.r
+        dt = t - last[0]
+        if not 0.0 < dt <= MAX_GAP:
+            self.r = [0.0] * self.n
+            return self.r
+        qdd = [(a - b) / dt for a, b in zip(qd, last[1])]
+        tau = dynamics(qdd)
+        r = []
+        for r_prev, k, model, f, u in zip(self.r, self.gain, tau, friction, applied):
+            blend = 1.0 - math.exp(-k * dt)
+            r.append(r_prev + blend * (model + f - u - r_prev))
+        if not all(map(math.isfinite, r)):
+            self.reset()
+            return self.r
+        self.r = r
+        return r
+
+
+class ContactDetector:
+    """Thresholds with debounce and hysteresis on the observer's ``r``.
+
+    Args:
+        joints: (n,) names, chain order.
+        threshold: (n,) N·m (N) per joint, > 0; ``inf`` (or an empty list: all inf)
+            turns a joint's detection off.
+        debounce: states in a row over the threshold before a contact is reported, >= 1.
+    """
+
+    def __init__(self, joints: Sequence[str], threshold, debounce: int):
+        self.joints = list(joints)
+        self.configure(threshold, debounce)
+
+    def configure(self, threshold, debounce: int):
+        """Set the thresholds and the debounce (checked by the parameter table)."""
+        threshold = list(threshold) if len(threshold) else [math.inf] * len(self.joints)
+        self.threshold = [float(v) for v in threshold]
+        self.debounce = int(debounce)
+        self.enabled = any(math.isfinite(v) for v in self.threshold)
+        self._over = [0] * len(self.joints)
+        self._under = 0
+        #: The contact in force (a :class:`Contact`), or None.
+        self.contact = None
+
+    def update(self, t: float, r: Sequence[float]) -> Optional[Contact]:
+        """Judge one state's ``r``; return a :class:`Contact` when one starts, else None."""
+        if not self.enabled:
+            return None
+        if self.contact is not None:
+            under = all(abs(x) < RELEASE * h for x, h in zip(r, self.threshold))
+            self._under = self._under + 1 if under else 0
+            if self._under >= self.debounce:
+                self.contact, self._under = None, 0
+            return None
+        found = None
+        for j, (x, h) in enumerate(zip(r, self.threshold)):
+            self._over[j] = self._over[j] + 1 if abs(x) > h else 0
+            if self._over[j] >= self.debounce and (
+                    found is None or abs(x) / h > abs(r[found]) / self.threshold[found]):
+                found = j
+        if found is None:
+            return None
+        self._over = [0] * len(self.joints)
+        self.contact = Contact(self.joints[found], float(r[found]),
+                               self.threshold[found], t)
+        return self.contact
+
+    def clear(self):
+        """Forget the contact in force and the counts (a new run)."""
+        self._over = [0] * len(self.joints)
+        self._under = 0
+        self.contact = None
+
+
+__all__ = ['Contact', 'ContactDetector', 'MAX_GAP', 'MomentumObserver', 'RELEASE']
