@@ -344,6 +344,53 @@ def print_goals(rows, rigid_total, generated, repeats):
           f'{pin_single * 1e6:.2f} µs (goal <= Pinocchio): {verdict[c_single <= pin_single]}')
 
 
+def print_safety_costs(repeats):
+    """Print what the momentum observer adds per control cycle and the effort check costs.
+
+    The observer: one :meth:`ContactMode.observe` on plain floats (the control path),
+    against the computed-torque command it rides along (``compute_effort_values``); the
+    check: :func:`~ne_dynamics_ros.control.effort_check.check_trajectory` per sample of a
+    trajectory, on the node's trajectory thread.
+    """
+    from ne_dynamics_ros.control import ComputedTorqueController
+    from ne_dynamics_ros.control.contact_mode import ContactMode
+    from ne_dynamics_ros.control.effort_check import check_trajectory
+    from ne_dynamics_ros.control.laws import compute_effort_values
+    from ne_dynamics_ros.control.trajectory import (DesiredState, trajectory_from_points,
+                                                    TrajectoryPoint)
+    print('safety costs (issue 33): per control cycle, one state; check per sample')
+    print(f'{"robot":<8} {"computed torque µs":>19} {"observer µs":>12} {"ratio":>6} '
+          f'{"effort check µs/sample":>23}')
+    for name, (path, tip) in ARMS.items():
+        c = ComputedTorqueController.from_urdf(str(path), tip_link=tip)
+        n = c.n
+        rng = np.random.default_rng(0)
+        q, qd = rng.normal(0, 0.5, n).tolist(), rng.normal(0, 0.5, n).tolist()
+        contact = ContactMode(c.model, c.dynamics)
+        contact.apply(c.settings, c.law)
+        contact.applied = [0.0] * n
+        clock = [0.0]
+
+        def observe():
+            clock[0] += 0.002
+            contact.observe(clock[0], q, qd)
+
+        law = median_time(lambda: compute_effort_values(c.dynamics, c.law, q, qd, q, qd,
+                                                        qd), repeats, 2000)
+        observer = median_time(observe, repeats, 2000)
+        t = np.arange(1, 5001) * 1e-3
+        points = [TrajectoryPoint(float(ti), np.sin(ti) * np.ones(n), np.cos(ti) * np.ones(n))
+                  for ti in t]
+        trajectory = trajectory_from_points(c.model.joint_names, points, c.model.joint_names,
+                                            None, 0.0, DesiredState(*np.zeros((3, n))))
+        start = time.perf_counter()
+        checked = check_trajectory(c.model, trajectory, c.model.joint_names,
+                                   np.full(n, np.inf), 500.0, np.array([0, 0, -9.81]))
+        per_sample = (time.perf_counter() - start) / checked.samples
+        print(f'{name:<8} {law * 1e6:>19.1f} {observer * 1e6:>12.1f} {observer / law:>6.2f} '
+              f'{per_sample * 1e6:>23.2f}')
+
+
 def main():
     """Print the side-by-side table."""
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
@@ -392,6 +439,8 @@ def main():
     for label, counts in table:
         print(f'{label:<62}{counts["mul"]:>7}{counts["add"]:>7}'
               f'{counts["mul"] + counts["add"]:>7}')
+    print()
+    print_safety_costs(repeats)
     print()
     if args.quick:
         print('goals: not judged with --quick (N = 10000 is the goals\' batch size)')

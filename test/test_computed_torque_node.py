@@ -512,6 +512,58 @@ def test_state_timeout_holds_gravity_then_zero_effort_then_resumes(make_harness,
     np.testing.assert_allclose(err.position, 0.0, atol=1e-12)
 
 
+def test_external_effort_is_published_and_a_contact_is_logged_and_diagnosed(make_harness):
+    """~/external_effort carries the observer's r stamped like the state it answers; a
+    velocity jump nothing commanded is a contact: counted, in /diagnostics, and the
+    reference holds where it was measured (contact.reaction hold)."""
+    from diagnostic_msgs.msg import DiagnosticArray
+    h = make_harness(puma_params(**{'contact.threshold': [3.0] * 6, 'contact.debounce': 1}))
+    external, diagnostics = {}, []
+    h.peer.create_subscription(JointState, '/computed_torque_node/external_effort',
+                               lambda m: external.__setitem__(key(m.header.stamp), m), 100)
+    h.peer.create_subscription(DiagnosticArray, '/diagnostics', diagnostics.append, 10)
+    h.spin_until(lambda: h.node.outputs.wanted[3], what='the ~/external_effort reader')
+    controller = h.node.controller
+    for attempt in range(5):
+        # stamps on the node's clock, 2 ms apart: the observer's step is the stamps'
+        base = h.node.get_clock().now().nanoseconds
+        sent = []
+        for k, qd in enumerate([np.zeros(6)] * 3 + [np.array([0, 0, 2.0, 0, 0, 0])]):
+            ns = base + k * 2_000_000
+            at = Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
+            h.exchange(PUMA_JOINTS, Q0, qd, header_stamp=at)
+            sent.append(at)
+        if controller.contacts:
+            break
+    assert controller.contacts == 1 and controller.contact.joint in PUMA_JOINTS
+    h.spin_until(lambda: key(sent[-1]) in external, what='the external effort message')
+    message = external[key(sent[-1])]
+    assert list(message.name) == PUMA_JOINTS and not message.position
+    assert max(abs(v) for v in message.effort) > 3.0
+    assert max(abs(v) for v in external[key(sent[0])].effort) < 3.0
+    h.spin_until(lambda: any('contact on' in s.message for d in diagnostics for s in d.status),
+                 what='the contact in /diagnostics')
+    np.testing.assert_allclose(controller.trajectory.positions[-1], Q0)
+
+
+def test_a_payload_declared_on_the_topic_becomes_the_adaptive_estimate(make_harness):
+    geometry_msgs = pytest.importorskip(
+        'geometry_msgs.msg', reason='geometry_msgs comes with the control_msgs wheel '
+        '(scripts/bootstrap.sh installs it from ../shared/wheels)')
+    h = make_harness(puma_params(mode='adaptive'))
+    h.exchange(PUMA_JOINTS, Q0, np.zeros(6))
+    publisher = h.peer.create_publisher(geometry_msgs.Inertia,
+                                        '/computed_torque_node/declared_payload', 10)
+    h.spin_until(lambda: publisher.get_subscription_count() > 0, what='the subscription')
+    message = geometry_msgs.Inertia(m=2.0, ixx=1e-3, iyy=1e-3, izz=1e-3)
+    message.com.z = 0.05
+    publisher.publish(message)
+    controller = h.node.controller
+    h.spin_until(lambda: controller.payload_estimate[0] == pytest.approx(2.0),
+                 what='the declared 2 kg')
+    np.testing.assert_allclose(controller.payload_estimate[1], [0.0, 0.0, 0.05], atol=1e-12)
+
+
 def test_robot_description_topic(make_harness, ros_context, puma_ref):
     latched = QoSProfile(depth=1, reliability=QoSReliabilityPolicy.RELIABLE,
                          durability=QoSDurabilityPolicy.TRANSIENT_LOCAL)

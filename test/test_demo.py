@@ -216,7 +216,7 @@ def test_a_node_that_dies_mid_run_gives_exit_5_and_the_reason(tmp_path, domain_i
 
     monkeypatch.setattr(computed_torque_node.ComputedTorqueNode, '_on_joint_state_bytes',
                         failing)
-    code = demo.main(['--duration', '0.5', '--settle', '0.2', '--output', str(tmp_path / 'o')])
+    code = demo.main(['--duration', '1', '--settle', '0.2', '--output', str(tmp_path / 'o')])
     err = capsys.readouterr().err
     assert code == demo.EXIT_CRASH == 5
     assert 'a node died while running: RuntimeError: simulated controller crash' in err

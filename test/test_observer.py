@@ -19,6 +19,9 @@ from ne_dynamics_ros.control.laws import ControlParameterError
 from ne_dynamics_ros.control.observer import ContactDetector, MomentumObserver
 from ne_dynamics_ros.control.settings import ControllerSettings
 from ne_dynamics_ros.control.trajectory import TrajectoryPoint
+from ne_dynamics_ros.identification.recording import JointRecording
+from ne_dynamics_ros.identification.thresholds import contact_thresholds, observed_effort
+from ne_dynamics_ros.simulation.closed_loop import run_lockstep, TrajectoryMessage
 from ne_dynamics_ros.simulation.mujoco_arm import MujocoArm
 from ne_dynamics_ros.simulation.simulated_arm import SimulatedArm
 
@@ -230,3 +233,75 @@ def test_in_adaptive_mode_the_learned_load_is_no_contact():
 def test_hostile_contact_settings_are_refused_with_their_name(name, value):
     with pytest.raises(ControlParameterError, match=name.replace('.', r'\.')):
         ControllerSettings.from_values({name: value}, 6)
+
+
+def test_identify_sets_thresholds_from_the_observer_over_the_recording():
+    """The observer run offline over a recording (what ``identify`` does) gives the r the
+    controller computed online; the thresholds are twice its largest |r| + Coulomb."""
+    arm = MujocoArm(str(UR5E_URDF), armature=[0.1] * 6, damping=DAMPING, friction=FRICTION)
+    arm.reset(UR5E_POSE)
+    c = ComputedTorqueController.from_urdf(
+        str(UR5E_URDF), armature=[0.1] * 6, damping=DAMPING, friction=FRICTION,
+        settings={'kp': 400.0, 'kd': 40.0, 'friction_compensation': True})
+    away = UR5E_POSE + np.array([0.8, -0.4, 0.6, 0.8, -0.8, 1.0])
+    run = run_lockstep(c, arm, 2.0, rate=RATE, trajectory=TrajectoryMessage(
+        c.model.joint_names, [TrajectoryPoint(1.2, away, np.zeros(6), np.zeros(6))], 0))
+    # as sim_arm_node publishes them: each state with the effort of the step ending at it
+    recorded = np.vstack([np.zeros((1, 6)), run.effort[:-1]])
+    offline = observed_effort(c.model, run.t, run.q, run.qd, recorded)
+    np.testing.assert_allclose(offline, run.external_effort, atol=1e-9)
+    recording = JointRecording(tuple(run.joint_names), run.t, run.q, run.qd, recorded,
+                               'test')
+    thresholds = contact_thresholds(c.model, recording)
+    np.testing.assert_allclose(thresholds, 2 * np.abs(offline).max(axis=0) + FRICTION,
+                               rtol=1e-3)
+    assert thresholds[1] < 10.0               # the 40 N push (14.6 N*m) stays detectable
+
+
+def test_a_declared_payload_is_the_estimate_and_no_contact():
+    """Adaptive mode: a 2 kg load declared as it is picked (a gripper closing) becomes the
+    estimate at once; the observer then reads a tenth of what it reads of the same pick
+    undeclared, as external effort while the law learns it."""
+    start = np.array([0.0, 0.4, -0.6, 0.0, 0.3, 0.0])
+    peaks = {}
+    for declared in (False, True):
+        arm = SimulatedArm(str(PUMA560_URDF), armature=[0.1] * 6)
+        arm.reset(start)
+        c = ComputedTorqueController.from_urdf(
+            str(PUMA560_URDF), tip_link='flange', armature=[0.1] * 6, damping=[0.0] * 6,
+            friction=[0.0] * 6, settings={'mode': 'adaptive', 'kp': 400.0, 'kd': 40.0})
+        names = c.model.joint_names
+        r = []
+        for k in range(int(0.6 * RATE)):
+            ns = round(k * DT * 1e9)
+            out = c.update(ns, names, arm.position, arm.velocity, steady_ns=ns)
+            if k == int(0.2 * RATE):
+                arm.set_payload(2.0, (0.0, 0.0, 0.05))
+                if declared:
+                    c.declare_payload(2.0, (0.0, 0.0, 0.05), (0.001, 0, 0, 0.001, 0, 0.001))
+            arm.step(np.asarray(out.effort), DT)
+            r.append(out.external_effort_values)
+        peaks[declared] = np.abs(np.array(r)[int(0.2 * RATE):]).max()
+        if declared:
+            mass, com, inertia = c.payload_estimate
+            assert mass == pytest.approx(2.0, rel=0.02)
+            np.testing.assert_allclose(com, [0.0, 0.0, 0.05], atol=2e-3)
+    # what is left is the law's own correction after the one command without the load
+    assert peaks[True] < 0.15 * peaks[False], peaks
+    assert peaks[False] > 2.0, peaks
+
+
+def test_a_declared_payload_needs_adaptive_mode_and_a_load():
+    c = ComputedTorqueController.from_urdf(str(UR5E_URDF))
+    with pytest.raises(ControlParameterError, match='adaptive mode'):
+        c.declare_payload(1.0)
+    c.reconfigure(mode='adaptive')
+    with pytest.raises(ControlParameterError, match='declared load'):
+        c.declare_payload(float('nan'))
+    with pytest.raises(ControlParameterError, match='declared load'):
+        c.declare_payload(-1.0)
+    c.declare_payload(1.5, (0.01, 0.0, 0.02), (2e-3, 0.0, 0.0, 2e-3, 0.0, 1e-3))
+    mass, com, inertia = c.payload_estimate
+    assert mass == pytest.approx(1.5)
+    np.testing.assert_allclose(com, [0.01, 0.0, 0.02], atol=1e-12)
+    np.testing.assert_allclose(inertia, [2e-3, 0.0, 0.0, 2e-3, 0.0, 1e-3], atol=1e-12)

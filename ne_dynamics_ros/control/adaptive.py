@@ -437,6 +437,21 @@ class SlotineLi:
             return tau.tolist(), (Y_p.T @ s).tolist()
         return self._generated(q, qd, q_d, qd_d, qdd_d, *self._gains, self.estimate.tolist())
 
+    def model_values(self, q, qd, qdd, estimate=None):
+        """Return ``M̂(q) q̈ + Ĉ(q, q̇) q̇ + ĝ(q)`` (n floats) with ``estimate`` (m,).
+
+        Default the current estimate; the law's effort at ``q_d = q``, ``q̇_d = q̇``.
+        """
+        if estimate is None or self._generated is None:
+            saved = self.estimate
+            if estimate is not None:
+                self.estimate = np.asarray(estimate, dtype=float)
+            try:
+                return self.values(q, qd, q, qd, qdd)[0]
+            finally:
+                self.estimate = saved
+        return self._generated(q, qd, q, qd, qdd, *self._gains, list(estimate))[0]
+
     def adapt(self, g, dt: float):
         """Adapt over ``dt`` s from ``g = Y_pᵀ s`` (m): ``p̂ += dt Γ g``, kept admissible.
 
@@ -520,6 +535,26 @@ class PayloadAdaptation(SlotineLi):
     def mass(self) -> float:
         """The estimated load mass, kg."""
         return float(self.estimate[9])
+
+    def declare(self, mass: float, com, inertia):
+        """Make a load the caller knows (a gripper closed on it) the estimate.
+
+        ``mass`` kg >= 0; ``com`` (3,) m in the link's frame; ``inertia`` (6,) ixx, ixy,
+        ixz, iyy, iyz, izz about the centre of mass, kg·m². Kept physical, within
+        ``mass_max`` and ``radius`` (:func:`project_physical`); adaptation goes on from
+        it. Raises ModelError for values not finite or a negative mass.
+        """
+        values = np.concatenate([[mass], np.ravel(com), np.ravel(inertia)]).astype(float)
+        if values.shape != (10,) or not np.all(np.isfinite(values)) or mass < 0:
+            raise ModelError(f'a declared load needs a finite mass >= 0 kg, a (3,) centre '
+                             f'of mass and (6,) inertia, got {mass!r}, {com!r}, {inertia!r}')
+        c = values[1:4]
+        xx, xy, xz, yy, yz, zz = values[4:]
+        J = np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]]) + mass * (
+            (c @ c) * np.eye(3) - np.outer(c, c))
+        p = np.concatenate([J[np.triu_indices(3)], mass * c, [mass]])
+        self.estimate = p if self._admissible(p.tolist()) else np.asarray(
+            self._physical(p.tolist()), dtype=float)
 
     @property
     def center_of_mass(self) -> np.ndarray:

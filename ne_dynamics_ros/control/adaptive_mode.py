@@ -207,6 +207,13 @@ class AdaptiveMode:
             law.adapt(power, dt)
         return clamped
 
+    def declare_payload(self, mass, com, inertia) -> bool:
+        """Set the payload law's estimate to a declared load; False without that law."""
+        if not isinstance(self.law, PayloadAdaptation):
+            return False
+        self.law.declare(mass, com, inertia)
+        return True
+
     @property
     def payload_estimate(self):
         """The learned load in ``adaptation_link``'s frame, or None (no payload law).

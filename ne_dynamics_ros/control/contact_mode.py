@@ -42,6 +42,7 @@ class ContactMode:
         self.contacts = 0
         self._zeros = [0.0] * model.n
         self._comply_law = None
+        self._estimate = None          # the adaptive estimate at the previous state
 
     def apply(self, settings, control_law):
         """Take the ``contact.*`` settings and the controller's law configuration."""
@@ -61,6 +62,16 @@ class ContactMode:
         """Forget the observer's past (a new activation, a timeout, new settings)."""
         self.observer.reset()
         self.applied = None
+        self._estimate = None
+
+    def declared(self, adaptive_law):
+        """Take a declared load as the model's new truth, with no shift of the past.
+
+        A load declared is one that just arrived (or left): the model before it was
+        right for the motion before it, unlike an estimate the law corrects, whose
+        change :meth:`observe` applies to the observer's past (``shift``).
+        """
+        self._estimate = adaptive_law.estimate.tolist()
 
     def friction_values(self, qd) -> List[float]:
         """Return the model's friction effort at the measured ``qd`` (n floats), or zeros."""
@@ -80,24 +91,41 @@ class ContactMode:
         :class:`~ne_dynamics_ros.control.observer.Contact` that starts with this state,
         or None.
         """
+        shift = None
         if adaptive_law is not None:
-            def inverse_dynamics(qdd):
-                return adaptive_law.values(q, qd, q, qd, qdd)[0]
+            inverse_dynamics = self._adaptive_dynamics(adaptive_law, q, qd)
+            estimate = adaptive_law.estimate.tolist()
+            last, self._estimate = self._estimate, estimate
+            if last is not None and last != estimate:
+                now_values = adaptive_law.model_values(q, qd, self._zeros, estimate)
+                shift = [a - b for a, b in zip(now_values, adaptive_law.model_values(
+                    q, qd, self._zeros, last))]
         else:
-            def inverse_dynamics(qdd):
-                tau = None
-                if hasattr(self.dynamics, 'rnea_values'):
-                    tau = self.dynamics.rnea_values(q, qd, qdd, self._gravity)
-                if tau is None:
-                    tau = self.model.rnea(np.array(q), np.array(qd), np.array(qdd),
-                                          gravity=np.array(self._gravity)).tolist()
-                return tau
+            inverse_dynamics = self._model_dynamics(q, qd)
+            self._estimate = None
         r = self.observer.update(now, qd, inverse_dynamics, self.friction_values(qd),
-                                 self.applied)
+                                 self.applied, shift)
         contact = self.detector.update(now, r)
         if contact is not None:
             self.contacts += 1
         return r, contact
+
+    @staticmethod
+    def _adaptive_dynamics(law, q, qd):
+        """Return ``qdd -> M̂ qdd + Ĉ q̇ + ĝ`` of the adaptive law at ``(q, qd)``."""
+        return lambda qdd: law.model_values(q, qd, qdd)
+
+    def _model_dynamics(self, q, qd):
+        """Return ``qdd -> M qdd + C q̇ + g`` of the law's model at ``(q, qd)``."""
+        def inverse_dynamics(qdd):
+            tau = None
+            if hasattr(self.dynamics, 'rnea_values'):
+                tau = self.dynamics.rnea_values(q, qd, qdd, self._gravity)
+            if tau is None:
+                tau = self.model.rnea(np.array(q), np.array(qd), np.array(qdd),
+                                      gravity=np.array(self._gravity)).tolist()
+            return tau
+        return inverse_dynamics
 
     def comply_effort(self, q, qd, adaptive_law=None) -> List[float]:
         """Return what ``comply`` commands (n floats, clamped).

@@ -274,6 +274,34 @@ class ComputedTorqueController:
         with self._lock:
             return self._adaptive.payload_estimate
 
+    def declare_payload(self, mass: float, com=(0.0, 0.0, 0.0),
+                        inertia=(0.0, 0.0, 0.0, 0.0, 0.0, 0.0)):
+        """Take a load declared by the caller (a gripper closed on it, or let it go).
+
+        In adaptive mode with ``adaptation: payload`` the estimate becomes it at once
+        (adaptation goes on from it), so the motion that follows, and the momentum
+        observer, carry it without the law's learning transient.
+
+        Args:
+            mass: kg (0: none). com: (3,) m, in ``adaptation_link``'s frame.
+            inertia: (6,) ixx, ixy, ixz, iyy, iyz, izz about the centre of mass, kg·m².
+
+        Raises:
+            ControlParameterError: not in adaptive mode with ``adaptation: payload``, or
+                the values are not a load (the message says which).
+        """
+        with self._lock:
+            try:
+                taken = (self.settings.mode is ControlMode.ADAPTIVE
+                         and self._adaptive.declare_payload(mass, com, inertia))
+            except ModelError as err:
+                raise ControlParameterError(str(err)) from None
+            if not taken:
+                raise ControlParameterError(
+                    'a declared payload is taken in adaptive mode with adaptation: payload '
+                    f'(mode is {self.settings.mode.value})')
+            self._contact.declared(self._adaptive.law)
+
     @property
     def contact(self):
         """The contact in force, or None.
@@ -493,9 +521,12 @@ class ComputedTorqueController:
                                  f'none of the controlled joints {self.model.joint_names}')
             state = (state[0].tolist(), state[1].tolist())
         q, qd = state
+        # the state's instant (its stamp when on our clock): the observer's time step is
+        # the time between measurements, whenever they were delivered
+        t = self._sample_time(stamp_ns, now_ns, now)
         adaptive = (self._adaptive.law if self.settings.mode is ControlMode.ADAPTIVE
                     else None)
-        external, contact = self._contact.observe(now, q, qd, adaptive)
+        external, contact = self._contact.observe(t, q, qd, adaptive)
         if contact is not None and self._contact.reaction != 'ignore':
             self._end_goal(GoalStatus.ABORTED, f'Aborted: {contact.text()}')
             self._hold(q, now).complying = self._contact.reaction == 'comply'
@@ -511,7 +542,6 @@ class ComputedTorqueController:
                 self._install_pending(run, pending, now)
         # plain lists of floats from here to the Command: six-element NumPy arithmetic
         # costs more in call overhead than it computes
-        t = self._sample_time(stamp_ns, now_ns, now)
         q_d, qd_d, qdd_d = run.trajectory.sample_values(t)
         position_error = [a - b for a, b in zip(q_d, q)]
         integral = extra = None

@@ -32,6 +32,14 @@ after clamping. The model is the controller's: identified inertias, armature, fr
 it learned. Dry friction makes the estimate uncertain by up to the Coulomb level while a
 joint sticks (the friction takes up part of a push): thresholds must allow that band.
 
+**A model that learns.** In adaptive mode the model changes as the law learns a load.
+``r`` is kept relative to the model *in force*: each change of the model's effort at the
+current state is added to the previous ``r`` (``shift``), as if the new model had been
+used all along (exact at rest), so that a load the law has learned is no external
+effort, without waiting for the observer's lag. A load *declared* (a gripper closed on
+it) arrives with the motion it loads: the model before it was right, and no shift is
+applied.
+
 **Contacts.** A joint whose ``|r|`` exceeds its threshold for ``debounce`` states in a
 row is in contact; the contact ends once every joint has been under 80 % of its
 threshold for ``debounce`` states (hysteresis, so that a contact is reported once).
@@ -96,7 +104,8 @@ class MomentumObserver:
         self._last = None              # (t, qd) of the previous state
 
     def update(self, t: float, qd: Sequence[float], dynamics, friction: Sequence[float],
-               applied: Optional[Sequence[float]]) -> List[float]:
+               applied: Optional[Sequence[float]],
+               shift: Optional[Sequence[float]] = None) -> List[float]:
         """Advance to the state at ``t`` (s); return ``r`` (n floats).
 
         Args:
@@ -107,6 +116,10 @@ class MomentumObserver:
             friction: (n,) the model's friction effort at ``qd``, N·m (N).
             applied: (n,) the effort that acted since the previous state (the last
                 command, clamped), or None when none did (the observer restarts).
+            shift: (n,) how much the model's effort at this state changed since the
+                previous step (an adaptive law's estimate moved), or None: added to the
+                previous r, as if the model in force had been used all along (exact at
+                rest), so that r is what the model *now* does not explain.
         """
         last, self._last = self._last, (t, list(qd))
         if last is None or applied is None:
@@ -118,8 +131,9 @@ class MomentumObserver:
             return self.r
         qdd = [(a - b) / dt for a, b in zip(qd, last[1])]
         tau = dynamics(qdd)
+        previous = self.r if shift is None else [a + b for a, b in zip(self.r, shift)]
         r = []
-        for r_prev, k, model, f, u in zip(self.r, self.gain, tau, friction, applied):
+        for r_prev, k, model, f, u in zip(previous, self.gain, tau, friction, applied):
             blend = 1.0 - math.exp(-k * dt)
             r.append(r_prev + blend * (model + f - u - r_prev))
         if not all(map(math.isfinite, r)):

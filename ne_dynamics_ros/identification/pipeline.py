@@ -19,6 +19,7 @@ import numpy as np
 from ne_dynamics_ros.errors import IdentificationError, require
 from ne_dynamics_ros.identification.estimation import Identification, identify, STICTION_BAND
 from ne_dynamics_ros.identification.recording import check_positions, drop_jumps
+from ne_dynamics_ros.identification.thresholds import contact_thresholds, MARGIN
 
 #: ``--effort-delay`` must stay under this fraction of the recording's duration.
 MAX_DELAY_FRACTION = 0.1
@@ -37,7 +38,7 @@ class IdentifiedModel:
         params_yaml: the parameter YAML text for both nodes.
         values: its ``ros__parameters`` as plain values (``armature``, ``damping``,
             ``friction`` lists, ``friction_compensation``, the recommended ``kp``, ``kd``,
-            ``ki``, ``integral_limit``).
+            ``ki``, ``integral_limit``, and ``contact.threshold``).
         gains: the :class:`~ne_dynamics_ros.control.gains.GainRecommendation` behind
             those gains (sized for the identified model at the recording's rate).
     """
@@ -145,11 +146,17 @@ def identify_model(urdf_text, model, recording, cutoff=None, effort_delay=0.0,
     hardware = {'hardware_compensates_gravity': efforts_exclude_gravity,
                 'hardware_compensates_friction': efforts_exclude_friction}
     gains = _recommended_gains(model, consistent.parameters, clean, result.cutoff)
-    header = '\n'.join(([header] if header else []) + gains.describe())
-    text = parameters_yaml(model, consistent.parameters, header, extra=gains.values(),
-                           **hardware)
+    thresholds = contact_thresholds(model.with_parameters(consistent.parameters), clean,
+                                    with_gravity=not efforts_exclude_gravity,
+                                    with_friction=not efforts_exclude_friction)
+    extra = dict(gains.values(), **{'contact.threshold': thresholds})
+    header = '\n'.join(([header] if header else []) + gains.describe() + [
+        f'contact.threshold: {MARGIN:g} x the largest external effort the momentum '
+        f'observer read over this recording + the identified Coulomb friction '
+        f'(ne_dynamics_ros.identification.thresholds)'])
+    text = parameters_yaml(model, consistent.parameters, header, extra=extra, **hardware)
     values = parameter_values(model, consistent.parameters, **hardware)
-    values.update(gains.values())
+    values.update(extra)
     return IdentifiedModel(result, consistent, urdf, text, values, gains)
 
 

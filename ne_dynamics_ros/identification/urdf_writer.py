@@ -157,7 +157,14 @@ def parameters_yaml(model, parameters, header='', hardware_compensates_gravity=F
     values = parameter_values(model, parameters, hardware_compensates_gravity,
                               hardware_compensates_friction)
     values.update(extra or {})
-    data = {'/**': {'ros__parameters': values}}
+    nested = {}
+    for name, value in values.items():        # groups nested, as ROS parameter files are
+        *groups, last = name.split('.')
+        place = nested
+        for group in groups:
+            place = place.setdefault(group, {})
+        place[last] = value
+    data = {'/**': {'ros__parameters': nested}}
     comment = ''.join(f'# {line}\n' for line in header.splitlines())
     return comment + yaml.safe_dump(data, sort_keys=False)
 

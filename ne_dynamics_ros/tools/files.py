@@ -147,7 +147,8 @@ def read_node_parameters(path, node='computed_torque_node'):
     """Return ``node``'s ``ros__parameters`` in a ROS 2 parameter YAML file ({} if none).
 
     The section of the node's name (with or without a namespace) or ``/**`` (every node,
-    as ``ne-dynamics identify`` writes it); None ``path``: {}.
+    as ``ne-dynamics identify`` writes it), parameter groups as dotted names; None
+    ``path``: {}.
 
     Raises:
         OSError: the file cannot be read. yaml.YAMLError: it is not YAML.
@@ -161,8 +162,20 @@ def read_node_parameters(path, node='computed_torque_node'):
         return {}
     for key, value in content.items():
         if str(key).strip('/').split('/')[-1] in (node, '**'):
-            return dict((value or {}).get('ros__parameters', {}) or {})
+            return _flat(dict((value or {}).get('ros__parameters', {}) or {}))
     return {}
+
+
+def _flat(values, prefix=''):
+    """Return nested parameter groups as dotted names (``contact: threshold:``, as ROS)."""
+    flat = {}
+    for key, value in values.items():
+        name = f'{prefix}{key}'
+        if isinstance(value, dict):
+            flat.update(_flat(value, name + '.'))
+        else:
+            flat[name] = value
+    return flat
 
 
 __all__ = ['check_outputs', 'OutputError', 'read_node_parameters', 'write_outputs']

@@ -35,7 +35,7 @@ from diagnostic_msgs.msg import DiagnosticArray
 
 from ne_dynamics_ros.control.controller import Command, MAX_STATE_JOINTS, SkipReason
 from ne_dynamics_ros.nodes.cdr import CdrError, float64_multi_array_bytes, JointStateReader
-from ne_dynamics_ros.nodes.computed_torque import diagnostics
+from ne_dynamics_ros.nodes.computed_torque import answers, diagnostics
 from ne_dynamics_ros.nodes.computed_torque import parameters as params
 from ne_dynamics_ros.nodes.computed_torque.goals import GoalLink
 from ne_dynamics_ros.nodes.computed_torque.parameters import NodeConfigurationError
@@ -181,6 +181,9 @@ class ComputedTorqueNode(LifecycleNode):
         # JointState into Python objects costs more than the control law.
         self._subscriptions_made.append(self.create_subscription(
             JointState, 'joint_states', self._on_joint_state_bytes, JOINT_STATE_QOS, raw=True))
+        payload = answers.declared_payload_subscription(self)
+        if payload is not None:
+            self._subscriptions_made.append(payload)
         # Trajectories are taken and read by a process of their own (see
         # ne_dynamics_ros.nodes.trajectory_receiver): no message, however large, is ever
         # copied in this process before the node sees it; what arrives here are columns.
@@ -477,19 +480,7 @@ class ComputedTorqueNode(LifecycleNode):
 
     def _on_query_state(self, request, response):
         """``~/query_state``: the reference at ``request.time`` (JTC's QueryTrajectoryState)."""
-        controller = self.controller
-        t = request.time.sec * 1_000_000_000 + request.time.nanosec
-        reference = None if controller is None else controller.reference_at(t)
-        if reference is None:
-            response.success = False
-            response.message = ('the controller is not active or follows no reference yet '
-                                '(no joint_states since activation, or a state timeout)')
-            return response
-        response.success = True
-        response.name = list(controller.model.joint_names)
-        response.position, response.velocity, response.acceleration = (
-            a.tolist() for a in reference)
-        return response
+        return answers.query_state(self.controller, request, response)
 
     def warn_throttled(self, key, text):
         """Log ``text`` as a warning at most once per second per ``key``."""
