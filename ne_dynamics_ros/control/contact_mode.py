@@ -55,6 +55,8 @@ class ContactMode:
         self._comply_law = dataclasses.replace(
             control_law, mode=ControlMode.GRAVITY_COMPENSATION, friction_compensation=True)
         self._friction = not control_law.hardware_compensates_friction
+        self._friction_values = (self.model.damping.tolist(), self.model.friction.tolist(),
+                                 self.model.coulomb_velocity)
         self._gravity = ([0.0, 0.0, 0.0] if control_law.hardware_compensates_gravity
                          else control_law.gravity.tolist())
 
@@ -77,10 +79,8 @@ class ContactMode:
         """Return the model's friction effort at the measured ``qd`` (n floats), or zeros."""
         if not self._friction:
             return self._zeros
-        m = self.model
-        vs = m.coulomb_velocity
-        return [b * v + c * math.tanh(v / vs)
-                for b, c, v in zip(m.damping.tolist(), m.friction.tolist(), qd)]
+        damping, coulomb, vs = self._friction_values
+        return [b * v + c * math.tanh(v / vs) for b, c, v in zip(damping, coulomb, qd)]
 
     def observe(self, now: float, q, qd,
                 adaptive_law=None) -> Tuple[List[float], Optional[Contact]]:

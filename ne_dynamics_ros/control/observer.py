@@ -97,6 +97,7 @@ class MomentumObserver:
             raise ValueError(f'the observer gain needs {self.n} finite values > 0, got '
                              f'{values}')
         self.gain = values
+        self._blend = (None, [])         # (dt, 1 - exp(-K_O dt) per joint)
 
     def reset(self):
         """Forget the past: the next state starts the observer again from r = 0."""
@@ -132,10 +133,10 @@ class MomentumObserver:
         qdd = [(a - b) / dt for a, b in zip(qd, last[1])]
         tau = dynamics(qdd)
         previous = self.r if shift is None else [a + b for a, b in zip(self.r, shift)]
-        r = []
-        for r_prev, k, model, f, u in zip(previous, self.gain, tau, friction, applied):
-            blend = 1.0 - math.exp(-k * dt)
-            r.append(r_prev + blend * (model + f - u - r_prev))
+        if dt != self._blend[0]:          # states at a steady rate: worked out once
+            self._blend = (dt, [1.0 - math.exp(-k * dt) for k in self.gain])
+        r = [r_prev + blend * (model + f - u - r_prev) for r_prev, blend, model, f, u in
+             zip(previous, self._blend[1], tau, friction, applied)]
         if not all(map(math.isfinite, r)):
             self.reset()
             return self.r
