@@ -3,6 +3,7 @@ import importlib.util
 import json
 import os
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -79,3 +80,28 @@ def test_bench_adaptive_prints_each_arm_beside_the_goals():
     for row in rows:
         fixed, learned, settle = float(row[2]), float(row[3]), float(row[6])
         assert learned < fixed and 0 < settle < 1.0
+
+
+def test_bench_safety_prints_the_torque_goals_and_the_push_beside_their_bounds():
+    """Without the identified arm (the push on the plant's own model): the stretch equals
+    the brute force to 1e-6, no command at a clamp on either plant, the observer within
+    1 % on Pinocchio, contact reported within 50 ms and none before the push."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(REPO), os.environ.get('PYTHONPATH', '')]))
+    out = subprocess.run([sys.executable, str(REPO / 'benchmarks' / 'bench_safety.py'),
+                          '--no-identified'], env=env, capture_output=True, text=True,
+                         timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    text = out.stdout
+    assert 'reject:  shoulder_lift_joint needs' in text
+    difference = float(re.search(r'difference ([0-9.e+-]+) \(goal', text).group(1))
+    assert difference <= 1e-6
+    plants = [line.split() for line in text.splitlines()
+              if line.strip().startswith(('pinocchio ', 'mujoco '))]
+    assert [row[0] for row in plants] == ['pinocchio', 'mujoco']
+    assert all(row[4] == '0' for row in plants)               # commands at a clamp
+    relative = float(re.search(r'at most ([0-9.e+-]+) \(goal <= 1e-2\)', text).group(1))
+    assert relative <= 1e-2
+    reported = re.search(r'contact reported (\d+) ms after the push began .*; (\d+) before',
+                         text)
+    assert int(reported.group(1)) <= 50 and reported.group(2) == '0'
