@@ -29,6 +29,9 @@ Contacts (the momentum observer, ``contact.*``), on the UR5e held at a pose at 5
   ``|r - tau_ext|`` against ``10 % |tau_ext| + Fc``, the time to 90 % of ``tau_ext``
   where ``|tau_ext| > 4 Fc`` (goal <= 50 ms), and when "contact" was reported (goal
   within 50 ms);
+* states paused while the identified arm holds a pose (the node's state_timeout 0.1 s,
+  state_loss_policy hold_gravity): the sag over 0.3 s (goal <= 5 mrad per joint, no zero
+  command), and zero effort after state_loss_hold in a longer pause;
 * false contacts (goal 0) at those thresholds over the demo's 3 s quintic, the
   excitation played again under the identified model, and three pick-and-place cycles of
   2 kg in adaptive mode, each load declared as the gripper takes or leaves it
@@ -288,8 +291,56 @@ def identified_figures(folder, summary, plot):
     print('    false contacts at these thresholds (goal 0):')
     for label, count, worst in false:
         print(f'      {label:<44} {count}   (largest |r| / threshold {worst:.2f})')
+    state_loss_figures(controller, hidden)
     if plot:
         plot_push(plot, c.model.joint_names, *run)
+
+
+def pause(c, arm, seconds):
+    """Hold PUSH_POSE 0.5 s, then no state for ``seconds``: (sag (n,) rad, efforts (N, n))."""
+    names = c.model.joint_names
+    arm.reset(PUSH_POSE)
+    effort = np.zeros(6)
+    for k in range(int(0.5 * RATE)):
+        ns = round(k / RATE * 1e9)
+        effort = np.asarray(c.update(ns, names, arm.position, arm.velocity,
+                                     steady_ns=ns).effort)
+        arm.step(effort, 1.0 / RATE)
+    held, paused_at = arm.position.copy(), k / RATE
+    sag, applied = np.zeros(6), []
+    for j in range(1, int(round(seconds * RATE)) + 1):
+        report = c.check_timeout(round((paused_at + j / RATE) * 1e9))
+        if report is not None:
+            effort = np.asarray(report.effort)
+        applied.append(effort)
+        arm.step(effort, 1.0 / RATE)
+        sag = np.maximum(sag, np.abs(arm.position - held))
+    return sag, np.array(applied)
+
+
+def state_loss_figures(controller, hidden):
+    """States paused while the identified arm holds a pose (state_loss_policy default)."""
+    def node_defaults():
+        c = controller()
+        c.reconfigure(state_timeout=0.1)        # the node's (bench_adaptive sets 10 s)
+        return c
+
+    c = node_defaults()
+    hold, timeout = c.settings.state_loss_hold, c.settings.state_timeout
+    sag, applied = pause(c, MujocoArm(UR5E, **hidden), 0.3)
+    zeros = int(np.sum(np.all(applied == 0.0, axis=1)))
+    print(f'    states paused 0.3 s (state_timeout {timeout:g} s, {c.settings.state_loss_policy}'
+          f', state_loss_hold {hold:g} s): sag per joint {np.round(sag * 1e3, 2).tolist()} mrad '
+          f'(goal <= 5), {zeros} zero commands (goal 0)')
+    c = node_defaults()
+    sag, applied = pause(c, MujocoArm(UR5E, **hidden), timeout + hold + 0.5)
+    steps = np.arange(1, len(applied) + 1) / RATE
+    after = applied[steps > timeout + hold + 2.0 / RATE]
+    before = applied[(steps > timeout + 2.0 / RATE) & (steps <= timeout + hold - 2.0 / RATE)]
+    print(f'    paused {timeout + hold + 0.5:g} s: zero commands while holding '
+          f'{int(np.sum(np.all(before == 0.0, axis=1)))} of {len(before)}, after '
+          f'state_loss_hold {int(np.sum(np.all(after == 0.0, axis=1)))} of {len(after)} '
+          f'(as documented: all)')
 
 
 def plot_push(path, names, t, r, true):
