@@ -101,7 +101,7 @@ def test_twenty_starts_never_gap_never_zero_never_lose_a_trajectory(
             stopped = time.monotonic()
             process.send_signal(signal.SIGINT)
             assert process.wait(15) == 0, output.text()
-            windows.append((activated, stopped, start))
+            windows.append((activated, stopped, start, output))
             # the next start's participants must not meet this one's leftovers
             time.sleep(0.5)
     finally:
@@ -112,7 +112,7 @@ def test_twenty_starts_never_gap_never_zero_never_lose_a_trajectory(
     times, zeros = received[:, 0], received[:, 1] > 0
     worst, excused = [], []
     previous_stop = -np.inf
-    for activated, stopped, start in windows:
+    for activated, stopped, start, output in windows:
         # from the first command of this start (the previous one's zero on Ctrl-C is
         # long before) to Ctrl-C
         inside = (times >= max(activated - 1.0, previous_stop + 0.3)) & (times <= stopped)
@@ -128,7 +128,7 @@ def test_twenty_starts_never_gap_never_zero_never_lose_a_trajectory(
             assert own >= gaps[k] - GAP_BOUND, (
                 f'start {start}: no command for {1e3 * gaps[k]:.1f} ms from '
                 f'{bounds[k] - activated:.3f} s after the activation was logged, while the '
-                f'states paused at most {1e3 * own:.1f} ms')
+                f'states paused at most {1e3 * own:.1f} ms; the node said:\n{output.text()}')
             excused.append((start, round(1e3 * gaps[k], 1), round(1e3 * own, 1)))
         worst.append(float(gaps.max()))
         for t in times[inside & zeros]:
@@ -138,7 +138,7 @@ def test_twenty_starts_never_gap_never_zero_never_lose_a_trajectory(
                 f'start {start}: a zero command {t - activated:.3f} s after the activation '
                 f'was logged (first command at {commands[0] - activated:.3f} s, Ctrl-C at '
                 f'{stopped - activated:.3f} s), while the states paused at most '
-                f'{1e3 * own:.1f} ms')
+                f'{1e3 * own:.1f} ms; the node said:\n{output.text()}')
             excused.append((start, 'zero', round(1e3 * own, 1)))
     # the machine may starve the streaming process now and then, not in most starts
     assert len({start for start, *_ in excused}) <= 2, excused

@@ -546,6 +546,7 @@ class ComputedTorqueNode(LifecycleNode):
             self._publish_diagnostics(now)
 
     def _publish_diagnostics(self, now=None):
+        self.outputs.refresh(external_effort=True)
         now = time.monotonic() if now is None else now
         elapsed = max(1e-9, now - (self._diagnostics_due - diagnostics.PERIOD))
         self._diagnostics_due = now + diagnostics.PERIOD

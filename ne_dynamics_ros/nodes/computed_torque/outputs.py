@@ -68,14 +68,20 @@ class Outputs:
         self._joints_block = joint_names_block(self._joints)
         self._state_rate = float(controller_state_rate)
 
-    def refresh(self):
-        """Look up who subscribes (the watchdog thread, off the control path)."""
+    def refresh(self, external_effort=False):
+        """Look up who subscribes (the watchdog thread, off the control path).
+
+        ``external_effort``: look ``~/external_effort`` up too (the node does once a
+        second, with its diagnostics: one graph query fewer per watchdog tick).
+        """
+        wanted_external = (self._external_effort.get_subscription_count() > 0
+                           if external_effort else self.wanted[3])
         self.wanted = (
             self._tracking_error.get_subscription_count() > 0,
             self._desired.get_subscription_count() > 0,
             self._controller_state is not None
             and self._controller_state.get_subscription_count() > 0,
-            self._external_effort.get_subscription_count() > 0)
+            wanted_external)
 
     def publish_payload(self, estimate):
         """Publish the adaptive law's load estimate ``(mass, com (3,), inertia (6,))``."""
