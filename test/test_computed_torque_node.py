@@ -512,6 +512,43 @@ def test_state_timeout_holds_gravity_then_zero_effort_then_resumes(make_harness,
     np.testing.assert_allclose(err.position, 0.0, atol=1e-12)
 
 
+def test_a_publish_that_blocks_is_no_state_loss(make_harness, monkeypatch):
+    """The executor stuck in its own publish of a command (Fast DDS's first write of a
+    writer blocked 0.2-0.3 s with the GIL held once in ~60 activations here) while the
+    states keep arriving: the watchdog must not call that silence a state loss and
+    command zero (test_activation's failure)."""
+    h = make_harness(puma_params(state_timeout=0.5))
+    reports = []
+    check_timeout = h.node.controller.check_timeout
+
+    def observed(steady_ns):
+        report = check_timeout(steady_ns)
+        if report is not None:
+            reports.append(report)
+        return report
+
+    h.node.controller.check_timeout = observed
+    h.exchange(PUMA_JOINTS, Q0, QD0)
+    publish, stalls = h.node._effort_pub.publish, [1.0]
+
+    def blocking_publish(message):
+        if stalls:
+            time.sleep(stalls.pop())     # twice state_timeout, with the command lock held
+        publish(message)
+
+    monkeypatch.setattr(h.node._effort_pub, 'publish', blocking_publish)
+    h.exchange(PUMA_JOINTS, Q0, QD0)
+    assert not stalls
+    deadline = time.monotonic() + 0.25             # 2.5 watchdog periods, < state_timeout
+    while time.monotonic() < deadline:
+        h.executor.spin_once(timeout_sec=0.01)
+    assert not reports and not h.node.controller.timed_out, reports
+    assert not any(np.all(e == 0.0) for e in h.efforts)
+    # and states that really stop still time out
+    h.spin_until(lambda: h.node.controller.timed_out, what='the timeout')
+    assert reports[0].started and reports[0].silence >= 0.5
+
+
 def test_external_effort_is_published_and_a_contact_is_logged_and_diagnosed(make_harness):
     """~/external_effort carries the observer's r stamped like the state it answers; a
     velocity jump nothing commanded is a contact: counted, in /diagnostics, and the
