@@ -17,6 +17,7 @@ from test_control_law import PinocchioArm, urdf_joint_values
 
 from ne_dynamics_ros.control import (
     Command, ComputedTorqueController, ControllerSettings, ControlMode, NoCommand, SkipReason)
+from ne_dynamics_ros.control import state_loss
 from ne_dynamics_ros.control.controller import DEFAULT_SETTINGS, STAMP_TOLERANCE_NS
 from ne_dynamics_ros.control.laws import ControlParameterError
 from ne_dynamics_ros.control.trajectory import TrajectoryError, TrajectoryPoint
@@ -499,7 +500,7 @@ def test_state_loss_holds_for_state_loss_hold_then_zero(puma_ref, policy):
                                    rtol=1e-9, atol=1e-9)
     text = c.timeout_text(c.check_timeout(S + 5 * S)._replace(holding=True))
     assert ('gravity' in text) is (policy == 'hold_gravity') and '0.5 s' in text
-    assert 'zero effort until states return' in c.loss_text(False)
+    assert 'zero effort until states return' in state_loss.loss_text(c.settings, False)
     q_new = Q0 - 0.05
     out = check_command(c.update(6 * S, PUMA_JOINTS, q_new, np.zeros(6), steady_ns=7 * S),
                         PUMA_LIMITS[cmd])

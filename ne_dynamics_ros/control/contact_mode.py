@@ -32,6 +32,8 @@ class ContactMode:
     def __init__(self, model, dynamics):
         self.model = model
         self.dynamics = dynamics
+        #: the generated recursion's list-in list-out call, or None (the model's rnea)
+        self._rnea_values = getattr(dynamics, 'rnea_values', None)
         self.observer = MomentumObserver(model.n, 60.0)
         self.detector = ContactDetector(model.joint_names, [], 3)
         self.reaction = 'hold'
@@ -76,7 +78,11 @@ class ContactMode:
         self._estimate = adaptive_law.estimate.tolist()
 
     def friction_values(self, qd) -> List[float]:
-        """Return the model's friction effort at the measured ``qd`` (n floats), or zeros."""
+        """Return the model's friction effort at the measured ``qd`` (n floats), or zeros.
+
+        :meth:`~ne_dynamics_ros.dynamics.model.RobotModel.friction_torques` in plain
+        floats (a NumPy call per state costs more than the loop): keep the two in step.
+        """
         if not self._friction:
             return self._zeros
         damping, coulomb, vs = self._friction_values
@@ -117,13 +123,13 @@ class ContactMode:
 
     def _model_dynamics(self, q, qd):
         """Return ``qdd -> M qdd + C q̇ + g`` of the law's model at ``(q, qd)``."""
+        rnea_values, gravity = self._rnea_values, self._gravity
+
         def inverse_dynamics(qdd):
-            tau = None
-            if hasattr(self.dynamics, 'rnea_values'):
-                tau = self.dynamics.rnea_values(q, qd, qdd, self._gravity)
+            tau = None if rnea_values is None else rnea_values(q, qd, qdd, gravity)
             if tau is None:
                 tau = self.model.rnea(np.array(q), np.array(qd), np.array(qdd),
-                                      gravity=np.array(self._gravity)).tolist()
+                                      gravity=np.array(gravity)).tolist()
             return tau
         return inverse_dynamics
 

@@ -52,7 +52,7 @@ from typing import Mapping, Optional, Sequence, Union
 
 import numpy as np
 
-from ne_dynamics_ros.control import parameters
+from ne_dynamics_ros.control import parameters, state_loss
 from ne_dynamics_ros.control.adaptive_mode import AdaptiveMode
 from ne_dynamics_ros.control.contact_mode import ContactMode
 from ne_dynamics_ros.control.effort_check import fit_to_limits, stretched_waypoints
@@ -65,7 +65,7 @@ from ne_dynamics_ros.control.run_state import (
     Command, NoCommand, PreparedTrajectory, RunState, SkipReason, Timeout)
 from ne_dynamics_ros.control.settings import ControllerSettings, DEFAULT_SETTINGS  # noqa: F401
 from ne_dynamics_ros.control.laws import (
-    anti_windup, clamp_effort, compute_effort_values, ControlLawConfig, ControlMode,
+    anti_windup, compute_effort_values, ControlLawConfig, ControlMode,
     ControlParameterError, integral_step, NonFiniteEffortError)
 from ne_dynamics_ros.control.trajectory import (
     DesiredState, prepared_waypoints, Trajectory, trajectory_from_points, TrajectoryError,
@@ -790,7 +790,7 @@ class ComputedTorqueController:
             run.complying = False             # a new reference ends a contact's compliance
             if goal_id is not None:
                 run.goal = GoalMonitor(goal_id, tolerances, prepared.trajectory.end_time,
-                                       self.model.joint_names, _stretch_note(prepared))
+                                       self.model.joint_names, _stretch_note(prepared.stretch))
             run.reset_integral()
             return prepared.trajectory
 
@@ -845,7 +845,8 @@ class ComputedTorqueController:
 
         Nothing is reported before the first valid state. From ``state_timeout`` of
         silence on, the goal is aborted and the reference dropped; the effort is what
-        ``state_loss_policy`` holds (:meth:`loss_effort`) until ``state_timeout +
+        ``state_loss_policy`` holds (:func:`~ne_dynamics_ros.control.state_loss.
+        loss_effort`) until ``state_timeout +
         state_loss_hold``, then zeros.
         """
         with self._lock:
@@ -858,10 +859,11 @@ class ComputedTorqueController:
                 return None
             started = not run.timed_out
             if started:
-                hold = self.loss_effort(run)
+                hold = state_loss.loss_effort(settings, run.last_q, run.last_effort,
+                                              self._gravity_at, self.law.effort_limits)
                 self._end_goal(GoalStatus.ABORTED, f'Aborted: no valid joint_states for '
                                f'{silence:.3f} s (state_timeout {settings.state_timeout} s): '
-                               f'{self.loss_text(hold is not None)}')
+                               f'{state_loss.loss_text(settings, hold is not None)}')
                 self._run = run = RunState(
                     self.n, waiting='no valid joint_states (state timeout)', timed_out=True,
                     last_valid_steady_ns=run.last_valid_steady_ns, loss_effort=hold)
@@ -874,55 +876,25 @@ class ComputedTorqueController:
             effort = run.loss_effort if order is None else [run.loss_effort[i] for i in order]
             return Timeout(np.array(effort), silence, started, True)
 
-    def loss_effort(self, run) -> Optional[list]:
-        """Return what ``state_loss_policy`` commands after ``run``'s last state, or None.
-
-        ``hold_gravity``: g(q) at the last measured q, from the model the law uses (in
-        adaptive mode with the load learned; zero gravity where the hardware compensates
-        it), no friction, no PD, no motion; ``hold_last``: the last command; ``zero`` or
-        no command yet: None. Chain order, within the effort limits.
-        """
-        policy = self.settings.state_loss_policy
-        if policy == 'zero' or run.last_q is None or self.settings.state_loss_hold <= 0:
-            return None
-        if policy == 'hold_last':
-            return list(run.last_effort)
-        q, rest = run.last_q, [0.0] * self.n
+    def _gravity_at(self, q) -> Sequence[float]:
+        """Return g(q) of the law's model (the learned load's too; zero where compensated)."""
+        rest = [0.0] * self.n
         if self.settings.mode is ControlMode.ADAPTIVE and self._adaptive.law is not None:
-            effort = self._adaptive.law.values(q, rest, q, rest, rest)[0]
-        else:
-            gravity = (np.zeros(3) if self.hardware_compensates_gravity
-                       else self.settings.gravity)
-            effort = self.model.gravity_torques(np.array(q), gravity)
-        try:
-            return clamp_effort(effort, self.law.effort_limits).tolist()
-        except NonFiniteEffortError:
-            return None
+            return self._adaptive.law.values(q, rest, q, rest, rest)[0]
+        gravity = np.zeros(3) if self.hardware_compensates_gravity else self.settings.gravity
+        return self.model.gravity_torques(np.array(q), gravity)
 
     def timeout_text(self, timeout: Timeout) -> str:
         """Say what a state timeout that just started commands (the node logs it)."""
-        return (f'no valid joint_states for {timeout.silence:.3f} s (state_timeout '
-                f'{self.settings.state_timeout} s): stopped following, commanding '
-                f'{self.loss_text(timeout.holding)}')
-
-    def loss_text(self, holding: bool) -> str:
-        """Say what a state timeout commands now (for logs and the aborted goal)."""
-        settings = self.settings
-        if not holding:
-            return 'zero effort until states return'
-        what = ('the last command' if settings.state_loss_policy == 'hold_last' else
-                'gravity compensation at the last measured position')
-        return (f'{what} for state_loss_hold {settings.state_loss_hold:g} s, then zero '
-                'effort until states return')
+        return state_loss.timeout_text(self.settings, timeout.silence, timeout.holding)
 
     def zero_effort(self) -> np.ndarray:
         """(n,) zeros: the command for a state timeout and for shutting down."""
         return np.zeros(self.n)
 
 
-def _stretch_note(prepared) -> str:
-    """Return what a goal's success says of a stretch (``prepared``: PreparedTrajectory or c)."""
-    c = getattr(prepared, 'stretch', prepared)
+def _stretch_note(c: float) -> str:
+    """Return what a goal's success says of a trajectory played ``c`` times slower."""
     return '' if c == 1.0 else (f' (played {c:.4g}x slower than sent, to stay within the '
                                 'effort limits)')
 

@@ -50,7 +50,7 @@ from typing import List, NamedTuple, Optional, Sequence
 #: After a gap between states longer than this (s), the observer starts again from the
 #: next state (its momentum increment would span the gap).
 MAX_GAP = 0.1
-#: A contact ends when every |r| is below this share of its threshold.
+#: A contact ends when every ``|r|`` is below this share of its threshold.
 RELEASE = 0.8
 
 

@@ -6,7 +6,7 @@ not explain as external effort. During the recording nothing touched the arm, so
 observer run over it, with the identified model, the recorded efforts as the efforts
 that acted (``sim_arm_node`` and ``joint_state_broadcaster`` report the effort of the
 step that ended at each state) and the node's default gain, shows how large ``r`` gets
-from model error, noise and friction alone. The rule (:func:`contact_thresholds`):
+from model error, noise and friction alone. The rule (:func:`contact_thresholds`)::
 
     threshold_i = 2 max_k |r_i,k| + Fc_i
 
@@ -24,7 +24,7 @@ from ne_dynamics_ros.control.observer import MomentumObserver
 
 #: The node's default observer gain (``contact.observer_gain``), 1/s.
 DEFAULT_GAIN = 60.0
-#: Multiple of the largest free-motion |r| in the rule.
+#: Multiple of the largest free-motion ``|r|`` in the rule.
 MARGIN = 2.0
 #: Least threshold, as a share of the joint's effort limit.
 FLOOR = 0.01
