@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 from random_urdf import PinocchioReference, random_chains
 
 from ne_dynamics_ros.codegen.payload_step import PayloadStep
-from ne_dynamics_ros.control.adaptive import (adaptation_gains, is_physical, link_frame,
-                                              parameters_of, PayloadAdaptation,
-                                              project_physical, pseudo_inertia)
+from ne_dynamics_ros.control.adaptive import adaptation_gains, link_frame, PayloadAdaptation
+from ne_dynamics_ros.control.physical_load import (is_physical, parameters_of,
+                                                   project_physical, pseudo_inertia)
 from ne_dynamics_ros.control.profiles import evaluate
 from ne_dynamics_ros.dynamics.parameters import model_with_parameters, PER_JOINT
 from ne_dynamics_ros.errors import ModelError, StateError

@@ -30,8 +30,9 @@ UR5E_POSE = np.radians([0.0, -60.0, 70.0, -90.0, -90.0, 0.0])
 DAMPING, FRICTION = [6.0, 6.0, 4.0, 1.0, 1.0, 1.0], [2.5, 2.5, 1.5, 0.4, 0.4, 0.4]
 
 
-def run(c, arm, seconds, external=None, push=None, goal=None):
-    """Drive ``arm`` with ``c`` at RATE for ``seconds``; return t, r, true, commands.
+def run(c, arm, seconds, external=None, push=None, goal=None, start=0.0):
+    """Drive ``arm`` with ``c`` at RATE for ``seconds`` from ``start`` s; return t, r,
+    true, commands.
 
     ``external(t)``: an effort (n,) added to the plant's input (a known external joint
     torque); ``push(t)``: (link, point, force) or None, for MuJoCo; ``goal``: points sent
@@ -40,7 +41,7 @@ def run(c, arm, seconds, external=None, push=None, goal=None):
     names = c.model.joint_names
     ts, rs, true, outs = [], [], [], []
     for k in range(int(round(seconds * RATE))):
-        t = k * DT
+        t = start + k * DT
         ns = round(t * 1e9)
         out = c.update(ns, names, arm.position, arm.velocity, steady_ns=ns)
         if k == 0 and goal is not None:
@@ -104,6 +105,32 @@ def test_a_push_at_the_forearm_is_estimated_within_the_issues_bounds_on_mujoco()
     contacts = [(ti, o.contact) for ti, o in zip(t, outs) if o.contact is not None]
     assert contacts and 1.0 <= contacts[0][0] <= 1.05, contacts
     assert contacts[0][1].joint == 'shoulder_lift_joint'
+
+
+def test_an_unread_observer_is_skipped_and_restarts_when_read_again():
+    """external_effort_wanted False and no contact threshold: no r (the node's default
+    while nobody subscribes to ~/external_effort); wanted again, r starts from that
+    state and finds the known external torque as a freshly started observer does."""
+    arm = SimulatedArm(str(UR5E_URDF), armature=[0.1] * 6, integration_rate=2000.0)
+    arm.reset(UR5E_POSE)
+    c = ComputedTorqueController.from_urdf(str(UR5E_URDF), armature=[0.1] * 6,
+                                           damping=[0.0] * 6, friction=[0.0] * 6,
+                                           settings={'kp': 400.0, 'kd': 40.0})
+    assert c.external_effort_wanted
+    c.external_effort_wanted = False
+    tau_ext = np.array([4.0, -6.0, 3.0, 1.0, -0.5, 0.3])
+    _, r, _, _ = run(c, arm, 0.2, external=lambda t: tau_ext)
+    assert all(v is None for v in r)
+    c.external_effort_wanted = True
+    t, r, true, _ = run(c, arm, 0.4, external=lambda t: tau_ext, start=0.2)
+    assert np.all(r[0] == 0.0)                       # restarted at the first state read
+    settled = t >= 0.4                               # 12 time constants of K_O = 60
+    np.testing.assert_allclose(r[settled], true[settled], rtol=0.01, atol=1e-3)
+    # a contact threshold runs it whatever the flag says
+    c.external_effort_wanted = False
+    c.reconfigure(**{'contact.threshold': [100.0] * 6})
+    _, r, _, _ = run(c, arm, 0.02, external=lambda t: tau_ext, start=0.6)
+    assert all(v is not None for v in r)
 
 
 def test_free_motion_on_mujoco_raises_no_contact():

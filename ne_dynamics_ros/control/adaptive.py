@@ -52,6 +52,7 @@ import numpy as np
 
 from ne_dynamics_ros.codegen.payload_step import (base_columns, BaseStep, PayloadStep,
                                                   without_friction)
+from ne_dynamics_ros.control.physical_load import is_physical, project_physical
 from ne_dynamics_ros.dynamics.parameters import frame_change, inertial_index, PER_JOINT
 from ne_dynamics_ros.dynamics.regressor import reference_regressor
 from ne_dynamics_ros.errors import ModelError
@@ -77,163 +78,6 @@ def adaptation_gains(gain: float = DEFAULT_ADAPTATION_GAIN,
     if not (isinstance(length, (int, float)) and 0 < length < math.inf):
         raise ModelError(f'adaptation length must be > 0 m, got {length!r}')
     return gain * np.array([length ** 4] * 6 + [length ** 2] * 3 + [1.0])
-
-
-def pseudo_inertia(parameters) -> np.ndarray:
-    """Return the (4, 4) pseudo-inertia of 10 parameters at a frame origin.
-
-    ``[[½ tr(J) E - J, MS], [MSᵀ, M]]``: positive semidefinite exactly when the
-    parameters are those of a physical body (Wensing, Kim & Slotine 2017).
-    """
-    xx, xy, xz, yy, yz, zz, mx, my, mz, m = parameters
-    J = np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]])
-    P = np.zeros((4, 4))
-    P[:3, :3] = 0.5 * np.trace(J) * np.eye(3) - J
-    P[:3, 3] = P[3, :3] = (mx, my, mz)
-    P[3, 3] = m
-    return P
-
-
-def parameters_of(P) -> np.ndarray:
-    """Return the 10 parameters of a (4, 4) pseudo-inertia (the inverse of the above)."""
-    S = P[:3, :3]
-    J = np.trace(S) * np.eye(3) - S
-    return np.array([J[0, 0], J[0, 1], J[0, 2], J[1, 1], J[1, 2], J[2, 2],
-                     P[0, 3], P[1, 3], P[2, 3], P[3, 3]])
-
-
-def is_physical(parameters, mass_max: float, tolerance: float = 1e-12,
-                radius: float = math.inf) -> bool:
-    """Tell whether 10 parameters are a load that can exist (within ``radius``).
-
-    ``0 <= M <= mass_max``, a positive semidefinite pseudo-inertia (to ``tolerance``,
-    kg·m²) and, for a finite ``radius`` (m), all of the load within that distance of the
-    frame's origin: ``tr Σ_O = ½ tr(J) <= M radius²`` (Σ_O the density-weighted second
-    moments about the origin; Wensing, Kim & Slotine's bounding-sphere condition, which
-    also puts the centre of mass within ``radius``). Plain floats, no arrays: it runs every
-    control step. With M > 0 the pseudo-inertia is PSD exactly when its Schur complement
-    ``Σ = ½ tr(J) E - J - MS MSᵀ / M`` (the second moments about the centre of mass) is; a
-    3x3 symmetric matrix is PSD when its principal minors are >= 0. With M = 0 only the
-    empty load is.
-    """
-    xx, xy, xz, yy, yz, zz, mx, my, mz, m = parameters
-    if not 0.0 <= m <= mass_max:
-        return False
-    if m == 0.0:
-        return not any(parameters)
-    half = 0.5 * (xx + yy + zz)
-    if half > m * radius * radius + tolerance:
-        return False
-    a, b, c = half - xx - mx * mx / m, half - yy - my * my / m, half - zz - mz * mz / m
-    d, e, f = -xy - mx * my / m, -xz - mx * mz / m, -yz - my * mz / m
-    tol = -tolerance
-    return (a >= tol and b >= tol and c >= tol and a * b - d * d >= tol
-            and a * c - e * e >= tol and b * c - f * f >= tol
-            and a * (b * c - f * f) - d * (d * c - f * e) + e * (d * f - b * e) >= tol)
-
-
-def project_physical(parameters, mass_max: float, radius: float = math.inf) -> np.ndarray:
-    """Return a physical load near ``parameters`` (10,), as :func:`is_physical` asks.
-
-    The load as mass M, centre of mass c and second moments about it Σ (the pseudo-inertia
-    is PSD exactly when M >= 0 and Σ is): M <= 0 gives the empty load; M above
-    ``mass_max`` is clipped, Σ scaled with it (the same body, lighter); c is pulled in
-    to ``radius``; Σ's negative eigenvalues are set to zero (the nearest PSD Σ); then Σ
-    is shrunk until ``½ tr(J) = M (|c|² + tr Σ) <= M radius²``. A load that is physical
-    comes back as it is. Plain floats but for Σ's eigenvalues, and those only when Σ is
-    not PSD: it runs on control steps.
-    """
-    if is_physical(parameters, mass_max, radius=radius):
-        return np.array(parameters, dtype=float)
-    xx, xy, xz, yy, yz, zz, mx, my, mz, m = (float(v) for v in parameters)
-    if not m > 0:                          # no mass: only the empty load is a body
-        return np.zeros(10)
-    c = [mx / m, my / m, mz / m]
-    half = 0.5 * (xx + yy + zz)
-    # Σ = S / M - c cᵀ per unit mass, S = ½ tr(J) E - J the second moments at the origin
-    S = [[half - xx, -xy, -xz], [-xy, half - yy, -yz], [-xz, -yz, half - zz]]
-    sigma = [[S[i][j] / m - c[i] * c[j] for j in range(3)] for i in range(3)]
-    m = min(m, mass_max)
-    distance = math.sqrt(c[0] ** 2 + c[1] ** 2 + c[2] ** 2)
-    if distance > radius:
-        c = [v * radius / distance for v in c]
-        distance = radius
-    if not _is_psd(sigma):
-        sigma = _nearest_psd(sigma)
-    spread, spare = sigma[0][0] + sigma[1][1] + sigma[2][2], radius ** 2 - distance ** 2
-    if spread > max(spare, 0.0):
-        sigma = [[v * max(spare, 0.0) / spread for v in row] for row in sigma]
-    S = [[m * (sigma[i][j] + c[i] * c[j]) for j in range(3)] for i in range(3)]
-    trace = S[0][0] + S[1][1] + S[2][2]
-    return np.array([trace - S[0][0], -S[0][1], -S[0][2], trace - S[1][1], -S[1][2],
-                     trace - S[2][2], m * c[0], m * c[1], m * c[2], m])
-
-
-def _nearest_psd(a):
-    """Return the PSD matrix nearest the symmetric 3x3 ``a`` (nested lists).
-
-    Its negative eigenvalues set to zero. In plain floats: the eigenvalues in closed form
-    (Smith, "Eigenvalues of a symmetric 3 x 3 matrix", CACM 4(4), 1961), then ``a`` less
-    its one negative eigenvalue's part, or the one positive eigenvalue's part alone, or
-    nothing; the eigenvector the longest cross product of two rows of ``a - λ E``.
-    NumPy's ``eigh`` where that eigenvalue is not apart from the others.
-    """
-    (p, d, e), (_, q, f), (_, _, r) = a
-    mean = (p + q + r) / 3.0
-    spread = math.sqrt(((p - mean) ** 2 + (q - mean) ** 2 + (r - mean) ** 2
-                        + 2.0 * (d * d + e * e + f * f)) / 6.0)
-    if spread <= 1e-12 * abs(mean) or spread == 0.0:        # a multiple of E
-        return a if mean >= 0 else [[0.0] * 3 for _ in range(3)]
-    b = [[(p - mean) / spread, d / spread, e / spread],
-         [d / spread, (q - mean) / spread, f / spread],
-         [e / spread, f / spread, (r - mean) / spread]]
-    half_det = 0.5 * (b[0][0] * (b[1][1] * b[2][2] - b[1][2] ** 2)
-                      - b[0][1] * (b[0][1] * b[2][2] - b[1][2] * b[0][2])
-                      + b[0][2] * (b[0][1] * b[1][2] - b[1][1] * b[0][2]))
-    phi = math.acos(min(1.0, max(-1.0, half_det))) / 3.0
-    largest = mean + 2.0 * spread * math.cos(phi)
-    smallest = mean + 2.0 * spread * math.cos(phi + 2.0 * math.pi / 3.0)
-    middle = 3.0 * mean - smallest - largest
-    gap = 1e-6 * spread
-    if largest <= 0.0:
-        return [[0.0] * 3 for _ in range(3)]
-    if smallest >= 0.0:
-        return a
-    if middle >= 0.0 and middle - smallest > gap:           # one negative: take it out
-        n = _eigenvector(a, smallest)
-        if n is not None:
-            return [[a[i][j] - smallest * n[i] * n[j] for j in range(3)] for i in range(3)]
-    elif middle < 0.0 and largest - middle > gap:           # one positive: keep it alone
-        n = _eigenvector(a, largest)
-        if n is not None:
-            return [[largest * n[i] * n[j] for j in range(3)] for i in range(3)]
-    values, vectors = np.linalg.eigh(np.array(a, dtype=float))
-    return ((vectors * np.maximum(values, 0.0)) @ vectors.T).tolist()
-
-
-def _eigenvector(a, value):
-    """Return the unit eigenvector of the symmetric 3x3 ``a`` for a simple ``value``, or None."""
-    rows = [[a[0][0] - value, a[0][1], a[0][2]], [a[1][0], a[1][1] - value, a[1][2]],
-            [a[2][0], a[2][1], a[2][2] - value]]
-    best, length = None, 0.0
-    for u, v in ((0, 1), (0, 2), (1, 2)):
-        x, y = rows[u], rows[v]
-        c = (x[1] * y[2] - x[2] * y[1], x[2] * y[0] - x[0] * y[2], x[0] * y[1] - x[1] * y[0])
-        size = c[0] * c[0] + c[1] * c[1] + c[2] * c[2]
-        if size > length:
-            best, length = c, size
-    if not length > 0.0:
-        return None
-    norm = math.sqrt(length)
-    return [v / norm for v in best]
-
-
-def _is_psd(a) -> bool:
-    """Tell whether the symmetric 3x3 ``a`` (nested lists) is PSD: its principal minors."""
-    (p, d, e), (_, q, f), (_, _, r) = a
-    return (p >= 0 and q >= 0 and r >= 0 and p * q - d * d >= 0 and p * r - e * e >= 0
-            and q * r - f * f >= 0 and p * (q * r - f * f) - d * (d * r - f * e)
-            + e * (d * f - q * e) >= 0)
 
 
 #: Above this ratio of the inertia a load may add about a joint's axis to the joint's own,
@@ -506,7 +350,8 @@ class PayloadAdaptation(SlotineLi):
 
     Attributes:
         estimate: (10,) the load's parameters in ``link``'s frame, kept physical
-            (:func:`is_physical`, :func:`project_physical`).
+            (:func:`~ne_dynamics_ros.control.physical_load.is_physical`,
+            :func:`~ne_dynamics_ros.control.physical_load.project_physical`).
 
     Raises:
         ModelError: bad gains, link or bound.
@@ -541,7 +386,8 @@ class PayloadAdaptation(SlotineLi):
 
         ``mass`` kg >= 0; ``com`` (3,) m in the link's frame; ``inertia`` (6,) ixx, ixy,
         ixz, iyy, iyz, izz about the centre of mass, kg·m². Kept physical, within
-        ``mass_max`` and ``radius`` (:func:`project_physical`); adaptation goes on from
+        ``mass_max`` and ``radius`` (:func:`~ne_dynamics_ros.control.physical_load.
+        project_physical`); adaptation goes on from
         it. Raises ModelError for values not finite or a negative mass.
         """
         values = np.concatenate([[mass], np.ravel(com), np.ravel(inertia)]).astype(float)
@@ -594,7 +440,5 @@ class BaseAdaptation(SlotineLi):
 
 
 __all__ = ['adaptation_gains', 'BaseAdaptation', 'DEFAULT_ADAPTATION_GAIN', 'DEFAULT_LENGTH',
-           'DEFAULT_MASS_MAX', 'DEFAULT_RADIUS', 'is_physical', 'link_frame',
-           'load_inertia_ratio', 'LOAD_INERTIA_RATIO_WARNING', 'parameters_of',
-           'PayloadAdaptation',
-           'project_physical', 'pseudo_inertia', 'SlotineLi']
+           'DEFAULT_MASS_MAX', 'DEFAULT_RADIUS', 'link_frame', 'load_inertia_ratio',
+           'LOAD_INERTIA_RATIO_WARNING', 'PayloadAdaptation', 'SlotineLi']

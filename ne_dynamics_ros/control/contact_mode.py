@@ -45,6 +45,10 @@ class ContactMode:
         self._zeros = [0.0] * model.n
         self._comply_law = None
         self._estimate = None          # the adaptive estimate at the previous state
+        #: compute r while contact detection is off too (somebody reads it: scripts,
+        #: run_lockstep); False skips the observer then, and it restarts when wanted again
+        self.reading = True
+        self._skipped = False
 
     def apply(self, settings, control_law):
         """Take the ``contact.*`` settings and the controller's law configuration."""
@@ -95,8 +99,15 @@ class ContactMode:
         ``adaptive_law``: the adaptive law in force (its model carries the learned
         load), or None. Returns ``(r, contact)``: r (n floats, N·m / N) and the
         :class:`~ne_dynamics_ros.control.observer.Contact` that starts with this state,
-        or None.
+        or None; ``(None, None)`` while contact detection is off and :attr:`reading` is
+        False.
         """
+        if not (self.reading or self.detector.enabled):
+            self._skipped = True             # nothing reads r: no observer, no cost
+            return None, None
+        if self._skipped:
+            self._skipped = False
+            self.restart()                   # its past is stale: start from this state
         shift = None
         if adaptive_law is not None:
             inverse_dynamics = self._adaptive_dynamics(adaptive_law, q, qd)

@@ -322,6 +322,23 @@ class ComputedTorqueController:
                 'ignore': 'reported only (contact.reaction ignore)'}[self._contact.reaction]
 
     @property
+    def external_effort_wanted(self) -> bool:
+        """Compute the observer's r on every state while contact detection is off too.
+
+        True (the default): each :class:`~ne_dynamics_ros.control.run_state.Command`
+        carries ``external_effort_values``. False: while ``contact.threshold`` is unset
+        the observer is skipped (None there), and restarts from the state it is wanted
+        again on (r starts at 0 and settles within a few ``1/contact.observer_gain``).
+        The node sets it from ``~/external_effort``'s subscribers: in adaptive mode the
+        observer costs more than the law (bench_node --modes).
+        """
+        return self._contact.reading
+
+    @external_effort_wanted.setter
+    def external_effort_wanted(self, wanted: bool):
+        self._contact.reading = bool(wanted)
+
+    @property
     def contacts(self) -> int:
         """How many contacts were detected since the controller was built."""
         return self._contact.contacts
@@ -574,9 +591,11 @@ class ComputedTorqueController:
             goal_end = self._judge_goal(t, position_error, velocity_error, q, now)
         order = self._command_order
         if order is not None:
-            tau, q_d, qd_d, qdd_d, position_error, velocity_error, external = (
+            tau, q_d, qd_d, qdd_d, position_error, velocity_error = (
                 [v[i] for i in order]
-                for v in (tau, q_d, qd_d, qdd_d, position_error, velocity_error, external))
+                for v in (tau, q_d, qd_d, qdd_d, position_error, velocity_error))
+            if external is not None:
+                external = [external[i] for i in order]
         return Command(tau, (q_d, qd_d, qdd_d), position_error, velocity_error, resumed,
                        goal_end, external, contact)
 

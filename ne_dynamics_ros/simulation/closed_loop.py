@@ -124,7 +124,8 @@ class ClosedLoopRun:
             ``[t_k, t_(k+1))``.
         position_error: (N, n) the controller's ``q_d - q`` for each state, rad (m).
         external_effort: (N, n) the controller's momentum observer at each state, N*m
-            (N) (:mod:`~ne_dynamics_ros.control.observer`).
+            (N) (:mod:`~ne_dynamics_ros.control.observer`); NaN where it was not run
+            (``external_effort_wanted`` False and no contact threshold).
         contacts: the :class:`~ne_dynamics_ros.control.observer.Contact` items the
             controller reported, in order.
     """
@@ -187,7 +188,8 @@ def run_lockstep(controller: ComputedTorqueController, arm: SimulatedArm, end_ti
         qd.append(velocity)
         effort.append(tau)
         error.append(out.position_error[to_arm])
-        external.append(np.asarray(out.external_effort_values)[to_arm])
+        r = out.external_effort_values
+        external.append(np.full(len(names), np.nan) if r is None else np.asarray(r)[to_arm])
         if out.contact is not None:
             contacts.append(out.contact)
         if observe is not None:

@@ -373,6 +373,8 @@ class ComputedTorqueNode(LifecycleNode):
         self.outputs.configure(controller.joints,
                                self.get_parameter('controller_state_rate').value)
         self.statistics = diagnostics.ControlStatistics(controller.n)
+        # the observer runs for contact detection, or while ~/external_effort is read
+        controller.external_effort_wanted = self.outputs.wanted[3]
         self.controller = controller
         model = controller.model
         for note in model.warnings:
@@ -561,6 +563,8 @@ class ComputedTorqueNode(LifecycleNode):
         elapsed = max(1e-9, now - (self._diagnostics_due - diagnostics.PERIOD))
         self._diagnostics_due = now + diagnostics.PERIOD
         c = self.controller
+        if c is not None:
+            c.external_effort_wanted = self.outputs.wanted[3]
         counts = self._counts()
         facts = diagnostics.node_facts(
             self, c, self._description_source,
