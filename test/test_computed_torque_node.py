@@ -472,12 +472,10 @@ def test_leaving_gravity_compensation_holds_the_current_position(make_harness):
     np.testing.assert_allclose(err.position, 0.0, atol=1e-12)
 
 
-def test_state_timeout_holds_gravity_then_zero_effort_then_resumes(make_harness, puma_ref):
-    h = make_harness(puma_params(state_timeout=0.3, state_loss_hold=0.6))
-    # what the watchdog decides, with the silence it measured on the node's steady clock
-    # (this process's own clock would also count its spinning delays)
+def record_timeouts(controller):
+    """Return the list the controller's ``check_timeout`` reports go to from now on."""
     reports = []
-    check_timeout = h.node.controller.check_timeout
+    check_timeout = controller.check_timeout
 
     def observed(steady_ns):
         report = check_timeout(steady_ns)
@@ -485,7 +483,15 @@ def test_state_timeout_holds_gravity_then_zero_effort_then_resumes(make_harness,
             reports.append(report)
         return report
 
-    h.node.controller.check_timeout = observed
+    controller.check_timeout = observed
+    return reports
+
+
+def test_state_timeout_holds_gravity_then_zero_effort_then_resumes(make_harness, puma_ref):
+    h = make_harness(puma_params(state_timeout=0.3, state_loss_hold=0.6))
+    # what the watchdog decides, with the silence it measured on the node's steady clock
+    # (this process's own clock would also count its spinning delays)
+    reports = record_timeouts(h.node.controller)
     tau, _, _ = h.exchange(PUMA_JOINTS, Q0, QD0)
     assert np.any(tau != 0.0)
     n = len(h.efforts)
@@ -518,16 +524,7 @@ def test_a_publish_that_blocks_is_no_state_loss(make_harness, monkeypatch):
     states keep arriving: the watchdog must not call that silence a state loss and
     command zero (test_activation's failure)."""
     h = make_harness(puma_params(state_timeout=0.5))
-    reports = []
-    check_timeout = h.node.controller.check_timeout
-
-    def observed(steady_ns):
-        report = check_timeout(steady_ns)
-        if report is not None:
-            reports.append(report)
-        return report
-
-    h.node.controller.check_timeout = observed
+    reports = record_timeouts(h.node.controller)
     h.exchange(PUMA_JOINTS, Q0, QD0)
     publish, stalls = h.node._effort_pub.publish, [1.0]
 
