@@ -53,6 +53,7 @@ import numpy as np
 from ne_dynamics_ros.codegen.payload_step import (base_columns, BaseStep, PayloadStep,
                                                   without_friction)
 from ne_dynamics_ros.control.physical_load import is_physical, project_physical
+from ne_dynamics_ros.dynamics.model import STANDARD_GRAVITY
 from ne_dynamics_ros.dynamics.parameters import frame_change, inertial_index, PER_JOINT
 from ne_dynamics_ros.dynamics.regressor import reference_regressor
 from ne_dynamics_ros.errors import ModelError
@@ -358,7 +359,7 @@ class PayloadAdaptation(SlotineLi):
     """
 
     def __init__(self, model, lam, k, gamma=None, link=None, mass_max=DEFAULT_MASS_MAX,
-                 gravity=(0.0, 0.0, -9.81), generated=True, radius=None):
+                 gravity=STANDARD_GRAVITY, generated=True, radius=None):
         self.body, T = link_frame(model, link)
         self.link = link or model.tip_link
         mapping = np.zeros((PER_JOINT * model.n, 10))
@@ -426,7 +427,7 @@ class BaseAdaptation(SlotineLi):
         estimate: (m,) the base parameters; ``columns`` their standard indices.
     """
 
-    def __init__(self, model, lam, k, gamma=None, gravity=(0.0, 0.0, -9.81), generated=True):
+    def __init__(self, model, lam, k, gamma=None, gravity=STANDARD_GRAVITY, generated=True):
         self.columns, values = base_columns(model, gravity)
         fixed = without_friction(model)
         fixed[inertial_index(model.n)] = 0.0

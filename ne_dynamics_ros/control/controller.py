@@ -865,8 +865,7 @@ class ComputedTorqueController:
         Nothing is reported before the first valid state. From ``state_timeout`` of
         silence on, the goal is aborted and the reference dropped; the effort is what
         ``state_loss_policy`` holds (:func:`~ne_dynamics_ros.control.state_loss.
-        loss_effort`) until ``state_timeout +
-        state_loss_hold``, then zeros.
+        loss_effort`) until ``state_timeout + state_loss_hold``, then zeros.
         """
         with self._lock:
             run = self._run

@@ -13,10 +13,8 @@ from .dh import Convention, dh_frames, JointType, link_transform
 from ..errors import ModelError, StateError, URDFError
 from .rnea import LinkDynamics, rnea_dh, rnea_mdh
 from .parameters import model_with_parameters, standard_parameters
-from .regressor import regressor
+from .regressor import regressor, STANDARD_GRAVITY
 from .urdf_import import build_chain, parse_urdf
-
-STANDARD_GRAVITY = (0.0, 0.0, -9.81)
 
 
 def load_model(urdf, base_link=None, tip_link=None, convention='mdh', armature=None,

@@ -21,6 +21,7 @@ from typing import List
 import numpy as np
 
 from ne_dynamics_ros.control.observer import MomentumObserver
+from ne_dynamics_ros.dynamics.model import STANDARD_GRAVITY
 
 #: The node's default observer gain (``contact.observer_gain``), 1/s.
 DEFAULT_GAIN = 60.0
@@ -50,7 +51,7 @@ def observed_effort(model, t, q, qd, effort, gain=DEFAULT_GAIN, with_gravity=Tru
     # the observer's own momentum increments, all states at once (the same formula)
     dt = np.diff(t, prepend=t[0] - 1.0)[:, None]
     qdd = np.vstack([np.zeros((1, n)), np.diff(qd, axis=0)]) / dt
-    gravity = np.array([0.0, 0.0, -9.81]) if with_gravity else np.zeros(3)
+    gravity = np.array(STANDARD_GRAVITY) if with_gravity else np.zeros(3)
     model_effort = model.rnea(q, qd, qdd, gravity=gravity)
     friction = model.friction_torques(qd) if with_friction else np.zeros_like(qd)
     observer = MomentumObserver(n, gain)
