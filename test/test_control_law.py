@@ -185,7 +185,7 @@ def test_friction_compensation_adds_urdf_damping_and_friction():
     # the reference's sign is sharper (its own v_s, 0.003 rad/s by default): slow desired
     # velocities, where the two scales differ, among the random ones
     reference = ControlLawConfig.__dataclass_fields__['coulomb_velocity'].default
-    assert reference == 0.003 and model.coulomb_velocity == 0.01
+    assert reference == 0.003 and np.all(model.coulomb_velocity == 0.01)
     for k, (q, qd, q_d, qd_d, qdd_d) in enumerate(random_states(model.n, seed=6)):
         if k % 2:
             qd_d = qd_d * 1e-3

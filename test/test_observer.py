@@ -20,7 +20,8 @@ from ne_dynamics_ros.control.observer import ContactDetector, MomentumObserver
 from ne_dynamics_ros.control.settings import ControllerSettings
 from ne_dynamics_ros.control.trajectory import TrajectoryPoint
 from ne_dynamics_ros.identification.recording import JointRecording
-from ne_dynamics_ros.identification.thresholds import contact_thresholds, observed_effort
+from ne_dynamics_ros.identification.thresholds import (contact_thresholds, observed_effort,
+                                                       transients)
 from ne_dynamics_ros.simulation.closed_loop import run_lockstep, TrajectoryMessage
 from ne_dynamics_ros.simulation.mujoco_arm import MujocoArm
 from ne_dynamics_ros.simulation.simulated_arm import SimulatedArm
@@ -264,7 +265,8 @@ def test_hostile_contact_settings_are_refused_with_their_name(name, value):
 
 def test_identify_sets_thresholds_from_the_observer_over_the_recording():
     """The observer run offline over a recording (what ``identify`` does) gives the r the
-    controller computed online; the thresholds are twice its largest |r| + Coulomb."""
+    controller computed online; the thresholds are twice the 99.9th percentile of its |r|
+    away from transients + Coulomb (never over the old rule, twice the largest |r|)."""
     arm = MujocoArm(str(UR5E_URDF), armature=[0.1] * 6, damping=DAMPING, friction=FRICTION)
     arm.reset(UR5E_POSE)
     c = ComputedTorqueController.from_urdf(
@@ -279,9 +281,11 @@ def test_identify_sets_thresholds_from_the_observer_over_the_recording():
     np.testing.assert_allclose(offline, run.external_effort, atol=1e-9)
     recording = JointRecording(tuple(run.joint_names), run.t, run.q, run.qd, recorded,
                                'test')
-    thresholds = contact_thresholds(c.model, recording)
-    np.testing.assert_allclose(thresholds, 2 * np.abs(offline).max(axis=0) + FRICTION,
-                               rtol=1e-3)
+    thresholds = contact_thresholds(c.model, recording).values
+    kept = ~transients(run.t, run.qd, offline).any
+    quantile = [np.percentile(np.abs(offline[kept[:, j], j]), 99.9) for j in range(6)]
+    np.testing.assert_allclose(thresholds, 2 * np.array(quantile) + FRICTION, rtol=1e-3)
+    assert np.all(thresholds <= 2 * np.abs(offline).max(axis=0) + FRICTION + 1e-3)
     assert thresholds[1] < 10.0               # the 40 N push (14.6 N*m) stays detectable
 
 

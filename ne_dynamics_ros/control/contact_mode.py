@@ -62,7 +62,8 @@ class ContactMode:
             control_law, mode=ControlMode.GRAVITY_COMPENSATION, friction_compensation=True)
         self._friction = not control_law.hardware_compensates_friction
         self._friction_values = (self.model.damping.tolist(), self.model.friction.tolist(),
-                                 self.model.coulomb_velocity)
+                                 self.model.coulomb_velocity.tolist(),
+                                 self.model.friction_offset.tolist())
         self._gravity = ([0.0, 0.0, 0.0] if control_law.hardware_compensates_gravity
                          else control_law.gravity.tolist())
 
@@ -89,8 +90,9 @@ class ContactMode:
         """
         if not self._friction:
             return self._zeros
-        damping, coulomb, vs = self._friction_values
-        return [b * v + c * math.tanh(v / vs) for b, c, v in zip(damping, coulomb, qd)]
+        damping, coulomb, scales, offsets = self._friction_values
+        return [b * v + c * math.tanh(v / vs) + off
+                for b, c, v, vs, off in zip(damping, coulomb, qd, scales, offsets)]
 
     def observe(self, now: float, q, qd,
                 adaptive_law=None) -> Tuple[List[float], Optional[Contact]]:

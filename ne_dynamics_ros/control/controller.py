@@ -189,13 +189,15 @@ class ComputedTorqueController:
                   settings=None, joints=None, effort_limits=None,
                   dynamics_backend='generated', damping=None, friction=None,
                   hardware_compensates_gravity=False, hardware_compensates_friction=False,
-                  adaptation_link=None):
+                  adaptation_link=None, friction_velocity=None, friction_offset=None):
         """Load the model with :func:`~ne_dynamics_ros.dynamics.model.load_model`, then build.
 
         Args:
             urdf: URDF XML text or a file path.
-            base_link, tip_link, convention, armature, damping, friction: as for
-                ``load_model`` (damping and friction replace the URDF's).
+            base_link, tip_link, convention, armature, damping, friction,
+                friction_velocity, friction_offset: as for ``load_model`` (damping and
+                friction replace the URDF's; the identified v_s and offsets of the
+                friction).
             settings, joints, effort_limits, dynamics_backend: as for the constructor.
             hardware_compensates_gravity, hardware_compensates_friction: as for the
                 constructor.
@@ -210,9 +212,12 @@ class ComputedTorqueController:
             armature = parameters.check('armature', armature)
         damping = parameters.check('damping', damping)
         friction = parameters.check('friction', friction)
+        friction_velocity = parameters.check('friction_velocity', friction_velocity)
+        friction_offset = parameters.check('friction_offset', friction_offset)
         model = load_model(urdf, base_link=base_link, tip_link=tip_link,
                            convention=convention, armature=armature, damping=damping,
-                           friction=friction)
+                           friction=friction, friction_velocity=friction_velocity,
+                           friction_offset=friction_offset)
         return cls(model, settings, joints=joints, effort_limits=effort_limits,
                    dynamics_backend=dynamics_backend, adaptation_link=adaptation_link,
                    hardware_compensates_gravity=hardware_compensates_gravity,

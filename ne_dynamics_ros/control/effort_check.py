@@ -95,11 +95,13 @@ def effort_terms(model, q, qd, qdd, gravity, friction=True, with_gravity=True,
         gravity: (3,) m/s² in the base link frame.
         friction: include the model's ``damping`` (Fv) and ``friction`` (Fc).
         with_gravity: include g(q) (False where the hardware compensates gravity).
-        coulomb_velocity: v_s of ``Fc tanh(q̇ / v_s)``, rad/s (m/s), > 0.
+        coulomb_velocity: v_s of ``Fc tanh(q̇ / v_s)``, rad/s (m/s), > 0 (the model's
+            identified ``friction_velocity`` instead, when it has them).
 
     Returns:
         ``(a, b, d)``, each (N, n) N·m (N): ``a = M q̈ + C q̇ + armature q̈`` (scales as
-        ``1/c²``), ``b = Fv q̇`` (``1/c``), ``d = g(q) + Fc tanh(q̇ / v_s)`` (constant).
+        ``1/c²``), ``b = Fv q̇`` (``1/c``), ``d = g(q) + Fc tanh(q̇ / v_s) + offset``
+        (constant).
 
     Raises:
         ne_dynamics_ros.errors.StateError: non-finite or mis-shaped states.
@@ -108,7 +110,8 @@ def effort_terms(model, q, qd, qdd, gravity, friction=True, with_gravity=True,
     d = model.gravity_torques(q, gravity=gravity) if with_gravity else np.zeros_like(a)
     if friction:
         b = model.damping * qd
-        d = d + model.friction * np.tanh(qd / coulomb_velocity)
+        scale = model.reference_velocity_scale(coulomb_velocity)
+        d = d + model.friction * np.tanh(qd / scale) + model.friction_offset
     else:
         b = np.zeros_like(a)
     return a, b, d

@@ -210,14 +210,19 @@ def feedforward_pd(model, q, qd, q_d, qd_d, qdd_d, kp, kd, gravity):
 
 
 def reference_friction(model, qd_d, coulomb_velocity):
-    """Friction torques at the desired velocity: ``Fv qd_d + Fc tanh(qd_d / v_s)``.
+    """Friction torques at the desired velocity: ``Fv qd_d + Fc tanh(qd_d / v_s) + offset``.
 
-    ``model.damping`` (Fv) and ``model.friction`` (Fc) are the URDF's (or identified) drive
-    values, (n,); ``qd_d``: (n,) rad/s (m/s); ``coulomb_velocity``: v_s > 0 in the same
-    unit. Returns (n,) N*m (N), to be added to the command (see the module docstring).
+    ``model.damping`` (Fv), ``model.friction`` (Fc) and ``model.friction_offset`` are the
+    URDF's (or identified) drive values, (n,); ``qd_d``: (n,) rad/s (m/s);
+    ``coulomb_velocity``: v_s > 0 in the same unit, used unless the model carries
+    identified ones (``model.friction_velocity``: the friction the controller compensates
+    is the one identified). Returns (n,) N*m (N), to be added to the command (see the
+    module docstring).
     """
     qd_d = model.checked_vector(qd_d, 'qd_d')
-    return model.damping * qd_d + model.friction * np.tanh(qd_d / coulomb_velocity)
+    scale = model.reference_velocity_scale(coulomb_velocity)
+    return (model.damping * qd_d + model.friction * np.tanh(qd_d / scale)
+            + model.friction_offset)
 
 
 def gravity_compensation(model, q, gravity):

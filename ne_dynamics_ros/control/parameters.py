@@ -215,6 +215,28 @@ def _drive_values(value, n, name):
     return values
 
 
+def _friction_velocity(value, n, name):
+    """Check identified v_s per joint: unset, or n finite values > 0."""
+    values = _drive_values(value, n, name)
+    if values is not None and not np.all(values > 0.0):
+        raise ControlParameterError(f'{name} must be finite values > 0, got '
+                                    f'{values.tolist()}')
+    return values
+
+
+def _friction_offset(value, n, name):
+    """Check a constant friction effort per joint: unset, or n finite values (either sign)."""
+    if value is None:
+        return None
+    values = numbers(value, name)
+    if not np.all(np.isfinite(values)):
+        raise ControlParameterError(f'{name} must be finite values, got {values.tolist()}')
+    if n is not None and values.size != n:
+        raise ControlParameterError(f'{name} needs {n} values (one per joint), got '
+                                    f'{values.size}')
+    return values
+
+
 def _effort_limits(value, n, name):
     if value is None:
         return None
@@ -401,6 +423,17 @@ PARAMETERS = (
                   'Coulomb friction per joint (chain order), replacing the URDF <dynamics '
                   'friction>; unset = the URDF values.', unit='N*m or N', constraints='>= 0',
                   check=_drive_values),
+    ParameterSpec('friction_velocity', 'double_array', None,
+                  'Identified velocity scale v_s of each joint\'s Coulomb friction '
+                  'Fc*tanh(qd/v_s) (chain order, from ne-dynamics identify), used at measured '
+                  'and desired velocities alike (coulomb_velocity is then not used); unset = '
+                  '0.01 at measured velocities, coulomb_velocity at desired ones.',
+                  unit='rad/s or m/s', constraints='> 0', check=_friction_velocity),
+    ParameterSpec('friction_offset', 'double_array', None,
+                  'Constant effort per joint added to the friction model (chain order, '
+                  'identified by ne-dynamics identify: a drive\'s or torque sensor\'s offset); '
+                  'unset = zero.', unit='N*m or N', constraints='finite',
+                  check=_friction_offset),
     ParameterSpec('state_timeout', 'double', 0.1,
                   'Seconds without a valid joint_states message after which the node stops '
                   'following the reference: it aborts the goal and commands what '

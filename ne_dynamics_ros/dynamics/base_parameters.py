@@ -303,8 +303,10 @@ def base_parameters(model, samples=None, seed=0):
     names = parameter_names(n)
     inertial = inertial_index(n)
     kept_numeric, K, dependent, rank = numeric_base(model, samples, seed)
-    mdh = model if model.convention is Convention.MDH else RobotModel(
-        model.chain, Convention.MDH, model.armature, model.coulomb_velocity)
+    mdh = model
+    if model.convention is not Convention.MDH:
+        mdh = RobotModel(model.chain, Convention.MDH, model.armature)
+        mdh.set_friction_shape(model.coulomb_velocity, model.friction_offset)
     G_closed, kept_closed, notes = closed_form_grouping(mdh)
     complete = kept_closed.size == rank
     drive = [name for name in names if name.rstrip('0123456789') in ('Ia', 'Fv', 'Fc')]

@@ -18,7 +18,8 @@ from .urdf_import import build_chain, parse_urdf
 
 
 def load_model(urdf, base_link=None, tip_link=None, convention='mdh', armature=None,
-               coulomb_velocity=0.01, damping=None, friction=None, max_bytes=None):
+               coulomb_velocity=0.01, damping=None, friction=None, max_bytes=None,
+               friction_velocity=None, friction_offset=None):
     """Read a URDF and build a :class:`RobotModel`.
 
     Args:
@@ -38,6 +39,11 @@ def load_model(urdf, base_link=None, tip_link=None, convention='mdh', armature=N
             (e.g. identified values from ``ne-dynamics identify``'s parameter YAML).
         max_bytes: largest URDF accepted, bytes (default
             :data:`~ne_dynamics_ros.dynamics.urdf_import.MAX_URDF_BYTES`, 16 MiB).
+        friction_velocity: None or (n,) identified v_s per joint, > 0 (rad/s or m/s),
+            replacing ``coulomb_velocity`` for every use of the model's friction (the
+            controller's reference friction included; ``ne-dynamics identify`` writes it).
+        friction_offset: None or (n,) constant effort per joint, N·m (N), added to the
+            friction (a drive's or torque sensor's offset; identified, 0 by default).
 
     Returns:
         RobotModel.
@@ -45,8 +51,8 @@ def load_model(urdf, base_link=None, tip_link=None, convention='mdh', armature=N
     Raises:
         URDFError, InertiaError: see :func:`ne_dynamics_ros.dynamics.urdf_import.parse_urdf` and
             :func:`~ne_dynamics_ros.dynamics.urdf_import.build_chain`.
-        ModelError: bad ``convention``, ``armature``, ``coulomb_velocity``, ``damping`` or
-            ``friction``.
+        ModelError: bad ``convention``, ``armature``, ``coulomb_velocity``, ``damping``,
+            ``friction``, ``friction_velocity`` or ``friction_offset``.
     """
     convention = Convention.parse(convention)
     for name, value in (('base_link', base_link), ('tip_link', tip_link)):
@@ -60,6 +66,7 @@ def load_model(urdf, base_link=None, tip_link=None, convention='mdh', armature=N
             if np.any(values < 0):
                 raise ModelError(f'{name} must be >= 0 per joint, got {values.tolist()}')
             setattr(model, name, values)
+    model.set_friction_shape(friction_velocity, friction_offset)
     return model
 
 
@@ -147,12 +154,43 @@ class RobotModel:
         self.armature = self.checked_vector(armature, 'armature', allow_batch=False)
         if np.any(self.armature < 0):
             raise ModelError(f'armature must be >= 0, got {self.armature.tolist()}')
-        if not (isinstance(coulomb_velocity, (int, float)) and coulomb_velocity > 0
-                and math.isfinite(coulomb_velocity)):
-            raise ModelError(f'coulomb_velocity must be a finite number > 0, '
+        try:
+            scale = np.broadcast_to(np.asarray(coulomb_velocity, dtype=float), (self.n,))
+        except (TypeError, ValueError):
+            scale = np.array([math.nan])
+        if isinstance(coulomb_velocity, (bool, str)) or not np.all(
+                np.isfinite(scale) & (scale > 0)):
+            raise ModelError(f'coulomb_velocity must be a finite number > 0 (or n of them), '
                              f'got {coulomb_velocity!r}')
-        self.coulomb_velocity = float(coulomb_velocity)
+        #: (n,) v_s of each joint's ``Fc tanh(q̇ / v_s)``, rad/s (m/s).
+        self.coulomb_velocity = scale.copy()
+        #: (n,) identified v_s (the controller's reference friction uses them too), or None.
+        self.friction_velocity = None
+        #: (n,) constant effort added to the friction, N·m (N).
+        self.friction_offset = np.zeros(self.n)
         self._gravity_cache = (None, None)
+
+    def set_friction_shape(self, friction_velocity=None, friction_offset=None):
+        """Set the identified v_s (n,) > 0 and offsets (n,) of the friction (None: keep).
+
+        Raises:
+            ModelError: not n finite values, or a v_s that is not > 0.
+        """
+        if friction_velocity is not None:
+            values = self.checked_vector(friction_velocity, 'friction_velocity',
+                                         allow_batch=False)
+            if np.any(values <= 0):
+                raise ModelError(f'friction_velocity must be > 0 per joint, got '
+                                 f'{values.tolist()}')
+            self.friction_velocity = values
+            self.coulomb_velocity = values.copy()
+        if friction_offset is not None:
+            self.friction_offset = self.checked_vector(friction_offset, 'friction_offset',
+                                                       allow_batch=False)
+
+    def reference_velocity_scale(self, default):
+        """Return v_s at a *reference* velocity: the identified (n,) or ``default``."""
+        return self.friction_velocity if self.friction_velocity is not None else default
 
     def __repr__(self):
         """Short description: name of chain ends, convention and joints."""
@@ -372,7 +410,7 @@ class RobotModel:
     def friction_torques(self, qd):
         """Joint friction efforts from URDF ``<dynamics damping friction>``.
 
-        ``tau_f = damping * q̇ + friction * tanh(q̇ / v_s)``: viscous as in
+        ``tau_f = damping * q̇ + friction * tanh(q̇ / v_s) + friction_offset``: viscous as in
         ``002_b8a46976f20e0349.txt`` eq 2.39 (b_i q̇_i), plus Coulomb friction smoothed by
         tanh with velocity scale ``v_s = coulomb_velocity`` (given to :func:`load_model`;
         tanh reaches 76 % of the Coulomb level at q̇ = v_s and is continuous at rest, so
@@ -386,7 +424,8 @@ class RobotModel:
             same shape as ``qd``, N·m / N.
         """
         qd = self.checked_vector(qd, 'qd')
-        return self.damping * qd + self.friction * np.tanh(qd / self.coulomb_velocity)
+        return (self.damping * qd + self.friction * np.tanh(qd / self.coulomb_velocity)
+                + self.friction_offset)
 
     # ---- kinematics and tables ----------------------------------------------------------
 

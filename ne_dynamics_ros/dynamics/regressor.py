@@ -4,7 +4,8 @@
 (13 per joint: XX ... ZZ, MX, MY, MZ, M of link j at origin O_j, then Ia, Fv, Fc).
 Sign convention: ``W pi = M(q) q̈ + C(q, q̇) q̇ + g(q) + Ia q̈ + Fv q̇ + Fc tanh(q̇/v_s)``,
 i.e. :meth:`~ne_dynamics_ros.dynamics.model.RobotModel.rnea` plus
-:meth:`~ne_dynamics_ros.dynamics.model.RobotModel.friction_torques`; a tip wrench's term
+:meth:`~ne_dynamics_ros.dynamics.model.RobotModel.friction_torques` less its constant
+``friction_offset`` (no parameter of ``pi``; v_s per joint); a tip wrench's term
 ``-J_tipᵀ w_tip`` does not depend on ``pi`` and is kept apart (:func:`tip_wrench_torques`).
 
 How: the outward recursion of the model's convention (Craig's MDH, ``000_*``, or
@@ -124,7 +125,7 @@ def _drive_columns(model, W, rates, accelerations):
         col = PER_JOINT * i
         W[:, i, col + 10] = accelerations[:, i]
         W[:, i, col + 11] = rates[:, i]
-        W[:, i, col + 12] = np.tanh(rates[:, i] / model.coulomb_velocity)
+        W[:, i, col + 12] = np.tanh(rates[:, i] / model.coulomb_velocity[i])
 
 
 def _joint_rows(model, ct, st, frames, blocks, B):

@@ -43,6 +43,9 @@ import numpy as np
 from ne_dynamics_ros.dynamics.base_parameters import numeric_base
 from ne_dynamics_ros.dynamics.parameters import parameter_names, PER_JOINT
 from ne_dynamics_ros.errors import IdentificationError
+from ne_dynamics_ros.identification.physical_fit import (extend_regressor,
+                                                         extended_columns, fold_of,
+                                                         FoldEquations, FOLDS)
 from ne_dynamics_ros.identification.signals import (  # noqa: F401 - steps 1 and 2's names
     aligned_efforts, decimation_filter, decimation_index, filtered_states, gradient,
     mean_square, scipy_signal)
@@ -54,8 +57,8 @@ EXCITATION_FRACTION = 0.02
 #: A joint whose tracking-error RMS exceeds this fraction of its excitation's RMS did not
 #: follow its excitation (:func:`following_warnings`).
 FOLLOWING_FRACTION = 0.1
-#: Samples of the regressor computed and filtered at once (memory: about 20 000 n p 24 B).
-BLOCK_SAMPLES = 20000
+#: Samples of the regressor computed and filtered at once (memory: about 8 000 n p 24 B).
+BLOCK_SAMPLES = 8000
 #: Default stiction band, rad/s (m/s): a joint's rows with a slower filtered velocity are
 #: left out of the fit (:func:`stiction_mask`).
 STICTION_BAND = 0.1
@@ -81,6 +84,11 @@ class Identification:
         cutoff: low-pass cutoff used, Hz.
         unexcited: names of joints the data barely moves.
         warnings: human-readable notes.
+        folds: :class:`~ne_dynamics_ros.identification.physical_fit.FoldEquations` of
+            the fitted rows on the extended columns (the physical fit's data).
+        sigma: (n,) each joint's residual deviation of the least-squares fit, N·m (N).
+        still: (n,) bools, the joints that hardly moved.
+        hardware_friction: the efforts were recorded without the drive friction.
     """
 
     joints: tuple
@@ -98,6 +106,10 @@ class Identification:
     cutoff: float
     unexcited: List[str] = field(default_factory=list)
     warnings: List[str] = field(default_factory=list)
+    folds: object = None
+    sigma: np.ndarray = None
+    still: np.ndarray = None
+    hardware_friction: bool = False
 
     @property
     def relative_std(self):
@@ -140,7 +152,7 @@ def regress(model, q, qd, qdd, columns, chunk=4096, gravity=None):
 
 
 def decimated_blocks(model, q, qd, qdd, tau, columns, cutoff, rate, r, block=BLOCK_SAMPLES,
-                     gravity=None):
+                     gravity=None, extended=False):
     """Yield the decimated regressor block by block: memory bounded by ``block``, not N.
 
     The regressor of each block of about ``block`` samples is computed with a margin of
@@ -159,6 +171,9 @@ def decimated_blocks(model, q, qd, qdd, tau, columns, cutoff, rate, r, block=BLO
         block: samples per block (the memory: about ``block * n * p * 24`` bytes).
         gravity: (3,) m/s² for the regressor (None: the standard gravity; zeros when
             the efforts were recorded with gravity removed).
+        extended: W holds every column of :func:`~ne_dynamics_ros.identification.
+            physical_fit.extend_regressor` (the 13 n standard ones, the Coulomb columns at
+            every candidate v_s, the offsets) instead of ``columns`` only.
 
     Yields:
         (index (m,), W (m, n, p), tau (m, n), qd (m, n)) at the kept samples.
@@ -173,7 +188,12 @@ def decimated_blocks(model, q, qd, qdd, tau, columns, cutoff, rate, r, block=BLO
     for start in range(0, index.size, per_block):
         kept = index[start:start + per_block]
         lo, hi = max(0, int(kept[0]) - pad), min(N, int(kept[-1]) + pad + 1)
-        W = regress(model, q[lo:hi], qd[lo:hi], qdd[lo:hi], columns, gravity=gravity)
+        if extended:
+            W = extend_regressor(regress(model, q[lo:hi], qd[lo:hi], qdd[lo:hi],
+                                         np.arange(PER_JOINT * model.n), gravity=gravity),
+                                 qd[lo:hi])
+        else:
+            W = regress(model, q[lo:hi], qd[lo:hi], qdd[lo:hi], columns, gravity=gravity)
         T = tau[lo:hi]
         if sos is not None:
             W = sosfiltfilt(sos, W, axis=0)
@@ -457,8 +477,8 @@ def identify(model, recording, cutoff=None, decimation=None, weighted=True,
     if samples * model.n < 2 * kept.size:
         raise IdentificationError(f'{samples} samples after decimation by {r}: too few '
                                   f'for {kept.size} parameters')
-    every, outside = _accumulate(model, q, qd, qdd, tau, kept, cutoff, rate, r, chunk,
-                                 stiction_band, efforts_exclude_gravity)  # step 2
+    every, outside, folds = _accumulate(model, q, qd, qdd, tau, kept, cutoff, rate, r,
+                                        chunk, stiction_band, efforts_exclude_gravity)
     nominal = G @ model.standard_parameters()
     dead, hardware, fixed = _kept_nominal(model, qd, kept, every, outside, nominal,
                                           efforts_exclude_gravity, efforts_exclude_friction)
@@ -466,9 +486,13 @@ def identify(model, recording, cutoff=None, decimation=None, weighted=True,
     residual_rms, nominal_rms, effort_rms = residuals_from(every, beta, nominal)  # step 4
     unexcited, warnings = _warnings(model, recording, qd, names, G, dead, hardware,
                                     efforts_exclude_gravity, efforts_exclude_friction)
+    still = np.array([name in unexcited for name in model.joint_names])
+    dof = np.maximum(1, outside.rows - int(math.ceil(kept.size / model.n)))
+    sigma = np.sqrt(outside.rss(beta) / dof)
     return Identification(tuple(model.joint_names), names, G, beta, std, nominal, condition,
                           residual_rms, nominal_rms, effort_rms, int(samples), rate / r,
-                          cutoff, unexcited, warnings)
+                          cutoff, unexcited, warnings, folds, sigma, still,
+                          efforts_exclude_friction)
 
 
 def _fit(outside, fixed, dead, nominal, weighted):
@@ -503,16 +527,24 @@ def _settings(model, recording, cutoff, decimation, stiction_band):
 
 def _accumulate(model, q, qd, qdd, tau, kept, cutoff, rate, r, chunk, stiction_band,
                 efforts_exclude_gravity):
-    """Step 2: the normal equations of every row and of the rows outside the stiction band."""
+    """Step 2: return the normal equations of every row, the fit's rows, and those per fold.
+
+    The fit's rows are those outside the stiction band; per fold they are kept on the
+    extended columns (the physical fit's data).
+    """
     n, p = model.n, kept.size
     every = NormalEquations(n, p)        # all rows: column norms, residuals
     outside = NormalEquations(n, p)      # the rows outside the stiction band: the fit
-    gravity = np.zeros(3) if efforts_exclude_gravity else None
-    for _, W, T, qd_kept in decimated_blocks(model, q, qd, qdd, tau, kept, cutoff, rate,
-                                             r, chunk, gravity):
-        every.add(W, T)
-        outside.add(W, T, stiction_mask(qd_kept, stiction_band))
-    return every, outside
+    folds = FoldEquations(FOLDS, n, extended_columns(n))   # the same rows, for the
+    gravity = np.zeros(3) if efforts_exclude_gravity else None     # physical fit
+    for index, W, T, qd_kept in decimated_blocks(model, q, qd, qdd, tau, kept, cutoff,
+                                                 rate, r, chunk, gravity, extended=True):
+        mask = stiction_mask(qd_kept, stiction_band)
+        base = W[:, :, kept]
+        every.add(base, T)
+        outside.add(base, T, mask)
+        folds.add(fold_of(index, q.shape[0]), W, T, mask)
+    return every, outside, folds
 
 
 def _kept_nominal(model, qd, kept, every, outside, nominal, efforts_exclude_gravity,

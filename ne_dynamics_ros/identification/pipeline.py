@@ -1,15 +1,20 @@
 """The identify pipeline: recording in, an identified URDF and parameter YAML out.
 
 One function shared by ``ne-dynamics identify`` and ``ne-dynamics-demo --identify``:
-:func:`identify_model` takes the nominal URDF text, its model and a recording, and runs
-:func:`~ne_dynamics_ros.identification.estimation.identify` (base and drive parameters,
-stiction band, the warnings naming joints that did not follow),
-:func:`~ne_dynamics_ros.identification.consistency.consistent_parameters` (the closest
-physical model) and the writers (:func:`~ne_dynamics_ros.identification.urdf_writer.
-identified_urdf`, :func:`~ne_dynamics_ros.identification.urdf_writer.parameters_yaml`).
+:func:`identify_model` takes the nominal URDF text, its model and a recording; holds out
+the end of the recording (or takes a second one) for validation; runs
+:func:`~ne_dynamics_ros.identification.estimation.identify` on the rest (least-squares
+base and drive parameters, stiction band, the warnings naming joints that did not
+follow), :func:`~ne_dynamics_ros.identification.physical_fit.select_model` (the physical
+model with a prior toward the nominal one, drive terms and prior weight chosen by
+cross-validation), :func:`~ne_dynamics_ros.identification.validation.validate` (both
+models on the held-out motion), the contact thresholds and the writers
+(:func:`~ne_dynamics_ros.identification.urdf_writer.identified_urdf`,
+:func:`~ne_dynamics_ros.identification.urdf_writer.parameters_yaml`).
 Nothing is written to disk here: the caller writes both texts together (the tools'
 output writer, :mod:`ne_dynamics_ros.tools.files`).
 """
+import dataclasses
 from dataclasses import dataclass
 import math
 import re
@@ -18,8 +23,11 @@ import numpy as np
 
 from ne_dynamics_ros.errors import IdentificationError, require
 from ne_dynamics_ros.identification.estimation import Identification, identify, STICTION_BAND
-from ne_dynamics_ros.identification.recording import check_positions, drop_jumps
-from ne_dynamics_ros.identification.thresholds import contact_thresholds, MARGIN
+from ne_dynamics_ros.identification.physical_fit import DriveModel, FOLDS, select_model
+from ne_dynamics_ros.identification.recording import check_positions, drop_jumps, resampled
+from ne_dynamics_ros.identification.thresholds import contact_thresholds, observed_effort
+from ne_dynamics_ros.identification.validation import (count_contacts, DEFAULT_FRACTION,
+                                                       split, validate)
 
 #: ``--effort-delay`` must stay under this fraction of the recording's duration.
 MAX_DELAY_FRACTION = 0.1
@@ -37,10 +45,17 @@ class IdentifiedModel:
         urdf: the identified URDF text (UTF-8, declared so).
         params_yaml: the parameter YAML text for both nodes.
         values: its ``ros__parameters`` as plain values (``armature``, ``damping``,
-            ``friction`` lists, ``friction_compensation``, the recommended ``kp``, ``kd``,
-            ``ki``, ``integral_limit``, and ``contact.threshold``).
+            ``friction``, ``friction_velocity``, ``friction_offset`` lists,
+            ``friction_compensation``, the recommended ``kp``, ``kd``, ``ki``,
+            ``integral_limit``, and ``contact.threshold``).
         gains: the :class:`~ne_dynamics_ros.control.gains.GainRecommendation` behind
             those gains (sized for the identified model at the recording's rate).
+        physical: the :class:`~ne_dynamics_ros.identification.physical_fit.PhysicalFit`
+            (drive terms chosen, prior weight, per-link notes).
+        validation: the :class:`~ne_dynamics_ros.identification.validation.
+            ValidationReport` on the held-out motion, or None (nothing held out).
+        thresholds: the contact thresholds (:mod:`~ne_dynamics_ros.identification.
+            thresholds`) with their rule and what they left out.
     """
 
     result: Identification
@@ -49,6 +64,29 @@ class IdentifiedModel:
     params_yaml: str
     values: dict
     gains: object = None
+    physical: object = None
+    validation: object = None
+    thresholds: object = None
+
+
+@dataclass(frozen=True)
+class ConsistentParameters:
+    """The physical standard parameters written, and how far they are from the LS fit.
+
+    Attributes:
+        parameters: (13 n,) standard parameters, every link physical with margin.
+        exact: True when ``G pi`` equals the least-squares base parameters (never, with
+            the prior: the fit is judged on held-out data instead).
+        base_error: (p,) ``G pi − beta``.
+        solver: the cvxpy solver used.
+        fit: the :class:`~ne_dynamics_ros.identification.physical_fit.PhysicalFit`.
+    """
+
+    parameters: np.ndarray
+    exact: bool
+    base_error: np.ndarray
+    solver: str
+    fit: object = None
 
 
 def check_effort_delay(effort_delay, recording=None, name='effort delay'):
@@ -87,7 +125,8 @@ def utf8_declared(text):
 
 def identify_model(urdf_text, model, recording, cutoff=None, effort_delay=0.0,
                    stiction_band=STICTION_BAND, header='', efforts_exclude_gravity=False,
-                   efforts_exclude_friction=False):
+                   efforts_exclude_friction=False, validation=DEFAULT_FRACTION,
+                   progress=None):
     """Identify ``model``'s arm from ``recording``; return the texts to write.
 
     Args:
@@ -105,13 +144,22 @@ def identify_model(urdf_text, model, recording, cutoff=None, effort_delay=0.0,
             (the friction) removed by the hardware, as a UR's driver reports them: see
             :func:`~ne_dynamics_ros.identification.estimation.identify`; the YAML then
             says ``hardware_compensates_gravity`` (``_friction``): true.
+        validation: the share of the recording held out at its end (0 <= f < 0.9; 0:
+            none), or a second :class:`~ne_dynamics_ros.identification.recording.
+            JointRecording` of the same joints: the model is fitted on the rest and
+            judged there beside the nominal one (:mod:`~ne_dynamics_ros.identification.
+            validation`); the contact thresholds are set from the fitted part and the
+            contacts they would report on the held-out part are counted.
+        progress: None or a callable taking a line of text (the long steps).
 
     Returns:
         :class:`IdentifiedModel`.
 
     Samples whose position jumps beyond twice the velocity limit are dropped first
     (:func:`~ne_dynamics_ros.identification.recording.drop_jumps`; the first warning of
-    the result counts them).
+    the result counts them); a recording with irregular time steps is resampled to a
+    uniform grid at its mean rate (:func:`~ne_dynamics_ros.identification.recording.
+    resampled`) before anything is filtered.
 
     Raises:
         RecordingError: a position no joint measures (beyond 1e6 rad, NaN), naming the
@@ -120,44 +168,122 @@ def identify_model(urdf_text, model, recording, cutoff=None, effort_delay=0.0,
         MissingDependencyError: cvxpy or SciPy is not installed (one line naming the pip
             extra).
     """
-    from ne_dynamics_ros.identification.consistency import consistent_parameters
     from ne_dynamics_ros.identification.urdf_writer import (identified_urdf,
                                                             parameter_values, parameters_yaml)
     require('yaml', 'the parameter YAML of ne-dynamics identify')
+    say = progress or (lambda text: None)
     check_effort_delay(effort_delay, recording)
     check_positions(recording, model.joint_names)
     clean = drop_jumps(recording, model.velocity_limits, model.joint_names)
-    notes = clean.notes[len(recording.notes):]
     del recording                # the caller may have let go of it: no two copies held
+    clean = regular(clean)
+    held = None
+    if isinstance(validation, (int, float)):
+        clean, held = split(clean, validation)
+    else:
+        check_positions(validation, model.joint_names)
+        held = regular(drop_jumps(validation, model.velocity_limits, model.joint_names))
+    check_effort_delay(effort_delay, clean)
+    notes = list(clean.notes) + ([] if held is None else list(held.notes[len(clean.notes):]))
     with np.errstate(all='ignore'):     # no raw NumPy warning: failures are checked below
+        say('least squares on the fitted part')
         result = identify(model, clean, cutoff=cutoff, effort_delay=effort_delay,
                           stiction_band=stiction_band,
                           efforts_exclude_gravity=efforts_exclude_gravity,
                           efforts_exclude_friction=efforts_exclude_friction)
-    result.warnings[:0] = list(notes)
+    result.warnings[:0] = [n for n in notes if n not in result.warnings]
     if not (np.all(np.isfinite(result.beta)) and np.any(result.effort_rms > 0)):
         raise IdentificationError(f'{clean.source}: the efforts are all zero or the fit '
                                   'is not finite: does the recording carry the measured '
                                   'efforts (joint_state_broadcaster with an effort state '
                                   'interface)?')
-    consistent = consistent_parameters(result.grouping, result.beta,
-                                       model.standard_parameters(), result.std)
-    urdf = identified_urdf(utf8_declared(urdf_text), model, consistent.parameters)
+    physical = select_model(result.folds, _weights(result.sigma), model.standard_parameters(),
+                            model.n, _allowed(model, result), model.joint_names, say)
+    consistent = ConsistentParameters(physical.parameters, False,
+                                      result.grouping @ physical.parameters - result.beta,
+                                      physical.solver, physical)
+    identified = model.with_parameters(physical.parameters)
+    identified.set_friction_shape(physical.friction_velocity, physical.friction_offset)
+    with_gravity, with_friction = not efforts_exclude_gravity, not efforts_exclude_friction
+    report = None
+    if held is not None:
+        say('judging both models on the held-out motion')
+        report = validate(model, identified, held, result.cutoff, effort_delay,
+                          with_gravity, with_friction, model.joint_names)
+        for name in report.worse:
+            result.warnings.append(
+                f'{name}: the identified model predicts the held-out motion worse than the '
+                'nominal one (see the table): the recording does not excite this joint as '
+                'the held-out motion does; record a richer excitation, or keep the nominal '
+                'model for it')
+    urdf = identified_urdf(utf8_declared(urdf_text), model, physical.parameters)
     hardware = {'hardware_compensates_gravity': efforts_exclude_gravity,
                 'hardware_compensates_friction': efforts_exclude_friction}
-    gains = _recommended_gains(model, consistent.parameters, clean, result.cutoff)
-    thresholds = contact_thresholds(model.with_parameters(consistent.parameters), clean,
-                                    with_gravity=not efforts_exclude_gravity,
-                                    with_friction=not efforts_exclude_friction)
-    extra = dict(gains.values(), **{'contact.threshold': thresholds})
+    gains = _recommended_gains(model, physical.parameters, clean, result.cutoff)
+    say('contact thresholds from the momentum observer over the fitted part')
+    thresholds = contact_thresholds(identified, clean, with_gravity=with_gravity,
+                                    with_friction=with_friction)
+    result.warnings.extend(thresholds.all_warnings)
+    if report is not None:
+        r = observed_effort(identified, held.t, held.q, held.qd, held.effort,
+                            with_gravity=with_gravity, with_friction=with_friction)
+        contacts, ratio = count_contacts(r, thresholds.values)
+        report = dataclasses.replace(report, false_contacts=contacts, largest_ratio=ratio)
+    extra = dict(gains.values(), **{'contact.threshold': thresholds.values})
+    if with_friction:
+        extra.update(friction_velocity=[float(v) for v in physical.friction_velocity],
+                     friction_offset=[float(v) for v in physical.friction_offset])
     header = '\n'.join(([header] if header else []) + gains.describe() + [
-        f'contact.threshold: {MARGIN:g} x the largest external effort the momentum '
-        f'observer read over this recording + the identified Coulomb friction '
-        f'(ne_dynamics_ros.identification.thresholds)'])
-    text = parameters_yaml(model, consistent.parameters, header, extra=extra, **hardware)
-    values = parameter_values(model, consistent.parameters, **hardware)
+        'contact.threshold: from the momentum observer over the fitted part, per joint: '
+        + '; '.join(f'{name} {rule}' for name, rule in zip(model.joint_names,
+                                                           thresholds.rule))
+        + ' (ne_dynamics_ros.identification.thresholds)',
+        f'drive terms and prior weight {physical.prior_weight:g} chosen by '
+        f'{FOLDS}-fold cross-validation on the fitted part '
+        '(ne_dynamics_ros.identification.physical_fit)'])
+    text = parameters_yaml(model, physical.parameters, header, extra=extra, **hardware)
+    values = parameter_values(model, physical.parameters, **hardware)
     values.update(extra)
-    return IdentifiedModel(result, consistent, urdf, text, values, gains)
+    return IdentifiedModel(result, consistent, urdf, text, values, gains, physical, report,
+                           thresholds)
+
+
+#: A recording is resampled when more than this share of its steps are over 10 % off the
+#: mean step (a clock's jitter of a few percent is left alone: interpolating it would only
+#: smear the samples).
+IRREGULAR_FRACTION = 0.01
+
+
+def regular(recording):
+    """Return ``recording`` on a uniform grid at its mean rate if its steps are irregular.
+
+    Irregular: more than :data:`IRREGULAR_FRACTION` of the steps over 10 % off the mean
+    (:meth:`~ne_dynamics_ros.identification.recording.JointRecording.steps`); then
+    :func:`~ne_dynamics_ros.identification.recording.resampled`, else the recording itself.
+    """
+    if recording.steps().off_fraction > IRREGULAR_FRACTION:
+        return resampled(recording)
+    return recording
+
+
+def _weights(sigma):
+    """Return 1 / σ² per joint (n,), σ floored at 1e-6 of the largest."""
+    sigma = np.asarray(sigma, dtype=float)
+    floor = max(float(np.nanmax(sigma)) * 1e-6, 1e-12)
+    return 1.0 / np.maximum(np.nan_to_num(sigma, nan=floor), floor) ** 2
+
+
+def _allowed(model, result):
+    """Return the drive terms each joint may have (a DriveModel).
+
+    None on a joint that did not move, no friction terms where the efforts were recorded
+    without friction.
+    """
+    moved = ~np.asarray(result.still, dtype=bool)
+    friction = moved & (not result.hardware_friction)
+    return DriveModel(tuple(bool(v) for v in moved), tuple(bool(v) for v in friction),
+                      tuple(0 if v else -1 for v in friction),
+                      tuple(bool(v) for v in friction))
 
 
 def _recommended_gains(model, parameters, recording, cutoff):

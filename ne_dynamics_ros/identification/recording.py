@@ -9,16 +9,25 @@ time is the message's ``header.stamp`` (the recording time when a stamp is zero)
 CSV: a header row with ``time`` (s) and, per joint, ``position/<joint>``, optionally
 ``velocity/<joint>``, and ``effort/<joint>`` (a column whose name *ends* with these, such as
 ``/joint_states/position/joint_1``, is taken too); one row per sample.
+
+Real arms do not sample at a fixed rate (a UR10e over RTDE logs at about 94 Hz in steps of 10
+and 12 ms, a Franka Panda at about 1 kHz with steps of 0.7 to 8.8 ms):
+:meth:`JointRecording.steps` measures the spread, :func:`resampled` puts a recording on a
+uniform grid for the filters. Arms that log motor currents instead of efforts (UR RTDE
+``actual_current``) are scaled to efforts by :func:`scaled_efforts`.
 """
 import csv
 import dataclasses
 from dataclasses import dataclass
+import itertools
+import math
 import os
 import pathlib
 import shutil
 import struct
 import tempfile
 from typing import Optional
+import warnings
 
 import numpy as np
 
@@ -64,8 +73,239 @@ class JointRecording:
 
     @property
     def rate(self):
-        """Median sample rate, Hz."""
-        return float(1.0 / np.median(np.diff(self.t)))
+        """Mean sample rate, Hz: (N - 1) / (t[-1] - t[0]).
+
+        Raises:
+            RecordingError: fewer than 2 samples (no rate).
+        """
+        _need_two(self)
+        return float((self.t.size - 1) / (self.t[-1] - self.t[0]))
+
+    def steps(self):
+        """Return the spread of the time steps as a :class:`StepSpread` (s).
+
+        Raises:
+            RecordingError: fewer than 2 samples (no step).
+        """
+        _need_two(self)
+        dt = np.diff(self.t)                        # (N - 1,) s; one temporary of N
+        mean = float((self.t[-1] - self.t[0]) / dt.size)
+        longest = int(np.argmax(dt))
+        deviation = np.abs(dt - mean)
+        return StepSpread(
+            mean=mean, minimum=float(dt.min()), median=float(np.median(dt)),
+            maximum=float(dt[longest]), std=float(dt.std()),
+            off_fraction=float(np.count_nonzero(deviation > OFF_MEAN * mean) / dt.size),
+            uniform=bool(deviation.max() <= UNIFORM_TOLERANCE * mean),
+            longest_at=float(self.t[longest]))
+
+    def describe(self, resample=True):
+        """Return one line on the rate and the regularity of the steps, for the CLI.
+
+        E.g. ``93.9 Hz mean (steps 10.0-12.0 ms, spread 1.0 ms): irregular, resampled to
+        a uniform 93.9 Hz grid`` (with ``resample``; else ``...: irregular``), or ``...:
+        regular`` when every step is within 1e-6 of the mean (:data:`UNIFORM_TOLERANCE`).
+
+        Raises:
+            RecordingError: fewer than 2 samples.
+        """
+        spread = self.steps()
+        text = (f'{self.rate:.1f} Hz mean (steps {_ms(spread.minimum)}\u2013'
+                f'{_ms(spread.maximum)} ms, spread {_ms(spread.std)} ms): ')
+        if spread.uniform:
+            return text + 'regular'
+        if not resample:
+            return text + 'irregular'
+        return text + f'irregular, resampled to a uniform {self.rate:.1f} Hz grid'
+
+
+#: Steps all within this fraction of their mean are uniform (:func:`resampled` leaves them).
+UNIFORM_TOLERANCE = 1e-6
+#: :attr:`StepSpread.off_fraction` counts the steps further than this fraction from the mean.
+OFF_MEAN = 0.10
+
+
+@dataclass(frozen=True)
+class StepSpread:
+    """How a recording's time steps spread (:meth:`JointRecording.steps`); times in s.
+
+    Attributes:
+        mean: mean step, (t[-1] - t[0]) / (N - 1), s (1 / rate).
+        minimum: shortest of the N - 1 steps, s.
+        median: median step, s.
+        maximum: longest step, s.
+        std: standard deviation of the steps, s.
+        off_fraction: fraction of the steps more than 10 % (:data:`OFF_MEAN`) off the mean.
+        uniform: every step within 1e-6 (:data:`UNIFORM_TOLERANCE`) relative of the mean.
+        longest_at: time at which the longest step starts, s.
+    """
+
+    mean: float
+    minimum: float
+    median: float
+    maximum: float
+    std: float
+    off_fraction: float
+    uniform: bool
+    longest_at: float
+
+    def text(self):
+        """Return the spread in words for a note.
+
+        E.g. ``steps 10.0-12.0 ms (median 10.0, std 1.0; 29 % more than 10 % off the mean
+        10.6 ms)``.
+        """
+        return (f'steps {_ms(self.minimum)}\u2013{_ms(self.maximum)} ms (median '
+                f'{_ms(self.median)}, std {_ms(self.std)}; {100 * self.off_fraction:.0f} % '
+                f'more than {100 * OFF_MEAN:.0f} % off the mean {_ms(self.mean)} ms)')
+
+
+def _ms(seconds):
+    """Return ``seconds`` in ms for a message: one decimal, two digits below 1 ms."""
+    value = 1e3 * seconds
+    return f'{value:.1f}' if not 5e-4 <= abs(value) < 0.95 else f'{value:.2g}'
+
+
+def _show(value):
+    """Return a value given by the user for a message: a number as ``%g``, else its repr."""
+    if isinstance(value, (int, float, np.number)) and not isinstance(value, bool):
+        return f'{float(value):g}'
+    return shorten(repr(value), 40)
+
+
+def _need_two(recording):
+    if recording.t.size < 2:
+        raise RecordingError(f'{recording.source}: {recording.t.size} samples have no time '
+                             'step (at least 2 are needed)')
+
+
+def resampled(recording, rate=None):
+    """Return ``recording`` on a uniform time grid, interpolated linearly.
+
+    The grid runs from ``t[0]`` at the mean rate (:attr:`JointRecording.rate`: N samples,
+    ending exactly at ``t[-1]``) or at ``rate`` (as many steps of 1/rate as fit before
+    ``t[-1]``). Positions, velocities (when recorded) and efforts are interpolated per
+    column (a few temporaries of N values, besides the (M, n) results: a 2-million-row,
+    7-joint recording needs 3 x 112 MB for q, qd and effort and about 65 MB more).
+    ``tracking_error`` is kept as it is (its own times, same time base). Linear
+    interpolation does not low-pass: to go far below the recorded rate, filter first.
+
+    Args:
+        recording: :class:`JointRecording`, (N,) times, (N, n) arrays.
+        rate: grid rate, Hz (default the mean rate).
+
+    Returns:
+        a :class:`JointRecording` with (M,) times and (M, n) arrays, its ``notes`` saying
+        it was resampled and from what spread; or ``recording`` itself when its steps are
+        already uniform (all within 1e-6 relative of the mean) at that rate.
+
+    Raises:
+        RecordingError: ``rate`` not a finite number > 0, or fewer than 2 samples on the
+            grid (or in the recording).
+    """
+    spread = recording.steps()
+    t = recording.t
+    if rate is None:
+        if spread.uniform:
+            return recording
+        count = t.size
+        rate = recording.rate
+        grid = np.linspace(t[0], t[-1], count)
+    else:
+        given = rate
+        try:
+            rate = float(rate)
+        except (TypeError, ValueError):
+            rate = math.nan
+        if not (math.isfinite(rate) and rate > 0):
+            raise RecordingError(f'resampling rate must be a finite number > 0 Hz, got '
+                                 f'{_show(given)}')
+        if spread.uniform and abs(rate * spread.mean - 1.0) <= UNIFORM_TOLERANCE:
+            return recording
+        count = int(math.floor((t[-1] - t[0]) * rate * (1 + 1e-12))) + 1
+        if count < 2:
+            raise RecordingError(f'{recording.source}: {t[-1] - t[0]:.6g} s hold no step of '
+                                 f'{1 / rate:.6g} s ({rate:g} Hz)')
+        grid = t[0] + np.arange(count) / rate
+        np.minimum(grid, t[-1], out=grid)            # rounding of the last point
+    note = (f'{recording.source}: resampled to a uniform {rate:.6g} Hz grid ({count} samples '
+            f'from {t.size}) from irregular {spread.text()}')
+    if spread.maximum > 5 * spread.mean:
+        note += (f'; the longest step, {_ms(spread.maximum)} ms at t = '
+                 f'{spread.longest_at:.3f} s, is bridged by a straight line')
+    return dataclasses.replace(
+        recording, t=grid, q=_interpolate(grid, t, recording.q),
+        qd=None if recording.qd is None else _interpolate(grid, t, recording.qd),
+        effort=_interpolate(grid, t, recording.effort), notes=recording.notes + (note,))
+
+
+def _interpolate(grid, t, values):
+    """Return (M, n) ``values`` (N, n) at the times ``grid`` (M,), one column at a time."""
+    out = np.empty((grid.size, values.shape[1]))
+    for j in range(values.shape[1]):
+        out[:, j] = np.interp(grid, t, values[:, j])
+    return out
+
+
+def check_current_constants(constants, joints, name='current-to-effort constant'):
+    """Check current-to-effort constants (N·m/A) against the joints; return them as (n,).
+
+    Args:
+        constants: one per joint, in the order of ``joints``: torque constant x gear ratio
+            (N·m/A, or N/A for a prismatic joint); numbers or their text.
+        joints: (n,) joint names.
+        name: what the message calls a constant (e.g. ``'--current-to-effort'``).
+
+    Returns:
+        (n,) float array.
+
+    Raises:
+        RecordingError: a count other than the joints' (naming both counts and the
+            joints), or a constant that is not a finite number > 0 (naming its joint and
+            the value).
+    """
+    joints = list(joints)
+    values = list(np.atleast_1d(np.asarray(constants, dtype=object)))
+    if len(values) != len(joints):
+        raise RecordingError(f'{name}: {len(values)} given for {len(joints)} joints '
+                             f'{joints}: give one per joint, in this order (N·m/A: torque '
+                             'constant x gear ratio)')
+    out = np.empty(len(joints))
+    for k, (joint, value) in enumerate(zip(joints, values)):
+        try:
+            out[k] = float(value)
+        except (TypeError, ValueError):
+            out[k] = math.nan
+        if not (math.isfinite(out[k]) and out[k] > 0):
+            raise RecordingError(f'{name} of {joint} must be a finite number > 0 (N·m/A: '
+                                 f'torque constant x gear ratio), got {_show(value)}')
+    return out
+
+
+def scaled_efforts(recording, constants):
+    """Return ``recording`` with efforts = recorded currents x constants, per joint.
+
+    For arms that log motor currents (A) where the efforts belong (UR RTDE
+    ``actual_current``): effort_j = K_j x current_j, K_j = torque constant x gear ratio
+    (N·m/A) of joint j.
+
+    Args:
+        recording: :class:`JointRecording` whose ``effort`` (N, n) holds currents, A.
+        constants: (n,) N·m/A, in the order of ``recording.joints``.
+
+    Returns:
+        a :class:`JointRecording` with (N, n) efforts in N·m (a new array), its ``notes``
+        saying the efforts are currents x constants (naming them).
+
+    Raises:
+        RecordingError: as :func:`check_current_constants`.
+    """
+    gains = check_current_constants(constants, recording.joints)
+    named = ', '.join(f'{j} {k:g}' for j, k in zip(recording.joints, gains))
+    note = (f'{recording.source}: efforts are the recorded currents (A) x current-to-effort '
+            f'constants (N·m/A: {named})')
+    return dataclasses.replace(recording, effort=recording.effort * gains,
+                               notes=recording.notes + (note,))
 
 
 def _typestore():
@@ -269,7 +509,16 @@ def read_csv(path, joints, min_samples=MIN_SAMPLES):
 
     UTF-8 with or without a byte-order mark; the delimiter is the header's (``,``, ``;``
     or a tab); the numbers are parsed by NumPy in C (a 2-million-row file needs about
-    twice its numbers' size in memory, not a Python object per cell).
+    twice its numbers' size in memory, not a Python object per cell). Empty lines and
+    ``#`` comments are skipped; every other line is a sample: as many fields as the header
+    (at least up to the last column used), the used ones numbers (``nan``/``inf`` are
+    refused later as non-finite samples).
+
+    Raises:
+        RecordingError: as :func:`read_bag`; a line that is not a sample is named by its
+            number (1-based, the header is line 1) and what is wrong with it, e.g.
+            ``line 1234: 5 fields, the header has 22`` or ``line 17: 'abc' in column
+            position/joint_2 is not a number``.
     """
     path = pathlib.Path(path)
     joints = list(joints)
@@ -312,18 +561,90 @@ def read_csv(path, joints, min_samples=MIN_SAMPLES):
     velocities = not any(v is None for v in v_cols)
     used = [t_col] + p_cols + e_cols + (v_cols if velocities else [])
     try:
-        with open(path, newline='', encoding='utf-8-sig') as stream:
+        with open(path, newline='', encoding='utf-8-sig') as stream, \
+                warnings.catch_warnings():
+            warnings.simplefilter('ignore', UserWarning)       # "input contained no data"
             data = np.loadtxt(stream, delimiter=delimiter, skiprows=1, usecols=used,
                               dtype=float, ndmin=2)
-    except (ValueError, IndexError) as exc:
-        raise RecordingError(f'{source}: a row is not {len(header)} numbers separated by '
-                             f'{delimiter!r} ({shorten(exc, 200, one_line=True)})') from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except (ValueError, IndexError, UnicodeDecodeError) as exc:
+        # the fast parse names no line: find the first bad one (only on this path)
+        try:
+            bad = _first_bad_line(path, delimiter, header, used)
+        except OSError as again:
+            raise RecordingError(f'cannot read {source}: {_cut(again)}') from None
+        if bad is None:
+            raise RecordingError(f'{source}: a line is not {len(header)} numbers separated '
+                                 f'by {delimiter!r} ({shorten(exc, 200, one_line=True)})') \
+                from None
+        raise RecordingError(f'{source}: {bad}') from None
+    except OSError as exc:
         raise RecordingError(f'cannot read {source}: {_cut(exc)}') from None
     n = len(joints)
     qd = data[:, 1 + 2 * n:1 + 3 * n] if velocities else None
     return _finish(joints, data[:, 0], data[:, 1:1 + n], qd, data[:, 1 + n:1 + 2 * n],
                    source, min_samples)
+
+
+#: Lines parsed at once when looking for the bad line of a CSV file.
+_SCAN_LINES = 1 << 16
+
+
+def _first_bad_line(path, delimiter, header, used):
+    """Return ``'line N: what is wrong'`` for the first line that is no sample, or None.
+
+    Reads the file again in blocks of :data:`_SCAN_LINES` lines, each parsed by
+    ``np.loadtxt`` as :func:`read_csv` does; only a block that fails is checked line by
+    line in Python (:func:`_line_problem`). Lines are counted as an editor does (1-based,
+    split at line feeds; the header is line 1).
+    """
+    with open(path, 'rb') as stream:
+        stream.readline()                           # the header, read already
+        number = 2                                  # of the first line of the block
+        while True:
+            block = list(itertools.islice(stream, _SCAN_LINES))
+            if not block:
+                return None
+            lines = []
+            for k, raw in enumerate(block):
+                try:
+                    lines.append(raw.decode('utf-8'))
+                except UnicodeDecodeError as exc:
+                    return (f'line {number + k} is not UTF-8 text ({exc.reason} at byte '
+                            f'{exc.start + 1} of the line)')
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter('ignore', UserWarning)
+                    np.loadtxt(lines, delimiter=delimiter, usecols=used, dtype=float,
+                               ndmin=2)
+            except (ValueError, IndexError):
+                for k, line in enumerate(lines):
+                    problem = _line_problem(line, delimiter, header, used)
+                    if problem:
+                        return f'line {number + k}: {problem}'
+            number += len(block)
+
+
+def _line_problem(line, delimiter, header, used):
+    """Return what keeps one CSV line from being a sample (np.loadtxt's rules), or None."""
+    content = line.split('#', 1)[0].rstrip('\r\n')
+    if not content:
+        return None                                 # empty or a comment: skipped
+    if not content.strip():
+        return f'only white space (a sample has {len(header)} fields)'
+    fields = content.split(delimiter)
+    if len(fields) <= max(used):
+        return f'{len(fields)} fields, the header has {len(header)}'
+    for k in used:
+        text = fields[k].strip()
+        if not text:
+            return f'column {header[k]} is empty'
+        try:
+            if not text.isascii() or '_' in text:   # float() takes these, NumPy does not
+                raise ValueError(text)
+            float(text)
+        except ValueError:
+            return f'{shorten(repr(text), 40)} in column {header[k]} is not a number'
+    return None
 
 
 #: A jump is implausible beyond this multiple of the velocity limit over the step: URDF
@@ -424,6 +745,8 @@ def drop_jumps(recording, velocity_limits, joint_names=None):
             position += 1
     names = list(joint_names or recording.joints)
     dropped = int((~keep).sum())
+    if dropped == 0:
+        return recording
     note = (f'{recording.source}: dropped {dropped} samples whose position jumps beyond '
             f'twice the velocity limit over one sample (joints '
             f'{[n for n, c in zip(names, culprits) if c]})')
@@ -497,5 +820,6 @@ def write_bag(path, joints, t, q, qd=None, effort=None, topic='/joint_states',
     return path
 
 
-__all__ = ['drop_jumps', 'JointRecording', 'read_bag', 'read_csv', 'read_recording',
+__all__ = ['check_current_constants', 'drop_jumps', 'JointRecording', 'read_bag', 'read_csv',
+           'read_recording', 'resampled', 'scaled_efforts', 'StepSpread',
            'TRACKING_ERROR_TOPIC', 'write_bag']

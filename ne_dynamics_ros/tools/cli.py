@@ -46,7 +46,10 @@ from ne_dynamics_ros.codegen import c_source, generate, python_source
 from ne_dynamics_ros.dynamics.model import fk_residual, load_model
 from ne_dynamics_ros.identification.estimation import STICTION_BAND
 from ne_dynamics_ros.identification.excitation import DERIVATIVE_TIME, SATURATION_ERROR
-from ne_dynamics_ros.identification.recording import TRACKING_ERROR_TOPIC
+from ne_dynamics_ros.identification.pipeline import regular
+from ne_dynamics_ros.identification.recording import (check_current_constants, read_recording,
+                                                      scaled_efforts, TRACKING_ERROR_TOPIC)
+from ne_dynamics_ros.identification.validation import DEFAULT_FRACTION
 from ne_dynamics_ros.tools.files import check_outputs, OutputError, write_outputs
 
 #: Error messages longer than this are cut (a 1e308 position must not print 110 000 chars).
@@ -239,7 +242,6 @@ def identify_command(args):
     from ne_dynamics_ros.dynamics.urdf_import import read_urdf_text
     from ne_dynamics_ros.identification.estimation import check_stiction_band
     from ne_dynamics_ros.identification.pipeline import check_effort_delay, identify_model
-    from ne_dynamics_ros.identification.recording import read_recording
     if (args.bag is None) == (args.csv is None):
         return _fail('identify', 'give one of --bag or --csv')
     if args.cutoff is not None and not (np.isfinite(args.cutoff) and args.cutoff > 0):
@@ -249,18 +251,24 @@ def identify_command(args):
         check_effort_delay(args.effort_delay, name='--effort-delay')
     except IdentificationError as exc:
         return _fail('identify', exc)
+    try:
+        validation = _validation_argument(args.validate)
+    except IdentificationError as exc:
+        return _fail('identify', exc)
     outputs = [('--output-urdf', args.output_urdf), ('--output-params', args.output_params)]
-    inputs = [args.urdf] + _bag_inputs(args.bag or args.csv)
+    inputs = [args.urdf] + _bag_inputs(args.bag or args.csv) + (
+        _bag_inputs(validation) if isinstance(validation, str) else [])
     try:
         check_outputs(outputs, inputs)
         text = read_urdf_text(args.urdf)
         model = load_model(text, base_link=args.base_link, tip_link=args.tip_link,
                            armature=args.armature)
-        recording = read_recording(args.bag or args.csv, model.joint_names, args.topic,
-                                   tracking_topic=args.tracking_topic)
-        print(f'{recording.source}: {recording.t.size} samples over {recording.t[-1]:.2f} s '
-              f'({recording.rate:.1f} Hz), velocities '
-              f'{"recorded" if recording.qd is not None else "differentiated"}', flush=True)
+        if args.current_to_effort is not None:
+            check_current_constants(args.current_to_effort, model.joint_names,
+                                    '--current-to-effort')
+        recording = _read_identify_recording(args.bag or args.csv, model, args)
+        if isinstance(validation, str):
+            validation = _read_identify_recording(validation, model, args)
         for note in recording.notes:
             print(f'warning: {note}', flush=True)
         if recording.tracking_error is None and args.bag:
@@ -277,10 +285,12 @@ def identify_command(args):
                                effort_delay=args.effort_delay,
                                stiction_band=args.stiction_band, header=header,
                                efforts_exclude_gravity=args.efforts_exclude_gravity,
-                               efforts_exclude_friction=args.efforts_exclude_friction)
+                               efforts_exclude_friction=args.efforts_exclude_friction,
+                               validation=validation,
+                               progress=lambda line: print(f'... {line}', flush=True))
     except (ModelError, RecordingError, IdentificationError, OutputError) as exc:
         return _fail('identify', exc)
-    result, consistent = found.result, found.consistent
+    result = found.result
     width = max(len(name) for name in result.names)
     print(f'\n{"parameter":<{width}} {"nominal":>12} {"identified":>12} {"± std":>10} '
           f'{"rel. std":>9}')
@@ -296,12 +306,26 @@ def identify_command(args):
                                       result.nominal_rms, result.residual_rms):
         print(f'{name:<16} {e:>11.4g} {before:>11.4g} ({100 * before / max(e, 1e-300):5.1f}%) '
               f'{after:>12.4g} ({100 * after / max(e, 1e-300):5.1f}%)')
+    physical = found.physical
+    print(f'\nphysical model (prior weight {physical.prior_weight:g}, every link\'s '
+          f'pseudo-inertia at least {physical.min_margin:.3g} of the nominal one\'s):')
+    for line in physical.link_notes:
+        print(f'  {line}')
+    print('drive terms per joint (chosen by cross-validation on the fitted part):')
+    for name, j in zip(model.joint_names, range(model.n)):
+        print(f'  {name}: {physical.drives.describe(j)}; {physical.drive_notes[j]}')
+    if found.validation is not None:
+        print()
+        for line in found.validation.lines(model.joint_names):
+            print(line)
+        if found.validation.false_contacts is not None:
+            print(f'contacts the thresholds would report on the held-out motion: '
+                  f'{found.validation.false_contacts}')
+    print('\ncontact thresholds (set from the fitted part):')
+    for line in found.thresholds.lines():
+        print(f'  {line}')
     for warning in result.warnings:
         print(f'warning: {warning}')
-    if not consistent.exact:
-        print(f'note: no physical model reproduces the identified values exactly; the '
-              f'closest one is off by {np.abs(consistent.base_error).max():.3g} at most '
-              f'(largest standard deviation {np.nanmax(result.std):.3g})')
     try:
         write_outputs([('--output-urdf', args.output_urdf, found.urdf),
                        ('--output-params', args.output_params, found.params_yaml)], inputs)
@@ -309,6 +333,30 @@ def identify_command(args):
         return _fail('identify', exc)
     print(f'\nwrote {args.output_urdf} and {args.output_params}')
     return 0
+
+
+def _validation_argument(value):
+    """Return ``--validate``: a share (float) to hold out, or a recording's path (str)."""
+    try:
+        fraction = float(value)
+    except ValueError:
+        return value
+    if not 0 <= fraction < 0.9:
+        raise IdentificationError(f'--validate {value}: a share held out must be in '
+                                  '[0, 0.9) (0: none), or give a recording (bag or .csv)')
+    return fraction
+
+
+def _read_identify_recording(path, model, args):
+    """Read a recording for ``identify`` and print what it is (rate, steps, velocities)."""
+    recording = read_recording(path, model.joint_names, args.topic,
+                               tracking_topic=args.tracking_topic)
+    if args.current_to_effort is not None:
+        recording = scaled_efforts(recording, args.current_to_effort)
+    print(f'{recording.source}: {recording.t.size} samples over {recording.t[-1]:.2f} s, '
+          f'{recording.describe(resample=regular(recording) is not recording)}, velocities '
+          f'{"recorded" if recording.qd is not None else "differentiated"}', flush=True)
+    return recording
 
 
 def gains_command(args):
@@ -469,6 +517,17 @@ def _add_identify(sub):
                      help='JointState topic with the controller\'s q_d - q, used (when '
                      'recorded) to name joints that did not follow the excitation '
                      f'(default {TRACKING_ERROR_TOPIC})')
+    ide.add_argument('--validate', default=str(DEFAULT_FRACTION), metavar='FRACTION|FILE',
+                     help='judge the model on motion it was not fitted on: the share of the '
+                     'recording held out at its end (default '
+                     f'{DEFAULT_FRACTION:g}; 0: none), or a second recording (bag or .csv) '
+                     'of the same joints; the error of the identified and the nominal '
+                     'model there is printed per joint')
+    ide.add_argument('--current-to-effort', type=float, nargs='+', default=None,
+                     metavar='K',
+                     help='the recording\'s efforts are motor currents (A), e.g. UR RTDE '
+                     'actual_current: effort = K x current, K in N*m/A per joint (torque '
+                     'constant x gear ratio), one per joint in chain order')
     ide.add_argument('--output-urdf', required=True, help='URDF to write')
     ide.add_argument('--output-params', required=True, help='parameter YAML to write')
     ide.set_defaults(func=identify_command)

@@ -170,7 +170,8 @@ def build_controller(node, urdf_xml):
         return ComputedTorqueController.from_urdf(
             urdf_xml, base_link=v['base_link'] or None, tip_link=v['tip_link'] or None,
             convention=v['convention'], armature=v['armature'], damping=v['damping'],
-            friction=v['friction'], settings=runtime_values(node),
+            friction=v['friction'], friction_velocity=v['friction_velocity'],
+            friction_offset=v['friction_offset'], settings=runtime_values(node),
             hardware_compensates_gravity=v['hardware_compensates_gravity'],
             hardware_compensates_friction=v['hardware_compensates_friction'],
             joints=v['joints'], effort_limits=v['effort_limits'],
