@@ -10,12 +10,12 @@ process, wall clock), and, in this process, each stage apart: reading the bag, f
 and least squares, the consistency SDP, writing the URDF. Goal of the identification
 issue: the whole command under 30 s on this 2-core machine.
 
-Then memory: the same command on a 1-hour recording (``--hours``, default 1; the 60 s
-recording tiled, the excitation being periodic) written as a CSV of 1.8 million rows, as
-a user exports a long log; time and peak memory (the child's maximum resident set) are
-printed beside the 60 s bag's. Goal of the tools issue: about 1 GiB at most.
+Then scale: the same command on a CSV of 2 million rows (``--rows``; the 60 s recording
+tiled, the excitation being periodic), as a user exports a long log; time, rows per
+second and peak memory (the child's maximum resident set) are printed beside the 60 s
+bag's. Goal of the real-arms issue: at most 30 s and 1 GiB.
 
-Usage: python benchmarks/bench_identify.py [--duration 60] [--rate 500] [--hours 1]
+Usage: python benchmarks/bench_identify.py [--duration 60] [--rate 500] [--rows 2000000]
 """
 import argparse
 import pathlib
@@ -26,10 +26,12 @@ import tempfile
 import time
 
 from ne_dynamics_ros import load_model
-from ne_dynamics_ros.identification.consistency import consistent_parameters
 from ne_dynamics_ros.identification.estimation import identify
+from ne_dynamics_ros.identification.physical_fit import DriveModel, select_model
 from ne_dynamics_ros.identification.excitation import design_excitation
 from ne_dynamics_ros.identification.recording import read_bag, write_bag
+from ne_dynamics_ros.identification.thresholds import contact_thresholds
+from ne_dynamics_ros.identification.validation import DEFAULT_FRACTION, split, validate
 from ne_dynamics_ros.identification.urdf_writer import identified_urdf
 from ne_dynamics_ros.simulation.recorder import record_tracking
 from ne_dynamics_ros.simulation.simulated_arm import SimulatedArm
@@ -43,8 +45,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--duration', type=float, default=60.0, help='recording length, s')
     parser.add_argument('--rate', type=float, default=500.0, help='joint_states rate, Hz')
-    parser.add_argument('--hours', type=float, default=1.0,
-                        help='length of the long CSV recording, h (0: skip it)')
+    parser.add_argument('--rows', type=int, default=2_000_000,
+                        help='rows of the long CSV recording (0: skip it)')
     args = parser.parse_args()
     import yaml
     armature = yaml.safe_load((ROOT / 'config' / 'puma560.yaml').read_text())[
@@ -73,21 +75,29 @@ def main():
                    '--armature', *(str(a) for a in armature)]
         total, peak = _run(command)
         long_run = None
-        if args.hours > 0:
-            long_run = _long_csv(folder, model, record, args.hours, command)
+        if args.rows > 0:
+            long_run = _long_csv(folder, model, record, args.rows, command)
         stages = []
         t0 = time.perf_counter()
         recording = read_bag(bag, model.joint_names, progress=False)
         stages.append(('read the bag (rosbags)', time.perf_counter() - t0))
+        fit, held = split(recording, DEFAULT_FRACTION)
         t0 = time.perf_counter()
-        found = identify(model, recording)
+        found = identify(model, fit)
         stages.append(('filter, regressor, decimate, least squares', time.perf_counter() - t0))
         t0 = time.perf_counter()
-        consistent = consistent_parameters(found.grouping, found.beta,
-                                           model.standard_parameters(), found.std)
-        stages.append(('consistency SDP (cvxpy)', time.perf_counter() - t0))
+        physical = select_model(found.folds, 1.0 / found.sigma ** 2,
+                                model.standard_parameters(), model.n,
+                                DriveModel.full(model.n), model.joint_names)
+        stages.append(('physical fit, cross-validated (cvxpy)', time.perf_counter() - t0))
         t0 = time.perf_counter()
-        identified_urdf(URDF.read_text(), model, consistent.parameters)
+        validate(model, physical.model(model), held, found.cutoff)
+        stages.append(('both models on the held-out 25 %', time.perf_counter() - t0))
+        t0 = time.perf_counter()
+        contact_thresholds(physical.model(model), fit)
+        stages.append(('contact thresholds (observer over the fit)', time.perf_counter() - t0))
+        t0 = time.perf_counter()
+        identified_urdf(URDF.read_text(), model, physical.parameters)
         stages.append(('write and check the URDF', time.perf_counter() - t0))
     print(f'\n{"stage":<46}{"s":>8}')
     for label, seconds in stages:
@@ -96,8 +106,9 @@ def main():
     print(f'\n{"ne-dynamics identify":<46}{"s":>8}{"peak MiB":>10}')
     print(f'{f"{args.duration:g} s bag, {record.t.size} samples":<46}{total:>8.2f}{peak:>10.0f}')
     if long_run is not None:
-        label, seconds, mib = long_run
-        print(f'{label:<46}{seconds:>8.2f}{mib:>10.0f}   (goal: about 1024 MiB)')
+        label, seconds, mib, rows = long_run
+        print(f'{label:<46}{seconds:>8.2f}{mib:>10.0f}   (goal: 30 s, 1024 MiB); '
+              f'{rows / seconds:,.0f} rows/s')
     relative = found.residual_rms / found.effort_rms
     print('residual after identification, % of effort RMS per joint: '
           + ' '.join(f'{100 * r:.2f}' for r in relative))
@@ -114,11 +125,11 @@ def _run(command):
     return seconds, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024.0
 
 
-def _long_csv(folder, model, record, hours, bag_command):
-    """Tile the recording to ``hours``, write it as CSV, identify from it; (label, s, MiB)."""
+def _long_csv(folder, model, record, rows, bag_command):
+    """Tile the recording to ``rows``, write it as CSV, identify; (label, s, MiB, rows)."""
     import numpy as np
     period = record.t[-1] + (record.t[1] - record.t[0])
-    copies = max(1, int(round(hours * 3600.0 / period)))
+    copies = max(1, int(round(rows / record.t.size)))
     names = model.joint_names
     path = folder / 'long.csv'
     header = ','.join(['time'] + [f'position/{j}' for j in names]
@@ -137,7 +148,8 @@ def _long_csv(folder, model, record, hours, bag_command):
     where = command.index('--bag')
     command[where:where + 2] = ['--csv', str(path)]
     seconds, peak = _run(command)
-    return f'{copies * period / 3600:.2f} h CSV, {rows} rows, {size:.0f} MiB', seconds, peak
+    return (f'{copies * period / 3600:.2f} h CSV, {rows} rows, {size:.0f} MiB', seconds, peak,
+            rows)
 
 
 if __name__ == '__main__':

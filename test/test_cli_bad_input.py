@@ -320,6 +320,28 @@ def test_identify_refuses_an_effort_delay_that_is_not_a_delay(data, tmp_path, de
     assert 'Traceback' not in result.stderr and snapshot(folder) == before
 
 
+@pytest.mark.parametrize('extra, message', [
+    (['--current-to-effort', '1', '2'], '2 given for 6 joints'),
+    (['--current-to-effort', '1', '1', '1', '-1', '1', '1'], 'joint_4'),
+    (['--current-to-effort', '1', '1', '1', '0', '1', '1'], 'joint_4'),
+    (['--current-to-effort', '1', '1', '1', 'nan', '1', '1'], 'joint_4'),
+    (['--validate', '1.5'], '--validate 1.5'),
+    (['--validate', '-0.1'], '--validate -0.1'),
+    (['--validate', 'other.csv'], 'joint_1'),
+    (['--validate', 'missing.csv'], 'missing.csv'),
+])
+def test_identify_refuses_bad_constants_and_validation_inputs(data, tmp_path, extra, message):
+    folder = work_folder(data, tmp_path)
+    names = [f'j{k}' for k in range(6)]      # a recording of other joints
+    write_csv(folder / 'other.csv', names, data['t'], data['q'], data['qd'], data['tau'])
+    extra = [str(folder / e) if e.endswith('.csv') else e for e in extra]
+    before = snapshot(folder)
+    result = cli(*identify_args(folder / 'puma.urdf', folder / 'rec.csv', folder / 'o.urdf',
+                                folder / 'o.yaml', *extra))
+    assert result.returncode == 2 and message in result.stderr, result.stderr
+    assert 'Traceback' not in result.stderr and snapshot(folder) == before
+
+
 # -- 5. recordings ----------------------------------------------------------------------------
 
 def test_recordings_that_are_not_what_they_should_be_are_named(data, tmp_path):

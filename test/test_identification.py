@@ -471,3 +471,45 @@ def test_drive_errors_are_relative_and_skip_what_cannot_be_compared():
                          [True, True, True, False])
     np.testing.assert_allclose(error[[0, 2]], [0.1, 0.5])
     assert np.isnan(error[1]) and np.isnan(error[3])      # plant 0; not identifiable
+
+
+def test_irregular_steps_identify_as_the_same_motion_on_a_uniform_grid(setup):
+    # a UR-like log: steps of 10 and 12 ms in turn (the 500 Hz recording's samples 5 and 6
+    # apart), beside the same motion sampled every 11 ms; both identify a model that
+    # predicts another motion as well, and the rate reported is the mean one
+    from ne_dynamics_ros.dynamics.urdf_import import read_urdf_text
+    from ne_dynamics_ros.identification.pipeline import identify_model
+    from ne_dynamics_ros.identification.recording import JointRecording
+    model, record = setup['model'], setup['record']
+    steps = np.tile([5, 6], record.t.size // 11 + 1)
+    rows = np.concatenate([[0], np.cumsum(steps)])
+    rows = rows[rows < record.t.size]
+    uniform_t = np.arange(0.0, record.t[-1], 0.011)      # every 11 ms, interpolated
+
+    def recording(t, source, pick=None):
+        def at(values):
+            if pick is not None:
+                return values[pick]
+            return np.column_stack([np.interp(t, record.t, values[:, j])
+                                    for j in range(model.n)])
+        return JointRecording(tuple(model.joint_names), t - t[0], at(record.q),
+                              at(record.qd), at(record.effort), source)
+    irregular = recording(record.t[rows], 'irregular', rows)
+    spread = irregular.steps()
+    assert spread.minimum == pytest.approx(0.010) and spread.maximum == pytest.approx(0.012)
+    mean_rate = (rows.size - 1) / (record.t[rows[-1]] - record.t[0])
+    assert irregular.rate == pytest.approx(mean_rate, rel=0.02)
+    assert 'irregular' in irregular.describe()
+    regular = recording(uniform_t, 'uniform')
+    text = read_urdf_text(str(PUMA560_URDF))
+    errors, resampled = [], []
+    for run in (irregular, regular):
+        found = identify_model(text, model, run, validation=0)
+        physical = found.physical
+        identified = model.with_parameters(physical.parameters)
+        identified.set_friction_shape(physical.friction_velocity, physical.friction_offset)
+        errors.append(relative_rms(identified, [0.0] * 6, setup['validation']))
+        resampled.append(any('resampled to a uniform' in w for w in found.result.warnings))
+    assert resampled == [True, False]
+    assert np.all(errors[0] < 0.03) and np.all(errors[1] < 0.03), errors
+    np.testing.assert_allclose(errors[0], errors[1], atol=0.01)

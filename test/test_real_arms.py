@@ -21,6 +21,7 @@ from ne_dynamics_ros.dynamics.urdf_import import read_urdf_text
 from ne_dynamics_ros.identification.physical_fit import (MARGIN, nominal_pseudo_inertias,
                                                          relative_margins)
 from ne_dynamics_ros.identification.pipeline import identify_model, regular
+from ne_dynamics_ros.identification.recording import JointRecording
 from ne_dynamics_ros.identification.validation import split, validate
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -148,3 +149,28 @@ def test_identify_command_validates_refuses_bad_inputs_and_writes_nothing(tmp_pa
     assert 'held-out motion' in run.stdout and 'contact thresholds' in run.stdout
     assert 'resampled to a uniform' in run.stdout      # the Panda's irregular steps
     assert (tmp_path / 'o.urdf').exists() and (tmp_path / 'o.yaml').exists()
+
+
+def test_kuka_identified_from_two_runs_joined_is_still_plausible_and_better(kuka):
+    # runs 1 and 2 (the same excitation repeated) joined: each filtered on its own, fitted
+    # together; still judged on run 3
+    text, model, fit, held, _ = kuka
+    folder = DATA / 'kuka_lwr4'
+    d = np.load(folder / 'measurements_2.npz')
+    second = JointRecording(tuple(model.joint_names), d['times'] - d['times'][0],
+                                       d['positions'], d['velocities'], d['torques'],
+                                       'kuka_lwr4/measurements_2.npz')
+    found = identify_model(text, model, [fit, second], validation=held)
+    v = found.validation
+    assert np.all(v.identified_rms < v.nominal_rms)
+    rigid = validate(bench_real.rigid_only(model), found.physical.model(model), held,
+                     found.result.cutoff)
+    assert np.all(v.identified_rms < rigid.nominal_rms)
+    ratio = found.physical.parameters[9::PER_JOINT] / model.standard_parameters()[9::PER_JOINT]
+    assert np.all((ratio >= 0.25) & (ratio <= 4.0)), ratio
+    assert found.physical.min_margin >= MARGIN * 0.999
+    assert np.all(np.array(found.thresholds.values) <= 0.2 * model.effort_limits)
+    assert v.false_contacts == 0
+    # the largest residual left out is placed in the file it came from
+    sources = {left.source for left in found.thresholds.largest_excluded if left is not None}
+    assert sources <= {fit.source, second.source}

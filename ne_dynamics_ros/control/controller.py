@@ -194,10 +194,10 @@ class ComputedTorqueController:
 
         Args:
             urdf: URDF XML text or a file path.
-            base_link, tip_link, convention, armature, damping, friction,
-                friction_velocity, friction_offset: as for ``load_model`` (damping and
-                friction replace the URDF's; the identified v_s and offsets of the
-                friction).
+            base_link, tip_link, convention, armature, damping, friction: as for
+                ``load_model`` (damping and friction replace the URDF's).
+            friction_velocity, friction_offset: the identified v_s and offsets of the
+                friction, as for ``load_model``.
             settings, joints, effort_limits, dynamics_backend: as for the constructor.
             hardware_compensates_gravity, hardware_compensates_friction: as for the
                 constructor.

@@ -43,9 +43,11 @@ import numpy as np
 from ne_dynamics_ros.dynamics.base_parameters import numeric_base
 from ne_dynamics_ros.dynamics.parameters import parameter_names, PER_JOINT
 from ne_dynamics_ros.errors import IdentificationError
+from ne_dynamics_ros.identification.normal_equations import (FoldEquations,
+                                                             NormalEquations)
 from ne_dynamics_ros.identification.physical_fit import (extend_regressor,
-                                                         extended_columns, fold_of,
-                                                         FoldEquations, FOLDS)
+                                                         extended_columns, fold_of, FOLDS,
+                                                         VELOCITY_SCALES)
 from ne_dynamics_ros.identification.signals import (  # noqa: F401 - steps 1 and 2's names
     aligned_efforts, decimation_filter, decimation_index, filtered_states, gradient,
     mean_square, scipy_signal)
@@ -84,7 +86,7 @@ class Identification:
         cutoff: low-pass cutoff used, Hz.
         unexcited: names of joints the data barely moves.
         warnings: human-readable notes.
-        folds: :class:`~ne_dynamics_ros.identification.physical_fit.FoldEquations` of
+        folds: :class:`~ne_dynamics_ros.identification.normal_equations.FoldEquations` of
             the fitted rows on the extended columns (the physical fit's data).
         sigma: (n,) each joint's residual deviation of the least-squares fit, N·m (N).
         still: (n,) bools, the joints that hardly moved.
@@ -155,20 +157,24 @@ def decimated_blocks(model, q, qd, qdd, tau, columns, cutoff, rate, r, block=BLO
                      gravity=None, extended=False):
     """Yield the decimated regressor block by block: memory bounded by ``block``, not N.
 
-    The regressor of each block of about ``block`` samples is computed with a margin of
-    ``pad`` samples on both sides, filtered with the parallel-decimation low-pass (the
-    same zero-phase low-pass on W and tau, cutoff at most 0.8 of the new Nyquist
-    frequency: Gautier's parallel decimation) and sampled at the block's kept indices. The
-    margin is 25 time constants of the filter, so each kept sample is the whole-recording
-    filter's value to about 1e-10 of the signal (the filter's memory decays as
-    exp(-t / 0.04 s) at 10 Hz).
+    Gautier's parallel decimation, with the work where it is needed: the measured efforts
+    and the Coulomb columns ``tanh(q̇ / v_s)`` (the only columns with sharp features: a
+    filter the regressor does not see would bias the friction's sign changes) are
+    low-passed at the full rate without phase shift (cutoff at most 0.8 of the new Nyquist
+    frequency: the states' own cutoff when ``rate / r >= 4 cutoff``) and sampled at the
+    kept indices; the other columns, smooth functions of the states that are already
+    low-passed at that cutoff, are computed at the kept samples only (``r`` times less
+    work than the full rate: the regressor is the costly part of a long recording). The
+    full-rate filtering runs per block of about ``block`` kept samples with a margin of
+    25 time constants of the filter on both sides, so each kept sample is the
+    whole-recording filter's value to about 1e-10 of the signal.
 
     Args:
         model: the model (its regressor).
         q, qd, qdd: (N, n) filtered states; tau: (N, n) efforts at the states' times.
         columns: kept columns of the full regressor.
         cutoff, rate, r: low-pass cutoff (Hz), sample rate (Hz), decimation factor.
-        block: samples per block (the memory: about ``block * n * p * 24`` bytes).
+        block: samples per block (the memory: about ``block * n * p * 8`` bytes).
         gravity: (3,) m/s² for the regressor (None: the standard gravity; zeros when
             the efforts were recorded with gravity removed).
         extended: W holds every column of :func:`~ne_dynamics_ros.identification.
@@ -178,109 +184,63 @@ def decimated_blocks(model, q, qd, qdd, tau, columns, cutoff, rate, r, block=BLO
     Yields:
         (index (m,), W (m, n, p), tau (m, n), qd (m, n)) at the kept samples.
     """
-    N = q.shape[0]
+    N, n = q.shape
     index = decimation_index(N, r)
     sos = decimation_filter(cutoff, rate, r)
     pad = 0 if sos is None else int(math.ceil(25 * rate / (2 * math.pi * min(
         cutoff, 0.8 * rate / (2 * r)) * 0.38)))
-    per_block = max(1, block // max(r, 1))
     sosfiltfilt = scipy_signal().sosfiltfilt
-    for start in range(0, index.size, per_block):
-        kept = index[start:start + per_block]
+    everything = np.arange(PER_JOINT * n)
+    wanted = everything if extended else np.asarray(columns)
+    coulomb = [(k, 12, float(model.coulomb_velocity[j]), j)
+               for k, c in enumerate(wanted) for j in [int(c) // PER_JOINT]
+               if c % PER_JOINT == 12]
+    if extended:
+        coulomb += [(PER_JOINT * n + s * n + j, None, scale, j)
+                    for s, scale in enumerate(VELOCITY_SCALES) for j in range(n)]
+    for start in range(0, index.size, max(1, block)):
+        kept = index[start:start + block]
         lo, hi = max(0, int(kept[0]) - pad), min(N, int(kept[-1]) + pad + 1)
+        W = regress(model, q[kept], qd[kept], qdd[kept], wanted, gravity=gravity)
         if extended:
-            W = extend_regressor(regress(model, q[lo:hi], qd[lo:hi], qdd[lo:hi],
-                                         np.arange(PER_JOINT * model.n), gravity=gravity),
-                                 qd[lo:hi])
-        else:
-            W = regress(model, q[lo:hi], qd[lo:hi], qdd[lo:hi], columns, gravity=gravity)
+            W = extend_regressor(W, qd[kept])
         T = tau[lo:hi]
+        C = np.empty((hi - lo, len(coulomb)))
+        for c, (_, _, scale, j) in enumerate(coulomb):
+            C[:, c] = np.tanh(qd[lo:hi, j] / scale)
         if sos is not None:
-            W = sosfiltfilt(sos, W, axis=0)
             T = sosfiltfilt(sos, T, axis=0)
-        yield kept, W[kept - lo], T[kept - lo], qd[kept]
+            C = sosfiltfilt(sos, C, axis=0)
+        for c, (k, _, _, j) in enumerate(coulomb):
+            W[:, j, k] = C[kept - lo, c]
+        yield kept, W, T[kept - lo], qd[kept]
 
 
-class NormalEquations:
-    """Each joint's least-squares sums, accumulated block by block (bounded memory).
-
-    For joint j over the rows added: ``AtA[j] = A_jᵀ A_j`` (p, p), ``Aty[j] = A_jᵀ y_j``,
-    ``yty[j] = y_jᵀ y_j`` and ``rows[j]``. The fit, the weights, the residuals and the
-    column norms all follow from these sums, so a 2-million-sample recording needs the
-    memory of one block of its regressor, not of all of it (which would be (N, n, p)
-    float64: 5 GB for 2 million samples of a 6-joint arm).
-    """
-
-    def __init__(self, n, p):
-        self.AtA = np.zeros((n, p, p))
-        self.Aty = np.zeros((n, p))
-        self.yty = np.zeros(n)
-        self.rows = np.zeros(n, dtype=np.int64)
-
-    def add(self, W, tau, mask=None):
-        """Add rows: ``W`` (m, n, p), ``tau`` (m, n), ``mask`` (m, n) rows to use (None: all)."""
-        for j in range(W.shape[1]):
-            A, y = W[:, j, :], tau[:, j]
-            if mask is not None:
-                A, y = A[mask[:, j]], y[mask[:, j]]
-            self.AtA[j] += A.T @ A
-            self.Aty[j] += A.T @ y
-            self.yty[j] += y @ y
-            self.rows[j] += y.size
-
-    def shifted(self, beta0):
-        """Return the sums of the problem ``y - A beta0`` (a copy)."""
-        out = NormalEquations(*self.Aty.shape)
-        out.AtA = self.AtA.copy()
-        out.rows = self.rows.copy()
-        AtA_b = self.AtA @ beta0
-        out.Aty = self.Aty - AtA_b
-        out.yty = self.yty - 2.0 * self.Aty @ beta0 + AtA_b @ beta0
-        return out
-
-    def columns(self, keep):
-        """Return the sums restricted to the columns ``keep`` (indices)."""
-        out = NormalEquations(len(self.yty), len(keep))
-        out.AtA = self.AtA[:, keep][:, :, keep]
-        out.Aty = self.Aty[:, keep]
-        out.yty = self.yty.copy()
-        out.rows = self.rows.copy()
-        return out
-
-    def rss(self, beta):
-        """Return each joint's residual sum of squares with ``beta``: (n,), >= 0."""
-        quadratic = np.einsum('p,jpq,q->j', beta, self.AtA, beta)
-        value = self.yty - 2.0 * self.Aty @ beta + quadratic
-        return np.maximum(value, 0.0)
-
-    def column_norms(self):
-        """Return the norm of every column of the stacked A: (p,)."""
-        return np.sqrt(np.maximum(np.einsum('jpp->p', self.AtA), 0.0))
-
-
-def _still_joints(model, qd):
+def _still_joints(model, qd, speed=None):
     """Return (still, speed, vlimit): the joints that hardly move, and why.
 
     ``still``: (n,) velocity RMS under ``EXCITATION_FRACTION`` of the limit; ``speed``:
-    (n,) the velocity RMS of ``qd`` (N, n); ``vlimit``: (n,) the limits used (1 where
-    the URDF has none).
+    (n,) the velocity RMS of ``qd`` (N, n), or the one given; ``vlimit``: (n,) the limits
+    used (1 where the URDF has none).
     """
     vlimit = np.where(np.isfinite(model.velocity_limits), model.velocity_limits, 1.0)
-    speed = np.sqrt(mean_square(qd))
+    if speed is None:
+        speed = np.sqrt(mean_square(qd))
     return speed < EXCITATION_FRACTION * vlimit, speed, vlimit
 
 
-def unexcited_parameters(model, qd, norms, kept):
+def unexcited_parameters(model, qd, norms, kept, speed=None):
     """Which joints the recording hardly moves, and which parameters it leaves undetermined.
 
-    A joint is unexcited when its velocity RMS is under ``EXCITATION_FRACTION`` of its
-    limit. A parameter is not identified (kept at its nominal value) when its column of
-    the stacked identification matrix is zero (``norms``: (p,) column norms,
-    :meth:`NormalEquations.column_norms`), or when it is an Ia, Fv, Fc of an unexcited
-    joint (its column holds only noise). Returns (the joints' (n,) still mask, the
-    parameters' (p,) dead mask).
+    A joint is unexcited when its velocity RMS (of ``qd`` (N, n), or ``speed`` (n,) when
+    given) is under ``EXCITATION_FRACTION`` of its limit. A parameter is not identified
+    (kept at its nominal value) when its column of the stacked identification matrix is
+    zero (``norms``: (p,) column norms, :meth:`~ne_dynamics_ros.identification.
+    normal_equations.NormalEquations.column_norms`), or when it is an Ia, Fv, Fc of an
+    unexcited joint (its column holds only noise). Returns (the joints' (n,) still mask,
+    the parameters' (p,) dead mask).
     """
-    still = _still_joints(model, qd)[0]
+    still = _still_joints(model, qd, speed)[0]
     norms = np.asarray(norms, dtype=float)
     dead = norms <= 1e-9 * max(float(norms.max()), 1e-300)
     for i, k in enumerate(kept):
@@ -443,8 +403,11 @@ def identify(model, recording, cutoff=None, decimation=None, weighted=True,
         model: the nominal :class:`~ne_dynamics_ros.dynamics.model.RobotModel` (its
             kinematics define the regressor; its parameters are the nominal values).
         recording: :class:`~ne_dynamics_ros.identification.recording.JointRecording` with
-            the model's joints.
-        cutoff: low-pass cutoff, Hz (default min(10 Hz, rate / 5)).
+            the model's joints, or a sequence of them (several recordings joined: each
+            filtered on its own, their rows fitted together; each split into the same
+            folds).
+        cutoff: low-pass cutoff, Hz (default min(10 Hz, rate / 5), the slowest
+            recording's rate).
         decimation: keep every r-th sample after the parallel low-pass (default: the
             largest r with rate / r >= 4 cutoff).
         weighted: weighted least squares (each joint by its residual deviation).
@@ -468,26 +431,41 @@ def identify(model, recording, cutoff=None, decimation=None, weighted=True,
         IdentificationError: joints differ from the model's, too few samples after
             decimation, or the data leave the parameters undetermined.
     """
-    cutoff, r = _settings(model, recording, cutoff, decimation, stiction_band)
-    rate = recording.rate
+    recordings = [recording] if hasattr(recording, 't') else list(recording)
+    cutoff = _cutoff(model, recordings, cutoff, stiction_band)
     kept, names, G = identifiable_grouping(model)
-    q, qd, qdd = filtered_states(recording, cutoff)                      # step 1
-    tau = aligned_efforts(recording, effort_delay)
-    samples = decimation_index(q.shape[0], r).size
-    if samples * model.n < 2 * kept.size:
-        raise IdentificationError(f'{samples} samples after decimation by {r}: too few '
-                                  f'for {kept.size} parameters')
-    every, outside, folds = _accumulate(model, q, qd, qdd, tau, kept, cutoff, rate, r,
-                                        chunk, stiction_band, efforts_exclude_gravity)
+    n, p = model.n, kept.size
+    every = NormalEquations(n, p)        # all rows: column norms, residuals
+    outside = NormalEquations(n, p)      # the rows outside the stiction band: the fit
+    folds = FoldEquations(FOLDS, n, extended_columns(n))   # those rows, for the physical fit
+    samples, squares, count, still, warnings = 0, np.zeros(n), 0, np.ones(n, bool), []
+    for one in recordings:
+        rate = one.rate
+        r = int(decimation) if decimation else max(1, int(rate // (4.0 * cutoff)))
+        q, qd, qdd = filtered_states(one, cutoff)                        # step 1
+        tau = aligned_efforts(one, effort_delay)
+        samples += decimation_index(q.shape[0], r).size
+        _accumulate(model, q, qd, qdd, tau, kept, cutoff, rate, r, chunk,  # step 2
+                    stiction_band, efforts_exclude_gravity, (every, outside, folds))
+        squares += qd.shape[0] * mean_square(qd)
+        count += qd.shape[0]
+        still_here, said = following_warnings(model, one, qd)
+        still &= still_here
+        warnings += [f'{one.source}: {w}' for w in said] if len(recordings) > 1 else said
+        del q, qd, qdd, tau
+    if samples * n < 2 * p:
+        raise IdentificationError(f'{samples} samples after decimation: too few for {p} '
+                                  'parameters')
+    speed = np.sqrt(squares / max(count, 1))
     nominal = G @ model.standard_parameters()
-    dead, hardware, fixed = _kept_nominal(model, qd, kept, every, outside, nominal,
+    dead, hardware, fixed = _kept_nominal(model, speed, kept, every, outside, nominal,
                                           efforts_exclude_gravity, efforts_exclude_friction)
     beta, std, condition = _fit(outside, fixed, dead, nominal, weighted)   # step 3
     residual_rms, nominal_rms, effort_rms = residuals_from(every, beta, nominal)  # step 4
-    unexcited, warnings = _warnings(model, recording, qd, names, G, dead, hardware,
-                                    efforts_exclude_gravity, efforts_exclude_friction)
-    still = np.array([name in unexcited for name in model.joint_names])
-    dof = np.maximum(1, outside.rows - int(math.ceil(kept.size / model.n)))
+    unexcited = [name for name, s in zip(model.joint_names, still) if s]
+    warnings += _notes(model, names, G, dead, hardware, efforts_exclude_gravity,
+                       efforts_exclude_friction)
+    dof = np.maximum(1, outside.rows - int(math.ceil(p / n)))
     sigma = np.sqrt(outside.rss(beta) / dof)
     return Identification(tuple(model.joint_names), names, G, beta, std, nominal, condition,
                           residual_rms, nominal_rms, effort_rms, int(samples), rate / r,
@@ -511,32 +489,33 @@ def _fit(outside, fixed, dead, nominal, weighted):
     return beta, std, condition
 
 
-def _settings(model, recording, cutoff, decimation, stiction_band):
-    """Check the joints and the settings; return (cutoff Hz, decimation factor r)."""
-    if list(recording.joints) != list(model.joint_names):
-        raise IdentificationError(f'the recording has joints {list(recording.joints)}, the '
-                                  f'model {model.joint_names}')
-    rate = recording.rate
+def _cutoff(model, recordings, cutoff, stiction_band):
+    """Check the joints and the settings; return the cutoff, Hz (the slowest rate's)."""
+    if not recordings:
+        raise IdentificationError('no recording to identify from')
+    for one in recordings:
+        if list(one.joints) != list(model.joint_names):
+            raise IdentificationError(f'{one.source}: the recording has joints '
+                                      f'{list(one.joints)}, the model {model.joint_names}')
+    rate = min(one.rate for one in recordings)
     cutoff = float(cutoff) if cutoff is not None else min(DEFAULT_CUTOFF, rate / 5.0)
     check_stiction_band(stiction_band)
     if not 0 < cutoff < rate / 2:
         raise IdentificationError(f'cutoff {cutoff} Hz must be in (0, {rate / 2:g}) Hz '
                                   f'for a {rate:g} Hz recording')
-    return cutoff, int(decimation) if decimation else max(1, int(rate // (4.0 * cutoff)))
+    return cutoff
 
 
 def _accumulate(model, q, qd, qdd, tau, kept, cutoff, rate, r, chunk, stiction_band,
-                efforts_exclude_gravity):
-    """Step 2: return the normal equations of every row, the fit's rows, and those per fold.
+                efforts_exclude_gravity, sums):
+    """Step 2: add one recording's rows to ``sums`` = (every, outside, folds).
 
-    The fit's rows are those outside the stiction band; per fold they are kept on the
+    ``every``: the normal equations of every row (column norms, residuals); ``outside``:
+    of the rows outside the stiction band (the fit); ``folds``: those rows per fold on the
     extended columns (the physical fit's data).
     """
-    n, p = model.n, kept.size
-    every = NormalEquations(n, p)        # all rows: column norms, residuals
-    outside = NormalEquations(n, p)      # the rows outside the stiction band: the fit
-    folds = FoldEquations(FOLDS, n, extended_columns(n))   # the same rows, for the
-    gravity = np.zeros(3) if efforts_exclude_gravity else None     # physical fit
+    every, outside, folds = sums
+    gravity = np.zeros(3) if efforts_exclude_gravity else None
     for index, W, T, qd_kept in decimated_blocks(model, q, qd, qdd, tau, kept, cutoff,
                                                  rate, r, chunk, gravity, extended=True):
         mask = stiction_mask(qd_kept, stiction_band)
@@ -544,10 +523,9 @@ def _accumulate(model, q, qd, qdd, tau, kept, cutoff, rate, r, chunk, stiction_b
         every.add(base, T)
         outside.add(base, T, mask)
         folds.add(fold_of(index, q.shape[0]), W, T, mask)
-    return every, outside, folds
 
 
-def _kept_nominal(model, qd, kept, every, outside, nominal, efforts_exclude_gravity,
+def _kept_nominal(model, speed, kept, every, outside, nominal, efforts_exclude_gravity,
                   efforts_exclude_friction):
     """Which parameters keep their nominal values, and the values taken out of the efforts.
 
@@ -559,7 +537,7 @@ def _kept_nominal(model, qd, kept, every, outside, nominal, efforts_exclude_grav
     """
     p = kept.size
     norms = every.column_norms()
-    _, dead = unexcited_parameters(model, qd, norms, kept)
+    _, dead = unexcited_parameters(model, None, norms, kept, speed)
     friction = np.array([k % PER_JOINT in (11, 12) for k in kept])
     hardware = np.zeros(p, dtype=bool)        # what the hardware took out of the efforts
     if efforts_exclude_friction:
@@ -581,11 +559,10 @@ def _kept_nominal(model, qd, kept, every, outside, nominal, efforts_exclude_grav
     return dead, hardware, fixed
 
 
-def _warnings(model, recording, qd, names, G, dead, hardware, efforts_exclude_gravity,
-              efforts_exclude_friction):
-    """Return (joints that did not follow, warnings): what the caller should know."""
-    still, warnings = following_warnings(model, recording, qd)
-    unexcited = [name for name, s in zip(model.joint_names, still) if s]
+def _notes(model, names, G, dead, hardware, efforts_exclude_gravity,
+           efforts_exclude_friction):
+    """Return the warnings on what is kept nominal, and why."""
+    warnings = []
     if np.any(hardware):
         excluded = (('gravity', efforts_exclude_gravity),
                     ('friction', efforts_exclude_friction))
@@ -600,7 +577,7 @@ def _warnings(model, recording, qd, names, G, dead, hardware, efforts_exclude_gr
                          for k in np.flatnonzero(dead)}, key=model.joint_names.index)
         warnings.append(f'the recording does not excite {fixed} (joints {joints}): they keep '
                         'their nominal values')
-    return unexcited, warnings
+    return warnings
 
 
 __all__ = ['decimated_blocks', 'fit_normal', 'NormalEquations', 'residuals_from',

@@ -7,7 +7,7 @@ unconstrained fit then moves them wherever the noise pulls (on a KUKA LWR4+ reco
 armature of 3.4 kg·m² on joints whose link-side torque sensors see no rotor, a model that
 predicts another motion worse than the placeholder URDF), and the closest physical set
 that reproduces those values exactly can be absurd (a UR10e upper arm of 575 kg).
-:func:`fit_physical` instead fits the *standard* parameters directly, every link a body
+:func:`select_model` instead fits the *standard* parameters directly, every link a body
 that can exist, with a prior that keeps what the data do not determine near the nominal
 model:
 
@@ -33,7 +33,9 @@ contiguous time blocks of the recording the model is fitted on (never the held-o
 1. each joint's drive terms (armature, viscous, Coulomb and its v_s, offset): a joint
    keeps a term only where leaving it out raises the cross-validated error by more than
    :data:`SIMPLER_TOLERANCE` (a link-side torque sensor sees no rotor inertia: its
-   armature column only fits noise), by coordinate descent over the joints on the prior's
+   armature column only fits noise; between terms about as good, Coulomb's bounded
+   friction is preferred to viscous friction alone, which grows with speeds the
+   recording may not reach), by coordinate descent over the joints on the prior's
    quadratic approximation (``½‖J⁰^-½ (J − J⁰) J⁰^-½‖²_F``, closed form);
 2. the prior's weight λ from :data:`PRIOR_WEIGHTS`, by the convex programme itself: the
    largest λ whose cross-validated error is within :data:`SIMPLER_TOLERANCE` of the best
@@ -207,49 +209,6 @@ def nominal_pseudo_inertias(nominal, n):
     return out
 
 
-class FoldEquations:
-    """The weighted normal equations of each fold, per joint, on the extended columns.
-
-    ``AtA`` (F, n, P, P), ``Aty`` (F, n, P), ``yty`` (F, n), ``rows`` (F, n): sums over
-    each fold's rows (a fold: a contiguous share of the recording's time).
-    """
-
-    def __init__(self, folds, n, P):
-        self.AtA = np.zeros((folds, n, P, P))
-        self.Aty = np.zeros((folds, n, P))
-        self.yty = np.zeros((folds, n))
-        self.rows = np.zeros((folds, n))
-
-    def add(self, fold, W, tau, mask=None):
-        """Add rows to ``fold`` (an (m,) int array): W (m, n, P), tau (m, n), mask (m, n)."""
-        n = W.shape[1]
-        for f in np.unique(fold):
-            here = fold == f
-            for j in range(n):
-                rows = here if mask is None else here & mask[:, j]
-                A, y = W[rows, j, :], tau[rows, j]
-                self.AtA[f, j] += A.T @ A
-                self.Aty[f, j] += A.T @ y
-                self.yty[f, j] += y @ y
-                self.rows[f, j] += y.size
-
-    def totals(self, folds, weights, cols):
-        """Return (M, b, c, rows) of the folds ``folds``, weighted per joint, on ``cols``."""
-        ix = np.ix_(cols, cols)
-        M = np.einsum('j,fjpq->pq', weights, self.AtA[folds][:, :, ix[0], ix[1]])
-        b = np.einsum('j,fjp->p', weights, self.Aty[folds][:, :, cols])
-        c = float(np.einsum('j,fj->', weights, self.yty[folds]))
-        return M, b, c, float(self.rows[folds].sum())
-
-    def joint_rss(self, folds, cols, x):
-        """Return each joint's residual sum of squares over ``folds`` with ``x``: (n,)."""
-        ix = np.ix_(cols, cols)
-        AtA = self.AtA[folds][:, :, ix[0], ix[1]].sum(axis=0)
-        Aty = self.Aty[folds][:, :, cols].sum(axis=0)
-        value = self.yty[folds].sum(axis=0) - 2 * Aty @ x + np.einsum('p,jpq,q->j', x, AtA, x)
-        return np.maximum(value, 0.0)
-
-
 @dataclass(frozen=True)
 class PhysicalFit:
     """Result of :func:`select_model`.
@@ -277,6 +236,12 @@ class PhysicalFit:
     link_notes: List[str] = field(default_factory=list)
     min_margin: float = math.nan
     solver: str = ''
+
+    def model(self, nominal):
+        """Return ``nominal`` (a RobotModel) with these parameters and friction shape."""
+        out = nominal.with_parameters(self.parameters)
+        out.set_friction_shape(self.friction_velocity, self.friction_offset)
+        return out
 
 
 def _quadratic_prior(J0s, n, P_cols):
@@ -328,7 +293,8 @@ def select_drives(equations, weights, nominal, n, allowed, lam=1e-2, passes=2):
     """Choose each joint's drive terms by cross-validation (module docstring, step 1).
 
     Args:
-        equations: :class:`FoldEquations` of the fit's rows.
+        equations: :class:`~ne_dynamics_ros.identification.normal_equations.
+            FoldEquations` of the fit's rows.
         weights: (n,) 1 / σ_j².
         nominal: (13 n,) nominal standard parameters.
         allowed: :class:`DriveModel` of what each joint may have (e.g. no friction where
@@ -361,7 +327,6 @@ def select_drives(equations, weights, nominal, n, allowed, lam=1e-2, passes=2):
         return cache[key]
 
     drives = DriveModel.full(n, 1, allowed)
-    notes = [''] * n
     for _ in range(passes):
         changed = False
         for j in range(n):
@@ -371,13 +336,23 @@ def select_drives(equations, weights, nominal, n, allowed, lam=1e-2, passes=2):
                 scored.append((score(candidate), candidate.count(j), candidate))
             best = min(s for s, _, _ in scored)
             near = [c for c in scored if c[0] <= best * (1 + SIMPLER_TOLERANCE)]
-            choice = min(near, key=lambda c: (c[1], c[0]))[2]
+            # among models about as good: the fewest terms, then one whose friction stays
+            # bounded (Coulomb rather than viscous alone: it extrapolates less to faster
+            # motion than the recording's), then the lowest error
+            choice = min(near, key=lambda c: (c[1], c[2].viscous[j] and c[2].coulomb[j] < 0,
+                                              c[0]))[2]
             if choice != drives:
                 changed = True
             drives = choice
         if not changed:
             break
+    return drives, _drive_notes(drives, allowed, score, n)
+
+
+def _drive_notes(drives, allowed, score, n):
+    """Return (n,) texts: each joint's terms and what the cross-validated error says of each."""
     base = score(drives)
+    notes = [''] * n
     for j in range(n):
         dropped = []
         for term, off in (('armature', (False, drives.viscous[j], drives.coulomb[j],
@@ -409,39 +384,54 @@ def select_drives(equations, weights, nominal, n, allowed, lam=1e-2, passes=2):
             else:
                 dropped.append(f'no {term} (not in the efforts or the joint did not move)')
         notes[j] = '; '.join(dropped)
-    return drives, notes
+    return notes
 
 
-def _solve_sdp(cp, M, b, rows, lam, J0s, n, cols, allowed_negative, solvers):
-    """Solve the convex programme of the module docstring; return (x, solver) or (None, '')."""
-    p = len(cols)
-    x = cp.Variable(p)
-    eig, V = np.linalg.eigh((M + M.T) / 2 / rows)
-    keep = eig > eig.max() * 1e-14
-    L = V[:, keep] * np.sqrt(eig[keep])
-    target = (V[:, keep].T @ (b / rows)) / np.sqrt(eig[keep])
-    objective = cp.sum_squares(L.T @ x - target)
-    constraints, prior = [], 0
-    for i in range(n):
-        J = _pseudo_expression(cp, x, i)
-        constraints.append(J - MARGIN * J0s[i] >> 0)
-        if lam > 0:
+class _Programme:
+    """The convex programme of the module docstring, built once for a set of columns.
+
+    The data (``M / rows``, ``b / rows``) and λ are cvxpy parameters, so the folds and
+    the candidate weights re-solve it without building it again (cvxpy's parametrised
+    programmes: the canonicalisation is most of the cost of a small programme).
+    """
+
+    def __init__(self, cp, J0s, n, cols, allowed_negative, solvers):
+        p = len(cols)
+        self.cp, self.solvers = cp, solvers
+        self.x = cp.Variable(p)
+        self.R = cp.Parameter((p, p))
+        self.b = cp.Parameter(p)
+        self.lam = cp.Parameter(nonneg=True)
+        constraints, prior = [], 0
+        for i in range(n):
+            J = _pseudo_expression(cp, self.x, i)
+            constraints.append(J - MARGIN * J0s[i] >> 0)
             prior += -cp.log_det(J) + cp.trace(np.linalg.inv(J0s[i]) @ J)
-    for k in range(10 * n, p):
-        if not allowed_negative[k]:
-            constraints.append(x[k] >= 0)
-    problem = cp.Problem(cp.Minimize(objective + lam * prior), constraints)
-    for solver in solvers:
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter('ignore')
-                problem.solve(solver=solver)
-        except (cp.error.SolverError, ValueError, ArithmeticError):
-            continue
-        if problem.status in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE) and x.value is not None \
-                and np.all(np.isfinite(x.value)):
-            return np.asarray(x.value, dtype=float), solver
-    return None, ''
+        for k in range(10 * n, p):
+            if not allowed_negative[k]:
+                constraints.append(self.x[k] >= 0)
+        objective = cp.sum_squares(self.R @ self.x) - 2 * self.b @ self.x + self.lam * prior
+        self.problem = cp.Problem(cp.Minimize(objective), constraints)
+
+    def solve(self, M, b, rows, lam):
+        """Return (x, solver) for the data ``M``, ``b`` of ``rows`` rows and λ, or (None, '')."""
+        cp = self.cp
+        eig, V = np.linalg.eigh((M + M.T) / 2 / rows)
+        self.R.value = np.sqrt(np.clip(eig, 0.0, None))[:, None] * V.T
+        self.b.value = b / rows
+        self.lam.value = lam
+        for solver in self.solvers:
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter('ignore')
+                    self.problem.solve(solver=solver)
+            except (cp.error.SolverError, ValueError, ArithmeticError):
+                continue
+            x = self.x.value
+            if self.problem.status in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE) and x is not None \
+                    and np.all(np.isfinite(x)):
+                return np.asarray(x, dtype=float), solver
+        return None, ''
 
 
 def _pseudo_expression(cp, x, i):
@@ -482,7 +472,8 @@ def select_model(equations, weights, nominal, n, allowed, names=None, progress=N
     """Fit the physical model with the drive terms and prior weight the data support.
 
     Args:
-        equations: :class:`FoldEquations` of the rows to fit (extended columns).
+        equations: :class:`~ne_dynamics_ros.identification.normal_equations.
+            FoldEquations` of the rows to fit (extended columns).
         weights: (n,) 1 / σ_j² per joint (σ_j: the least-squares residual deviation).
         nominal: (13 n,) nominal standard parameters (the prior's J⁰; the drive values
             of joints whose terms are not allowed are kept).
@@ -511,13 +502,14 @@ def select_model(equations, weights, nominal, n, allowed, names=None, progress=N
     offset_start = (PER_JOINT + len(VELOCITY_SCALES)) * n
     negative[[k for k, c in enumerate(cols) if c >= offset_start]] = True
     F = equations.AtA.shape[0]
+    programme = _Programme(cp, J0s, n, cols, negative, solvers)
     cv = {}
     for lam in PRIOR_WEIGHTS:
         say(f'prior weight {lam:g}: {F}-fold cross-validation')
 
         def solve(train, cols_, lam=lam):
             M, b, _, rows = equations.totals(train, weights, cols_)
-            return _solve_sdp(cp, M, b, rows, lam, J0s, n, cols_, negative, solvers)[0]
+            return programme.solve(M, b, rows, lam)[0]
         cv[lam] = _cv_score(equations, weights, cols, solve)
     finite = {lam: v for lam, v in cv.items() if math.isfinite(v)}
     if not finite:
@@ -526,7 +518,7 @@ def select_model(equations, weights, nominal, n, allowed, names=None, progress=N
     best = min(finite.values())
     lam = max(v for v, e in finite.items() if e <= best * (1 + SIMPLER_TOLERANCE))
     M, b, _, rows = equations.totals(list(range(F)), weights, cols)
-    x, solver = _solve_sdp(cp, M, b, rows, lam, J0s, n, cols, negative, solvers)
+    x, solver = programme.solve(M, b, rows, lam)
     if x is None:
         raise IdentificationError('no physically consistent parameter set found (the '
                                   f'convex programme failed with {solvers})')
@@ -599,6 +591,6 @@ def fold_of(index, total, folds=FOLDS):
 
 
 __all__ = ['DRIVE_TERMS', 'DriveModel', 'extend_regressor', 'extended_columns',
-           'FoldEquations', 'fold_of', 'FOLDS', 'MARGIN', 'nominal_pseudo_inertias',
+           'fold_of', 'FOLDS', 'MARGIN', 'nominal_pseudo_inertias',
            'PhysicalFit', 'PRIOR_WEIGHTS', 'pseudo_inertia', 'relative_margins',
            'select_drives', 'select_model', 'SIMPLER_TOLERANCE', 'VELOCITY_SCALES']

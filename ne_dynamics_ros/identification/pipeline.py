@@ -24,7 +24,8 @@ import numpy as np
 from ne_dynamics_ros.errors import IdentificationError, require
 from ne_dynamics_ros.identification.estimation import Identification, identify, STICTION_BAND
 from ne_dynamics_ros.identification.physical_fit import DriveModel, FOLDS, select_model
-from ne_dynamics_ros.identification.recording import check_positions, drop_jumps, resampled
+from ne_dynamics_ros.identification.conditioning import (check_positions, drop_jumps, joined,
+                                                         locate, resampled)
 from ne_dynamics_ros.identification.thresholds import contact_thresholds, observed_effort
 from ne_dynamics_ros.identification.validation import (count_contacts, DEFAULT_FRACTION,
                                                        split, validate)
@@ -156,10 +157,8 @@ def identify_model(urdf_text, model, recording, cutoff=None, effort_delay=0.0,
         :class:`IdentifiedModel`.
 
     Samples whose position jumps beyond twice the velocity limit are dropped first
-    (:func:`~ne_dynamics_ros.identification.recording.drop_jumps`; the first warning of
-    the result counts them); a recording with irregular time steps is resampled to a
-    uniform grid at its mean rate (:func:`~ne_dynamics_ros.identification.recording.
-    resampled`) before anything is filtered.
+    (:func:`~ne_dynamics_ros.identification.conditioning.drop_jumps`, counted in the
+    warnings); irregular time steps are resampled to a uniform grid (:func:`regular`).
 
     Raises:
         RecordingError: a position no joint measures (beyond 1e6 rad, NaN), naming the
@@ -168,69 +167,123 @@ def identify_model(urdf_text, model, recording, cutoff=None, effort_delay=0.0,
         MissingDependencyError: cvxpy or SciPy is not installed (one line naming the pip
             extra).
     """
-    from ne_dynamics_ros.identification.urdf_writer import (identified_urdf,
-                                                            parameter_values, parameters_yaml)
+    from ne_dynamics_ros.identification.urdf_writer import identified_urdf
     require('yaml', 'the parameter YAML of ne-dynamics identify')
     say = progress or (lambda text: None)
-    check_effort_delay(effort_delay, recording)
-    check_positions(recording, model.joint_names)
-    clean = drop_jumps(recording, model.velocity_limits, model.joint_names)
+    fits, held = _prepared(model, recording, validation, effort_delay)
     del recording                # the caller may have let go of it: no two copies held
-    clean = regular(clean)
-    held = None
-    if isinstance(validation, (int, float)):
-        clean, held = split(clean, validation)
-    else:
-        check_positions(validation, model.joint_names)
-        held = regular(drop_jumps(validation, model.velocity_limits, model.joint_names))
-    check_effort_delay(effort_delay, clean)
-    notes = list(clean.notes) + ([] if held is None else list(held.notes[len(clean.notes):]))
+    notes = [note for one in fits + (held or []) for note in one.notes]
     with np.errstate(all='ignore'):     # no raw NumPy warning: failures are checked below
         say('least squares on the fitted part')
-        result = identify(model, clean, cutoff=cutoff, effort_delay=effort_delay,
+        result = identify(model, fits, cutoff=cutoff, effort_delay=effort_delay,
                           stiction_band=stiction_band,
                           efforts_exclude_gravity=efforts_exclude_gravity,
                           efforts_exclude_friction=efforts_exclude_friction)
-    result.warnings[:0] = [n for n in notes if n not in result.warnings]
-    if not (np.all(np.isfinite(result.beta)) and np.any(result.effort_rms > 0)):
-        raise IdentificationError(f'{clean.source}: the efforts are all zero or the fit '
-                                  'is not finite: does the recording carry the measured '
-                                  'efforts (joint_state_broadcaster with an effort state '
-                                  'interface)?')
+    result.warnings[:0] = list(dict.fromkeys(n for n in notes if n not in result.warnings))
+    _check_fit(result, ' + '.join(one.source for one in fits))
     physical = select_model(result.folds, _weights(result.sigma), model.standard_parameters(),
                             model.n, _allowed(model, result), model.joint_names, say)
-    consistent = ConsistentParameters(physical.parameters, False,
-                                      result.grouping @ physical.parameters - result.beta,
-                                      physical.solver, physical)
-    identified = model.with_parameters(physical.parameters)
-    identified.set_friction_shape(physical.friction_velocity, physical.friction_offset)
+    identified = physical.model(model)
     with_gravity, with_friction = not efforts_exclude_gravity, not efforts_exclude_friction
+    say('contact thresholds from the momentum observer over the fitted part')
+    thresholds = _thresholds(identified, fits, with_gravity, with_friction)
+    result.warnings.extend(thresholds.all_warnings)
     report = None
     if held is not None:
         say('judging both models on the held-out motion')
-        report = validate(model, identified, held, result.cutoff, effort_delay,
-                          with_gravity, with_friction, model.joint_names)
-        for name in report.worse:
-            result.warnings.append(
-                f'{name}: the identified model predicts the held-out motion worse than the '
-                'nominal one (see the table): the recording does not excite this joint as '
-                'the held-out motion does; record a richer excitation, or keep the nominal '
-                'model for it')
+        report = _held_out_report(model, identified, held, result, thresholds, effort_delay,
+                                  with_gravity, with_friction)
     urdf = identified_urdf(utf8_declared(urdf_text), model, physical.parameters)
+    gains = _recommended_gains(model, physical.parameters, fits[0], result.cutoff)
+    text, values = _parameter_texts(model, physical, gains, thresholds, header,
+                                    efforts_exclude_gravity, efforts_exclude_friction)
+    consistent = ConsistentParameters(physical.parameters, False,
+                                      result.grouping @ physical.parameters - result.beta,
+                                      physical.solver, physical)
+    return IdentifiedModel(result, consistent, urdf, text, values, gains, physical, report,
+                           thresholds)
+
+
+def _check_fit(result, source):
+    """Raise IdentificationError, naming ``source``, when the efforts are all zero."""
+    if not (np.all(np.isfinite(result.beta)) and np.any(result.effort_rms > 0)):
+        raise IdentificationError(f'{source}: the efforts are all zero or the fit is not '
+                                  'finite: does the recording carry the measured efforts '
+                                  '(joint_state_broadcaster with an effort state '
+                                  'interface)?')
+
+
+def _prepared(model, recording, validation, effort_delay):
+    """Return (the parts to fit, the held-out parts or None): lists, checked, regular.
+
+    ``recording``: one or several; ``validation``: a share held out at the end of each, or
+    one or several recordings.
+    """
+    def ready(one):
+        check_effort_delay(effort_delay, one)
+        check_positions(one, model.joint_names)
+        return regular(drop_jumps(one, model.velocity_limits, model.joint_names))
+    fits = [ready(one) for one in _listed(recording)]
+    if isinstance(validation, (int, float)):
+        parts = [split(one, validation) for one in fits]
+        fits, held = [a for a, _ in parts], [b for _, b in parts if b is not None] or None
+    else:
+        held = [ready(one) for one in _listed(validation)]
+    for one in fits:
+        check_effort_delay(effort_delay, one)
+    return fits, held
+
+
+def _listed(recording):
+    """Return ``recording`` as a list of recordings (one, or a sequence of them)."""
+    return [recording] if hasattr(recording, 't') else list(recording)
+
+
+def _thresholds(identified, fits, with_gravity, with_friction):
+    """Return the contact thresholds over the fitted parts, times placed in their files."""
+    whole, starts = joined(fits)
+    thresholds = contact_thresholds(identified, whole, with_gravity=with_gravity,
+                                    with_friction=with_friction)
+    if len(fits) == 1:
+        return thresholds
+    placed = []
+    for left in thresholds.largest_excluded:
+        if left is not None:
+            source, time = locate(left.time, starts)
+            left = dataclasses.replace(left, time=time, source=source)
+        placed.append(left)
+    return dataclasses.replace(thresholds, largest_excluded=placed)
+
+
+def _held_out_report(model, identified, held, result, thresholds, effort_delay, with_gravity,
+                     with_friction):
+    """Judge both models on ``held``; count the contacts the thresholds would report there.
+
+    Adds a warning to ``result`` for each joint the identified model predicts worse.
+    """
+    report = validate(model, identified, held, result.cutoff, effort_delay, with_gravity,
+                      with_friction, model.joint_names)
+    held, _ = joined(held)
+    for name in report.worse:
+        result.warnings.append(
+            f'{name}: the identified model predicts the held-out motion worse than the '
+            'nominal one (see the table): the recording does not excite this joint as '
+            'the held-out motion does; record a richer excitation, or keep the nominal '
+            'model for it')
+    r = observed_effort(identified, held.t, held.q, held.qd, held.effort,
+                        with_gravity=with_gravity, with_friction=with_friction)
+    contacts, ratio = count_contacts(r, thresholds.values)
+    return dataclasses.replace(report, false_contacts=contacts, largest_ratio=ratio)
+
+
+def _parameter_texts(model, physical, gains, thresholds, header, efforts_exclude_gravity,
+                     efforts_exclude_friction):
+    """Return (the parameter YAML text, its values as a dict) of the identified model."""
+    from ne_dynamics_ros.identification.urdf_writer import parameter_values, parameters_yaml
     hardware = {'hardware_compensates_gravity': efforts_exclude_gravity,
                 'hardware_compensates_friction': efforts_exclude_friction}
-    gains = _recommended_gains(model, physical.parameters, clean, result.cutoff)
-    say('contact thresholds from the momentum observer over the fitted part')
-    thresholds = contact_thresholds(identified, clean, with_gravity=with_gravity,
-                                    with_friction=with_friction)
-    result.warnings.extend(thresholds.all_warnings)
-    if report is not None:
-        r = observed_effort(identified, held.t, held.q, held.qd, held.effort,
-                            with_gravity=with_gravity, with_friction=with_friction)
-        contacts, ratio = count_contacts(r, thresholds.values)
-        report = dataclasses.replace(report, false_contacts=contacts, largest_ratio=ratio)
     extra = dict(gains.values(), **{'contact.threshold': thresholds.values})
-    if with_friction:
+    if not efforts_exclude_friction:
         extra.update(friction_velocity=[float(v) for v in physical.friction_velocity],
                      friction_offset=[float(v) for v in physical.friction_offset])
     header = '\n'.join(([header] if header else []) + gains.describe() + [
@@ -244,24 +297,26 @@ def identify_model(urdf_text, model, recording, cutoff=None, effort_delay=0.0,
     text = parameters_yaml(model, physical.parameters, header, extra=extra, **hardware)
     values = parameter_values(model, physical.parameters, **hardware)
     values.update(extra)
-    return IdentifiedModel(result, consistent, urdf, text, values, gains, physical, report,
-                           thresholds)
+    return text, values
 
 
-#: A recording is resampled when more than this share of its steps are over 10 % off the
-#: mean step (a clock's jitter of a few percent is left alone: interpolating it would only
-#: smear the samples).
-IRREGULAR_FRACTION = 0.01
+#: A recording is resampled when its steps spread more than this share of the mean step
+#: (standard deviation): a UR's 10/12 ms steps spread 9 %, a Panda's 19 %; a clock's
+#: jitter of under a percent (the KUKA LWR4+ recordings: 0.9 %) is left alone, as
+#: interpolating over jittered stamps would only smear samples taken at a steady rate.
+IRREGULAR_SPREAD = 0.02
 
 
 def regular(recording):
     """Return ``recording`` on a uniform grid at its mean rate if its steps are irregular.
 
-    Irregular: more than :data:`IRREGULAR_FRACTION` of the steps over 10 % off the mean
-    (:meth:`~ne_dynamics_ros.identification.recording.JointRecording.steps`); then
-    :func:`~ne_dynamics_ros.identification.recording.resampled`, else the recording itself.
+    Irregular: the standard deviation of the steps over :data:`IRREGULAR_SPREAD` of their
+    mean (:meth:`~ne_dynamics_ros.identification.recording.JointRecording.steps`); then
+    :func:`~ne_dynamics_ros.identification.conditioning.resampled`, else the recording
+    itself.
     """
-    if recording.steps().off_fraction > IRREGULAR_FRACTION:
+    spread = recording.steps()
+    if spread.std > IRREGULAR_SPREAD * spread.mean:
         return resampled(recording)
     return recording
 

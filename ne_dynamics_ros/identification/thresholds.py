@@ -142,7 +142,7 @@ def observed_effort(model, t, q, qd, effort, gain=DEFAULT_GAIN, with_gravity=Tru
     :data:`~ne_dynamics_ros.control.observer.MAX_GAP` or ``dt_k <= 0``. ``effort_k`` is
     the recorded effort at state k, the one that acted over the step ending there (the
     online observer's ``applied``). The batch RNEA runs in blocks of ``block`` samples
-    (memory bounded by the block, not the recording: some 300 MB at the default for a
+    (memory bounded by the block, not the recording: under 100 MiB at the default for a
     6-joint arm, on top of the (N, n) inputs and result); the recursion runs without a
     loop over samples: ``scipy.signal.lfilter`` over a block at one steady rate (its
     state carried from block to block), else an exact scaled cumulative sum
@@ -343,12 +343,15 @@ class Excluded:
         transient: True where the sample was a transient, False where it was kept but
             above the quantile.
         reason: why it was left out, as text.
+        source: the recording it is in, where several were joined (``time`` then in
+            that recording's own time), else None.
     """
 
     effort: float
     time: float
     transient: bool
     reason: str
+    source: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -391,7 +394,8 @@ class ContactThresholds:
             line = f'{name}: threshold {value:.4g} N·m = {rule}'
             if left is not None:
                 line += (f'; largest |r| left out {abs(left.effort):.3g} N·m at '
-                         f't = {left.time:.3f} s in {where} ({left.reason})')
+                         f't = {left.time:.3f} s in {left.source or where} '
+                         f'({left.reason})')
             out.append(line)
         return out
 
@@ -463,26 +467,9 @@ def contact_thresholds(model, recording, gain=DEFAULT_GAIN, with_gravity=True,
             kept[:] = True
         level = float(np.percentile(size[kept], QUANTILE))
         fc = float(coulomb[j])
-        asked = MARGIN * level + fc
         rule = f'{MARGIN:g} x p{QUANTILE:g} |r| ({level:.3g} N·m) + Fc {fc:.3g}'
-        value, limit = asked, float(limits[j])
-        if math.isfinite(limit) and asked > effort_fraction * limit:
-            value = effort_fraction * limit
-            rule += f' = {asked:.4g}, capped at {effort_fraction:.0%} of the limit {limit:g}'
-            if MARGIN * level >= fc:
-                cause = (f'the {QUANTILE:g}th percentile of |r| is {level:.3g} N·m away '
-                         f'from stops: the model explains this joint poorly (re-identify, '
-                         f'or check the recorded efforts: units, sign, delay)')
-            else:
-                cause = (f'its Coulomb friction Fc is {fc:.3g} N·m: a joint that sticks '
-                         f'hides that much effort')
-            warnings.append(f'{name}: the recording asks for a contact threshold of '
-                            f'{asked:.4g} N·m, over {effort_fraction:.0%} of its effort '
-                            f'limit {limit:g} N·m; capped at {value:.4g} N·m, which the '
-                            f'free motion may cross: {cause}')
-        elif math.isfinite(limit) and asked < FLOOR * limit:
-            value = FLOOR * limit
-            rule += f' = {asked:.3g}, raised to {FLOOR:.0%} of the limit {limit:g}'
+        value, rule = _bounded(name, level, fc, float(limits[j]), effort_fraction, rule,
+                               warnings)
         out['values'].append(float(f'{value:.4g}'))
         out['rule'].append(rule)
         out['largest_excluded'].append(_largest_excluded(t, r[:, j], size, kept, level,
@@ -492,6 +479,35 @@ def contact_thresholds(model, recording, gain=DEFAULT_GAIN, with_gravity=True,
         out['coulomb'].append(fc)
         out['kept'].append(float(kept.mean()))
     return ContactThresholds(tuple(recording.joints), source=recording.source, **out)
+
+
+def _bounded(name, level, fc, limit, effort_fraction, rule, warnings):
+    """Return (threshold, rule) of a joint: the rule's value within its cap and floor.
+
+    Over ``effort_fraction`` of the ``limit`` (N·m): capped, with a warning appended to
+    ``warnings`` naming the joint and what in the data asks for more; under
+    :data:`FLOOR` of it: raised.
+    """
+    asked = MARGIN * level + fc
+    value = asked
+    if math.isfinite(limit) and asked > effort_fraction * limit:
+        value = effort_fraction * limit
+        rule += f' = {asked:.4g}, capped at {effort_fraction:.0%} of the limit {limit:g}'
+        if MARGIN * level >= fc:
+            cause = (f'the {QUANTILE:g}th percentile of |r| is {level:.3g} N·m away '
+                     f'from stops: the model explains this joint poorly (re-identify, '
+                     f'or check the recorded efforts: units, sign, delay)')
+        else:
+            cause = (f'its Coulomb friction Fc is {fc:.3g} N·m: a joint that sticks '
+                     f'hides that much effort')
+        warnings.append(f'{name}: the recording asks for a contact threshold of '
+                        f'{asked:.4g} N·m, over {effort_fraction:.0%} of its effort '
+                        f'limit {limit:g} N·m; capped at {value:.4g} N·m, which the '
+                        f'free motion may cross: {cause}')
+    elif math.isfinite(limit) and asked < FLOOR * limit:
+        value = FLOOR * limit
+        rule += f' = {asked:.3g}, raised to {FLOOR:.0%} of the limit {limit:g}'
+    return value, rule
 
 
 def _largest_excluded(t, r, size, kept, level, left_out, j):

@@ -39,7 +39,7 @@ class ValidationReport:
         worse: names of the joints the identified model predicts worse than the nominal.
         false_contacts: contacts the thresholds would have reported there (None when
             not evaluated).
-        largest_ratio: (n,) the largest |r| / threshold there (None when not evaluated).
+        largest_ratio: (n,) the largest ``|r|`` / threshold there (None when not evaluated).
     """
 
     source: str
@@ -123,16 +123,21 @@ def predicted(model, recording, cutoff, effort_delay=0.0, with_gravity=True,
 
 def prediction_rms(model, recording, cutoff, effort_delay=0.0, with_gravity=True,
                    with_friction=True):
-    """Return (RMS of measured − predicted (n,), RMS of measured (n,), samples)."""
-    n = recording.q.shape[1]
+    """Return (RMS of measured − predicted (n,), RMS of measured (n,), samples).
+
+    ``recording``: one, or several (each filtered on its own, the sums joined).
+    """
+    recordings = [recording] if hasattr(recording, 't') else list(recording)
+    n = recordings[0].q.shape[1]
     error, power, count = np.zeros(n), np.zeros(n), 0
-    for measured, guess in predicted(model, recording, cutoff, effort_delay, with_gravity,
-                                     with_friction):
-        error += ((measured - guess) ** 2).sum(axis=0)
-        power += (measured ** 2).sum(axis=0)
-        count += measured.shape[0]
+    for one in recordings:
+        for measured, guess in predicted(model, one, cutoff, effort_delay, with_gravity,
+                                         with_friction):
+            error += ((measured - guess) ** 2).sum(axis=0)
+            power += (measured ** 2).sum(axis=0)
+            count += measured.shape[0]
     if count == 0:
-        raise IdentificationError(f'{recording.source}: no samples to validate on')
+        raise IdentificationError(f'{recordings[0].source}: no samples to validate on')
     return np.sqrt(error / count), np.sqrt(power / count), count
 
 
@@ -143,22 +148,24 @@ def validate(nominal, identified, recording, cutoff, effort_delay=0.0, with_grav
     Args:
         nominal, identified: :class:`~ne_dynamics_ros.dynamics.model.RobotModel`.
         recording: the held-out :class:`~ne_dynamics_ros.identification.recording.
-            JointRecording`, on a uniform time grid.
+            JointRecording` on a uniform time grid, or several.
         cutoff: the identification's low-pass cutoff, Hz.
         effort_delay, with_gravity, with_friction: as the identification used them.
         joints: (n,) names (default the recording's).
     """
-    joints = list(joints or recording.joints)
+    recordings = [recording] if hasattr(recording, 't') else list(recording)
+    joints = list(joints or recordings[0].joints)
+    source = ' + '.join(one.source for one in recordings)
     before, effort, count = prediction_rms(nominal, recording, cutoff, effort_delay,
                                            with_gravity, with_friction)
     after, _, _ = prediction_rms(identified, recording, cutoff, effort_delay, with_gravity,
                                  with_friction)
     worse = [name for name, a, b in zip(joints, before, after) if b > a]
-    return ValidationReport(recording.source, count, effort, before, after, worse)
+    return ValidationReport(source, count, effort, before, after, worse)
 
 
 def count_contacts(r, threshold, debounce=3):
-    """Return (contacts, largest |r| / threshold per joint) of ``r`` (N, n) against thresholds.
+    """Return (contacts, largest ``|r|`` / threshold per joint) of ``r`` (N, n).
 
     A contact is ``debounce`` samples in a row with some ``|r_j| > threshold_j``
     (:class:`~ne_dynamics_ros.control.observer.ContactDetector`'s rule; one count per

@@ -256,7 +256,8 @@ def identify_command(args):
     except IdentificationError as exc:
         return _fail('identify', exc)
     outputs = [('--output-urdf', args.output_urdf), ('--output-params', args.output_params)]
-    inputs = [args.urdf] + _bag_inputs(args.bag or args.csv) + (
+    paths = args.bag or args.csv
+    inputs = [args.urdf] + [p for path in paths for p in _bag_inputs(path)] + (
         _bag_inputs(validation) if isinstance(validation, str) else [])
     try:
         check_outputs(outputs, inputs)
@@ -266,22 +267,21 @@ def identify_command(args):
         if args.current_to_effort is not None:
             check_current_constants(args.current_to_effort, model.joint_names,
                                     '--current-to-effort')
-        recording = _read_identify_recording(args.bag or args.csv, model, args)
+        held = [_read_identify_recording(path, model, args) for path in paths]
         if isinstance(validation, str):
             validation = _read_identify_recording(validation, model, args)
-        for note in recording.notes:
+        for note in (note for one in held for note in one.notes):
             print(f'warning: {note}', flush=True)
-        if recording.tracking_error is None and args.bag:
+        if args.bag and any(one.tracking_error is None for one in held):
             print(f'note: no {args.tracking_topic} in the recording: whether each joint '
                   'followed its excitation is judged from its velocity alone (record it '
                   'with the joint states)', flush=True)
-        header = (f'identified by ne-dynamics identify from {args.bag or args.csv} '
+        header = (f'identified by ne-dynamics identify from {" ".join(paths)} '
                   f'({args.urdf})')
-        # hand the recording over without keeping a reference: if samples are dropped,
-        # the pipeline's copy replaces it in memory instead of joining it
-        held = [recording]
-        del recording
-        found = identify_model(text, model, held.pop(), cutoff=args.cutoff,
+        # hand the recordings over without keeping a reference: if samples are dropped,
+        # the pipeline's copy replaces one in memory instead of joining it
+        found = identify_model(text, model, held.pop() if len(held) == 1 else held,
+                               cutoff=args.cutoff,
                                effort_delay=args.effort_delay,
                                stiction_band=args.stiction_band, header=header,
                                efforts_exclude_gravity=args.efforts_exclude_gravity,
@@ -290,6 +290,18 @@ def identify_command(args):
                                progress=lambda line: print(f'... {line}', flush=True))
     except (ModelError, RecordingError, IdentificationError, OutputError) as exc:
         return _fail('identify', exc)
+    _print_identification(found, model)
+    try:
+        write_outputs([('--output-urdf', args.output_urdf, found.urdf),
+                       ('--output-params', args.output_params, found.params_yaml)], inputs)
+    except OutputError as exc:
+        return _fail('identify', exc)
+    print(f'\nwrote {args.output_urdf} and {args.output_params}')
+    return 0
+
+
+def _print_identification(found, model):
+    """Print what ``ne-dynamics identify`` found: fit, physical model, validation, thresholds."""
     result = found.result
     width = max(len(name) for name in result.names)
     print(f'\n{"parameter":<{width}} {"nominal":>12} {"identified":>12} {"± std":>10} '
@@ -326,13 +338,6 @@ def identify_command(args):
         print(f'  {line}')
     for warning in result.warnings:
         print(f'warning: {warning}')
-    try:
-        write_outputs([('--output-urdf', args.output_urdf, found.urdf),
-                       ('--output-params', args.output_params, found.params_yaml)], inputs)
-    except OutputError as exc:
-        return _fail('identify', exc)
-    print(f'\nwrote {args.output_urdf} and {args.output_params}')
-    return 0
 
 
 def _validation_argument(value):
@@ -488,8 +493,11 @@ def _add_identify(sub):
     """Add the ``identify`` subcommand."""
     ide = sub.add_parser('identify', help='identify the dynamics from a recording')
     ide.add_argument('--urdf', required=True, help='nominal URDF')
-    ide.add_argument('--bag', default=None, help='rosbag2 directory (MCAP or sqlite3)')
-    ide.add_argument('--csv', default=None, help='CSV recording instead of a bag')
+    ide.add_argument('--bag', default=None, nargs='+', metavar='BAG',
+                     help='rosbag2 directory (MCAP or sqlite3); several are joined (each '
+                     'filtered on its own, fitted together)')
+    ide.add_argument('--csv', default=None, nargs='+', metavar='CSV',
+                     help='CSV recording(s) instead of bags')
     ide.add_argument('--topic', default='/joint_states', help='JointState topic')
     ide.add_argument('--base-link', default=None, help='base link (default: URDF root)')
     ide.add_argument('--tip-link', default=None,
