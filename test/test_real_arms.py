@@ -158,8 +158,8 @@ def test_kuka_identified_from_two_runs_joined_is_still_plausible_and_better(kuka
     folder = DATA / 'kuka_lwr4'
     d = np.load(folder / 'measurements_2.npz')
     second = JointRecording(tuple(model.joint_names), d['times'] - d['times'][0],
-                                       d['positions'], d['velocities'], d['torques'],
-                                       'kuka_lwr4/measurements_2.npz')
+                            d['positions'], d['velocities'], d['torques'],
+                            'kuka_lwr4/measurements_2.npz')
     found = identify_model(text, model, [fit, second], validation=held)
     v = found.validation
     assert np.all(v.identified_rms < v.nominal_rms)
