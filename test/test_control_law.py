@@ -206,9 +206,10 @@ def test_friction_compensation_adds_urdf_damping_and_friction():
                                    atol=1e-9)
 
 
-def test_identified_friction_shape_is_used_at_desired_and_measured_velocities():
+def test_identified_friction_shape_is_used_at_measured_velocities_and_offsets_everywhere():
     # an identified v_s per joint and an offset (ne-dynamics identify's friction_velocity,
-    # friction_offset) replace coulomb_velocity everywhere the model's friction is used
+    # friction_offset): the v_s at measured velocities (gravity_compensation, the observer),
+    # the offsets at desired ones too, where the sharper coulomb_velocity stays
     scales = np.array([0.003, 0.01, 0.03, 0.1, 0.05, 0.02])
     offsets = np.array([0.5, -0.3, 0.0, 0.1, -0.05, 0.02])
     model = load_model(str(PUMA560_URDF), armature=armature_for(6),
@@ -217,16 +218,23 @@ def test_identified_friction_shape_is_used_at_desired_and_measured_velocities():
     damping = urdf_joint_values(PUMA560_URDF, model.joint_names, 'dynamics', 'damping', 0.0)
     coulomb = urdf_joint_values(PUMA560_URDF, model.joint_names, 'dynamics', 'friction', 0.0)
 
-    def friction(v):
-        return damping * v + coulomb * np.tanh(v / scales) + offsets
+    def friction(v, scale):
+        return damping * v + coulomb * np.tanh(v / scale) + offsets
 
+    reference = ControlLawConfig.__dataclass_fields__['coulomb_velocity'].default
     for q, qd, q_d, qd_d, qdd_d in random_states(model.n, seed=7):
-        qd_d = qd_d * 0.05                    # slow: where the scales matter
+        qd, qd_d = qd * 0.05, qd_d * 0.05          # slow: where the scales matter
         tau = compute_effort(model, config('feedforward', model.n, 0.0, 0.0, friction=True),
                              q, qd, q_d, qd_d, qdd_d)
-        np.testing.assert_allclose(tau, ref.rnea(q_d, qd_d, qdd_d) + friction(qd_d),
+        np.testing.assert_allclose(tau, ref.rnea(q_d, qd_d, qdd_d)
+                                   + friction(qd_d, reference), rtol=1e-9, atol=1e-9)
+        tau = compute_effort(model, config('gravity_compensation', model.n, friction=True),
+                             q, qd, q_d, qd_d, qdd_d)
+        zero = np.zeros(model.n)
+        np.testing.assert_allclose(tau, ref.rnea(q, zero, zero) + friction(qd, scales),
                                    rtol=1e-9, atol=1e-9)
-        np.testing.assert_allclose(model.friction_torques(qd), friction(qd), atol=1e-12)
+        np.testing.assert_allclose(model.friction_torques(qd), friction(qd, scales),
+                                   atol=1e-12)
     with pytest.raises(ValueError, match='friction_velocity'):
         load_model(str(PUMA560_URDF), friction_velocity=[0.01] * 5 + [0.0])
     with pytest.raises(ValueError, match='friction_offset'):

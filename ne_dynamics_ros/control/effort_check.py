@@ -95,8 +95,8 @@ def effort_terms(model, q, qd, qdd, gravity, friction=True, with_gravity=True,
         gravity: (3,) m/s² in the base link frame.
         friction: include the model's ``damping`` (Fv) and ``friction`` (Fc).
         with_gravity: include g(q) (False where the hardware compensates gravity).
-        coulomb_velocity: v_s of ``Fc tanh(q̇ / v_s)``, rad/s (m/s), > 0 (the model's
-            identified ``friction_velocity`` instead, when it has them).
+        coulomb_velocity: v_s of ``Fc tanh(q̇ / v_s)`` at the reference, rad/s (m/s), > 0
+            (the controller's, as :func:`~ne_dynamics_ros.control.laws.reference_friction`).
 
     Returns:
         ``(a, b, d)``, each (N, n) N·m (N): ``a = M q̈ + C q̇ + armature q̈`` (scales as
@@ -110,8 +110,7 @@ def effort_terms(model, q, qd, qdd, gravity, friction=True, with_gravity=True,
     d = model.gravity_torques(q, gravity=gravity) if with_gravity else np.zeros_like(a)
     if friction:
         b = model.damping * qd
-        scale = model.reference_velocity_scale(coulomb_velocity)
-        d = d + model.friction * np.tanh(qd / scale) + model.friction_offset
+        d = d + model.friction * np.tanh(qd / coulomb_velocity) + model.friction_offset
     else:
         b = np.zeros_like(a)
     return a, b, d

@@ -425,9 +425,9 @@ PARAMETERS = (
                   check=_drive_values),
     ParameterSpec('friction_velocity', 'double_array', None,
                   'Identified velocity scale v_s of each joint\'s Coulomb friction '
-                  'Fc*tanh(qd/v_s) (chain order, from ne-dynamics identify), used at measured '
-                  'and desired velocities alike (coulomb_velocity is then not used); unset = '
-                  '0.01 at measured velocities, coulomb_velocity at desired ones.',
+                  'Fc*tanh(qd/v_s) at measured velocities (chain order, from ne-dynamics '
+                  'identify): the momentum observer and gravity_compensation/comply use it; '
+                  'the noise-free reference keeps coulomb_velocity. Unset = 0.01.',
                   unit='rad/s or m/s', constraints='> 0', check=_friction_velocity),
     ParameterSpec('friction_offset', 'double_array', None,
                   'Constant effort per joint added to the friction model (chain order, '

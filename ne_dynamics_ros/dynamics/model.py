@@ -40,8 +40,8 @@ def load_model(urdf, base_link=None, tip_link=None, convention='mdh', armature=N
         max_bytes: largest URDF accepted, bytes (default
             :data:`~ne_dynamics_ros.dynamics.urdf_import.MAX_URDF_BYTES`, 16 MiB).
         friction_velocity: None or (n,) identified v_s per joint, > 0 (rad/s or m/s),
-            replacing ``coulomb_velocity`` for every use of the model's friction (the
-            controller's reference friction included; ``ne-dynamics identify`` writes it).
+            replacing ``coulomb_velocity`` in :meth:`RobotModel.friction_torques` (the
+            friction at measured velocities; ``ne-dynamics identify`` writes it).
         friction_offset: None or (n,) constant effort per joint, N·m (N), added to the
             friction (a drive's or torque sensor's offset; identified, 0 by default).
 
@@ -164,7 +164,7 @@ class RobotModel:
                              f'got {coulomb_velocity!r}')
         #: (n,) v_s of each joint's ``Fc tanh(q̇ / v_s)``, rad/s (m/s).
         self.coulomb_velocity = scale.copy()
-        #: (n,) identified v_s (the controller's reference friction uses them too), or None.
+        #: (n,) identified v_s (at measured velocities), or None.
         self.friction_velocity = None
         #: (n,) constant effort added to the friction, N·m (N).
         self.friction_offset = np.zeros(self.n)
@@ -187,10 +187,6 @@ class RobotModel:
         if friction_offset is not None:
             self.friction_offset = self.checked_vector(friction_offset, 'friction_offset',
                                                        allow_batch=False)
-
-    def reference_velocity_scale(self, default):
-        """Return v_s at a *reference* velocity: the identified (n,) or ``default``."""
-        return self.friction_velocity if self.friction_velocity is not None else default
 
     def __repr__(self):
         """Short description: name of chain ends, convention and joints."""
