@@ -4,8 +4,8 @@
 Runs ``ne-dynamics-demo`` as a user would (its own process, real rclpy over DDS, the
 arm in lockstep) and prints its figures beside the goals:
 
-1. Lee et al.'s PUMA 560 run on ``--plant mujoco`` with the exact model: every joint under
-   4.26e-4 rad (``001_ccc6fd40c72dea18.txt`` section 5).
+1. The PUMA 560 run of Lee et al. (1982), §5, on ``--plant mujoco`` with the exact model:
+   every joint under 4.26e-4 rad.
 2. The UR5e on MuJoCo with a plant the controller is not told of (0.1 kg m^2 of rotor
    inertia per joint, gearbox damping 6,6,4,1,1,1 N m s/rad, dry friction
    2.5,2.5,1.5,0.4,0.4,0.4 N m, a 1.2 kg payload at the tool), 500 Hz: the 3 s quintic

@@ -47,10 +47,16 @@ flange the model lacks), mean and p99 µs, as the node runs it without a contact
 threshold (no momentum observer) and with the observer read on every state; each with
 its ratio to computed_torque (issue 31's goal: < 1.30).
 
+Starts (``--starts N``): the node started N times as ``ros2 run`` starts it while states
+stream at 1 kHz (:mod:`node_starts`): per start the worst gap between effort commands,
+the zero commands, and whether a trajectory sent when it logs its activation was
+installed (issue 29's soak; ``test/ros/test_activation.py`` runs three).
+
 Usage: python benchmarks/bench_node.py [--duration 30] [--rate 1000] [--with-diagnostics]
        [--json]
        python benchmarks/bench_node.py --modes [--soak 30]
        python benchmarks/bench_node.py --soak 600 [--window 60] [--rate 1000] [--json]
+       python benchmarks/bench_node.py --starts 20
 """
 import argparse
 import json
@@ -114,6 +120,10 @@ def parse_args(argv=None):
                         help='cost per control step of computed_torque and adaptive mode: '
                         'the node in each for --soak s (default 30) and the controller in '
                         'process on the closed loop')
+    parser.add_argument('--starts', type=int, default=None, metavar='N',
+                        help='start the node N times (as ros2 run does) while states stream '
+                        'at 1 kHz: per start the worst gap between commands, the zero '
+                        'commands and whether a trajectory sent at activation was installed')
     parser.add_argument('--serve-baseline', action='store_true', help=argparse.SUPPRESS)
     parser.add_argument('--serve-stream', metavar='FILE', help=argparse.SUPPRESS)
     parser.add_argument('--stream-rate', type=float, default=STALL_RATE,
@@ -578,7 +588,7 @@ MODES = ('computed_torque', 'adaptive')
 def step_cost(mode, rate=500.0, duration=4.0, observer_read=False):
     """Return the controller's mean and p99 wall time per answered state in process, µs.
 
-    Lee et al.'s PUMA move (001 section 5) at ``rate`` on the Pinocchio plant with 2 kg
+    The PUMA move of Lee et al. (1982), §5, at ``rate`` on the Pinocchio plant with 2 kg
     at the flange the model lacks, run in lockstep
     (:func:`~ne_dynamics_ros.simulation.closed_loop.run_lockstep`); only the
     controller's ``update`` is timed, the plant is not. ``observer_read`` False: as the
@@ -1008,6 +1018,24 @@ def print_stall(result):
           + ('met' if max(valid) <= max(steady) else 'not met'))
 
 
+def run_starts(args):
+    """Run ``--starts N``: :func:`node_starts.run_starts` on a private domain."""
+    import tempfile
+    import rclpy
+    import node_starts
+    domain = args.domain_id if args.domain_id is not None else random.randint(150, 229)
+    os.environ['ROS_DOMAIN_ID'] = str(domain)
+    os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
+    context = rclpy.context.Context()
+    rclpy.init(context=context, domain_id=domain)
+    try:
+        with tempfile.TemporaryDirectory() as folder:
+            return node_starts.run_starts(args.starts, context, pathlib.Path(folder),
+                                          args.node_arg)
+    finally:
+        rclpy.shutdown(context=context)
+
+
 def main(argv=None):
     args = parse_args(argv)
     if args.serve_baseline:
@@ -1016,6 +1044,14 @@ def main(argv=None):
     if args.serve_stream:
         serve_stream(args.serve_stream, args.stream_rate)
         return 0
+    if args.starts is not None:
+        result = run_starts(args)
+        if args.json:
+            print(json.dumps(result, indent=2))
+        else:
+            import node_starts
+            node_starts.print_starts(result)
+        return 0 if not result['unexcused'] else 1
     if args.modes:
         result = run_modes(args)
         if args.json:

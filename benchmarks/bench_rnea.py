@@ -3,14 +3,15 @@
 
 For the PUMA 560 and the UR5e, prints per-call time of ``model.rnea`` (one state), batch
 time per state at N = 1, 100, 10 000, the same for the generated robot-specific program
-(Renaud 004's method, :mod:`ne_dynamics_ros.codegen`: Python single call and
+(the method of Renaud 1987, :mod:`ne_dynamics_ros.codegen`: Python single call and
 ``rnea_batch``; its C99 source compiled through ``cffi`` and called from Python, when a C
 compiler and cffi are present), and the same work done by ``pinocchio.rnea`` called in a
 Python loop and by Robotics Toolbox ``rne`` (PUMA 560 only: RTB ships that arm's
 published DH model, not the UR5e's), with ratios against Pinocchio.  Medians over
 repeats; wall-clock ``time.perf_counter``. Then a table of operation counts: our general
 recursion (counted by running it on counting numbers), the generated program (counted from
-its own source), 001 Table 2, 003 eq 7.43 / Table 7.4, 004.
+its own source), and those of Lee et al. (1982), Table 2; Angeles (2007), eq. 7.43 and
+Table 7.4; and Renaud (1987).
 
 Usage: python benchmarks/bench_rnea.py [--repeats R] [--quick]
 """
@@ -226,9 +227,9 @@ def bench_arm(name, repeats, sizes):
 
 
 def renaud_example_urdf():
-    """Return the URDF of 004's 6R example robot.
+    """Return the URDF of the 6R example robot of Renaud (1987).
 
-    Its MDH table, centres of mass on one frame axis each, no inertia products (004's
+    Its MDH table, centres of mass on one frame axis each, no inertia products (Renaud's
     stated assumptions), generic masses and principal moments.
     """
     h = math.pi / 2
@@ -300,7 +301,7 @@ def print_goals(rows, rigid_total, generated, repeats):
 
     The generated single call is timed again here, taking turns with two functions of
     chained float operations (:func:`chained_floats`) with its operation count and with
-    004's 279: the least a Python function of that many operations takes on this machine.
+    Renaud's 279: the least a Python function of that many operations takes on this machine.
     The NumPy batch and Pinocchio's loop are timed again taking turns too, so that their
     ratio is not that of two different minutes of a shared machine.
     """
@@ -309,10 +310,10 @@ def print_goals(rows, rigid_total, generated, repeats):
     module = load_python(python_source(generated))
     program = module['rnea']
     total = generated.operations['mul'] + generated.operations['add']
-    floor_ours, floor_004 = chained_floats(total), chained_floats(279)
+    floor_ours, floor_renaud = chained_floats(total), chained_floats(279)
     single, floor, floor_279 = interleaved_medians(
         [lambda: program(state, state, state), lambda: floor_ours(state, state, state),
-         lambda: floor_004(state, state, state)], repeats, 2000)
+         lambda: floor_renaud(state, state, state)], repeats, 2000)
     # the NumPy batch and Pinocchio's loop again, taking turns, for their ratio
     pm, pd = pinocchio_model(ARMS['puma560'][0], puma_armature())
     Q, QD, QDD = np.random.default_rng(1).uniform(-1, 1, (3, 10000, 6))
@@ -324,12 +325,12 @@ def print_goals(rows, rigid_total, generated, repeats):
     pin_single = t[('puma560', 'pinocchio', 'single call', 1)]
     verdict = {True: 'met', False: 'not met'}
     print(f'goals (PUMA 560, MDH, this run):\n'
-          f'  operations, rigid bodies as 004 counts: {rigid_total} (goal <= 300, 004\'s 6R: '
-          f'279): {verdict[rigid_total <= 300]}\n'
+          f'  operations, rigid bodies as Renaud 1987 counts: {rigid_total} (goal <= 300, '
+          f'Renaud\'s 6R: 279): {verdict[rigid_total <= 300]}\n'
           f'  generated Python single call: {single * 1e6:.2f} µs (goal <= 8): '
           f'{verdict[single <= 8e-6]}\n'
           f'    taking turns with it, {total} float operations chained in one Python '
-          f'function: {floor * 1e6:.2f} µs; 004\'s 279: {floor_279 * 1e6:.2f} µs '
+          f'function: {floor * 1e6:.2f} µs; Renaud\'s 279: {floor_279 * 1e6:.2f} µs '
           '(no sin/cos)\n'
           f'  NumPy batch at N = 10000: {batch * 1e6:.3f} µs/state = {batch / loop:.3f}x '
           f'Pinocchio in a loop ({loop * 1e6:.2f} µs; the two taking turns) (goal <= 0.1x): '
@@ -414,30 +415,30 @@ def main():
             print(f'{name:<8} note: {note}')
     print()
     print('operation counts for one state, n = 6 (with armature where the arm has it)')
-    print(f'{"computation":<62}{"mul":>7}{"add":>7}{"total":>7}')
+    print(f'{"computation":<72}{"mul":>7}{"add":>7}{"total":>7}')
     table = []
     for name, operations in all_operations.items():
         for convention, (recursive, generated) in operations.items():
             table.append((f'{name} ours recursive {convention} (counted)', recursive))
             table.append((f'{name} ours generated {convention} (from its source)', generated))
     n = 6
-    table += [('001 Table 2, Newton-Euler (119n-24, 107n-21)',
+    table += [('Lee et al. 1982 Table 2, Newton-Euler (119n-24, 107n-21)',
                {'mul': 119 * n - 24, 'add': 107 * n - 21}),
-              ('003 eq 7.43, Newton-Euler with kinematics (137n-22, 110n-14)',
+              ('Angeles 2007 eq 7.43, Newton-Euler with kinematics (137n-22, 110n-14)',
                {'mul': 137 * n - 22, 'add': 110 * n - 14}),
-              ('003 Table 7.4, Khalil et al. (1986)', {'mul': 538, 'add': 478}),
-              ('004 Renaud, 6R example (first form)', {'mul': 181, 'add': 127}),
-              ('004 Renaud, 6R example (final)', {'mul': 164, 'add': 115})]
+              ('Angeles 2007 Table 7.4, Khalil et al. (1986)', {'mul': 538, 'add': 478}),
+              ('Renaud 1987, 6R example (first form)', {'mul': 181, 'add': 127}),
+              ('Renaud 1987, 6R example (final)', {'mul': 164, 'add': 115})]
     renaud = load_model(renaud_example_urdf(), tip_link='link_6', convention='mdh')
-    table.append(("004's 6R example robot, ours generated mdh (from its source)",
+    table.append(('Renaud 1987 6R example robot, ours generated mdh (from its source)',
                   count_operations(python_source(generate(renaud)))))
-    # 004 counts the rigid bodies alone (no rotor inertia): the PUMA likewise
+    # Renaud (1987) counts the rigid bodies alone (no rotor inertia): the PUMA likewise
     path, tip = ARMS['puma560']
     rigid = count_operations(python_source(generate(
         load_model(str(path), tip_link=tip, convention='mdh'))))
-    table.append(('puma560 ours generated mdh, rigid bodies only as 004', rigid))
+    table.append(('puma560 ours generated mdh, rigid bodies only as Renaud 1987', rigid))
     for label, counts in table:
-        print(f'{label:<62}{counts["mul"]:>7}{counts["add"]:>7}'
+        print(f'{label:<72}{counts["mul"]:>7}{counts["add"]:>7}'
               f'{counts["mul"] + counts["add"]:>7}')
     print()
     print_safety_costs(repeats)

@@ -1,7 +1,7 @@
 """Computed-torque control of the PUMA 560 (config/puma560.urdf, config/puma560.yaml).
 
-Gains K_p = 100, K_v = 20 on each joint as in Lee et al. (001_ccc6fd40c72dea18.txt
-section 5), armature from config/puma560.yaml.
+Gains K_p = 100, K_v = 20 on each joint as in Lee et al. (1982), section 5, armature from
+config/puma560.yaml.
 
     ros2 launch ne_dynamics_ros puma560.launch.py             # node + simulated PUMA
     ros2 launch ne_dynamics_ros puma560.launch.py plant:=mujoco

@@ -4,7 +4,7 @@ Layers (each imports only the ones before it; only ``nodes`` and ``tools`` impor
 
 * :mod:`ne_dynamics_ros.dynamics`: URDF import, DH/MDH frames, the recursions,
   :class:`RobotModel`;
-* :mod:`ne_dynamics_ros.codegen`: the robot-specific generated dynamics (Renaud ``004``);
+* :mod:`ne_dynamics_ros.codegen`: the robot-specific generated dynamics (Renaud 1987);
 * :mod:`ne_dynamics_ros.control`: control laws, trajectories and profiles, goals, the
   :class:`~ne_dynamics_ros.control.controller.ComputedTorqueController`;
 * :mod:`ne_dynamics_ros.identification`: excitation, recordings, estimation, a URDF out;

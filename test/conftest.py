@@ -1,33 +1,39 @@
 """Shared pytest fixtures.
 
+Layers: ``test/unit`` (pure: no DDS, no child processes), ``test/ros`` (over DDS) and
+``test/system`` (launch files, the demo, command-line processes, benchmark smoke runs);
+each test gets the marker of its folder (``pytest -m unit``), and ``pytest test/unit`` is
+the quick loop.
+
 DDS isolation: every test that starts ROS 2 participants gets its own ``rclpy`` context
 on its own ``ROS_DOMAIN_ID`` (derived from the pytest process id and a per-test counter),
 and discovery is restricted to this host (``ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST``),
 so parallel runs on one machine and CI never exchange messages with each other.
 """
-import itertools
 import os
 import pathlib
 
 import pytest
 
+from dds import next_domain_id
+
+#: Session fixtures of the identification tests (unit and DDS tests share one recording).
+pytest_plugins = ['identification_fixtures']
+
 os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
 os.environ.pop('ROS_LOCALHOST_ONLY', None)
 
-REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
-CONFIG_DIR = REPO_ROOT / 'config'
-PUMA560_URDF = CONFIG_DIR / 'puma560.urdf'
-UR5E_URDF = CONFIG_DIR / 'ur5e.urdf'
 
-# Fast DDS uses UDP ports 7400 + 250 * domain_id; valid domain ids for it are 0..232.
-# Start from a pid-dependent base so two pytest processes rarely share a domain.
-_DOMAIN_BASE = 1 + (os.getpid() * 7) % 150
-_domain_counter = itertools.count()
+LAYERS = ('unit', 'ros', 'system')
 
 
-def next_domain_id():
-    """Return a fresh ROS_DOMAIN_ID for one test (cycles within 1..230)."""
-    return 1 + (_DOMAIN_BASE + next(_domain_counter)) % 230
+def pytest_collection_modifyitems(items):
+    """Mark every test with its layer, the folder it sits in under test/."""
+    for item in items:
+        parts = pathlib.Path(str(item.fspath)).parts
+        for layer in LAYERS:
+            if layer in parts[-3:-1]:
+                item.add_marker(getattr(pytest.mark, layer))
 
 
 @pytest.fixture

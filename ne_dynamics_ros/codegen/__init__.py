@@ -1,4 +1,4 @@
-"""Generated robot-specific inverse dynamics (Renaud 004): a small compiler of its own.
+"""Generated robot-specific inverse dynamics (Renaud 1987): a small compiler of its own.
 
 It imports the dynamics core and is never imported by it. Its modules, in the order the
 work flows:

@@ -6,8 +6,8 @@ The adaptive law of :mod:`ne_dynamics_ros.control.adaptive` needs, per control s
 
 (K_D = K M̂(q) folded into the acceleration argument: ``M̂ a = M̂ q̈_r + K_D s``). Built
 from the NumPy regressor (:func:`~ne_dynamics_ros.dynamics.regressor.reference_regressor`)
-that is a (n, 13 n) array per step; here it is one generated function, as Renaud
-(``004_6b1448616b3233f9.txt``) generates the inverse dynamics
+that is a (n, 13 n) array per step; here it is one generated function, as Renaud (1987)
+generates the inverse dynamics
 (:mod:`ne_dynamics_ros.codegen.tracing`): the two-rate recursion
 (:func:`~ne_dynamics_ros.dynamics.rnea.rnea_reference`) runs on symbols over the arm's
 base parameters, the load's 10 parameters ``p`` (in its link's frame, mapped to the

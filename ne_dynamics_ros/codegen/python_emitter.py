@@ -89,9 +89,10 @@ def python_source(program, robot='robot'):
         'tau = M(q) qdd + C(q, qd) qd + g(q) + armature * qdd, N*m (N), URDF joint '
         'coordinates.\n'
         f'{ops["mul"]} multiplications + {ops["add"]} additions ({ops["trig"]} sin/cos apart).\n'
-        'Method: the Newton-Euler recursion (000 Craig MDH / 001 eqs 3.21-3.27) on symbols,\n'
-        "zeros and ones folded, every quantity named once, base parameters (Renaud 004,\n"
-        "Gautier's QR) so that parameters occurring together are gathered.\n"
+        'Method: the Newton-Euler recursion (MDH: Craig 2005; DH: Lee et al. 1982, eqs\n'
+        '3.21-3.27) on symbols, zeros and ones folded, every quantity named once, base\n'
+        "parameters (Renaud 1987; Gautier's QR) so that parameters occurring together are\n"
+        'gathered.\n'
         'Standard parameters (Khalil: kg*m^2, kg*m, kg; Ia kg*m^2 or kg, Fv, Fc):\n'
         f'{parameters}\n')
     header = f'"""{docstring_text(header)}"""\n'

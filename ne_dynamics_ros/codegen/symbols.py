@@ -3,8 +3,8 @@
 A :class:`Symbol` is a named quantity or an exact constant; ``+ - *`` between them fold
 constants, drop ``0 +``, ``0 *``, ``1 *`` and ``-1 *`` (a sign is carried, not computed),
 and ask the :class:`Emitter` for every operation, which names each new one once, so a
-quantity that occurs twice is computed once (Renaud ``004_6b1448616b3233f9.txt``:
-"analytical" and "iterative" computation). Also the small text helpers the emitters
+quantity that occurs twice is computed once (Renaud 1987: "analytical" and "iterative"
+computation). Also the small text helpers the emitters
 share.
 """
 import math

@@ -1,6 +1,6 @@
 """Robot-specific inverse dynamics traced into straight-line code (Renaud's computation).
 
-Renaud (``004_6b1448616b3233f9.txt``) computes a given arm's dynamic model *analytically*
+Renaud (1987) computes a given arm's dynamic model *analytically*
 (every add of 0 and multiply by 0 or ±1 dropped) and *iteratively* (every new quantity
 with at least one operation named once and reused). This module does that by running the
 model's own Newton–Euler recursion (:mod:`ne_dynamics_ros.dynamics.rnea`: Craig's MDH or
@@ -92,7 +92,7 @@ def body_wrench_products(link, w, wd, vd, b):
     """Return the body wrench of :func:`~ne_dynamics_ros.dynamics.rnea.link_wrench`, symbolically.
 
     Same F and N, but the gyroscopic moment ω × (J ω) is written on the products
-    ω_x ω_y, ω_x ω_z, ω_y ω_z, ω_x², ω_y², ω_z² that b already formed (Renaud 004, step 2:
+    ω_x ω_y, ω_x ω_z, ω_y ω_z, ω_x², ω_y², ω_z² that b already formed (Renaud 1987, step 2:
     δ = ω ⊗ ω), with the inertia differences as constants (Khalil's customised
     Newton–Euler):
 
@@ -316,7 +316,7 @@ class Trace:
     def combine_parallel_joints(self):
         """Turn runs of parallel revolute joints (MDH alpha = 0 between them) at once.
 
-        Their ω, ω̇ are turned through the summed angle, as 004 does with s23, c23
+        Their ω, ω̇ are turned through the summed angle, as Renaud (1987) does with s23, c23
         (forward_mdh).
         """
         if self.model.convention is not Convention.MDH:

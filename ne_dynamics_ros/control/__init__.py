@@ -3,11 +3,11 @@
 Pure Python + NumPy (no ROS import); imports only :mod:`ne_dynamics_ros.dynamics` and
 :mod:`ne_dynamics_ros.codegen`.
 
-* :mod:`.laws`: computed torque (``001_*`` eqs 4.1, 4.4), feedforward + PD, gravity
+* :mod:`.laws`: computed torque (Lee et al. 1982, eqs 4.1, 4.4), feedforward + PD, gravity
   compensation, effort clamping;
 * :mod:`.trajectory`: trajectories validated and interpolated like
   joint_trajectory_controller;
-* :mod:`.profiles`: quintic and Sasaki's trapezoidal point-to-point profiles (``002_*`` §4);
+* :mod:`.profiles`: quintic and trapezoidal point-to-point profiles (Sasaki 1990, §4);
 * :mod:`.velocity_estimator`: filtered finite differences for states without velocities;
 * :mod:`.parameters`: the one table of the node's parameters;
 * :mod:`.settings`: the controller's run-time settings, generated from that table;

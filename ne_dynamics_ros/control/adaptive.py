@@ -1,7 +1,7 @@
 """Adaptive computed torque: Slotine & Li's law with a rigid load's parameters adapted.
 
-Pure module (no ROS). Lee, Chung, Mudge & Turney close with adaptive control for loads
-that vary within a task cycle (``001_ccc6fd40c72dea18.txt``, end of section 5); this is
+Pure module (no ROS). Lee, Chung, Mudge & Turney (1982) close with adaptive control for
+loads that vary within a task cycle (end of §5); this is
 Slotine & Li's ("On the adaptive control of robot manipulators", IJRR 6(3), 1987), with
 ``e = q_d - q`` (the package's sign):
 

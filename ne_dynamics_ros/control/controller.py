@@ -11,7 +11,7 @@ publishes and logs.
 What it decides
 ---------------
 * **The law** (:mod:`ne_dynamics_ros.control.laws`): computed torque (Lee, Chung, Mudge &
-  Turney, ``001_ccc6fd40c72dea18.txt`` eqs 4.1, 4.4), feedforward + PD, or gravity
+  Turney 1982, eqs 4.1, 4.4), feedforward + PD, or gravity
   compensation; optional friction compensation; every effort checked finite and clamped
   to its limit, in the command order :attr:`joints`.
 * **The reference**: a :class:`~ne_dynamics_ros.control.trajectory.Trajectory`, replaced
@@ -77,8 +77,9 @@ from ne_dynamics_ros.errors import ModelError, StateError
 #: A state stamped within this many nanoseconds of ``now`` is taken to be on our clock.
 STAMP_TOLERANCE_NS = 500_000_000
 
-#: How the law's inverse dynamics are computed: Renaud's generated straight-line program
-#: (004; checked against the recursion when the controller is built) or the recursion.
+#: How the law's inverse dynamics are computed: the generated straight-line program of
+#: Renaud (1987) (checked against the recursion when the controller is built) or the
+#: recursion.
 DYNAMICS_BACKENDS = parameters.DYNAMICS_BACKENDS
 
 

@@ -1,7 +1,7 @@
 """Computed-torque gains sized for an arm: from its sample rate, inertia, limits and noise.
 
-Pure module (no ROS). Computed torque (Lee, Chung, Mudge & Turney,
-``001_ccc6fd40c72dea18.txt`` eqs 4.1, 4.4) makes every joint's error obey
+Pure module (no ROS). Computed torque (Lee, Chung, Mudge & Turney 1982, eqs 4.1, 4.4)
+makes every joint's error obey
 ``ë + kd ė + kp e = 0`` when the model is right, so the gains pick a bandwidth ω (rad/s)
 and a damping: critically damped, ``kp = ω²`` (1/s²) and ``kd = 2 ω`` (1/s). The rule
 (:func:`recommended_gains`) takes per joint the smallest of three bandwidths:

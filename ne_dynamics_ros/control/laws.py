@@ -9,15 +9,15 @@ the chain, m/s^2, e.g. ``(0, 0, -9.81)`` for a base whose z axis points up.
 The three modes (:class:`ControlMode`):
 
 ``computed_torque``
-    Lee, Chung, Mudge & Turney's Newton-Euler computed-torque law
-    (``001_ccc6fd40c72dea18.txt`` eqs 4.1, 4.4)::
+    The Newton-Euler computed-torque law of Lee, Chung, Mudge & Turney (1982), eqs 4.1
+    and 4.4::
 
         qdd_cmd = qdd_d + Kd (qd_d - qd) + Kp (q_d - q)                 (4.4)
         tau     = RNEA(q, qd, qdd_cmd) = D(q) qdd_cmd + H(q, qd) + G(q)  (4.1)
 
     The PD terms act as accelerations, so ``kp`` is in 1/s^2 and ``kd`` in 1/s; with the
     exact model the error obeys ``e'' + Kd e' + Kp e = 0`` (eq 4.3). Lee et al. use
-    Kp = 100, Kd = 2 sqrt(Kp) = 20 on each joint of the PUMA (section 5).
+    Kp = 100, Kd = 2 sqrt(Kp) = 20 on each joint of the PUMA (§5).
 ``feedforward``
     ``tau = RNEA(q_d, qd_d, qdd_d) + Kp (q_d - q) + Kd (qd_d - qd)``: the inverse dynamics
     of the reference as feedforward plus a joint PD; here ``kp`` is in N*m/rad and ``kd``
@@ -27,11 +27,11 @@ The three modes (:class:`ControlMode`):
 
 With ``friction_compensation`` the URDF ``<dynamics damping friction>`` torques are added,
 evaluated at the *desired* velocity ``qd_d`` in ``computed_torque`` and ``feedforward``
-modes: ``Fv qd_d + Fc tanh(qd_d / v_s)`` (Sasaki ``002_b8a46976f20e0349.txt`` eq 2.39 for
-the viscous term), with ``v_s = coulomb_velocity`` (default 0.003 rad/s). Dry friction is
-compensated from the moment the reference starts to move, not once the arm has been pushed
-through stiction by the feedback: at the measured ``qd`` the compensation waits for motion
-that stiction prevents, and at rest its smoothed sign follows measurement noise. The
+modes: ``Fv qd_d + Fc tanh(qd_d / v_s)`` (Sasaki 1990, eq. 2.39 for the viscous term),
+with ``v_s = coulomb_velocity`` (default 0.003 rad/s). Dry friction is compensated from
+the moment the reference starts to move, not once the arm has been pushed through
+stiction by the feedback: at the measured ``qd`` the compensation waits for motion that
+stiction prevents, and at rest its smoothed sign follows measurement noise. The
 reference is noise-free, so its sign may be sharp: with the model's own 0.01 rad/s a 3 s
 quintic of the UR5e reaches 95 % of Fc only 0.1 s after the start, when the reference is
 already 5e-4 rad away; 0.003 rad/s halves the error at the start, and sharper scales
@@ -190,7 +190,7 @@ class ControlLawConfig:
 
 
 def computed_torque(model, q, qd, q_d, qd_d, qdd_d, kp, kd, gravity):
-    """Computed-torque law, ``001_ccc6fd40c72dea18.txt`` eqs 4.1, 4.4.
+    """Computed-torque law, Lee et al. (1982), eqs 4.1, 4.4.
 
     ``tau = RNEA(q, qd, qdd_d + kd*(qd_d - qd) + kp*(q_d - q))``, i.e.
     ``D(q)[qdd_d + Kd e' + Kp e] + H(q, qd) + G(q)`` with diagonal gains.

@@ -272,12 +272,13 @@ PARAMETERS = (
     ParameterSpec('tip_link', 'string', '', 'Last link of the chain; empty = the single tip '
                   'of the movable tree.', check=_text),
     ParameterSpec('convention', 'string', 'mdh',
-                  'Frame convention of the Newton-Euler recursion: mdh (Craig) or dh '
-                  '(Luh-Walker-Paul, 001 eqs 3.21-3.27). Both give the same torques.',
+                  'Frame convention of the Newton-Euler recursion: mdh (Craig 2005) or dh '
+                  '(Luh-Walker-Paul, Lee et al. 1982 eqs 3.21-3.27). Both give the same '
+                  'torques.',
                   constraints='one of: dh, mdh', check=_one_of(CONVENTIONS)),
     ParameterSpec('dynamics_backend', 'string', 'generated',
                   'How the inverse dynamics are computed: generated (the robot-specific '
-                  'straight-line program of Renaud 004, checked against the recursion when '
+                  'straight-line program of Renaud 1987, checked against the recursion when '
                   'configured; configuring fails on a mismatch) or recursive (the '
                   'Newton-Euler recursion).', constraints='one of: generated, recursive',
                   check=_one_of(DYNAMICS_BACKENDS)),
@@ -294,10 +295,10 @@ PARAMETERS = (
                   check=_flag),
     ParameterSpec('mode', 'string', 'computed_torque',
                   'Control law: computed_torque (tau = RNEA(q, qd, qdd_d + kd*(qd_d - qd) + '
-                  'kp*(q_d - q)), 001 eqs 4.1, 4.4), feedforward (tau = RNEA(q_d, qd_d, '
-                  'qdd_d) + kp*e + kd*de), gravity_compensation (tau = G(q)) or adaptive '
-                  '(Slotine & Li: a load at adaptation_link learned on line; kp, kd set its '
-                  'Lambda = K = kd/2 unless adaptation_lambda is set).',
+                  'kp*(q_d - q)), Lee et al. 1982 eqs 4.1, 4.4), feedforward (tau = '
+                  'RNEA(q_d, qd_d, qdd_d) + kp*e + kd*de), gravity_compensation (tau = '
+                  'G(q)) or adaptive (Slotine & Li: a load at adaptation_link learned on '
+                  'line; kp, kd set its Lambda = K = kd/2 unless adaptation_lambda is set).',
                   constraints='one of: computed_torque, feedforward, gravity_compensation, '
                   'adaptive', runtime=True, check=_mode),
     ParameterSpec('kp', 'double_array', 100.0,

@@ -4,7 +4,7 @@ Pure module (no ROS). A rigid body's 10 inertial parameters at a frame origin (X
 XZ, YY, YZ, ZZ in kg·m², MX, MY, MZ in kg·m, M in kg; Khalil's names) are those of a
 body that can exist exactly when its pseudo-inertia ``[[½ tr(J) E - J, MS], [MSᵀ, M]]``
 is positive semidefinite (Wensing, Kim & Slotine, "Linear matrix inequalities for
-physically consistent inertial parameter identification", IEEE RA-L 3(1), 2017);
+physically consistent inertial parameter identification", IEEE RA-L 3(1), 2018);
 :func:`is_physical` tests that (with a mass bound and, optionally, a bounding sphere),
 :func:`project_physical` returns a physical load near any 10 parameters. Both run on
 control steps of :mod:`~ne_dynamics_ros.control.adaptive`'s law, so they are written in
@@ -19,7 +19,7 @@ def pseudo_inertia(parameters) -> np.ndarray:
     """Return the (4, 4) pseudo-inertia of 10 parameters at a frame origin.
 
     ``[[½ tr(J) E - J, MS], [MSᵀ, M]]``: positive semidefinite exactly when the
-    parameters are those of a physical body (Wensing, Kim & Slotine 2017).
+    parameters are those of a physical body (Wensing, Kim & Slotine 2018).
     """
     xx, xy, xz, yy, yz, zz, mx, my, mz, m = parameters
     J = np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]])

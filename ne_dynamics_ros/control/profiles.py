@@ -11,10 +11,10 @@ Up to and including ``t = 0`` a profile rests at ``start``; from ``t = T`` on it
 
 ``quintic``
     ``s = 10 tau^3 - 15 tau^4 + 6 tau^5``: zero velocity and acceleration at both ends,
-    the usual minimum-jerk point-to-point motion (used for Lee et al.'s PUMA experiment,
-    001 section 5, whose paper gives only the end points).
+    the usual minimum-jerk point-to-point motion (used for the PUMA experiment of Lee et
+    al. 1982, §5, whose paper gives only the end points).
 ``trapezoidal``
-    Sasaki's profile (002 section 4, Fig. 6): the travel time is cut into thirds with
+    The profile of Sasaki (1990), §4, Fig. 6: the travel time is cut into thirds with
     constant acceleration ``+a``, zero, ``-a`` (so the *velocity* is a trapezoid),
     ``a = 9 dq / (2 T^2)``; region I ``q = a t^2 / 2``, region II ``q = a T (6t - T) / 18``,
     region III ``q = -a (t - T)^2 / 2 + 2 a T^2 / 9`` (offsets from ``q0``). Velocity is
@@ -71,7 +71,7 @@ def _quintic_shape(tau):
 
 
 def _trapezoidal_shape(tau):
-    # Sasaki 002 section 4 with T = 1 and a = 9/2 (so that s(1) = 2 a / 9 = 1).
+    # Sasaki (1990), §4, with T = 1 and a = 9/2 (so that s(1) = 2 a / 9 = 1).
     a = 4.5
     region_1 = tau <= 1.0 / 3.0
     region_3 = tau >= 2.0 / 3.0
@@ -93,7 +93,7 @@ def quintic(t, start, goal, duration):
 
 
 def trapezoidal(t, start, goal, duration):
-    """Sasaki's trapezoidal-velocity profile (002 section 4): ``(q, q', q'')`` at ``t``.
+    """Trapezoidal-velocity profile of Sasaki (1990), §4: ``(q, q', q'')`` at ``t``.
 
     Acceleration ``+a`` on ``[0, T/3)``, ``0`` on ``[T/3, 2T/3)``, ``-a`` on
     ``[2T/3, T]`` with ``a = 9 (goal - start) / (2 T^2)``.

@@ -1,6 +1,6 @@
 """Base (minimal) inertial parameters: which standard parameters the torques can tell apart.
 
-Renaud's conclusion (``004_6b1448616b3233f9.txt``) asks to gather together all parameters
+The conclusion of Renaud (1987) asks to gather together all parameters
 that occur together; the result is the set of base parameters, each a linear combination
 of standard ones (:mod:`ne_dynamics_ros.dynamics.parameters`). Two methods:
 
@@ -11,7 +11,7 @@ column is a combination of kept ones, ``W_d = W_b K``, so ``tau = W_b (pi_b + K 
 the base parameters are ``beta = pi_b + K pi_d``. Columns are scanned link by link from
 the base, so later links' parameters fold into earlier ones, as Khalil's rules do.
 
-**Closed form (Khalil–Gautier, MDH frames; grounded in 004's augmented body).** For
+**Closed form (Khalil–Gautier, MDH frames; grounded in Renaud's augmented body).** For
 ``j = n, ..., 2``:
 
 * joint j revolute: the part of link j that is symmetric about z_j (mass M_j, first moment

@@ -2,12 +2,12 @@
 
 Conventions (angles in rad, lengths in m):
 
-* **Standard DH** (``'dh'``; Lee et al. ``001_ccc6fd40c72dea18.txt`` eq 2.1, Sasaki
-  ``002_b8a46976f20e0349.txt`` eq 2.30): frame i is fixed to link i with z_i on the axis
-  of joint i+1, and ``T_{i-1,i} = Rz(theta_i) Tz(d_i) Tx(a_i) Rx(alpha_i)``.
-* **Modified DH** (``'mdh'``; Craig, Khalil–Kleinfinger, the frames of Renaud
-  ``004_6b1448616b3233f9.txt``): frame i is fixed to link i with z_i on the axis of
-  joint i, and ``T_{i-1,i} = Rx(alpha_{i-1}) Tx(a_{i-1}) Rz(theta_i) Tz(d_i)``.
+* **Standard DH** (``'dh'``; Lee et al. 1982, eq. 2.1; Sasaki 1990, eq. 2.30): frame i
+  is fixed to link i with z_i on the axis of joint i+1, and
+  ``T_{i-1,i} = Rz(theta_i) Tz(d_i) Tx(a_i) Rx(alpha_i)``.
+* **Modified DH** (``'mdh'``; Craig 2005; Khalil & Kleinfinger 1986; the frames of
+  Renaud 1987): frame i is fixed to link i with z_i on the axis of joint i, and
+  ``T_{i-1,i} = Rx(alpha_{i-1}) Tx(a_{i-1}) Rz(theta_i) Tz(d_i)``.
 
 For joint i, ``theta_i = theta_offset_i + q_i`` (revolute) or ``d_i = d_offset_i + q_i``
 (prismatic), where q_i is the URDF joint value: every DH z axis points along its URDF

@@ -27,8 +27,9 @@ def load_model(urdf, base_link=None, tip_link=None, convention='mdh', armature=N
         base_link: first link of the chain (fixed base); default the URDF root link.
         tip_link: last link; default the single end of the movable tree (see
             :func:`ne_dynamics_ros.dynamics.urdf_import.build_chain`).
-        convention: ``'mdh'`` (Craig's modified DH, recursion of 000) or ``'dh'``
-            (standard DH, Luh–Walker–Paul recursion of 001 eqs 3.21–3.27).
+        convention: ``'mdh'`` (modified DH and the recursion of Craig 2005, §6.5) or
+            ``'dh'`` (standard DH and the Luh–Walker–Paul recursion as Lee et al. 1982
+            write it, eqs 3.21–3.27).
         armature: None or (n,) reflected rotor inertia per actuated joint, G²·J_m
             (kg·m² for revolute, kg for prismatic), in chain order; added as
             ``armature * q̈`` (Pinocchio's convention).
@@ -242,7 +243,7 @@ class RobotModel:
         """Return v̇_0 = -g expressed in DH frame 0, m/s², a 3-tuple (cached for a repeated g).
 
         ``gravity``: the 3-vector in the base link frame. Newton–Euler takes gravity as an
-        upward acceleration of the base (``000_*``, Craig; Pinocchio likewise).
+        upward acceleration of the base (Craig 2005, §6.5; Pinocchio likewise).
 
         Raises:
             StateError: not a finite 3-vector.
@@ -260,19 +261,20 @@ class RobotModel:
 
         ``tau = M(q) q̈ + C(q, q̇) q̇ + g(q) + armature * q̈ - J_tipᵀ w_tip``.
 
-        The recursion is Craig's (``000_6b3822e29dca0208.txt``) for ``mdh`` models and the
-        Luh–Walker–Paul form (``001_ccc6fd40c72dea18.txt`` eqs 3.21–3.27) for ``dh``;
-        prismatic terms as in ``002_b8a46976f20e0349.txt`` eqs 2.31–2.39.
+        The recursion is that of Craig (2005), §6.5, for ``mdh`` models and the
+        Luh–Walker–Paul form of Lee et al. (1982), eqs 3.21–3.27, for ``dh``; prismatic
+        terms as in Sasaki (1990), eqs 2.31–2.39.
 
         Args:
             q, qd, qdd: (n,) or (N, n) joint positions (rad | m), velocities, accelerations,
                 URDF joint coordinates, order :attr:`joint_names`.  A batch of N states is
                 vectorised over N.
             gravity: (3,) gravitational acceleration in the base link frame, m/s²;
-                enters as base acceleration v̇_0 = -g (003 eq 7.44).
+                enters as base acceleration v̇_0 = -g (Angeles 2007, eq. 7.44).
             f_tip: None or (6,) wrench (force N, moment N·m) exerted by the environment
                 on the tip link, about the tip link origin, in the tip link frame
-                (003 eq 7.38).  The same wrench is used for every state of a batch.
+                (Angeles 2007, eq. 7.38).  The same wrench is used for every state of a
+                batch.
 
         Returns:
             (n,) or (N, n) joint efforts, N·m (revolute) / N (prismatic).
@@ -320,7 +322,10 @@ class RobotModel:
         return np.stack([np.broadcast_to(t, (q.shape[0],)) for t in tau], axis=1)
 
     def gravity_torques(self, q, gravity=STANDARD_GRAVITY):
-        """Gravity efforts g(q) = rnea(q, 0, 0), (n,) or (N, n), N·m / N (003 §7.5)."""
+        """Gravity efforts g(q) = rnea(q, 0, 0), (n,) or (N, n), N·m / N.
+
+        As in Angeles (2007), §7.5.
+        """
         q = self.checked_vector(q, 'q')
         zero = np.zeros_like(q)
         return self.rnea(q, zero, zero, gravity)
@@ -338,7 +343,7 @@ class RobotModel:
         return self.rnea(s['q'], s['qd'], np.zeros_like(s['q']), (0.0, 0.0, 0.0))
 
     def mass_matrix(self, q):
-        """Joint-space inertia matrix M(q) including armature (003 §7.5).
+        """Joint-space inertia matrix M(q) including armature (Angeles 2007, §7.5).
 
         Column j is rnea(q, 0, e_j) with gravity off, computed for all columns in one
         batched recursion.
@@ -357,7 +362,9 @@ class RobotModel:
         return 0.5 * (M + M.T)
 
     def forward_dynamics(self, q, qd, tau, gravity=STANDARD_GRAVITY, f_tip=None):
-        """Joint accelerations q̈ = M(q)⁻¹ (tau - C(q, q̇) q̇ - g(q) + J_tipᵀ w_tip) (003 §7.5).
+        """Joint accelerations q̈ = M(q)⁻¹ (tau - C(q, q̇) q̇ - g(q) + J_tipᵀ w_tip).
+
+        Solved through the mass matrix, as in Angeles (2007), §7.5.
 
         Args:
             q, qd, tau: (n,) joint positions, velocities and applied efforts.
@@ -407,7 +414,7 @@ class RobotModel:
         """Joint friction efforts from URDF ``<dynamics damping friction>``.
 
         ``tau_f = damping * q̇ + friction * tanh(q̇ / v_s) + friction_offset``: viscous as in
-        ``002_b8a46976f20e0349.txt`` eq 2.39 (b_i q̇_i), plus Coulomb friction smoothed by
+        Sasaki (1990), eq. 2.39 (b_i q̇_i), plus Coulomb friction smoothed by
         tanh with velocity scale ``v_s = coulomb_velocity`` (given to :func:`load_model`;
         tanh reaches 76 % of the Coulomb level at q̇ = v_s and is continuous at rest, so
         compensation does not chatter).  Positive values oppose motion when subtracted

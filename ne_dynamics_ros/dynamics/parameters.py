@@ -14,10 +14,10 @@ Per joint j (1-based in names, chain order) 13 parameters, ``p = 13 n`` in all::
     Fcj                       Coulomb friction (URDF <dynamics friction>), N·m (N): adds
                               Fc tanh(q̇ / v_s), v_s = the model's coulomb_velocity
 
-These are Renaud's moments of order 0, 1 and 2 of body j at point O_j
-(``004_6b1448616b3233f9.txt``, "moments of body i at point O_i", Huygens' theorem), in the
-frames of the model's convention: ``dh`` (frame j at the distal end of link j, 001 eq
-2.1) or ``mdh`` (frame j on joint j's axis, Craig, 000). The joint efforts are linear in
+These are the moments of order 0, 1 and 2 of body j at point O_j of Renaud (1987)
+("moments of body i at point O_i", Huygens' theorem), in the frames of the model's
+convention: ``dh`` (frame j at the distal end of link j, Lee et al. 1982, eq. 2.1) or
+``mdh`` (frame j on joint j's axis, Craig 2005). The joint efforts are linear in
 them: ``tau = W(q, q̇, q̈) · pi`` (:mod:`ne_dynamics_ros.dynamics.regressor`).
 """
 import copy
@@ -55,7 +55,7 @@ def frame_change(X):
         T with ``pi_B = T pi_A`` for [XX, XY, XZ, YY, YZ, ZZ, MX, MY, MZ, M]:
         ``M_B = M``, ``MS_B = R MS + M p``, and, with c = R MS,
         ``J_B = R J Rᵀ + 2 (p·c) E - c pᵀ - p cᵀ + M (|p|² E - p pᵀ)`` (Huygens' theorem
-        for a moved origin, 004's moments at a point).
+        for a moved origin, Renaud's moments at a point).
     """
     R, p = X[:3, :3], X[:3, 3]
     T = np.zeros((10, 10))

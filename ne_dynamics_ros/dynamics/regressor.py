@@ -8,16 +8,17 @@ i.e. :meth:`~ne_dynamics_ros.dynamics.model.RobotModel.rnea` plus
 ``friction_offset`` (no parameter of ``pi``; v_s per joint); a tip wrench's term
 ``-J_tipᵀ w_tip`` does not depend on ``pi`` and is kept apart (:func:`tip_wrench_torques`).
 
-How: the outward recursion of the model's convention (Craig's MDH, ``000_*``, or
-Luh–Walker–Paul DH, ``001_*`` eqs 3.21–3.23) gives ω_i, ω̇_i and the acceleration v̇_i of
-origin i in frame i. Each link's wrench at O_i is linear in its 10 parameters
-(Renaud ``004_*``: moments of body i at O_i)::
+How: the outward recursion of the model's convention (modified DH, Craig 2005, §6.5, or
+Luh–Walker–Paul DH, Lee et al. 1982, eqs 3.21–3.23) gives ω_i, ω̇_i and the acceleration
+v̇_i of origin i in frame i. Each link's wrench at O_i is linear in its 10 parameters
+(Renaud 1987: moments of body i at O_i)::
 
     F_i = M v̇_i + (ω̇_i^ + ω_i^ ω_i^) MS            N_i = L(ω̇_i) J + ω_i^ L(ω_i) J - v̇_i^ MS
 
 (``a^`` the cross-product matrix, ``L(v) J`` the product J v written on J's six entries),
-and the inward recursion (000 inward steps; 001 eqs 3.25–3.27) carries these 6 x 10 blocks
-to every joint below, exactly as it carries the wrenches. No finite differences.
+and the inward recursion (Craig's inward iteration; Lee et al. 1982, eqs 3.25–3.27)
+carries these 6 x 10 blocks to every joint below, exactly as it carries the wrenches. No
+finite differences.
 
 Shapes: one state (n,) gives (n, 13 n); a batch (N, n) gives (N, n, 13 n).
 """

@@ -2,17 +2,16 @@
 
 Two recursions, one per convention, chosen once when a model is built:
 
-* :func:`rnea_mdh` — Craig's outward/inward recursion in modified-DH frames
-  (``000_6b3822e29dca0208.txt``, steps 1–5 and the inward steps 1–3), with the
-  prismatic-joint terms of Sasaki (``002_b8a46976f20e0349.txt`` eqs 2.31–2.39) and Angeles
-  (``003_251c6549b67ba269.txt`` Algorithms 7.4.1–7.4.2).
+* :func:`rnea_mdh` — the outward and inward iterations in modified-DH frames of Craig
+  (2005), §6.5, with the prismatic-joint terms of Sasaki (1990), eqs 2.31–2.39, and
+  Angeles (2007), Algorithms 7.4.1–7.4.2.
 * :func:`rnea_dh` — the Luh–Walker–Paul recursion in standard-DH frames as written by
-  Lee et al. (``001_ccc6fd40c72dea18.txt`` eqs 3.21–3.27), same prismatic terms.
+  Lee et al. (1982), eqs 3.21–3.27, same prismatic terms.
 
 Both take joint values already mapped to the DH variable (URDF q, since every DH z axis
 points along its URDF joint axis), and return rigid-body joint efforts
 ``tau = M(q) q̈ + C(q, q̇) q̇ + g(q) - J_nᵀ w_ext`` (armature and friction are added by the
-caller).  Gravity enters as the base acceleration ``v̇_0 = -g`` (003 eq 7.44).
+caller).  Gravity enters as the base acceleration ``v̇_0 = -g`` (Angeles 2007, eq. 7.44).
 
 Vectors are 3-tuples whose components are floats (one state) or (N,) arrays (a batch of
 N states): the same arithmetic serves both, scalar calls avoid NumPy's per-call overhead
@@ -32,7 +31,7 @@ class LinkDynamics:
     MDH: ``a, alpha`` are a[i-1], alpha[i-1] and it is Rx(alpha)Tx(a)Rz(theta)Tz(d).
 
     The body is described by its moments of order 0, 1 and 2 at the frame origin O_i
-    (Renaud, ``004_6b1448616b3233f9.txt``, "moments of body i at point O_i"; Khalil's
+    (Renaud 1987, "moments of body i at point O_i"; Khalil's
     M, MS = (MX, MY, MZ), J with XX ... ZZ), so the recursions are linear in them.
 
     Attributes:
@@ -83,7 +82,7 @@ def inertia_times(inertia, w):
 
 
 def b_matrix(w, wd):
-    """Renaud's b = ω̇^ + ω^ ω^ (004, forward recursion): b·p = ω̇ × p + ω × (ω × p).
+    """Renaud's (1987) b = ω̇^ + ω^ ω^ of the forward recursion: b·p = ω̇ × p + ω × (ω × p).
 
     Formed once per link (6 products), it serves every vector of that link: the next
     origin and the first moment MS.
@@ -99,8 +98,8 @@ def link_wrench(link, w, wd, vd, b):
     """Inertial force and moment about origin i of one link, from its origin's motion.
 
     ``F = M v̇ + b·MS`` (b·MS = ω̇ × MS + ω × (ω × MS)) and ``N = J ω̇ + ω × (J ω) + MS × v̇``
-    (v̇ the acceleration of origin i): Craig's F = m v̇_c, N_c = I ω̇ + ω × Iω (000 step 5)
-    moved to the origin, as 004 writes it with the moments at O_i.
+    (v̇ the acceleration of origin i): the F = m v̇_c, N_c = I ω̇ + ω × Iω of Craig (2005),
+    §6.5, moved to the origin, as Renaud (1987) writes it with the moments at O_i.
     """
     ms = link.first_moment
     J = link.inertia_origin
@@ -139,13 +138,13 @@ def _rz_to_child(ct, st, v):
 
 
 def forward_mdh(links, cos_theta, sin_theta, d, qd, qdd, base_acc, combined=None, label=None):
-    """Outward recursion in modified-DH frames (000 steps 1–4).
+    """Outward recursion in modified-DH frames (Craig 2005, §6.5, the outward iteration).
 
     Arguments as :func:`rnea_mdh`. Returns, per link i, ``(p, w, wd, vd, b)``: ``p`` the
     origin of frame i in frame i-1 (m), and ω_i, ω̇_i, v̇_i (acceleration of origin i,
     gravity included as v̇_0 = -g) and b_i (:func:`b_matrix`) in frame i.
 
-    ``combined`` (the code generator's; 004's s23, c23): per link None, or the
+    ``combined`` (the code generator's; Renaud's s23, c23): per link None, or the
     ``(cos, sin)`` of theta_k + ... + theta_i when links k..i are revolute with
     alpha = 0 between them (parallel axes, k the first of the run). ω_i, ω̇_i are then
     turned from link k's incoming vectors in one rotation,
@@ -199,7 +198,7 @@ def forward_mdh(links, cos_theta, sin_theta, d, qd, qdd, base_acc, combined=None
 
 def rnea_mdh(links, cos_theta, sin_theta, d, qd, qdd, base_acc, f_end, n_end,
              body_wrench=None, combined=None, label=None):
-    """Craig's modified-DH Newton–Euler recursion (000 steps 1–5, inward 1–3).
+    """Modified-DH Newton–Euler recursion of Craig (2005), §6.5 (outward and inward).
 
     Args:
         links: n :class:`LinkDynamics` (MDH).
@@ -225,7 +224,7 @@ def rnea_mdh(links, cos_theta, sin_theta, d, qd, qdd, base_acc, f_end, n_end,
 
 
 def inward_mdh(links, cos_theta, sin_theta, frames, wrench, f_end, n_end, label=None):
-    """Craig's inward recursion (000 inward steps 1–3) over the links' body wrenches.
+    """Inward iteration of Craig (2005), §6.5, over the links' body wrenches.
 
     ``frames``: the outward recursion's (``p`` first); ``wrench(i)``: link i's ``(F, N)``
     at origin i in frame i, asked for in the inward order. Returns the n efforts.
@@ -249,7 +248,7 @@ def inward_mdh(links, cos_theta, sin_theta, frames, wrench, f_end, n_end, label=
     return tau
 
 
-# ---- standard DH (Luh, Walker, Paul; Lee et al. eqs 3.21-3.27) -----------------------------
+# ---- standard DH (Luh, Walker, Paul; Lee et al. 1982, eqs 3.21-3.27) -----------------------
 # R = R_{i-1,i} = Rz(theta_i) Rx(alpha_i).
 
 def _dh_to_child(link, ct, st, v):
@@ -267,7 +266,7 @@ def _dh_to_parent(link, ct, st, v):
 
 
 def forward_dh(links, cos_theta, sin_theta, d, qd, qdd, base_acc, label=None):
-    """Outward recursion in standard-DH frames (001 eqs 3.21–3.23).
+    """Outward recursion in standard-DH frames (Lee et al. 1982, eqs 3.21–3.23).
 
     Arguments as :func:`rnea_dh`. Returns, per link i, ``(z, r, w, wd, vd, b)``: z_{i-1}
     and the vector r from origin i-1 to origin i, both in frame i (m), and ω_i, ω̇_i, v̇_i
@@ -301,7 +300,7 @@ def forward_dh(links, cos_theta, sin_theta, d, qd, qdd, base_acc, label=None):
 
 def rnea_dh(links, cos_theta, sin_theta, d, qd, qdd, base_acc, f_end, n_end,
             body_wrench=None, label=None):
-    """Luh–Walker–Paul Newton–Euler recursion in standard-DH frames (001 eqs 3.21–3.27).
+    """Luh–Walker–Paul recursion in standard-DH frames (Lee et al. 1982, eqs 3.21–3.27).
 
     Arguments and result as :func:`rnea_mdh`, with standard-DH ``links``.  Moments n_i
     are taken about origin i-1 and expressed in frame i (eq 3.26); tau_i is their
@@ -315,7 +314,7 @@ def rnea_dh(links, cos_theta, sin_theta, d, qd, qdd, base_acc, f_end, n_end,
 
 
 def inward_dh(links, cos_theta, sin_theta, frames, wrench, f_end, n_end, label=None):
-    """Lee et al.'s inward recursion (001 eqs 3.24–3.27) over the links' body wrenches.
+    """Inward recursion of Lee et al. (1982), eqs 3.24–3.27, over the links' body wrenches.
 
     ``frames``: the outward recursion's (``z, r`` first); ``wrench(i)``: link i's
     ``(F, N)`` (eq 3.24), asked for in the inward order. Returns the n efforts.
@@ -398,7 +397,7 @@ def forward_mdh_reference(links, cos_theta, sin_theta, d, qd, qd_r, qdd_r, base_
 def forward_dh_reference(links, cos_theta, sin_theta, d, qd, qd_r, qdd_r, base_acc):
     """Outward recursion in standard-DH frames with two rate vectors.
 
-    As :func:`forward_dh` (001 eqs 3.21–3.23) with the products of rates symmetrised.
+    As :func:`forward_dh` (Lee et al. 1982, eqs 3.21–3.23) with the products of rates symmetrised.
     Returns per link ``(z, r, w, w_r, wd_r, vd_r, b_r)`` in frame i.
     """
     w = w_r = wd_r = (0.0, 0.0, 0.0)
@@ -474,8 +473,9 @@ def rnea_reference(links, convention_mdh, cos_theta, sin_theta, d, qd, qd_r, qdd
 def body_twist(links, convention_mdh, cos_theta, sin_theta, d, rates, body):
     """Return ``(v, ω)`` of link ``body``'s origin moving with joint ``rates`` (frame body).
 
-    The velocity recursion (000 steps 1–2; 001 eqs 3.21 and the velocity of 3.23): ω_i,
-    and v_i of origin i, from a fixed base; m/s and rad/s for rates in rad/s (m/s).
+    The velocity recursion (Craig 2005, §6.5; Lee et al. 1982, eqs 3.21 and the velocity
+    of 3.23): ω_i, and v_i of origin i, from a fixed base; m/s and rad/s for rates in rad/s
+    (m/s).
     """
     w = v = (0.0, 0.0, 0.0)
     for i in range(body + 1):

@@ -30,7 +30,7 @@ How simulated time advances
     that state; on its arrival it applies it over ``[t_k, t_k + 1/publish_rate)`` and
     publishes ``t_(k+1)``. That is a digital controller sampling at ``publish_rate``
     with a computation delay that is negligible against the sample time (Lee et al.
-    001 section 5: 0.01 s sampling, about 3 ms of computation). Simulated time runs as
+    1982, §5: 0.01 s sampling, about 3 ms of computation). Simulated time runs as
     fast as the loop allows. The node publishes ``rosgraph_msgs/Clock`` on ``/clock``
     before each state and stamps states with simulated time, so other nodes run with
     ``use_sim_time: true``. If no command answers within ``lockstep_timeout`` (wall

@@ -1,7 +1,7 @@
 r"""``trajectory_source``: publish one point-to-point joint trajectory for the controller.
 
-Samples a profile of :mod:`ne_dynamics_ros.control.profiles` (``quintic`` or Sasaki's
-``trapezoidal``, 002 section 4) from ``start`` to ``goal`` over ``duration`` every
+Samples a profile of :mod:`ne_dynamics_ros.control.profiles` (``quintic``, or
+``trapezoidal`` after Sasaki 1990, §4) from ``start`` to ``goal`` over ``duration`` every
 ``sample_period`` seconds (and at the end), and publishes it once as a
 ``trajectory_msgs/JointTrajectory`` whose points carry positions, velocities and
 accelerations, so the controller can interpolate with quintic splines and recover the

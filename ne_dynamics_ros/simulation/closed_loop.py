@@ -12,7 +12,7 @@ The same sampled-data experiment as ``ne-dynamics-demo`` runs over ROS 2 topics
 3. until ``t_k`` reaches ``end_time``.
 
 That is a digital controller sampling at ``rate`` with negligible computation delay
-(Lee, Chung, Mudge & Turney, ``001_ccc6fd40c72dea18.txt`` section 5: 0.01 s sampling).
+(Lee, Chung, Mudge & Turney 1982, §5: 0.01 s sampling).
 Given the same settings, the demo's lockstep run and this loop produce the same states
 (the messages carry float64 values unchanged), so this is what the fast control tests
 use; the demo keeps exercising the real topics.

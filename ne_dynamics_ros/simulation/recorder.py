@@ -2,7 +2,7 @@
 
 :func:`record_tracking` drives a :class:`~ne_dynamics_ros.simulation.simulated_arm.SimulatedArm`
 (Pinocchio's dynamics, not ours) along a desired motion with a PD law plus a feedforward
-from a model that may be wrong (Lee et al.'s computed torque, 001 eq 4.1, with the
+from a model that may be wrong (the computed torque of Lee et al. 1982, eq. 4.1, with the
 nominal model), and records what ``joint_state_broadcaster`` would publish: the measured
 positions, velocities and the effort applied, optionally with noise, at the control rate.
 """

@@ -12,7 +12,7 @@ Equation of motion integrated here (public joint order, URDF joint coordinates):
 ``M`` is the rigid-body mass matrix of the links plus an optional point-mass payload at
 the tip link, ``armature`` the reflected rotor inertia per joint (Pinocchio's
 ``model.armature``, the same per-joint term our RNEA adds), ``b`` the extra viscous
-friction per joint (Sasaki 002 eq 2.39 writes the same ``b_i q'_i`` term into the joint
+friction per joint (Sasaki 1990, eq. 2.39, writes the same ``b_i q'_i`` term into the joint
 torque). The URDF ``<dynamics damping/friction>`` values are *not* applied; use
 ``joint_friction`` (viscous) and ``coulomb_friction`` (``Fc tanh(q'/v_s)``, as
 :meth:`~ne_dynamics_ros.dynamics.model.RobotModel.friction_torques` writes it) to give the

@@ -1,9 +1,10 @@
 """``ne-dynamics``: command-line tools of the dynamics core (no ROS needed).
 
 ``ne-dynamics dh URDF [--convention dh|mdh] [--base LINK] [--tip LINK] [--json]`` prints
-the DH or MDH table like Table 1 of the papers (joint, type, a, alpha, d, theta offset;
-m and rad), the constant base and tool transforms, and the measured forward-kinematics
-residual between the DH chain and the URDF.
+the DH or MDH table as the papers tabulate link parameters (e.g. Sasaki 1990, Table 1:
+joint, type, a, alpha, d, theta offset; m and rad), the constant base and tool
+transforms, and the measured forward-kinematics residual between the DH chain and the
+URDF.
 
 ``ne-dynamics base-params URDF [--base LINK] [--tip LINK] [--json]`` prints the base
 (minimal) inertial parameters: each one's name, its expression in Khalil's standard
@@ -12,9 +13,9 @@ regressor) and which method gave them (closed-form rules or Gautier's QR).
 
 ``ne-dynamics codegen URDF [--base LINK] [--tip LINK] [--convention dh|mdh]
 [--armature A ...] --lang python|c --output FILE`` writes the robot-specific inverse
-dynamics as straight-line code (Renaud 004's method) and prints its operation count beside
-the general recursion's (001 Table 2) and Renaud's. The file is written whole or not at
-all.
+dynamics as straight-line code (the method of Renaud 1987) and prints its operation count
+beside the general recursion's (Lee et al. 1982, Table 2) and Renaud's. The file is
+written whole or not at all.
 
 ``ne-dynamics excite URDF [--base] [--tip] --duration S [--harmonics L] [--margin F]
 [--saturation-error RAD] [--derivative-time S] --output FILE.yaml`` optimises a Fourier
@@ -172,10 +173,10 @@ def codegen_command(args):
           f'{model.joint_names})')
     print(f'{"computation":<44}{"mul":>6}{"add":>6}{"total":>7}')
     rows = [('generated (this file)', ops['mul'], ops['add']),
-            (f'001 Table 2 general NE, n = {n}', 119 * n - 24, 107 * n - 21)]
+            (f'Lee et al. 1982 Table 2 general NE, n = {n}', 119 * n - 24, 107 * n - 21)]
     if n == 6:
-        rows += [('Renaud 004, 6R example (first form)', 181, 127),
-                 ('Renaud 004, 6R example (final)', 164, 115)]
+        rows += [('Renaud 1987, 6R example (first form)', 181, 127),
+                 ('Renaud 1987, 6R example (final)', 164, 115)]
     for label, mul, add in rows:
         print(f'{label:<44}{mul:>6}{add:>6}{mul + add:>7}')
     print(f'sin/cos: {ops["trig"]} (apart)')

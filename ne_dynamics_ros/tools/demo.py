@@ -1,7 +1,7 @@
 """``ne-dynamics-demo``: the computed-torque node driving a simulated arm, end to end.
 
-With no options it reproduces Lee, Chung, Mudge & Turney's PUMA experiment
-(``001_ccc6fd40c72dea18.txt`` section 5). This module parses the options and prints; the
+With no options it reproduces the PUMA experiment of Lee, Chung, Mudge & Turney (1982),
+§5. This module parses the options and prints; the
 experiment itself (setup, the lockstep run over DDS, analysis, outputs, the identify
 flow) is :mod:`ne_dynamics_ros.tools.experiment`, whose docstring says what runs.
 
@@ -94,8 +94,8 @@ def parse_args(argv):
     parser = argparse.ArgumentParser(
         prog='ne-dynamics-demo',
         description='Run the computed-torque node against a simulated arm over ROS 2 and '
-                    "report the tracking error. Without options: Lee et al.'s PUMA 560 "
-                    'experiment (001 section 5).')
+                    'report the tracking error. Without options: the PUMA 560 experiment '
+                    'of Lee et al. (1982), section 5.')
     parser.add_argument('--robot', default='puma560',
                         help='puma560, ur5e, or the path of a URDF file (default: puma560)')
     parser.add_argument('--duration', type=float, default=None,
@@ -118,7 +118,8 @@ def parse_args(argv):
                         help='K_v, 1/s (default 20; with --pick-and-place the gain rule\'s)')
     _add_pick_and_place(parser)
     parser.add_argument('--profile', choices=sorted(PROFILES), default='quintic',
-                        help='joint profile (default quintic; trapezoidal = Sasaki 002 section 4)')
+                        help='joint profile (default quintic; trapezoidal = Sasaki 1990, '
+                             'section 4)')
     parser.add_argument('--start', type=float, nargs='+', metavar='DEG',
                         help='start configuration, degrees (default: per robot)')
     parser.add_argument('--goal', type=float, nargs='+', metavar='DEG',
@@ -211,8 +212,8 @@ def main(argv=None):
                             f'{exc.strerror or exc}', EXIT_USAGE) from None
         log(f'robot {setup.robot}: {setup.urdf_path}')
         if setup.is_lee_experiment and is_lee_default(args):
-            log("Lee et al.'s PUMA experiment (001 section 5): 3 s quintic, 0.01 s sampling, "
-                'Kp=100, Kv=20, armature in plant and controller'
+            log('PUMA experiment of Lee et al. (1982), section 5: 3 s quintic, 0.01 s '
+                'sampling, Kp=100, Kv=20, armature in plant and controller'
                 + (f'; plant payload {args.payload:g} kg' if args.payload else ''))
         run = Run(setup)
         wall_time = run.execute()

@@ -14,7 +14,7 @@ A managed (lifecycle) node; its modules, one concern each:
 
 The node is an adapter: it declares and validates parameters, converts messages to arrays
 and back, publishes, logs (throttled) and shuts down cleanly. Every decision (the law,
-001_ccc6fd40c72dea18.txt eqs 4.1, 4.4; trajectory replacement and sampling; holding;
+Lee et al. 1982, eqs 4.1, 4.4; trajectory replacement and sampling; holding;
 velocity estimation; the state timeout; clamping and the NaN/inf guard) is made by
 :class:`ne_dynamics_ros.control.controller.ComputedTorqueController`, which imports no ROS.
 

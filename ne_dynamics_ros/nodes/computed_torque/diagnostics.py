@@ -9,6 +9,12 @@ rejected or dropped unread (since start, and in the period); state timeouts (sin
 start); the joints whose command reached their effort limit; the largest ``|q_d - q|``
 (rad); the dynamics backend and where the robot description came from.
 
+**Events at once** (as ``diagnostic_updater.Updater.force_update``): a contact and its
+end, state loss and the return of states, a goal aborted on a violation and a joint
+reaching its effort limit wake the watchdog thread, which publishes within a control
+period of the event (not at the next 1 Hz tick), at most one such message per
+:data:`EVENT_INTERVAL`; the events are named in the message and under ``events``.
+
 Levels: ERROR while the state timeout holds (or the node failed to configure); WARN for
 drops, rejections or contacts in the period, a contact in force ("contact on <joint>:
 external effort ..."), a joint at its effort limit, or a joint-state rate under two
@@ -26,6 +32,9 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 OK, WARN, ERROR = (DiagnosticStatus.OK, DiagnosticStatus.WARN, DiagnosticStatus.ERROR)
 #: Seconds between two /diagnostics messages (diagnostic_updater's default period).
 PERIOD = 1.0
+#: Least seconds between two /diagnostics messages forced by events: a chattering event
+#: (a contact that comes and goes) cannot publish more than 50 a second.
+EVENT_INTERVAL = 0.02
 
 
 class ControlStatistics:
@@ -41,20 +50,32 @@ class ControlStatistics:
         self.latencies_ns = []
         self.saturated = [False] * n_joints
         self.max_error = 0.0
+        self._at_limit = [False] * n_joints
 
     def commanded(self, latency_ns, effort, limits, position_error):
-        """Record one answered state: its latency, saturation and tracking error."""
+        """Record one answered state: its latency, saturation and tracking error.
+
+        Returns the indices of the joints whose command reached the effort limit with this
+        state and was under it with the previous one (an event for ``/diagnostics``).
+        """
         with self._lock:
             self.states += 1
             self.latencies_ns.append(latency_ns)
             if len(self.saturated) != len(effort):
                 self.saturated = [False] * len(effort)
+                self._at_limit = [False] * len(effort)
+            reached = []
             for j, (t, limit) in enumerate(zip(effort, limits)):
-                if t >= limit or t <= -limit:
+                at = t >= limit or t <= -limit
+                if at:
                     self.saturated[j] = True
+                    if not self._at_limit[j]:
+                        reached.append(j)
+                self._at_limit[j] = at
             error = max(map(abs, position_error)) if position_error else 0.0
             if error > self.max_error:
                 self.max_error = error
+            return reached
 
     def seen(self):
         """Record a state that got no command (inactive, not ours, dropped)."""
@@ -70,12 +91,99 @@ class ControlStatistics:
         """Return (states, latencies ns, saturated flags, max error) and start a new period."""
         with self._lock:
             out = (self.states, self.latencies_ns, self.saturated, self.max_error)
+            at_limit = self._at_limit
             self._reset(n_joints)
+            if len(at_limit) == n_joints:
+                self._at_limit = at_limit      # a joint still at its limit is no new event
             return out
 
 
+class Events:
+    """The events ``/diagnostics`` must say at once, and the rate limit of saying them.
+
+    Fed by the control path (:meth:`note`, :meth:`add`; a list append under a lock),
+    read by the watchdog thread (:meth:`due`, :meth:`take`).
+    """
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._texts = []
+        self._published = 0.0          # monotonic s of the last message they forced
+        self._contact_shown = False    # a contact was in force at the last state
+
+    def add(self, text):
+        """Queue one event's text."""
+        with self._lock:
+            self._texts.append(text)
+
+    def note(self, controller, out, reached, logger):
+        """Queue (and log) what the answered state ``out`` changed; return True if any.
+
+        ``reached``: the joints that just reached their effort limit
+        (:meth:`ControlStatistics.commanded`). Events: states again after a timeout, a
+        contact and its end, a goal aborted, an effort limit reached.
+        """
+        in_force = controller.contact is not None
+        end = out.goal_end
+        aborted = end is not None and end.status.name == 'ABORTED'
+        if not (reached or out.resumed or out.contact is not None or aborted
+                or in_force != self._contact_shown):
+            return False
+        if out.resumed:
+            logger.info('valid joint_states again: resuming, holding the current position '
+                        '(the previous trajectory is discarded)')
+            self.add('joint_states again: resumed')
+        if out.contact is not None:
+            logger.warning(f'{out.contact.text()}: {controller.contact_reaction_text}')
+            self.add(out.contact.text())
+        if self._contact_shown and not in_force:
+            self.add('contact over')
+        self._contact_shown = in_force
+        if aborted:
+            self.add(f'goal {end.goal_id} aborted: {end.error_string}')
+        if reached:
+            self.add('effort limit reached: ' + ', '.join(controller.joints[j]
+                                                          for j in reached))
+        return True
+
+    def due(self, now):
+        """Return True (and start the interval) if events wait and may be published now."""
+        with self._lock:
+            if self._texts and now - self._published >= EVENT_INTERVAL:
+                self._published = now
+                return True
+            return False
+
+    def take(self):
+        """Return the queued texts and forget them."""
+        with self._lock:
+            texts, self._texts = self._texts, []
+            return texts
+
+
+def counts(node):
+    """Return {what: count since start} of what ``node`` dropped, rejected, detected."""
+    c = node.controller
+    return {'joint_states dropped': c.dropped_joint_states if c else 0,
+            'trajectories rejected': c.rejected_trajectories if c else 0,
+            'trajectory messages dropped unread': node.dropped_trajectories,
+            'contacts detected': c.contacts if c else 0}
+
+
+def drop_summary(node):
+    """Return one line: what ``node`` refused since it started (logged on shutdown)."""
+    c = node.controller
+    return (f'{c.dropped_joint_states if c else 0} joint_states messages dropped, '
+            f'{c.rejected_trajectories if c else 0} trajectories rejected, '
+            f'{node.dropped_trajectories} trajectory messages dropped unread, '
+            f'{node.accepted_trajectories} trajectories accepted'
+            + ('' if node.goals is None else
+               f', {node.goals.accepted_goals} goals accepted, '
+               f'{node.goals.rejected_goals} goals rejected'))
+
+
 def status(name, hardware_id, facts, statistics, elapsed, previous, current, state_timeout,
-           joints, timed_out, failed):
+           joints, timed_out, failed, events=()):
     """Build the node's ``DiagnosticArray`` for one period.
 
     Args:
@@ -87,6 +195,9 @@ def status(name, hardware_id, facts, statistics, elapsed, previous, current, sta
             period (drops and rejections), to tell what happened in it.
         state_timeout: s (for the expected rate); joints: names in command order.
         timed_out: the state timeout holds now; failed: configuring failed (the reason).
+        events: what happened since the last message that forced this one (texts: a
+            contact and its end, state loss and resume, a goal aborted, an effort limit
+            reached), listed first in the message and under ``events``.
     """
     states, latencies, saturated, max_error = statistics
     rate = states / elapsed if elapsed > 0 else 0.0
@@ -103,21 +214,24 @@ def status(name, hardware_id, facts, statistics, elapsed, previous, current, sta
     at_limit = [j for j, s in zip(joints, saturated) if s]
     values.append(KeyValue(key='joints at their effort limit', value=', '.join(at_limit)))
     values.append(KeyValue(key='max |q_d - q| [rad]', value=f'{max_error:.3g}'))
+    if events:
+        values.append(KeyValue(key='events', value='; '.join(events)))
     level, message = OK, 'ok'
-    problems = []
+    problems = list(events)
     if any(new.values()):
         problems.append(', '.join(f'{k}: {v}' for k, v in new.items() if v))
     if at_limit:
         problems.append(f'at effort limit: {", ".join(at_limit)}')
     if states and rate < 2.0 / state_timeout:
         problems.append(f'joint_states at {rate:.1f} Hz, under 2 per state_timeout')
-    if facts.get('contact'):
+    if facts.get('contact') and facts['contact'] not in problems:
         problems.append(facts['contact'])
     if problems:
         level, message = WARN, '; '.join(problems)
     if timed_out:
         level, message = ERROR, ('state timeout: no valid joint_states, holding as '
-                                 'state_loss_policy says, then zero effort')
+                                 'state_loss_policy says, then zero effort'
+                                 + ''.join(f'; {e}' for e in events))
     if failed:
         level, message = ERROR, f'configuring failed: {failed}'
     diagnostic = DiagnosticStatus(level=level, name=f'{name}: computed torque controller',
@@ -150,5 +264,5 @@ def payload_text(estimate):
     return f'{mass:.3f} kg at ({com[0]:.3f}, {com[1]:.3f}, {com[2]:.3f}) m'
 
 
-__all__ = ['node_facts', 'payload_text', 'ControlStatistics', 'ERROR', 'OK', 'PERIOD',
-           'status', 'WARN']
+__all__ = ['ControlStatistics', 'counts', 'drop_summary', 'ERROR', 'EVENT_INTERVAL', 'Events',
+           'node_facts', 'OK', 'payload_text', 'PERIOD', 'status', 'WARN']

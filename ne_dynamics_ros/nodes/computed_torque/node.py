@@ -118,6 +118,7 @@ class ComputedTorqueNode(LifecycleNode):
         self._ros_clock = self.get_clock()
         self._diagnostics_due = time.monotonic()
         self._diagnostics_counts = {}
+        self.events = diagnostics.Events()       # what /diagnostics must say at once
         try:
             params.declare(self)
         except Exception as err:  # a value of the wrong ROS type
@@ -471,13 +472,11 @@ class ComputedTorqueNode(LifecycleNode):
             self.statistics.seen()
             self._skip(out)
             return
-        self.statistics.commanded(time.perf_counter_ns() - started, out.effort_values,
-                                  controller.law.gain_values[2], out.position_error_values)
-        if out.resumed:
-            self.get_logger().info('valid joint_states again: resuming, holding the current '
-                                   'position (the previous trajectory is discarded)')
-        if out.contact is not None:
-            self.get_logger().warning(f'{out.contact.text()}: {controller.contact_reaction_text}')
+        reached = self.statistics.commanded(time.perf_counter_ns() - started,
+                                            out.effort_values, controller.law.gain_values[2],
+                                            out.position_error_values)
+        if self.events.note(controller, out, reached, self.get_logger()):
+            self.watchdog.wake()
         goals = self.goals
         if goals is not None:
             goals.record(state, out)
@@ -539,22 +538,28 @@ class ComputedTorqueNode(LifecycleNode):
                 self.goals.wake()          # the goal the timeout aborted
             self.statistics.timed_out()
             self.get_logger().error(controller.timeout_text(timeout))
+            self.events.add('state timeout: no valid joint_states')
         elif timeout.hold_ended:
             self.get_logger().error('state_loss_hold over: zero effort until states return')
 
     # ---- diagnostics, shutdown --------------------------------------------------------------
 
-    def _counts(self):
-        c = self.controller
-        return {'joint_states dropped': c.dropped_joint_states if c else 0,
-                'trajectories rejected': c.rejected_trajectories if c else 0,
-                'trajectory messages dropped unread': self.dropped_trajectories,
-                'contacts detected': c.contacts if c else 0}
+    @property
+    def diagnostics_due(self):
+        """Return when the next periodic ``/diagnostics`` is due (time.monotonic, s)."""
+        return self._diagnostics_due
 
     def publish_diagnostics_when_due(self):
-        """Publish ``/diagnostics`` when a period has passed (the watchdog thread calls it)."""
+        """Publish ``/diagnostics`` when a period has passed or an event waits.
+
+        The watchdog thread calls it; an event waits at most
+        :data:`~ne_dynamics_ros.nodes.computed_torque.diagnostics.EVENT_INTERVAL` after the
+        previous one (the next tick publishes it).
+        """
         now = time.monotonic()
-        if now >= self._diagnostics_due:
+        if self.events.due(now):
+            self._publish_diagnostics(now)
+        elif now >= self._diagnostics_due:
             self._publish_diagnostics(now)
 
     def _publish_diagnostics(self, now=None):
@@ -565,30 +570,24 @@ class ComputedTorqueNode(LifecycleNode):
         c = self.controller
         if c is not None:
             c.external_effort_wanted = self.outputs.wanted[3]
-        counts = self._counts()
+        counts = diagnostics.counts(self)
         facts = diagnostics.node_facts(
             self, c, self._description_source,
             f'not served: {CONTROL_MSGS_MISSING}' if CONTROL_MSGS_MISSING else
             self.intake.action or 'not ready')
+        events = self.events.take()
         message = diagnostics.status(
             self.get_name(), f'{c.model.base_link} -> {c.model.tip_link}' if c else '',
             facts, self.statistics.take(c.n if c else 0), elapsed, self._diagnostics_counts,
             counts, float(self.get_parameter('state_timeout').value),
-            c.joints if c else [], bool(c and c.timed_out), self.configure_error)
+            c.joints if c else [], bool(c and c.timed_out), self.configure_error, events)
         message.header.stamp = self.get_clock().now().to_msg()
         self._diagnostics_counts = counts
         self._diagnostics_pub.publish(message)
 
     def drop_summary(self):
         """One line: what the node refused since it started (logged on shutdown)."""
-        c = self.controller
-        return (f'{c.dropped_joint_states if c else 0} joint_states messages dropped, '
-                f'{c.rejected_trajectories if c else 0} trajectories rejected, '
-                f'{self.dropped_trajectories} trajectory messages dropped unread, '
-                f'{self.accepted_trajectories} trajectories accepted'
-                + ('' if self.goals is None else
-                   f', {self.goals.accepted_goals} goals accepted, '
-                   f'{self.goals.rejected_goals} goals rejected'))
+        return diagnostics.drop_summary(self)
 
     def publish_zero_effort(self):
         """Publish an all-zero effort command (only while active: else nothing commands)."""

@@ -8,7 +8,8 @@ computed_torque`. Each object is given the few things it needs; neither reads th
   the goal link); it counts what it accepted and dropped, and knows when the receiver
   is ready.
 * :class:`Watchdog` calls a function of the node's every period (the state timeout,
-  which outputs are wanted, ``/diagnostics``) on a thread of its own.
+  which outputs are wanted, ``/diagnostics``) on a thread of its own, or at once when
+  woken (an event for ``/diagnostics``).
 
 Started by configuring, stopped by cleaning up or shutting down.
 """
@@ -189,7 +190,12 @@ class Watchdog:
     def __init__(self, period_of, tick, failed):
         self._period_of, self._tick, self._failed = period_of, tick, failed
         self._stopping = threading.Event()
+        self._woken = threading.Event()
         self.thread = None
+
+    def wake(self):
+        """Run the next ``tick()`` now instead of at the end of the period (any thread)."""
+        self._woken.set()
 
     def start(self):
         """Start the thread."""
@@ -201,11 +207,16 @@ class Watchdog:
     def stop(self, timeout: float = 2.0):
         """Stop the thread and join it (idempotent)."""
         self._stopping.set()
+        self._woken.set()
         if self.thread is not None and self.thread is not threading.current_thread():
             self.thread.join(timeout)
 
     def _run(self):
-        while not self._stopping.wait(self._period_of()):
+        while True:
+            self._woken.wait(self._period_of())
+            self._woken.clear()
+            if self._stopping.is_set():
+                return
             try:
                 self._tick()
             except Exception as err:  # noqa: BLE001 - reported by the owner

@@ -1,7 +1,7 @@
 """The experiment behind ``ne-dynamics-demo``: the node driving a simulated arm over DDS.
 
-With no options it reproduces Lee, Chung, Mudge & Turney's PUMA experiment
-(``001_ccc6fd40c72dea18.txt`` section 5): PUMA 560, theta_initial = (90, 0, 90, 0, 0, 0)
+With no options it reproduces the PUMA experiment of Lee, Chung, Mudge & Turney (1982),
+§5: PUMA 560, theta_initial = (90, 0, 90, 0, 0, 0)
 deg, theta_final = (45, 30, 0, 45, 60, 90) deg, a 3 s quintic motion, joint states and
 commands every 0.01 s, K_p = 100 and K_v = 20 on every joint, motor (armature) inertia in
 both the plant and the controller's model. The paper reports every joint's position

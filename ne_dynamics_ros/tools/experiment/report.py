@@ -135,7 +135,7 @@ def write_summary(path, setup, run, result, wall_time, identified=None):
         'robot': setup.robot,
         'urdf': str(setup.urdf_path),
         'joint_names': list(setup.joint_names),
-        'experiment': ('Lee, Chung, Mudge & Turney, 001 section 5' if setup.is_lee_experiment
+        'experiment': ('Lee, Chung, Mudge & Turney 1982, section 5' if setup.is_lee_experiment
                        and is_lee_default(args) else 'custom'),
         'max_abs_error_rad': floats(result['max_abs_error_rad']),
         'rms_error_rad': floats(result['rms_error_rad']),

@@ -174,6 +174,9 @@ class Run:
             # The arm is held at t = 0 (no new states) while the trajectory is delivered;
             # a steady-clock state timeout would fire then. Lockstep cannot go stale.
             overrides.append(Parameter('state_timeout', value=float(args.timeout)))
+            # Nor can a late discovery's pause of the exchange (~0.3 s) cost anything: the
+            # plant waits for each command, so the node need not wait 3.5 s for it.
+            overrides.append(Parameter('discovery_settle', value=0.5))
         files = [f for f in (setup.params_file, setup.identified_params) if f is not None]
         cli_args = (['--ros-args'] + [a for f in files for a in ('--params-file', str(f))]
                     if files else None)

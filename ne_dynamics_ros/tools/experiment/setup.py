@@ -1,8 +1,8 @@
 """The experiment's setup: options and the package's config resolved into a :class:`Setup`.
 
 The robot's URDF and ``computed_torque_node`` parameters come from the package's share
-directory (:func:`ne_dynamics_ros.resources.find_resource`); the motion is Lee et al.'s
-(``001_ccc6fd40c72dea18.txt`` section 5) on the PUMA 560, a comparable one on the UR5e,
+directory (:func:`ne_dynamics_ros.resources.find_resource`); the motion is that of Lee et
+al. (1982), §5, on the PUMA 560, a comparable one on the UR5e,
 30 degrees towards the upper limits on any other arm. The exit codes and
 :class:`DemoError` are the demo's (see :mod:`ne_dynamics_ros.tools.experiment`).
 """
@@ -116,7 +116,7 @@ class Setup:
         self.start = np.radians(start_deg)
         self.goal = np.radians(goal_deg)
         self.is_lee_experiment = self.robot == 'puma560'
-        # Lee et al.'s bound (001 section 5) is the goal on the shipped arms
+        # the bound of Lee et al. (1982), §5, is the goal on the shipped arms
         self.bound = LEE_BOUND_RAD if args.robot in ('puma560', 'ur5e') else None
         self.t_start = args.start_time
         self.t_end = args.start_time + args.duration + args.settle

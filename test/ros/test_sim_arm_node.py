@@ -1,0 +1,290 @@
+"""sim_arm_node over real rclpy: joint states at the rate, commands applied, bad ones dropped."""
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+
+from references import PUMA560_URDF, REPO_ROOT, UR5E_URDF
+from ne_dynamics_ros.simulation.simulated_arm import SimulatedArm
+from ne_dynamics_ros.nodes.sim_arm_node import SimArmConfigError, SimArmNode
+
+UR5E_JOINTS = ['shoulder_pan_joint', 'shoulder_lift_joint', 'elbow_joint',
+               'wrist_1_joint', 'wrist_2_joint', 'wrist_3_joint']
+
+
+class Probe(Node):
+    """Records joint states and /clock, publishes effort commands."""
+
+    def __init__(self, context, answer=None):
+        super().__init__('probe', context=context)
+        self.states = []
+        self.clock = []
+        self.answer = answer
+        self.commands = self.create_publisher(Float64MultiArray, '/effort_controller/commands',
+                                              10)
+        self.create_subscription(JointState, '/joint_states', self._on_state, 100)
+        self.create_subscription(Clock, '/clock', self._on_clock, 100)
+
+    def _on_state(self, msg):
+        self.states.append((time.monotonic(), msg))
+        if self.answer is not None:
+            self.send(self.answer(msg))
+
+    def _on_clock(self, msg):
+        self.clock.append(msg.clock.sec + 1e-9 * msg.clock.nanosec)
+
+    def send(self, values):
+        self.commands.publish(Float64MultiArray(data=[float(v) for v in values]))
+
+
+def _stamp(msg):
+    return msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+
+
+def _spin_until(executor, condition, timeout):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, 'timed out'
+        executor.spin_once(timeout_sec=0.01)
+
+
+def _spin_for(executor, seconds):
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        executor.spin_once(timeout_sec=0.01)
+
+
+@pytest.fixture
+def make_system(ros_context):
+    """Build a SimArmNode with parameter overrides plus a Probe on one executor."""
+    executor = SingleThreadedExecutor(context=ros_context)
+    nodes = []
+
+    def make(answer=None, **parameters):
+        parameters.setdefault('urdf_path', str(UR5E_URDF))
+        sim = SimArmNode(context=ros_context, parameter_overrides=[
+            Parameter(name, value=value) for name, value in parameters.items()])
+        probe = Probe(ros_context, answer)
+        for node in (sim, probe):
+            nodes.append(node)
+            executor.add_node(node)
+        return sim, probe, executor
+
+    yield make
+    for node in nodes:
+        executor.remove_node(node)
+        node.destroy_node()
+    executor.shutdown()
+
+
+def test_publishes_joint_states_at_the_rate(make_system):
+    # without brakes, so that the arm's time runs before any command
+    sim, probe, executor = make_system(publish_rate=100.0, gravity=[0.0, 0.0, 0.0],
+                                       brakes=False)
+    # every state as published: (its stamp in ns, the simulated time then)
+    published = []
+    publish_state = sim._publish_state
+
+    def recorded(now=None):
+        publish_state(now)
+        published.append((now.nanoseconds, sim.arm.time))
+
+    sim._publish_state = recorded
+    _spin_until(executor, lambda: len(probe.states) > 5, 10.0)
+    wall = time.time()
+    _spin_for(executor, 1.0)
+    msg = probe.states[-1][1]
+    assert list(msg.name) == UR5E_JOINTS
+    assert len(msg.position) == len(msg.velocity) == len(msg.effort) == 6
+    stamps = [_stamp(m) for _, m in probe.states]
+    assert all(b > a for a, b in zip(stamps, stamps[1:]))
+    # the stamps are the node's (wall) clock: after the spin began, before it ended
+    assert wall <= stamps[-1] <= time.time()
+    # the timer's period, whatever the machine's load: never faster, and mostly on time
+    # (a late callback shows as one longer interval, not as many)
+    intervals = 1e-9 * np.diff([stamp for stamp, _ in published])
+    assert np.all(intervals > 0.0)
+    assert abs(np.median(intervals) - 0.01) < 1e-3, np.median(intervals)
+    # Without lockstep simulated time runs with the node's (wall) clock: each step is the
+    # time since the previous state, but at most 5 periods (a stalled node falls behind)
+    steps = np.diff([arm_time for _, arm_time in published])
+    np.testing.assert_allclose(steps, np.minimum(intervals, 0.05), rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize('plant', ['pinocchio', 'mujoco'])
+def test_the_brakes_hold_the_arm_until_the_first_command(make_system, plant):
+    """By default the arm waits for its controller where it was put; without brakes it
+    falls under gravity meanwhile."""
+    start = [0.0, -1.0, 1.0, -1.57, -1.57, 0.0]
+    held, probe, executor = make_system(publish_rate=100.0, plant=plant,
+                                        initial_positions=start)
+    _spin_until(executor, lambda: len(probe.states) > 30, 10.0)
+    np.testing.assert_array_equal(probe.states[-1][1].position, start)
+    np.testing.assert_array_equal(probe.states[-1][1].velocity, np.zeros(6))
+    falling, probe, executor = make_system(publish_rate=100.0, plant=plant,
+                                           initial_positions=start, brakes=False)
+    _spin_until(executor, lambda: falling.arm.time > 0.3, 10.0)
+    assert np.abs(falling.arm.position - start).max() > 0.01
+
+
+@pytest.mark.parametrize('plant', ['pinocchio', 'mujoco'])
+def test_applies_commands_with_zero_order_hold(make_system, plant):
+    sim, probe, executor = make_system(publish_rate=200.0, gravity=[0.0, 0.0, 0.0],
+                                       plant=plant)
+    assert type(sim.arm).__name__ == {'pinocchio': 'SimulatedArm', 'mujoco': 'MujocoArm'}[plant]
+    _spin_until(executor, lambda: probe.states and probe.commands.get_subscription_count(),
+                10.0)
+    command = [3.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+    probe.send(command)
+    _spin_until(executor, lambda: sim.commands_received == 1, 5.0)
+    _spin_for(executor, 0.3)
+    last = probe.states[-1][1]
+    np.testing.assert_allclose(last.effort, command)       # held, not consumed
+    assert last.velocity[0] > 0.1 and last.position[0] > 0.0
+
+
+def test_drops_bad_commands_and_keeps_the_last_good_one(make_system):
+    sim, probe, executor = make_system(publish_rate=100.0)
+    _spin_until(executor, lambda: probe.states and probe.commands.get_subscription_count(),
+                10.0)
+    good = [1.0, -2.0, 0.5, 0.1, 0.0, 0.0]
+    probe.send(good)
+    _spin_until(executor, lambda: sim.commands_received == 1, 5.0)
+    probe.send([1.0, 2.0])                                  # wrong length
+    probe.send([float('nan')] * 6)                          # NaN
+    probe.send([1.0, float('inf'), 0, 0, 0, 0])             # inf
+    _spin_until(executor, lambda: sim.commands_dropped == 3, 5.0)
+    count = len(probe.states)
+    _spin_until(executor, lambda: len(probe.states) > count + 3, 5.0)
+    assert sim.commands_received == 1
+    np.testing.assert_allclose(sim.command, good)
+    assert all(np.all(np.isfinite(m.position)) for _, m in probe.states)
+    np.testing.assert_allclose(probe.states[-1][1].effort, good)
+
+
+def test_lockstep_steps_once_per_answer_on_simulated_time(make_system):
+    command = np.array([0.5, 20.0, 5.0, 0.2, 0.1, 0.05])
+    sim, probe, executor = make_system(answer=lambda msg: command, publish_rate=100.0,
+                                       lockstep=True, initial_positions=[0.1] * 6)
+    sim.run_until(0.5)
+    _spin_until(executor, lambda: len(probe.states) >= 51, 10.0)
+    _spin_for(executor, 0.2)                                # nothing beyond the end time
+    stamps = np.array([_stamp(m) for _, m in probe.states])
+    np.testing.assert_allclose(stamps, np.arange(51) * 0.01, atol=1e-9)
+    np.testing.assert_allclose(sorted(set(probe.clock)), np.arange(51) * 0.01, atol=1e-9)
+    # Exactly what the plant gives with the command held over every 0.01 s sample.
+    reference = SimulatedArm(str(UR5E_URDF), initial_positions=[0.1] * 6)
+    for _ in range(50):
+        reference.step(command, 0.01)
+    np.testing.assert_allclose(probe.states[-1][1].position, reference.position, atol=1e-12)
+    np.testing.assert_allclose(probe.states[-1][1].velocity, reference.velocity, atol=1e-12)
+
+
+def test_lockstep_waits_for_an_answer(make_system):
+    sim, probe, executor = make_system(publish_rate=100.0, lockstep=True,
+                                       lockstep_timeout=0.2)
+    _spin_until(executor, lambda: probe.states, 10.0)
+    _spin_for(executor, 0.5)          # no answers: the state is republished, time stands
+    assert {_stamp(m) for _, m in probe.states} == {0.0}
+    assert len(probe.states) >= 2
+    probe.send(np.zeros(6))
+    _spin_until(executor, lambda: any(_stamp(m) > 0 for _, m in probe.states), 5.0)
+    assert max(_stamp(m) for _, m in probe.states) == pytest.approx(0.01)
+
+
+def test_bad_parameters_are_refused(ros_context):
+    with pytest.raises(SimArmConfigError, match='publish_rate'):
+        SimArmNode(context=ros_context, parameter_overrides=[
+            Parameter('urdf_path', value=str(UR5E_URDF)), Parameter('publish_rate', value=5000.0)])
+    with pytest.raises(SimArmConfigError, match='armature'):
+        SimArmNode(context=ros_context, parameter_overrides=[
+            Parameter('urdf_path', value=str(UR5E_URDF)), Parameter('armature', value=[1.0, 2.0])])
+    with pytest.raises(SimArmConfigError, match='robot_description or urdf_path'):
+        SimArmNode(context=ros_context)
+
+
+def test_missing_urdf_exits_nonzero_with_a_message(domain_id):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(REPO_ROOT), os.environ.get('PYTHONPATH', '')]))
+    result = subprocess.run(
+        [sys.executable, '-m', 'ne_dynamics_ros.nodes.sim_arm_node', '--ros-args',
+         '-p', 'urdf_path:=/nonexistent/arm.urdf'],
+        capture_output=True, text=True, timeout=60, env=env)
+    assert result.returncode == 1
+    assert "URDF file not found: '/nonexistent/arm.urdf'" in result.stdout + result.stderr
+
+
+@pytest.mark.parametrize('signals', [1, 2, 5])
+def test_ctrl_c_ends_cleanly_however_many_sigints(domain_id, signals):
+    """ros2 launch forwards a second SIGINT to a process that got the terminal's: the
+    node must end with code 0 and no traceback, whenever the signals arrive."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(REPO_ROOT), os.environ.get('PYTHONPATH', '')]), PYTHONUNBUFFERED='1')
+    process = subprocess.Popen(
+        [sys.executable, '-m', 'ne_dynamics_ros.nodes.sim_arm_node', '--ros-args',
+         '-p', f'urdf_path:={PUMA560_URDF}', '-p', 'publish_rate:=500.0'],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    first = process.stdout.readline()
+    assert 'simulating' in first, first
+    for _ in range(signals):
+        process.send_signal(signal.SIGINT)
+        time.sleep(0.001)
+    output = process.communicate(timeout=30)[0]
+    assert process.returncode == 0, output
+    assert 'Traceback' not in output and 'KeyboardInterrupt' not in output, output
+
+
+def test_the_mujoco_plant_in_lockstep_matches_the_pinocchio_plant(make_system):
+    """The same answers to each state, 0.5 s at 100 Hz, MuJoCo with RK4 at 1 kHz against
+    Pinocchio ABA + RK4 at 1 kHz: the same trajectory to 1e-6 rad."""
+    command = np.array([0.5, 20.0, 5.0, 0.2, 0.1, 0.05])
+    runs = {}
+    for plant in ('pinocchio', 'mujoco'):
+        sim, probe, executor = make_system(
+            answer=lambda msg: command, publish_rate=100.0, lockstep=True,
+            initial_positions=[0.1] * 6, plant=plant, integrator='RK4', timestep=0.001,
+            armature=[0.1] * 6)
+        sim.run_until(0.5)
+        _spin_until(executor, lambda: len(probe.states) >= 51, 10.0)
+        runs[plant] = np.array([m.position for _, m in probe.states[:51]])
+        executor.remove_node(probe)
+        executor.remove_node(sim)
+    np.testing.assert_allclose(runs['mujoco'], runs['pinocchio'], rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize('parameters, match', [
+    ({'plant': 'bullet'}, 'plant'),
+    ({'plant': 'mujoco', 'payload_mass': 1.0, 'payload_link': 'nowhere'}, 'nowhere'),
+    ({'plant': 'mujoco', 'integrator': 'leapfrog'}, 'integrator'),
+    ({'payload_schedule': [0.0, 1.0, 0.0, 0.0]}, 'payload_schedule'),
+    ({'plant': 'mujoco', 'payload_schedule': [1.0, 1.0, 0.0, 0.0, 0.0, 0.5, 0.0, 0.0, 0.0,
+                                              0.0]}, 'not after'),
+])
+def test_bad_plant_settings_are_refused(ros_context, parameters, match):
+    parameters = dict(parameters, urdf_path=str(UR5E_URDF))
+    with pytest.raises(SimArmConfigError, match=match):
+        SimArmNode(context=ros_context, parameter_overrides=[
+            Parameter(name, value=value) for name, value in parameters.items()])
+
+
+@pytest.mark.parametrize('plant', ['pinocchio', 'mujoco'])
+def test_a_payload_schedule_reaches_the_plant(ros_context, plant):
+    sim = SimArmNode(context=ros_context, parameter_overrides=[
+        Parameter('urdf_path', value=str(UR5E_URDF)), Parameter('plant', value=plant),
+        Parameter('payload_schedule', value=[0.5, 2.0, 0.0, 0.0, 0.05, 2.5, 0.0, 0.0, 0.0,
+                                             0.0])])
+    try:
+        entries = sim.arm.payload_schedule.entries
+        assert [(t, m) for t, m, _ in entries] == [(0.5, 2.0), (2.5, 0.0)]
+    finally:
+        sim.destroy_node()
