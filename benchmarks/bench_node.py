@@ -47,6 +47,11 @@ flange the model lacks), mean and p99 µs, as the node runs it without a contact
 threshold (no momentum observer) and with the observer read on every state; each with
 its ratio to computed_torque (issue 31's goal: < 1.30).
 
+Load (``--stall R --load N``): the stall run with N CPU-bound processes beside the node
+(two per core is a busy robot PC) and the states streamed from a process at SCHED_FIFO
+where permitted (as joint_state_broadcaster's realtime thread); it prints the priority the
+node's control path got (``realtime_priority``) and the worst gap of the run.
+
 Starts (``--starts N``): the node started N times as ``ros2 run`` starts it while states
 stream at 1 kHz (:mod:`node_starts`): per start the worst gap between effort commands,
 the zero commands, and whether a trajectory sent when it logs its activation was
@@ -57,6 +62,7 @@ Usage: python benchmarks/bench_node.py [--duration 30] [--rate 1000] [--with-dia
        python benchmarks/bench_node.py --modes [--soak 30]
        python benchmarks/bench_node.py --soak 600 [--window 60] [--rate 1000] [--json]
        python benchmarks/bench_node.py --starts 20
+       python benchmarks/bench_node.py --stall 2 --load 4
 """
 import argparse
 import json
@@ -102,6 +108,11 @@ def parse_args(argv=None):
                              'and 50 000 points) and one message over max_trajectory_bytes '
                              'while states stream at 500 Hz; worst gaps between effort '
                              'commands')
+    parser.add_argument('--load', type=int, default=0, metavar='N',
+                        help='stall run: N CPU-bound processes beside the node (two per core '
+                        'is a busy robot PC), and the states streamed from a process at '
+                        'SCHED_FIFO where permitted, as joint_state_broadcaster\'s realtime '
+                        'thread')
     parser.add_argument('--oversized-mb', type=float, default=40.0,
                         help='stall run: size of the message over the bound, MB (default 40)')
     parser.add_argument('--sizes', type=int, nargs='+', default=list(STALL_SIZES),
@@ -126,6 +137,7 @@ def parse_args(argv=None):
                         'commands and whether a trajectory sent at activation was installed')
     parser.add_argument('--serve-baseline', action='store_true', help=argparse.SUPPRESS)
     parser.add_argument('--serve-stream', metavar='FILE', help=argparse.SUPPRESS)
+    parser.add_argument('--stream-fifo', action='store_true', help=argparse.SUPPRESS)
     parser.add_argument('--stream-rate', type=float, default=STALL_RATE,
                         help=argparse.SUPPRESS)
     parser.add_argument('--json', action='store_true', help='print the result as JSON')
@@ -896,8 +908,11 @@ def run_stall(args):
     output = _NodeOutput(node_proc)
     folder = tempfile.mkdtemp(prefix='bench_stall_')
     sent_file = os.path.join(folder, 'sent.txt')
-    streamer = subprocess.Popen([sys.executable, __file__, '--serve-stream', sent_file],
+    streamer = subprocess.Popen([sys.executable, __file__, '--serve-stream', sent_file]
+                                + (['--stream-fifo'] if args.load else []),
                                 env=env, stdin=subprocess.PIPE, text=True)
+    load = [subprocess.Popen([sys.executable, '-c', 'while True: pass'])
+            for _ in range(args.load)]
     context = rclpy.context.Context()
     rclpy.init(context=context, domain_id=domain_id)
     bench = rclpy.create_node('bench_stall', context=context)
@@ -941,6 +956,9 @@ def run_stall(args):
         time.sleep(1.0)
         rounds_end = time.monotonic()
     finally:
+        for busy in load:
+            busy.kill()
+            busy.wait()
         if sender is not None:
             sender.close()
         if streamer.poll() is None:
@@ -970,8 +988,13 @@ def run_stall(args):
                      'from a process of their own; trajectories of '
                      f'{", ".join(map(str, args.sizes))} points (positions only, 1 ms '
                      'apart), the largest the node accepts, and one '
-                     f'{args.oversized_mb:g} MB message; {args.stall} rounds',
-            'node_args': args.node_arg, 'rows': rows,
+                     f'{args.oversized_mb:g} MB message; {args.stall} rounds'
+                     + (f'; {args.load} CPU-bound processes beside the node, the states '
+                        'streamed at SCHED_FIFO where permitted' if args.load else ''),
+            'node_args': args.node_arg, 'rows': rows, 'load': args.load,
+            'priority': next((line.split('control path priority: ', 1)[1].strip()
+                              for _, line in output.lines
+                              if 'control path priority: ' in line), 'not logged'),
             'zero_commands_total': int(zeros.sum()),
             'timeouts_logged': sum('no valid joint_states' in line
                                    for t, line in output.lines if t <= rounds_end)}
@@ -979,6 +1002,7 @@ def run_stall(args):
 
 def print_stall(result):
     print(result['setup'])
+    print(f'the node\'s control path: {result.get("priority", "not logged")}')
     if result['node_args']:
         print('node parameters:', ' '.join(result['node_args']))
     print('worst gaps between effort commands as received, from the message\'s publication '
@@ -1016,6 +1040,10 @@ def print_stall(result):
     print(f'  worst steady-state gap: {max(steady):.1f} ms; while trajectories arrive '
           f'{max(valid):.1f} ms (goal: no larger than steady state): '
           + ('met' if max(valid) <= max(steady) else 'not met'))
+    everything = max([row['gap_ms'] for row in result['rows']] + steady)
+    print(f'worst gap of this run: {everything:.1f} ms'
+          + (f' with {result["load"]} CPU-bound processes beside the node (goal <= 20 ms)'
+             if result.get('load') else ''))
 
 
 def run_starts(args):
@@ -1042,6 +1070,11 @@ def main(argv=None):
         serve_baseline(args.executor)
         return 0
     if args.serve_stream:
+        if args.stream_fifo:             # as joint_state_broadcaster's realtime thread
+            try:
+                os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(60))
+            except (OSError, AttributeError) as err:
+                print(f'stream: no SCHED_FIFO ({err})', file=sys.stderr, flush=True)
         serve_stream(args.serve_stream, args.stream_rate)
         return 0
     if args.starts is not None:

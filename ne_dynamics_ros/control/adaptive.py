@@ -32,7 +32,7 @@ the third cycle on. Here, at 500 Hz on the Pinocchio plants of the PUMA 560 and 
 UR5e with rotor inertia, the prototype's L = 0.3 m let the wrists' second moments drift
 (to ~1 kg·m² on the PUMA) until the sampled loop diverged; with L = 0.1 m (γ = 300) a
 2 kg load at the flange is learned within 3 % in 30 ms and held
-(``test/test_adaptive.py``).
+(``test/unit/test_adaptive.py``).
 
 The update is discrete (``π̂ += dt Γ Y_pᵀ s`` at the control rate), frozen when the
 caller says so (a saturated command, a held reference, inactive) or when anything is not

@@ -201,6 +201,12 @@ def _debounce(value, n, name):
     return value
 
 
+def _priority(value, n, name):
+    if type(value) is not int or not 0 <= value <= 99:
+        raise ControlParameterError(f'{name} must be an integer from 0 to 99, got {value!r}')
+    return value
+
+
 def _drive_values(value, n, name):
     """Armature, damping or friction: unset, or n values >= 0."""
     if value is None:
@@ -288,6 +294,13 @@ PARAMETERS = (
                   'per-message overhead here) or single_threaded '
                   '(rclpy.executors.SingleThreadedExecutor).',
                   constraints='one of: events, single_threaded', check=_one_of(EXECUTORS)),
+    ParameterSpec('realtime_priority', 'integer', 50,
+                  'SCHED_FIFO priority of the threads that answer /joint_states and command '
+                  'on state loss, when the node runs as a program (ros2_control\'s controller '
+                  'manager uses 50); where the OS refuses it (no realtime group or ulimit -r, '
+                  'no CAP_SYS_NICE) a lower nice value, else the default; logged at start. '
+                  'The trajectory receiver stays at the default policy, below them. 0: leave '
+                  'the scheduling alone.', constraints='0 to 99', check=_priority),
     ParameterSpec('autostart', 'bool', True,
                   'Configure and activate at start-up (ros2 run, the demo, the simulated '
                   'arms). false: the node starts unconfigured and waits for ros2 lifecycle '

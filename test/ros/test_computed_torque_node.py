@@ -563,6 +563,7 @@ def test_main_publishes_zero_effort_on_ctrl_c(ros_context, domain_id):
         out, _ = proc.communicate(timeout=10)
         assert proc.returncode == 0, out
         np.testing.assert_array_equal(efforts[-1], np.zeros(6))
+        assert 'control path priority: ' in out, out      # what it got, said at start
     finally:
         if proc.poll() is None:
             proc.kill()

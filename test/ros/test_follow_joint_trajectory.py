@@ -173,6 +173,20 @@ class System:
     def reference(self):
         return np.array(self.states[-1].reference.positions)
 
+    def following(self, goal):
+        """Send ``goal``; return its handle once its first feedback says it is followed."""
+        feedback = []
+        handle = self.send(goal, feedback.append)
+        assert handle.accepted
+        self.wait(lambda: feedback, 5, 'the goal\'s first feedback')
+        return handle
+
+    def still(self, states=100):
+        """Return the reference ``states`` controller states on, and whether it stood still."""
+        first, count = self.reference(), len(self.states)
+        self.wait(lambda: len(self.states) >= count + states, 5, f'{states} more states')
+        return self.reference(), bool(np.allclose(self.reference(), first, atol=1e-12))
+
     def change_state(self, transition_id):
         future = self.call(lambda: self.lifecycle.call_async(
             ChangeState.Request(transition=Transition(id=transition_id))))
@@ -275,11 +289,9 @@ def test_state_tolerance_fail_aborts_and_holds(system):
     assert result.error_code == Result.PATH_TOLERANCE_VIOLATED
     assert 'joint_2 position error' in result.error_string
     # held at the position measured then: the reference stands still, far from target
-    time.sleep(0.2)
-    held = system.reference()
-    time.sleep(0.3)
-    np.testing.assert_allclose(system.reference(), held, atol=1e-12)
-    assert np.abs(held - target).max() > 0.2
+    system.still(50)
+    held, still = system.still(150)
+    assert still and np.abs(held - target).max() > 0.2
     np.testing.assert_array_equal(system.states[-1].reference.velocities, 0.0)
 
 
@@ -295,9 +307,7 @@ def test_tolerances_given_in_the_goal_override_the_defaults(system):
 
 def test_preempted_goal_is_aborted(system):
     start = system.reference()
-    first = system.send(goal_of([(3.0, start + 0.3)]))
-    assert first.accepted
-    time.sleep(0.3)
+    first = system.following(goal_of([(3.0, start + 0.3)]))
     second = system.send(goal_of([(0.8, start + 0.05)]))
     assert second.accepted
     status, result = system.result(first)
@@ -309,8 +319,7 @@ def test_preempted_goal_is_aborted(system):
 
 def test_a_topic_trajectory_aborts_the_goal(system):
     start = system.reference()
-    handle = system.send(goal_of([(3.0, start + 0.3)]))
-    time.sleep(0.3)
+    handle = system.following(goal_of([(3.0, start + 0.3)]))
     message = goal_of([(0.5, start)]).trajectory
     system.topic.publish(message)
     status, result = system.result(handle)
@@ -319,17 +328,14 @@ def test_a_topic_trajectory_aborts_the_goal(system):
 
 def test_cancel_holds(system):
     start = system.reference()
-    handle = system.send(goal_of([(3.0, start + 0.4)]))
-    time.sleep(0.5)
+    handle = system.following(goal_of([(3.0, start + 0.4)]))
     cancel = system.wait_future(system.call(handle.cancel_goal_async))
     assert len(cancel.goals_canceling) == 1
     status, result = system.result(handle)
     assert status == CANCELED and result.error_code == Result.SUCCESSFUL
-    time.sleep(0.3)
-    held = system.reference()
-    time.sleep(0.3)
-    np.testing.assert_allclose(system.reference(), held, atol=1e-12)
-    assert np.abs(held - (start + 0.4)).max() > 0.15       # stopped on the way
+    system.still(50)
+    held, still = system.still(150)
+    assert still and np.abs(held - (start + 0.4)).max() > 0.15       # stopped on the way
 
 
 def test_a_goal_beyond_the_effort_limits_ends_before_any_motion_with_the_numbers(system):
@@ -344,7 +350,7 @@ def test_a_goal_beyond_the_effort_limits_ends_before_any_motion_with_the_numbers
     assert (status, result.error_code) == (ABORTED, Result.INVALID_GOAL), system.log_text()
     assert re.search(r'joint_\d needs -?[\d.]+ N\*m at [\d.]+ s from the start, over its '
                      r'limit of [\d.]+ N\*m', result.error_string), result.error_string
-    time.sleep(0.2)
+    system.still(100)
     np.testing.assert_allclose(system.measured(), start, atol=2e-3)
     np.testing.assert_allclose(system.reference(), start, atol=1e-9)
 
@@ -390,9 +396,7 @@ def test_controller_state_has_reference_feedback_error_and_output(system):
 
 def test_deactivate_aborts_then_goals_are_rejected_until_activated(system):
     start = system.reference()
-    handle = system.send(goal_of([(3.0, start + 0.2)]))
-    assert handle.accepted
-    time.sleep(0.3)
+    handle = system.following(goal_of([(3.0, start + 0.2)]))
     assert system.change_state(Transition.TRANSITION_DEACTIVATE)
     status, result = system.result(handle)
     assert status == ABORTED and 'deactivated' in result.error_string
@@ -409,9 +413,7 @@ def test_deactivate_aborts_then_goals_are_rejected_until_activated(system):
 def test_shutdown_aborts_the_goal_with_a_reason(system):
     """Last of the module (its node does not come back): Ctrl-C while a goal runs."""
     start = system.reference()
-    handle = system.send(goal_of([(5.0, start + 0.2)]))
-    assert handle.accepted
-    time.sleep(0.3)
+    handle = system.following(goal_of([(5.0, start + 0.2)]))
     system.processes[1].send_signal(2)                 # Ctrl-C the node
     status, result = system.result(handle)
     assert status == ABORTED and 'shut down' in result.error_string

@@ -224,13 +224,16 @@ def test_the_real_arm_launch_waits_for_the_operator_then_commands(ros_context, d
                 states.publish(JointState(name=UR_JOINTS, position=q, velocity=[0.0] * 6))
                 executor.spin_once(timeout_sec=0.02)
 
+        from lifecycle_msgs.srv import GetState
+        client = peer.create_client(GetState, f'{node}/get_state')
         deadline = time.monotonic() + 40.0
-        while True:
-            code, out = ros2_lifecycle(env, 'get', node)
-            if code == 0 and 'unconfigured' in out:
-                break
-            assert time.monotonic() < deadline, f'no lifecycle node: {out}' + stop(process)
-            time.sleep(0.5)
+        while not client.service_is_ready():       # the launched node is up
+            assert time.monotonic() < deadline, 'no lifecycle node' + stop(process)
+            assert process.poll() is None, 'launch exited: ' + stop(process)
+            executor.spin_once(timeout_sec=0.05)
+        future = client.call_async(GetState.Request())
+        executor.spin_until_future_complete(future, timeout_sec=10.0)
+        assert future.result().current_state.label == 'unconfigured', future.result()
         stream(1.0)
         assert efforts == []
         for transition in ('configure', 'activate'):

@@ -35,7 +35,7 @@ from diagnostic_msgs.msg import DiagnosticArray
 
 from ne_dynamics_ros.control.controller import Command, MAX_STATE_JOINTS, SkipReason
 from ne_dynamics_ros.nodes.cdr import CdrError, float64_multi_array_bytes, JointStateReader
-from ne_dynamics_ros.nodes.computed_torque import answers, diagnostics
+from ne_dynamics_ros.nodes.computed_torque import answers, diagnostics, priority
 from ne_dynamics_ros.nodes.computed_torque import parameters as params
 from ne_dynamics_ros.nodes.computed_torque.goals import GoalLink
 from ne_dynamics_ros.nodes.computed_torque.parameters import NodeConfigurationError
@@ -119,6 +119,7 @@ class ComputedTorqueNode(LifecycleNode):
         self._diagnostics_due = time.monotonic()
         self._diagnostics_counts = {}
         self.events = diagnostics.Events()       # what /diagnostics must say at once
+        self.control_policy = None     # the control threads' scheduling, set by main()
         try:
             params.declare(self)
         except Exception as err:  # a value of the wrong ROS type
@@ -202,6 +203,7 @@ class ComputedTorqueNode(LifecycleNode):
             self._chain_built()
         self.intake.start(self._receiver, self._max_trajectory_bytes)
         self.watchdog.start()
+        priority.apply(self.control_policy, self.watchdog.thread.native_id)
         return _SUCCESS
 
     @property
@@ -544,10 +546,8 @@ class ComputedTorqueNode(LifecycleNode):
 
     # ---- diagnostics, shutdown --------------------------------------------------------------
 
-    @property
-    def diagnostics_due(self):
-        """Return when the next periodic ``/diagnostics`` is due (time.monotonic, s)."""
-        return self._diagnostics_due
+    diagnostics_due = property(lambda self: self._diagnostics_due,
+                               doc='When the next periodic /diagnostics is due (monotonic s).')
 
     def publish_diagnostics_when_due(self):
         """Publish ``/diagnostics`` when a period has passed or an event waits.

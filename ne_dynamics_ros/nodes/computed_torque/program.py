@@ -13,6 +13,7 @@ from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.signals import SignalHandlerOptions
 
 from ne_dynamics_ros.control.parameters import EXECUTORS, MAX_TRAJECTORY_BYTES
+from ne_dynamics_ros.nodes.computed_torque import priority
 from ne_dynamics_ros.nodes.computed_torque.node import ComputedTorqueNode
 from ne_dynamics_ros.nodes.computed_torque.parameters import NodeConfigurationError
 
@@ -76,6 +77,11 @@ def main(args=None):
         spinning = make_executor(node.get_parameter('executor').value)
         spinning.add_node(node)
         executor = spinning
+        watchdog = node.watchdog.thread
+        text, node.control_policy = priority.raise_priority(
+            node.get_parameter('realtime_priority').value,
+            [0] + ([watchdog.native_id] if watchdog is not None else []))
+        node.get_logger().info(f'control path priority: {text}')
         while rclpy.ok() and not interrupted:
             # A finite timeout lets Python run the signal handlers between waits.
             executor.spin_once(timeout_sec=0.1)
