@@ -41,7 +41,7 @@ GOAL_MS = 50.0
 def node_command():
     """Return the node's command line (its own process, as ros2 run starts it)."""
     def array(values):
-        return '[' + ', '.join(f'{v:g}' for v in values) + ']'
+        return '[' + ', '.join(repr(float(v)) for v in values) + ']'
     params = {'urdf_path': str(UR5E), 'armature': array(ARMATURE),
               'damping': array(DAMPING), 'friction': array(FRICTION), 'kp': '400.0',
               'kd': '40.0', 'contact.reaction': 'ignore',

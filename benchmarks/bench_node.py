@@ -113,6 +113,9 @@ def parse_args(argv=None):
                         'is a busy robot PC), and the states streamed from a process at '
                         'SCHED_FIFO where permitted, as joint_state_broadcaster\'s realtime '
                         'thread')
+    parser.add_argument('--pause', type=float, default=1.5, metavar='S',
+                        help='stall run: seconds of steady streaming before each message '
+                        '(the "steady" window; default 1.5)')
     parser.add_argument('--oversized-mb', type=float, default=40.0,
                         help='stall run: size of the message over the bound, MB (default 40)')
     parser.add_argument('--sizes', type=int, nargs='+', default=list(STALL_SIZES),
@@ -934,7 +937,7 @@ def run_stall(args):
         for r in range(args.stall):
             for label, data, logged in messages:
                 print(f'stall: round {r + 1}, {label}', file=sys.stderr, flush=True)
-                time.sleep(1.5)
+                time.sleep(args.pause)
                 t_pub = time.monotonic()
                 trajectory_pub.publish(data)
                 done = output.wait_for(
@@ -945,7 +948,7 @@ def run_stall(args):
                 time.sleep(0.5)
             for label, goal, logged, size in goals:
                 print(f'stall: round {r + 1}, {label}', file=sys.stderr, flush=True)
-                time.sleep(1.5)
+                time.sleep(args.pause)
                 t_pub = time.monotonic()
                 sender.send(goal)
                 done = output.wait_for(
@@ -971,7 +974,7 @@ def run_stall(args):
     previous_end = None
     for r, label, size, t_pub, done in events:
         end = (done if done is not None else t_pub + 20.0) + 0.5
-        steady_start = t_pub - 1.4 if previous_end is None else previous_end
+        steady_start = t_pub - (args.pause - 0.1) if previous_end is None else previous_end
         rows.append({
             'round': r + 1, 'event': label, 'bytes': size,
             'handled_s': None if done is None else done - t_pub,

@@ -48,6 +48,7 @@ def test_bench_node_stall_run_reports_each_message(domain_id):
         [sys.executable, str(REPO / 'benchmarks' / 'bench_node.py'), '--stall', '1',
          '--sizes', '200', '--largest-points', '500', '--oversized-mb', '0.5',
          '--node-arg', 'max_trajectory_bytes:=200000', '--node-arg', 'discovery_settle:=0.2',
+         '--pause', '0.6',
          '--domain-id', str(domain_id),
          '--json'], env=env, capture_output=True, text=True, timeout=180)
     assert out.returncode == 0, out.stderr[-3000:]

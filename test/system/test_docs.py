@@ -13,7 +13,7 @@ REPO = pathlib.Path(__file__).resolve().parents[2]
 
 def test_sphinx_builds_the_site_without_warnings(tmp_path):
     result = subprocess.run(
-        [sys.executable, '-m', 'sphinx', '-W', '--keep-going', '-q', '-b', 'html',
+        [sys.executable, '-m', 'sphinx', '-W', '--keep-going', '-q', '-j', '2', '-b', 'html',
          str(REPO / 'docs'), str(tmp_path / 'html')],
         cwd=REPO, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout + result.stderr
