@@ -207,40 +207,32 @@ def _priority(value, n, name):
     return value
 
 
-def _drive_values(value, n, name):
-    """Armature, damping or friction: unset, or n values >= 0."""
+def _joint_values(value, n, name, ok, what):
+    """Check per-joint values: unset, or n finite values meeting ``ok`` (``what`` says it)."""
     if value is None:
         return None
     values = numbers(value, name)
-    if not np.all(np.isfinite(values) & (values >= 0.0)):
-        raise ControlParameterError(f'{name} must be finite values >= 0, got '
-                                    f'{values.tolist()}')
+    if not np.all(np.isfinite(values) & ok(values)):
+        raise ControlParameterError(f'{name} must be {what}, got {values.tolist()}')
     if n is not None and values.size != n:
         raise ControlParameterError(f'{name} needs {n} values (one per joint), got '
                                     f'{values.size}')
     return values
+
+
+def _drive_values(value, n, name):
+    """Armature, damping or friction: unset, or n values >= 0."""
+    return _joint_values(value, n, name, lambda v: v >= 0.0, 'finite values >= 0')
 
 
 def _friction_velocity(value, n, name):
     """Check identified v_s per joint: unset, or n finite values > 0."""
-    values = _drive_values(value, n, name)
-    if values is not None and not np.all(values > 0.0):
-        raise ControlParameterError(f'{name} must be finite values > 0, got '
-                                    f'{values.tolist()}')
-    return values
+    return _joint_values(value, n, name, lambda v: v > 0.0, 'finite values > 0')
 
 
 def _friction_offset(value, n, name):
     """Check a constant friction effort per joint: unset, or n finite values (either sign)."""
-    if value is None:
-        return None
-    values = numbers(value, name)
-    if not np.all(np.isfinite(values)):
-        raise ControlParameterError(f'{name} must be finite values, got {values.tolist()}')
-    if n is not None and values.size != n:
-        raise ControlParameterError(f'{name} needs {n} values (one per joint), got '
-                                    f'{values.size}')
-    return values
+    return _joint_values(value, n, name, lambda v: np.ones(v.shape, bool), 'finite values')
 
 
 def _effort_limits(value, n, name):
