@@ -6,8 +6,9 @@
   ``rosbags`` library, or from CSV;
 * :mod:`.estimation`: filtering, parallel decimation and (weighted) least squares of the
   base parameters and the drive parameters Ia, Fv, Fc;
-* :mod:`.consistency`: a physically consistent full parameter set that reproduces the
-  identified base parameters (a semidefinite programme, ``cvxpy``);
+* :mod:`.physical_fit`: the physically plausible standard parameters, fitted with a
+  prior toward the nominal model (a convex programme, ``cvxpy``), drive terms and prior
+  weight chosen by cross-validation; :mod:`.validation`: both models on held-out motion;
 * :mod:`.urdf_writer`: the URDF with only its ``<inertial>`` and ``<dynamics>`` values
   changed, and the parameter YAML the nodes read;
 * :mod:`.pipeline`: recording to identified URDF and YAML in named steps, shared by

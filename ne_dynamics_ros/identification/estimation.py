@@ -153,8 +153,8 @@ def regress(model, q, qd, qdd, columns, chunk=4096, gravity=None):
     return W
 
 
-def decimated_blocks(model, q, qd, qdd, tau, columns, cutoff, rate, r, block=BLOCK_SAMPLES,
-                     gravity=None, extended=False):
+def decimated_blocks(model, q, qd, qdd, tau, cutoff, rate, r, block=BLOCK_SAMPLES,
+                     gravity=None):
     """Yield the decimated regressor block by block: memory bounded by ``block``, not N.
 
     Gautier's parallel decimation, with the work where it is needed: the measured efforts
@@ -172,17 +172,16 @@ def decimated_blocks(model, q, qd, qdd, tau, columns, cutoff, rate, r, block=BLO
     Args:
         model: the model (its regressor).
         q, qd, qdd: (N, n) filtered states; tau: (N, n) efforts at the states' times.
-        columns: kept columns of the full regressor.
         cutoff, rate, r: low-pass cutoff (Hz), sample rate (Hz), decimation factor.
         block: samples per block (the memory: about ``block * n * p * 8`` bytes).
         gravity: (3,) m/s² for the regressor (None: the standard gravity; zeros when
             the efforts were recorded with gravity removed).
-        extended: W holds every column of :func:`~ne_dynamics_ros.identification.
-            physical_fit.extend_regressor` (the 13 n standard ones, the Coulomb columns at
-            every candidate v_s, the offsets) instead of ``columns`` only.
 
     Yields:
-        (index (m,), W (m, n, p), tau (m, n), qd (m, n)) at the kept samples.
+        (index (m,), W (m, n, p), tau (m, n), qd (m, n)) at the kept samples; W holds
+        every column of :func:`~ne_dynamics_ros.identification.physical_fit.
+        extend_regressor` (the 13 n standard ones, the Coulomb columns at every
+        candidate v_s, the offsets): the least squares take the identifiable ones.
     """
     N, n = q.shape
     index = decimation_index(N, r)
@@ -190,28 +189,23 @@ def decimated_blocks(model, q, qd, qdd, tau, columns, cutoff, rate, r, block=BLO
     pad = 0 if sos is None else int(math.ceil(25 * rate / (2 * math.pi * min(
         cutoff, 0.8 * rate / (2 * r)) * 0.38)))
     sosfiltfilt = scipy_signal().sosfiltfilt
-    everything = np.arange(PER_JOINT * n)
-    wanted = everything if extended else np.asarray(columns)
-    coulomb = [(k, 12, float(model.coulomb_velocity[j]), j)
-               for k, c in enumerate(wanted) for j in [int(c) // PER_JOINT]
-               if c % PER_JOINT == 12]
-    if extended:
-        coulomb += [(PER_JOINT * n + s * n + j, None, scale, j)
-                    for s, scale in enumerate(VELOCITY_SCALES) for j in range(n)]
+    # (column of W, v_s, joint) of every Coulomb column: the model's own, then the candidates'
+    coulomb = [(PER_JOINT * j + 12, float(model.coulomb_velocity[j]), j) for j in range(n)]
+    coulomb += [(PER_JOINT * n + s * n + j, scale, j)
+                for s, scale in enumerate(VELOCITY_SCALES) for j in range(n)]
     for start in range(0, index.size, max(1, block)):
         kept = index[start:start + block]
         lo, hi = max(0, int(kept[0]) - pad), min(N, int(kept[-1]) + pad + 1)
-        W = regress(model, q[kept], qd[kept], qdd[kept], wanted, gravity=gravity)
-        if extended:
-            W = extend_regressor(W, qd[kept])
+        W = extend_regressor(regress(model, q[kept], qd[kept], qdd[kept],
+                                     np.arange(PER_JOINT * n), gravity=gravity), qd[kept])
         T = tau[lo:hi]
         C = np.empty((hi - lo, len(coulomb)))
-        for c, (_, _, scale, j) in enumerate(coulomb):
+        for c, (_, scale, j) in enumerate(coulomb):
             C[:, c] = np.tanh(qd[lo:hi, j] / scale)
         if sos is not None:
             T = sosfiltfilt(sos, T, axis=0)
             C = sosfiltfilt(sos, C, axis=0)
-        for c, (k, _, _, j) in enumerate(coulomb):
+        for c, (k, _, j) in enumerate(coulomb):
             W[:, j, k] = C[kept - lo, c]
         yield kept, W, T[kept - lo], qd[kept]
 
@@ -516,8 +510,8 @@ def _accumulate(model, q, qd, qdd, tau, kept, cutoff, rate, r, chunk, stiction_b
     """
     every, outside, folds = sums
     gravity = np.zeros(3) if efforts_exclude_gravity else None
-    for index, W, T, qd_kept in decimated_blocks(model, q, qd, qdd, tau, kept, cutoff,
-                                                 rate, r, chunk, gravity, extended=True):
+    for index, W, T, qd_kept in decimated_blocks(model, q, qd, qdd, tau, cutoff, rate, r,
+                                                 chunk, gravity):
         mask = stiction_mask(qd_kept, stiction_band)
         base = W[:, :, kept]
         every.add(base, T)

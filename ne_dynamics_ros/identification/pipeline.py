@@ -41,8 +41,6 @@ class IdentifiedModel:
     Attributes:
         result: the least-squares :class:`~ne_dynamics_ros.identification.estimation.
             Identification` (values, deviations, residuals, warnings).
-        consistent: the physically consistent standard parameters
-            (:class:`~ne_dynamics_ros.identification.consistency.ConsistentParameters`).
         urdf: the identified URDF text (UTF-8, declared so).
         params_yaml: the parameter YAML text for both nodes.
         values: its ``ros__parameters`` as plain values (``armature``, ``damping``,
@@ -60,7 +58,6 @@ class IdentifiedModel:
     """
 
     result: Identification
-    consistent: object
     urdf: str
     params_yaml: str
     values: dict
@@ -68,26 +65,6 @@ class IdentifiedModel:
     physical: object = None
     validation: object = None
     thresholds: object = None
-
-
-@dataclass(frozen=True)
-class ConsistentParameters:
-    """The physical standard parameters written, and how far they are from the LS fit.
-
-    Attributes:
-        parameters: (13 n,) standard parameters, every link physical with margin.
-        exact: True when ``G pi`` equals the least-squares base parameters (never, with
-            the prior: the fit is judged on held-out data instead).
-        base_error: (p,) ``G pi − beta``.
-        solver: the cvxpy solver used.
-        fit: the :class:`~ne_dynamics_ros.identification.physical_fit.PhysicalFit`.
-    """
-
-    parameters: np.ndarray
-    exact: bool
-    base_error: np.ndarray
-    solver: str
-    fit: object = None
 
 
 def check_effort_delay(effort_delay, recording=None, name='effort delay'):
@@ -163,7 +140,7 @@ def identify_model(urdf_text, model, recording, cutoff=None, effort_delay=0.0,
     Raises:
         RecordingError: a position no joint measures (beyond 1e6 rad, NaN), naming the
             joint and the value; more than 1 % of the samples jump.
-        IdentificationError: from the checks, the estimation or the consistency step.
+        IdentificationError: from the checks, the estimation or the physical fit.
         MissingDependencyError: cvxpy or SciPy is not installed (one line naming the pip
             extra).
     """
@@ -181,8 +158,7 @@ def identify_model(urdf_text, model, recording, cutoff=None, effort_delay=0.0,
                           efforts_exclude_friction=efforts_exclude_friction)
     result.warnings[:0] = list(dict.fromkeys(n for n in notes if n not in result.warnings))
     _check_fit(result, ' + '.join(one.source for one in fits))
-    physical = select_model(result.folds, _weights(result.sigma), model.standard_parameters(),
-                            model.n, _allowed(model, result), model.joint_names, say)
+    physical = physical_model(model, result, say)
     identified = physical.model(model)
     with_gravity, with_friction = not efforts_exclude_gravity, not efforts_exclude_friction
     say('contact thresholds from the momentum observer over the fitted part')
@@ -197,11 +173,7 @@ def identify_model(urdf_text, model, recording, cutoff=None, effort_delay=0.0,
     gains = _recommended_gains(model, physical.parameters, fits[0], result.cutoff)
     text, values = _parameter_texts(model, physical, gains, thresholds, header,
                                     efforts_exclude_gravity, efforts_exclude_friction)
-    consistent = ConsistentParameters(physical.parameters, False,
-                                      result.grouping @ physical.parameters - result.beta,
-                                      physical.solver, physical)
-    return IdentifiedModel(result, consistent, urdf, text, values, gains, physical, report,
-                           thresholds)
+    return IdentifiedModel(result, urdf, text, values, gains, physical, report, thresholds)
 
 
 def _check_fit(result, source):
@@ -321,6 +293,19 @@ def regular(recording):
     return recording
 
 
+def physical_model(model, result, progress=None):
+    """Return the physical model of ``result``: select_model on its fold equations.
+
+    :func:`~ne_dynamics_ros.identification.physical_fit.select_model`, each joint
+    weighted by its least-squares residual variance; the drive terms a joint may have:
+    none on a joint that did not move, no friction terms where the efforts were recorded
+    without friction. ``result``: an :class:`~ne_dynamics_ros.identification.estimation.
+    Identification` of ``model``; ``progress``: None or a callable taking a line of text.
+    """
+    return select_model(result.folds, _weights(result.sigma), model.standard_parameters(),
+                        model.n, _allowed(model, result), model.joint_names, progress)
+
+
 def _weights(sigma):
     """Return 1 / σ² per joint (n,), σ floored at 1e-6 of the largest."""
     sigma = np.asarray(sigma, dtype=float)
@@ -373,4 +358,4 @@ def drive_errors(plant, identified, identifiable=None):
 
 
 __all__ = ['check_effort_delay', 'drive_errors', 'identify_model', 'IdentifiedModel',
-           'MAX_DELAY_FRACTION', 'utf8_declared']
+           'MAX_DELAY_FRACTION', 'physical_model', 'utf8_declared']

@@ -177,8 +177,8 @@ def test_excite_command_writes_a_playable_file(tmp_path, capsys):
 
 
 def test_a_joint_that_never_moves_is_named_and_kept_nominal(setup):
-    from ne_dynamics_ros.identification.consistency import consistent_parameters
     from ne_dynamics_ros.identification.estimation import identify
+    from ne_dynamics_ros.identification.pipeline import physical_model
     from ne_dynamics_ros.identification.recording import JointRecording
     model, excitation = setup['model'], setup['excitation']
 
@@ -197,8 +197,7 @@ def test_a_joint_that_never_moves_is_named_and_kept_nominal(setup):
     k = result.names.index('Fv6')
     assert np.isnan(result.std[k]) and result.beta[k] == result.nominal[k]
     assert np.all(np.isfinite(result.beta))
-    consistent = consistent_parameters(result.grouping, result.beta,
-                                       model.standard_parameters(), result.std)
+    consistent = physical_model(model, result)
     assert np.all(np.isfinite(consistent.parameters))
 
 

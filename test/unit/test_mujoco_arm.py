@@ -262,15 +262,14 @@ def test_identification_on_the_hidden_mujoco_plant_closes_lees_bound():
     import yaml
     from ne_dynamics_ros.control import ComputedTorqueController
     from ne_dynamics_ros.control.profiles import evaluate
-    from ne_dynamics_ros.identification.consistency import consistent_parameters
     from ne_dynamics_ros.identification.estimation import identify
+    from ne_dynamics_ros.identification.pipeline import physical_model
     from ne_dynamics_ros.identification.urdf_writer import identified_urdf, parameters_yaml
     from ne_dynamics_ros.simulation.closed_loop import profile_trajectory
     nominal, recording = excite_hidden_plant(HIDDEN['friction'])
     found = identify(nominal, recording, effort_delay=0.5 / 500.0)
     assert found.warnings == []
-    consistent = consistent_parameters(found.grouping, found.beta,
-                                       nominal.standard_parameters(), found.std)
+    consistent = physical_model(nominal, found)
     values = yaml.safe_load(parameters_yaml(nominal, consistent.parameters))[
         '/**']['ros__parameters']
     assert values['friction_compensation'] is True

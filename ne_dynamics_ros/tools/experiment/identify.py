@@ -51,7 +51,7 @@ def identify_and_rerun(args, output):
         'identified_params': str(params),
         'effort_residual_nominal': (found.nominal_rms / found.effort_rms).tolist(),
         'effort_residual_identified': relative.tolist(),
-        'consistent_exact': identified.consistent.exact, 'wall_time_s': round(wall, 3),
+        'prior_weight': identified.physical.prior_weight, 'wall_time_s': round(wall, 3),
         'identified_armature': identified.values['armature'],
         'identified_damping': identified.values['damping'],
         'identified_friction': identified.values['friction'],
