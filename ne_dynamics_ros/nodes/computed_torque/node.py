@@ -483,6 +483,7 @@ class ComputedTorqueNode(LifecycleNode):
         if goals is not None:
             goals.record(state, out)
         self.outputs.publish(state, out)
+        self.outputs.publish_payload_when_due(state, controller)
 
     def _on_query_state(self, request, response):
         """``~/query_state``: the reference at ``request.time`` (JTC's QueryTrajectoryState)."""
@@ -507,9 +508,6 @@ class ComputedTorqueNode(LifecycleNode):
         """Watchdog thread: the state timeout every period, /diagnostics every second."""
         self._check_state_timeout()
         self.outputs.refresh()          # off the control path: who subscribes to ~/
-        controller = self.controller
-        if controller is not None and controller.settings.mode.value == 'adaptive':
-            self.outputs.publish_payload(controller.payload_estimate)
         self.publish_diagnostics_when_due()
 
     def _watchdog_failed(self, err):

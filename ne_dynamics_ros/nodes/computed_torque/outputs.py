@@ -11,8 +11,10 @@ watchdog thread refreshes who does (:meth:`Outputs.refresh`), off the control pa
 external effort per joint, N·m or N, stamped with the state it answers) likewise. Every
 vector is in the command order (the controller's ``joints``). In adaptive mode
 ``~/payload`` (``geometry_msgs/Inertia``: the learned load's mass, centre of mass and
-inertia about it, in ``adaptation_link``'s frame) is written by the watchdog thread
-(:meth:`Outputs.publish_payload`), for rqt_plot.
+inertia about it, in ``adaptation_link``'s frame) is written after a command at most
+:data:`PAYLOAD_RATE` times per second of the states' stamps (:meth:`Outputs.
+publish_payload_when_due`), for rqt_plot: under simulated time as often per simulated
+second as on a real arm.
 """
 import time
 
@@ -26,6 +28,9 @@ from ne_dynamics_ros.nodes.cdr import (controller_state_bytes, joint_names_block
 #: No QoS-event handlers on the ~/ outputs: each one is polled by the executor on every
 #: wake-up (~8 us apiece in rclpy), which the 1 kHz loop notices.
 NO_PUBLISHER_EVENTS = PublisherEventCallbacks(use_default_callbacks=False)
+
+#: ``~/payload`` messages per second of the states' stamps (adaptive mode), Hz.
+PAYLOAD_RATE = 50.0
 
 
 class Outputs:
@@ -61,6 +66,7 @@ class Outputs:
         self._joints, self._joints_block = [], None
         self._state_rate = 0.0
         self._state_due_ns = 0
+        self._payload_due_ns = None
 
     def configure(self, joints, controller_state_rate: float):
         """Take the command order ``joints`` (names) and ``controller_state_rate`` (Hz)."""
@@ -82,6 +88,21 @@ class Outputs:
             self._controller_state is not None
             and self._controller_state.get_subscription_count() > 0,
             wanted_external)
+
+    def publish_payload_when_due(self, state, controller):
+        """In adaptive mode, publish ``~/payload`` if :data:`PAYLOAD_RATE` says it is due.
+
+        Due by the stamp of ``state`` (the steady clock for a state without one); a
+        stamp that went back (a simulation restarted) makes it due at once.
+        """
+        if controller.settings.mode.value != 'adaptive':
+            return
+        stamp = state.sec * 1_000_000_000 + state.nanosec or time.monotonic_ns()
+        due = self._payload_due_ns
+        if due is not None and due - int(1e9 / PAYLOAD_RATE) <= stamp < due:
+            return
+        self._payload_due_ns = stamp + int(1e9 / PAYLOAD_RATE)
+        self.publish_payload(controller.payload_estimate)
 
     def publish_payload(self, estimate):
         """Publish the adaptive law's load estimate ``(mass, com (3,), inertia (6,))``."""
@@ -131,4 +152,4 @@ class Outputs:
             out.effort_values))
 
 
-__all__ = ['NO_PUBLISHER_EVENTS', 'Outputs']
+__all__ = ['NO_PUBLISHER_EVENTS', 'Outputs', 'PAYLOAD_RATE']
