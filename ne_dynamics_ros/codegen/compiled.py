@@ -1,5 +1,7 @@
 """A robot model whose inverse dynamics run its generated program (checked at start)."""
+import collections
 import math
+import threading
 
 import numpy as np
 
@@ -7,6 +9,45 @@ from ne_dynamics_ros.codegen.python_emitter import load_python, python_source
 from ne_dynamics_ros.codegen.tracing import generate, GRAVITY
 from ne_dynamics_ros.dynamics.model import finite_efforts
 from ne_dynamics_ros.errors import ModelError
+
+
+def program_key(model) -> tuple:
+    """Everything :func:`~ne_dynamics_ros.codegen.tracing.generate` reads of ``model``.
+
+    Two models with equal keys get the same program: the convention, the joint names and
+    the tip link (argument order and title), each link's DH row and moments, the
+    armature, and the base frame (gravity's direction in it).
+    """
+    return (model.convention.value, tuple(model.joint_names), model.tip_link, model.links,
+            tuple(float(a) for a in model.armature),
+            tuple(float(v) for v in model.base_transform.ravel()))
+
+
+#: Loaded programs by :func:`program_key`, least recently used first (at most 16).
+_PROGRAMS = collections.OrderedDict()
+_PROGRAMS_LOCK = threading.Lock()
+
+
+def _program_namespace(model):
+    """Return the loaded program of ``model``, generated once per :func:`program_key`.
+
+    A node reconfigured with the same description, or a test building the same arm
+    again, reuses the program (generating it takes ~0.1 s for six joints); the check
+    against the recursion runs for every :class:`CompiledDynamics` all the same. The
+    program's functions keep no state: one namespace serves every model of the key.
+    """
+    key = program_key(model)
+    with _PROGRAMS_LOCK:
+        namespace = _PROGRAMS.get(key)
+        if namespace is not None:
+            _PROGRAMS.move_to_end(key)
+            return namespace
+    namespace = load_python(python_source(generate(model), model.tip_link))
+    with _PROGRAMS_LOCK:
+        _PROGRAMS[key] = namespace
+        while len(_PROGRAMS) > 16:
+            _PROGRAMS.popitem(last=False)
+    return namespace
 
 
 class CompiledDynamics:
@@ -30,7 +71,7 @@ class CompiledDynamics:
 
     def __init__(self, model, states=50, tolerance=1e-9, seed=0):
         self.model = model
-        namespace = load_python(python_source(generate(model), model.tip_link))
+        namespace = _program_namespace(model)
         self._single = namespace['rnea']
         self._batch = namespace['rnea_batch']
         self._checked_gravity = (None, False)

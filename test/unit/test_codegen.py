@@ -171,7 +171,9 @@ def test_base_parameters_shorten_the_program():
         sum(full.operations[k] for k in ('mul', 'add'))
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# 30 chains in each convention: every generated line is also checked on the shipped arms,
+# on prismatic and parallel-axis chains above, and by the adaptive law's generated step
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(robot=random_chains(), seed=st.integers(0, 2**32 - 1))
 def test_random_chains_both_conventions(robot, seed):
     rng = np.random.default_rng(seed)
@@ -273,3 +275,23 @@ def test_first_joint_armature_costs_no_operation(convention):
                        armature=[0.78, 0, 0, 0, 0, 0])
     program, _ = check_generated(first, np.random.default_rng(12))
     assert program.operations == generate(bare).operations
+
+
+def test_a_program_is_generated_once_per_arm_and_still_checked():
+    """Building the same arm again reuses its program (a node reconfigured, a test's
+    fixture); another armature is another program; the check against the recursion runs
+    every time and still refuses a program that is not the model's."""
+    from ne_dynamics_ros.codegen import CompiledDynamics
+    from ne_dynamics_ros.errors import ModelError
+    xml = UR5E_URDF.read_text()
+    first = CompiledDynamics(load_model(xml, tip_link='tool0'))
+    again = CompiledDynamics(load_model(xml, tip_link='tool0'))
+    other = CompiledDynamics(load_model(xml, tip_link='tool0', armature=[0.1] * 6))
+    assert again._single is first._single and other._single is not first._single
+    rng = np.random.default_rng(3)
+    q, qd, qdd = rng.normal(0, 1, (3, 6))
+    for compiled in (first, other):
+        assert_rel(compiled.rnea(q, qd, qdd), compiled.model.rnea(q, qd, qdd))
+    first.model = other.model               # the program of no armature, the model with it
+    with pytest.raises(ModelError, match='differ from the recursion'):
+        first.check()

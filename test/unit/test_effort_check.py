@@ -87,10 +87,10 @@ def brute_force_stretch(model, trajectory, times, limits, grid=1000, tol=1e-10):
     if fits(1.0):
         return 1.0
     u = np.linspace(1.0, 1e-3, grid)
-    feasible = [k for k in range(1, grid) if fits(1.0 / u[k])]
-    if not feasible:
+    first = next((k for k in range(1, grid) if fits(1.0 / u[k])), None)
+    if first is None:
         return np.inf
-    hi, lo = u[feasible[0] - 1], u[feasible[0]]        # hi does not fit, lo does
+    hi, lo = u[first - 1], u[first]                    # hi does not fit, lo does
     while hi - lo > tol:
         mid = 0.5 * (hi + lo)
         hi, lo = (hi, mid) if fits(1.0 / mid) else (mid, lo)
