@@ -11,7 +11,9 @@ published DH model, not the UR5e's), with ratios against Pinocchio.  Medians ove
 repeats; wall-clock ``time.perf_counter``. Then a table of operation counts: our general
 recursion (counted by running it on counting numbers), the generated program (counted from
 its own source), and those of Lee et al. (1982), Table 2; Angeles (2007), eq. 7.43 and
-Table 7.4; and Renaud (1987).
+Table 7.4; and Renaud (1987).  Then what the momentum observer and the effort check cost,
+and the tip kinematics a Cartesian law needs per state (pose, Jacobian and J̇q̇ in one
+walk of the chain, :mod:`ne_dynamics_ros.dynamics.kinematics`) beside the RNEA.
 
 Usage: python benchmarks/bench_rnea.py [--repeats R] [--quick]
 """
@@ -392,6 +394,34 @@ def print_safety_costs(repeats):
               f'{per_sample * 1e6:>23.2f}')
 
 
+def print_kinematics_costs(rows, repeats):
+    """Print the tip kinematics' cost per state beside the RNEA's.
+
+    :meth:`~ne_dynamics_ros.dynamics.kinematics.ChainKinematics.update` (pose + Jacobian
+    + J̇q̇, lists of floats in, as the control path calls it) taking turns with
+    ``model.rnea`` on one state (both timed here, so their ratio is that of one minute of
+    the machine), and the generated program's single call from the table above.
+    """
+    from ne_dynamics_ros.dynamics.kinematics import chain_kinematics
+    t = {(r[0], r[1], r[2], r[3]): r[4] for r in rows}
+    print('tip kinematics (pose + Jacobian + J̇q̇ update) per state, one call, taking turns '
+          'with the RNEA')
+    print(f'{"robot":<8} {"convention":<10} {"kinematics µs":>14} {"rnea µs":>8} '
+          f'{"ratio":>6} {"generated rnea µs":>18}')
+    for name, (path, tip) in ARMS.items():
+        for convention in ('mdh', 'dh'):
+            model = load_model(str(path), tip_link=tip, convention=convention)
+            kinematics = chain_kinematics(model)
+            q, qd, qdd = np.random.default_rng(2).uniform(-1, 1, (3, model.n))
+            ql, qdl = q.tolist(), qd.tolist()
+            update, rnea = interleaved_medians(
+                [lambda: kinematics.update(ql, qdl), lambda: model.rnea(q, qd, qdd)],
+                repeats, 2000)
+            generated = t[(name, f'gen {convention}', 'single call', 1)]
+            print(f'{name:<8} {convention:<10} {update * 1e6:>14.2f} {rnea * 1e6:>8.2f} '
+                  f'{update / rnea:>6.2f} {generated * 1e6:>18.2f}')
+
+
 def main():
     """Print the side-by-side table."""
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
@@ -442,6 +472,8 @@ def main():
               f'{counts["mul"] + counts["add"]:>7}')
     print()
     print_safety_costs(repeats)
+    print()
+    print_kinematics_costs(all_rows, repeats)
     print()
     if args.quick:
         print('goals: not judged with --quick (N = 10000 is the goals\' batch size)')

@@ -175,7 +175,7 @@ class PinocchioReference:
         if armature is not None:
             for jid, value in zip(self.ids, armature):
                 model.armature[model.joints[jid].idx_v] = value
-        fid = model.getFrameId(tip_link)
+        self.tip_frame_id = fid = model.getFrameId(tip_link)
         self.tip_frame = model.frames[fid]
 
     def configuration(self, q):
@@ -226,6 +226,24 @@ class PinocchioReference:
         self.model.gravity = pin.Motion(np.concatenate([np.asarray(gravity, float), np.zeros(3)]))
         return self._from_tangent(pin.computeGeneralizedGravity(self.model, self.data,
                                                                 self.configuration(q)))
+
+    def tip_kinematics(self, q, qd):
+        """Pinocchio's tip placement (4, 4), frame Jacobian (6, n), acceleration (6,).
+
+        The Jacobian and the classical acceleration at q̈ = 0 are LOCAL_WORLD_ALIGNED,
+        rows [linear; angular]; columns in chain order.
+        """
+        pin = self.pin
+        qp, v = self.configuration(q), self._tangent(qd)
+        fid = self.tip_frame_id
+        J = pin.computeFrameJacobian(self.model, self.data, qp, fid, pin.LOCAL_WORLD_ALIGNED)
+        J = np.asarray(J).reshape(6, self.model.nv)     # (6,) when nv = 1
+        pin.forwardKinematics(self.model, self.data, qp, v, 0 * v)
+        placement = pin.updateFramePlacement(self.model, self.data, fid)
+        a = pin.getFrameClassicalAcceleration(self.model, self.data, fid,
+                                              pin.LOCAL_WORLD_ALIGNED)
+        idx = [self.model.joints[jid].idx_v for jid in self.ids]
+        return placement.homogeneous.copy(), J[:, idx].copy(), a.vector.copy()
 
     def mass_matrix(self, q):
         """Pinocchio's CRBA mass matrix, in chain order."""
