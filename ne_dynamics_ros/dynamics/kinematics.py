@@ -211,7 +211,7 @@ class ChainKinematics:
         """Pose of the tip link in the base link frame, (4, 4), m.
 
         Args:
-            q: (n,) joint values, rad | m.
+            q: (n,) joint values, rad (m for prismatic joints).
 
         Raises:
             StateError: ``q`` not n finite numbers.
@@ -226,11 +226,11 @@ class ChainKinematics:
         and ``[z_i; 0]`` for a prismatic one, with z_i the unit axis of joint i (pointing
         along its URDF axis, so a positive q̇_i turns or slides the tip about or along
         +z_i) and p_i a point on it (Siciliano et al. 2009, eq. 3.30).  ``[v; ω] = J q̇``
-        is the tip's velocity, m/s and rad/s for q̇ in rad/s | m/s: Pinocchio's
+        is the tip's velocity, m/s and rad/s for q̇ in rad/s (m/s): Pinocchio's
         ``LOCAL_WORLD_ALIGNED`` frame Jacobian.
 
         Args:
-            q: (n,) joint values, rad | m.
+            q: (n,) joint values, rad (m for prismatic joints).
 
         Raises:
             StateError: ``q`` not n finite numbers.
@@ -246,8 +246,8 @@ class ChainKinematics:
         ``ẍ = J q̈ + J̇ q̇``, Khatib 1987).
 
         Args:
-            q: (n,) joint values, rad | m.
-            qd: (n,) joint rates, rad/s | m/s.
+            q: (n,) joint values, rad (m for prismatic joints).
+            qd: (n,) joint rates, rad/s (m/s).
 
         Returns:
             ``(T, J, a)``: T (4, 4) the tip pose (:meth:`pose`), J (6, n) the geometric
@@ -270,7 +270,7 @@ class ChainKinematics:
         """Poses of DH frames 0..n in the base link frame, a list of n + 1 (4, 4), m.
 
         Args:
-            q: (n,) joint values, rad | m.
+            q: (n,) joint values, rad (m for prismatic joints).
 
         Raises:
             StateError: ``q`` not n finite numbers.
@@ -286,7 +286,7 @@ class ChainKinematics:
         """Pose of one link of the chain in the base link frame, (4, 4), m.
 
         Args:
-            q: (n,) joint values, rad | m.
+            q: (n,) joint values, rad (m for prismatic joints).
             link: a URDF link name: the base link, the child link of an actuated joint
                 or the tip link; or an int k, 0 <= k <= n: DH frame k (frame 0 is fixed
                 to the base; frame k, k >= 1, to the body joint k moves).
@@ -457,7 +457,7 @@ def rotation_log(R):
 def rotation_exp(w):
     """Rotation matrix ``exp([w]×)``, (3, 3), of a rotation vector w (rad), by Rodrigues.
 
-    ``R = cos θ E + (sin θ / θ) [w]× + ((1 − cos θ) / θ²) w wᵀ``, θ = |w|, with series
+    ``R = cos θ E + (sin θ / θ) [w]× + ((1 − cos θ) / θ²) w wᵀ``, θ = ‖w‖, with series
     below :data:`SMALL_ANGLE` (Murray, Li & Sastry 1994, §2.2).
 
     Raises:

@@ -234,13 +234,14 @@ def test_the_real_arm_launch_waits_for_the_operator_then_commands(ros_context, d
         future = client.call_async(GetState.Request())
         executor.spin_until_future_complete(future, timeout_sec=10.0)
         assert future.result().current_state.label == 'unconfigured', future.result()
-        stream(1.0)
+        stream(0.5)
         assert efforts == []
         for transition in ('configure', 'activate'):
             code, out = ros2_lifecycle(env, 'set', node, transition)
             assert code == 0 and 'Transitioning successful' in out, out
-        code, out = ros2_lifecycle(env, 'get', node)
-        assert out.startswith('active'), out
+        future = client.call_async(GetState.Request())
+        executor.spin_until_future_complete(future, timeout_sec=10.0)
+        assert future.result().current_state.label == 'active', future.result()
         deadline = time.monotonic() + 20.0
         while len(efforts) < 3:
             assert time.monotonic() < deadline, 'no command after activation: ' + stop(process)
@@ -248,9 +249,9 @@ def test_the_real_arm_launch_waits_for_the_operator_then_commands(ros_context, d
         np.testing.assert_allclose(efforts[-1], 0.0, atol=1e-9)   # the UR adds gravity
         code, out = ros2_lifecycle(env, 'set', node, 'deactivate')
         assert code == 0, out
-        stream(0.5)
+        stream(0.3)
         count = len(efforts)
-        stream(1.0)
+        stream(0.6)
         assert len(efforts) == count                              # silent when inactive
     finally:
         output = stop(process)
