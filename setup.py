@@ -24,7 +24,7 @@ setup(
         'ros-jazzy-wheels': [
             'ros-jazzy-rclpy[fastrtps]', 'ros-jazzy-sensor-msgs',
             'ros-jazzy-std-msgs', 'ros-jazzy-trajectory-msgs', 'ros-jazzy-lifecycle-msgs',
-            'ros-jazzy-diagnostic-msgs',
+            'ros-jazzy-diagnostic-msgs', 'ros-jazzy-geometry-msgs',
         ],
         'sim': ['pin', 'matplotlib'],
         'identify': ['scipy', 'cvxpy', 'rosbags', 'tqdm', 'pyyaml'],

@@ -167,7 +167,8 @@ class AdaptiveMode:
         As the module docstring says.
 
         Args:
-            run: the controller's run state (its ``adaptation_time``, s).
+            run: the run's :class:`~ne_dynamics_ros.control.law.AdaptiveLaw` (its
+                ``adaptation_time``, s: None on the run's first state).
             now: the controller's clock, s. state: (q, qd) lists; reference: (q_d, qd_d,
                 qdd_d) lists, chain order.
             efforts: the measured efforts in chain order, or None.

@@ -64,9 +64,11 @@ from ne_dynamics_ros.control.measured_state import (  # noqa: F401 - the control
 from ne_dynamics_ros.control.run_state import (
     Command, NoCommand, PreparedTrajectory, RunState, SkipReason, Timeout)
 from ne_dynamics_ros.control.settings import ControllerSettings, DEFAULT_SETTINGS  # noqa: F401
+from ne_dynamics_ros.control.law import (
+    ComplyLaw, CONTACT_REACTIONS, ContactReaction, LawContext, LawStep, make_law)
 from ne_dynamics_ros.control.laws import (
-    anti_windup, compute_effort_values, ControlLawConfig, ControlMode,
-    ControlParameterError, integral_step, NonFiniteEffortError)
+    anti_windup, ControlLawConfig, ControlMode, ControlParameterError, integral_step,
+    NonFiniteEffortError)
 from ne_dynamics_ros.control.trajectory import (
     DesiredState, prepared_waypoints, Trajectory, trajectory_from_points, TrajectoryError,
     TrajectoryPoint, WaypointArrays)
@@ -255,8 +257,7 @@ class ComputedTorqueController:
         self.settings = settings
         self._reader.set_bounds(settings)
         self._integral_gains = (settings.ki.tolist(), settings.integral_limit.tolist())
-        self._integrating = bool(np.any(settings.ki)) and \
-            settings.mode is not ControlMode.GRAVITY_COMPENSATION
+        self._integrating = bool(np.any(settings.ki))
         self.law = ControlLawConfig(
             mode=settings.mode, kp=settings.kp, kd=settings.kd, gravity=settings.gravity,
             effort_limits=self.effort_limits,
@@ -268,6 +269,11 @@ class ComputedTorqueController:
             self._adaptive.apply(settings, np.zeros(3) if self.hardware_compensates_gravity
                                  else settings.gravity)
         self._contact.apply(settings, self.law)
+        #: what the run's law is built from (:mod:`~ne_dynamics_ros.control.law`)
+        self._context = LawContext(self.model, self.dynamics, self.law, settings,
+                                   self._adaptive, self._contact)
+        #: the law of the settings (a prototype: each run makes its own)
+        self._mode_law = make_law(self._context)
 
     @property
     def payload_estimate(self):
@@ -320,12 +326,7 @@ class ComputedTorqueController:
     @property
     def contact_reaction_text(self) -> str:
         """Say what ``contact.reaction`` does (the node logs it with a contact)."""
-        return {'hold': 'goal aborted, trajectory dropped, holding the position measured '
-                        'then; a new goal or trajectory resumes',
-                'comply': 'goal aborted, trajectory dropped, gravity and friction '
-                          'compensation only (the arm yields); a new goal or trajectory '
-                          'resumes',
-                'ignore': 'reported only (contact.reaction ignore)'}[self._contact.reaction]
+        return CONTACT_REACTIONS[ContactReaction(self._contact.reaction)][1]
 
     @property
     def external_effort_wanted(self) -> bool:
@@ -389,6 +390,11 @@ class ComputedTorqueController:
                 self._adaptive.reset()
             old_mode = self.settings.mode
             self._apply(settings)
+            run = self._run
+            if run.law is not None:       # the run's law under the new settings
+                run.law = (run.law.reconfigured(self._context)
+                           if settings.mode is old_mode or isinstance(run.law, ComplyLaw)
+                           else None)
             if settings.mode is not old_mode:
                 self._end_goal(GoalStatus.ABORTED, f'Aborted: mode changed to '
                                f'{settings.mode.value}')
@@ -398,6 +404,40 @@ class ComputedTorqueController:
             if 'velocity_filter_cutoff' in values:
                 self._reader.restart_estimator(settings.velocity_filter_cutoff)
             return settings
+
+    # ---- Cartesian impedance ----------------------------------------------------------------
+
+    def set_target_pose(self, position, orientation, frame_id: str = '') -> None:
+        """Take a new target of the tip (mode ``cartesian_impedance``): approached, not jumped.
+
+        Args:
+            position: (3,) m; orientation: quaternion ``(x, y, z, w)``; ``frame_id``:
+                empty or the base link's name (:func:`~ne_dynamics_ros.control.
+                cartesian_law.target_pose`).
+
+        Raises:
+            ne_dynamics_ros.control.cartesian_law.TargetError: a bad target, or the
+                controller is not in mode ``cartesian_impedance`` (the last good target
+                stays).
+        """
+        from ne_dynamics_ros.control.cartesian_law import target_pose, TargetError
+        pose = target_pose(position, orientation, frame_id, self.model.base_link)
+        with self._lock:
+            run = self._run
+            if self._mode_law.follows_trajectory or not run.active or run.timed_out:
+                raise TargetError(f'a target pose is followed in mode cartesian_impedance '
+                                  f'while active (mode {self.settings.mode.value}'
+                                  f'{", inactive" if not run.active else ""})')
+            if run.law is None or run.law.mode is not self.settings.mode:
+                run.law = self._mode_law.restarted()
+            run.law.set_goal(pose)
+
+    @property
+    def cartesian_state(self):
+        """The run's Cartesian law (``pose``, ``target``, ``goal``, ``manipulability``,
+        ``near_singularity``), or None outside mode ``cartesian_impedance``."""
+        law = self._run.law
+        return law if getattr(law, 'mode', None) is ControlMode.CARTESIAN_IMPEDANCE else None
 
     # ---- time -----------------------------------------------------------------------------
 
@@ -547,12 +587,13 @@ class ComputedTorqueController:
         # the state's instant (its stamp when on our clock): the observer's time step is
         # the time between measurements, whenever they were delivered
         t = self._sample_time(stamp_ns, now_ns, now)
-        adaptive = (self._adaptive.law if self.settings.mode is ControlMode.ADAPTIVE
-                    else None)
-        external, contact = self._contact.observe(t, q, qd, adaptive)
-        if contact is not None and self._contact.reaction != 'ignore':
-            self._end_goal(GoalStatus.ABORTED, f'Aborted: {contact.text()}')
-            self._hold(q, now).complying = self._contact.reaction == 'comply'
+        external, contact = self._contact.observe(t, q, qd, self._context.adaptive_law)
+        if contact is not None:
+            react = CONTACT_REACTIONS[ContactReaction(self._contact.reaction)][0]
+            if react is not None:
+                self._end_goal(GoalStatus.ABORTED, f'Aborted: {contact.text()}')
+                law = self._run.law or self._mode_law
+                self._hold(q, now).law = react(law)
         run = self._run
         resumed = run.timed_out
         if run.trajectory is None:
@@ -567,20 +608,17 @@ class ComputedTorqueController:
         # costs more in call overhead than it computes
         q_d, qd_d, qdd_d = run.trajectory.sample_values(t)
         position_error = [a - b for a, b in zip(q_d, q)]
+        law = run.law
+        if law is None:
+            law = run.law = self._mode_law.restarted()
         integral = extra = None
-        if self._integrating:
+        if self._integrating and law.integrates:
             integral, extra = integral_step(run.integral, run.integral_time, position_error,
                                             now, *self._integral_gains)
         try:
-            if run.complying:
-                tau = self._contact.comply_effort(q, qd, adaptive)
-            elif adaptive is not None:
-                tau = self._adaptive.effort(run, now, (q, qd), (q_d, qd_d, qdd_d),
-                                            reader.efforts(joint_names, efforts), self.law,
-                                            extra)
-            else:
-                tau = compute_effort_values(self.dynamics, self.law, q, qd, q_d, qd_d,
-                                            qdd_d, extra)
+            tau = law.effort(LawStep(
+                now, t, q, qd, (q_d, qd_d, qdd_d),
+                reader.efforts(joint_names, efforts) if law.needs_efforts else None, extra))
         except (NonFiniteEffortError, StateError) as err:
             self.dropped_joint_states += 1
             return NoCommand(SkipReason.NO_VALID_EFFORT, str(err))
@@ -726,6 +764,8 @@ class ComputedTorqueController:
                 if run.timed_out:
                     raise TrajectoryError(
                         f'{run.waiting}: the reference starts from the measured position')
+                if not self._mode_law.follows_trajectory:
+                    raise TrajectoryError(self._mode_law.refusal)
                 start = None if stamp_ns == 0 else (stamp_ns - self._epoch_ns) * 1e-9
                 state_before = None if run.trajectory is None else run.trajectory.sample(now)
             if state_before is None:
@@ -812,7 +852,8 @@ class ComputedTorqueController:
                            'Aborted: replaced by a newer goal' if goal_id is not None else
                            'Aborted: a trajectory on ~/joint_trajectory replaced the goal\'s')
             run.trajectory = prepared.trajectory
-            run.complying = False             # a new reference ends a contact's compliance
+            if isinstance(run.law, ComplyLaw):
+                run.law = None                # a new reference ends a contact's compliance
             if goal_id is not None:
                 run.goal = GoalMonitor(goal_id, tolerances, prepared.trajectory.end_time,
                                        self.model.joint_names, _stretch_note(prepared.stretch))
@@ -903,8 +944,9 @@ class ComputedTorqueController:
     def _gravity_at(self, q) -> Sequence[float]:
         """Return g(q) of the law's model (the learned load's too; zero where compensated)."""
         rest = [0.0] * self.n
-        if self.settings.mode is ControlMode.ADAPTIVE and self._adaptive.law is not None:
-            return self._adaptive.law.values(q, rest, q, rest, rest)[0]
+        adaptive = self._context.adaptive_law
+        if adaptive is not None:
+            return adaptive.values(q, rest, q, rest, rest)[0]
         gravity = np.zeros(3) if self.hardware_compensates_gravity else self.settings.gravity
         return self.model.gravity_torques(np.array(q), gravity)
 

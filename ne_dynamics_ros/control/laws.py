@@ -6,7 +6,9 @@ and a model with the :class:`ne_dynamics_ros.RobotModel` interface (``rnea``,
 qd in rad/s, qdd in rad/s^2, tau in N*m (N). Gravity is a 3-vector in the base frame of
 the chain, m/s^2, e.g. ``(0, 0, -9.81)`` for a base whose z axis points up.
 
-The three modes (:class:`ControlMode`):
+The three joint-space modes of :class:`ControlMode` (``adaptive`` and
+``cartesian_impedance`` keep a state between states: their laws are objects of
+:mod:`~ne_dynamics_ros.control.law`, which wraps these three too):
 
 ``computed_torque``
     The Newton-Euler computed-torque law of Lee, Chung, Mudge & Turney (1982), eqs 4.1
@@ -75,9 +77,16 @@ class ControlMode(str, enum.Enum):
     COMPUTED_TORQUE = 'computed_torque'
     FEEDFORWARD = 'feedforward'
     GRAVITY_COMPENSATION = 'gravity_compensation'
-    #: Slotine & Li's adaptive computed torque (:mod:`ne_dynamics_ros.control.adaptive`):
-    #: the controller applies it; the functions of this module refuse it.
+    #: Slotine & Li's adaptive computed torque (:mod:`ne_dynamics_ros.control.adaptive`).
     ADAPTIVE = 'adaptive'
+    #: Cartesian impedance of the tip with a null-space posture
+    #: (:mod:`ne_dynamics_ros.control.cartesian_law`).
+    CARTESIAN_IMPEDANCE = 'cartesian_impedance'
+
+
+#: The modes whose law is a function of this module; the others keep a state of their
+#: own between states and are objects (:data:`ne_dynamics_ros.control.law.LAWS`).
+JOINT_MODES = frozenset({'computed_torque', 'feedforward', 'gravity_compensation'})
 
 
 def parse_mode(value) -> ControlMode:
@@ -329,9 +338,9 @@ def compute_effort(model, config: ControlLawConfig, q, qd, q_d, qd_d, qdd_d):
 
 def _checked_effort(model, config, gravity, q, qd, q_d, qd_d, qdd_d, extra=None):
     """Apply the law on arrays, each step checked (every mode; the fast path's fallback)."""
-    if config.mode is ControlMode.ADAPTIVE:
-        raise ControlParameterError('the adaptive law has a state of its own: the '
-                                    'controller (ComputedTorqueController) applies it')
+    if config.mode.value not in JOINT_MODES:
+        raise ControlParameterError(f'the {config.mode.value} law has a state of its own: '
+                                    'it is an object (ne_dynamics_ros.control.law.LAWS)')
     # Overflow (absurd gains) is caught below as a non-finite value or by the model.
     with np.errstate(over='ignore', invalid='ignore'):
         if config.mode is ControlMode.COMPUTED_TORQUE:
@@ -356,6 +365,17 @@ def _checked_effort(model, config, gravity, q, qd, q_d, qd_d, qdd_d, extra=None)
         if extra is not None:
             tau = tau + np.asarray(extra, dtype=float)
     return clamp_effort(tau, config.effort_limits)
+
+
+def clamp_values(tau, limits):
+    """Return ``tau`` (n floats) clamped into ``[-limits, limits]``, as a list.
+
+    Raises:
+        NonFiniteEffortError: ``tau`` holds NaN or inf (checked before clamping).
+    """
+    if not math.isfinite(sum(tau)):
+        raise NonFiniteEffortError(f'control law produced a non-finite effort {list(tau)}')
+    return [-h if t < -h else h if t > h else t for t, h in zip(tau, limits)]
 
 
 def integral_step(integral, integral_time, error, now, ki, bound):

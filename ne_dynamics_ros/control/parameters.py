@@ -18,11 +18,14 @@ from dataclasses import dataclass
 import math
 from typing import Any, Callable, Optional
 
-import numpy as np
-
-from ne_dynamics_ros.control.laws import (check_effort_limits, check_gravity,
-                                          ControlParameterError, expand_gain, parse_mode)
-from ne_dynamics_ros.control.velocity_estimator import check_cutoff
+from ne_dynamics_ros.control.laws import ControlParameterError
+from ne_dynamics_ros.control.parameter_checks import (
+    checked_byte_count, checked_cutoff, checked_debounce, checked_drive_values,
+    checked_effort_limits, checked_flag, checked_fraction, checked_friction_offset,
+    checked_friction_velocity, checked_gains, checked_gravity, checked_integral_limit,
+    checked_joint_names, checked_ki, checked_mode, checked_non_negative,
+    checked_non_negative_or_inf, checked_one_of, checked_positive, checked_posture,
+    checked_priority, checked_six, checked_speeds, checked_text, checked_thresholds)
 
 #: The rclpy executors the node can spin on (the ``executor`` parameter).
 EXECUTORS = ('events', 'single_threaded')
@@ -61,345 +64,176 @@ class ParameterSpec:
     check: Optional[Callable] = None
 
 
-_SEQUENCES = (list, tuple, np.ndarray)
-
-
-def numbers(value, name) -> np.ndarray:
-    """Return a number or sequence of numbers as a 1-D float array (no booleans, no text).
-
-    Raises:
-        ControlParameterError: anything else, naming ``name``.
-    """
-    items = value if isinstance(value, _SEQUENCES) else [value]
-    if any(isinstance(v, (bool, np.bool_, str, bytes)) for v in items):
-        raise ControlParameterError(
-            f'{name} must be a number or an array of numbers, got {value!r}')
-    try:
-        return np.atleast_1d(np.asarray(value, dtype=float)).reshape(-1)
-    except (TypeError, ValueError):
-        raise ControlParameterError(
-            f'{name} must be a number or an array of numbers, got {value!r}') from None
-
-
-def scalar(value, name) -> float:
-    """Return a single number as a float; ControlParameterError otherwise."""
-    values = numbers(value, name)
-    if isinstance(value, _SEQUENCES) or values.size != 1:
-        raise ControlParameterError(f'{name} must be a single number, got {value!r}')
-    return float(values[0])
-
-
-def per_joint(values, n, name):
-    """One value for every joint or one per joint: an (n,) array (as given if n is None)."""
-    values = np.asarray(values, dtype=float)
-    if n is None or values.size == n:
-        return values
-    if values.size == 1:
-        return np.full(n, values[0])
-    raise ControlParameterError(f'{name} needs 1 or {n} values (one per joint), got '
-                                f'{values.size}')
-
-
-def _one_of(choices):
-    def check(value, n, name):
-        if value not in choices:
-            raise ControlParameterError(f'{name} {value!r} is not one of: '
-                                        f'{", ".join(choices)}')
-        return value
-    return check
-
-
-def _flag(value, n, name):
-    if not isinstance(value, (bool, np.bool_)):
-        raise ControlParameterError(f'{name} must be true or false, got {value!r}')
-    return bool(value)
-
-
-def _positive(value, n, name):
-    value = scalar(value, name)
-    if not (math.isfinite(value) and value > 0.0):
-        raise ControlParameterError(f'{name} must be a finite value > 0, got {value}')
-    return value
-
-
-def _non_negative(value, n, name):
-    value = scalar(value, name)
-    if not (math.isfinite(value) and value >= 0.0):
-        raise ControlParameterError(f'{name} must be finite and >= 0, got {value!r}')
-    return value
-
-
-def _fraction(value, n, name):
-    value = scalar(value, name)
-    if not (math.isfinite(value) and 0.0 <= value < 1.0):
-        raise ControlParameterError(f'{name} must be >= 0 and < 1, got {value!r}')
-    return value
-
-
-def _non_negative_or_inf(value, n, name):
-    value = scalar(value, name)
-    if not value >= 0.0:
-        raise ControlParameterError(f'{name} must be >= 0 (inf: no check), got {value}')
-    return value
-
-
-def _gains(value, n, name):
-    values = numbers(value, name)
-    return expand_gain(values, n or values.size, name)
-
-
-def _ki(value, n, name):
-    values = numbers(value, name)
-    if not np.all(np.isfinite(values) & (values >= 0.0)):
-        raise ControlParameterError(f'{name} must be finite and >= 0, got {values.tolist()}')
-    return per_joint(values, n, name)
-
-
-def _integral_limit(value, n, name):
-    values = numbers(value, name)
-    if not np.all(values > 0.0):
-        raise ControlParameterError(
-            f'{name} must be > 0 N m (inf: no bound), got {values.tolist()}')
-    return per_joint(values, n, name)
-
-
-def _mode(value, n, name):
-    if not isinstance(value, str):
-        raise ControlParameterError(f'{name} must be a string, got {value!r}')
-    return parse_mode(value)
-
-
-def _gravity(value, n, name):
-    return check_gravity(numbers(value, name))
-
-
-def _cutoff(value, n, name):
-    return check_cutoff(scalar(value, name))
-
-
-def _byte_count(value, n, name):
-    if type(value) is not int or value <= 0:
-        raise ControlParameterError(f'{name} must be an integer > 0, got {value!r}')
-    return value
-
-
-def _thresholds(value, n, name):
-    """Contact thresholds: unset (no detection), or one value or n values > 0 (inf: off)."""
-    if value is None or (isinstance(value, _SEQUENCES) and len(value) == 0):
-        return None
-    values = numbers(value, name)
-    if not np.all(values > 0.0):           # NaN fails too
-        raise ControlParameterError(f'{name} must be > 0 (inf: no detection on that '
-                                    f'joint), got {values.tolist()}')
-    return per_joint(values, n, name)
-
-
-def _debounce(value, n, name):
-    if type(value) is not int or not 1 <= value <= 1000:
-        raise ControlParameterError(f'{name} must be an integer from 1 to 1000, got '
-                                    f'{value!r}')
-    return value
-
-
-def _priority(value, n, name):
-    if type(value) is not int or not 0 <= value <= 99:
-        raise ControlParameterError(f'{name} must be an integer from 0 to 99, got {value!r}')
-    return value
-
-
-def _joint_values(value, n, name, ok, what):
-    """Check per-joint values: unset, or n finite values meeting ``ok`` (``what`` says it)."""
-    if value is None:
-        return None
-    values = numbers(value, name)
-    if not np.all(np.isfinite(values) & ok(values)):
-        raise ControlParameterError(f'{name} must be {what}, got {values.tolist()}')
-    if n is not None and values.size != n:
-        raise ControlParameterError(f'{name} needs {n} values (one per joint), got '
-                                    f'{values.size}')
-    return values
-
-
-def _drive_values(value, n, name):
-    """Armature, damping or friction: unset, or n values >= 0."""
-    return _joint_values(value, n, name, lambda v: v >= 0.0, 'finite values >= 0')
-
-
-def _friction_velocity(value, n, name):
-    """Check identified v_s per joint: unset, or n finite values > 0."""
-    return _joint_values(value, n, name, lambda v: v > 0.0, 'finite values > 0')
-
-
-def _friction_offset(value, n, name):
-    """Check a constant friction effort per joint: unset, or n finite values (either sign)."""
-    return _joint_values(value, n, name, lambda v: np.ones(v.shape, bool), 'finite values')
-
-
-def _effort_limits(value, n, name):
-    if value is None:
-        return None
-    values = numbers(value, name)
-    return check_effort_limits(values, n if n is not None else values.size)
-
-
-def _joint_names(value, n, name):
-    if value is None:
-        return None
-    if not isinstance(value, _SEQUENCES) or not all(isinstance(v, str) for v in value):
-        raise ControlParameterError(f'{name} must be a list of joint names, got {value!r}')
-    return list(value)
-
-
-def _text(value, n, name):
-    if not isinstance(value, str):
-        raise ControlParameterError(f'{name} must be text, got {value!r}')
-    return value
-
-
 #: The parameters of computed_torque_node, in the order the docs list them.
 PARAMETERS = (
     ParameterSpec('robot_description', 'string', '',
                   'URDF XML of the robot. If empty, urdf_path is used; if both are empty the '
-                  'node waits for the robot_description topic.', check=_text),
+                  'node waits for the robot_description topic.', check=checked_text),
     ParameterSpec('urdf_path', 'string', '',
                   'Path of a URDF file (absolute, relative to the working directory, or '
                   'relative to the share directory of ne_dynamics_ros, e.g. '
-                  'config/puma560.urdf).', check=_text),
+                  'config/puma560.urdf).', check=checked_text),
     ParameterSpec('base_link', 'string', '', 'First link of the chain; empty = URDF root '
-                  'link.', check=_text),
+                  'link.', check=checked_text),
     ParameterSpec('tip_link', 'string', '', 'Last link of the chain; empty = the single tip '
-                  'of the movable tree.', check=_text),
+                  'of the movable tree.', check=checked_text),
     ParameterSpec('convention', 'string', 'mdh',
                   'Frame convention of the Newton-Euler recursion: mdh (Craig 2005) or dh '
                   '(Luh-Walker-Paul, Lee et al. 1982 eqs 3.21-3.27). Both give the same '
                   'torques.',
-                  constraints='one of: dh, mdh', check=_one_of(CONVENTIONS)),
+                  constraints='one of: dh, mdh', check=checked_one_of(CONVENTIONS)),
     ParameterSpec('dynamics_backend', 'string', 'generated',
                   'How the inverse dynamics are computed: generated (the robot-specific '
                   'straight-line program of Renaud 1987, checked against the recursion when '
                   'configured; configuring fails on a mismatch) or recursive (the '
                   'Newton-Euler recursion).', constraints='one of: generated, recursive',
-                  check=_one_of(DYNAMICS_BACKENDS)),
+                  check=checked_one_of(DYNAMICS_BACKENDS)),
     ParameterSpec('executor', 'string', 'events',
                   'rclpy executor of the node when run as a program: events '
                   '(rclpy.experimental.EventsExecutor, written in C++: about half the '
                   'per-message overhead here) or single_threaded '
                   '(rclpy.executors.SingleThreadedExecutor).',
-                  constraints='one of: events, single_threaded', check=_one_of(EXECUTORS)),
+                  constraints='one of: events, single_threaded', check=checked_one_of(EXECUTORS)),
     ParameterSpec('realtime_priority', 'integer', 50,
                   'SCHED_FIFO priority of the threads that answer /joint_states and command '
                   'on state loss, when the node runs as a program (ros2_control\'s controller '
                   'manager uses 50); where the OS refuses it (no realtime group or ulimit -r, '
                   'no CAP_SYS_NICE) a lower nice value, else the default; logged at start. '
                   'The trajectory receiver stays at the default policy, below them. 0: leave '
-                  'the scheduling alone.', constraints='0 to 99', check=_priority),
+                  'the scheduling alone.', constraints='0 to 99', check=checked_priority),
     ParameterSpec('autostart', 'bool', True,
                   'Configure and activate at start-up (ros2 run, the demo, the simulated '
                   'arms). false: the node starts unconfigured and waits for ros2 lifecycle '
                   'set configure / activate (a real arm, after switching its controllers).',
-                  check=_flag),
+                  check=checked_flag),
     ParameterSpec('mode', 'string', 'computed_torque',
                   'Control law: computed_torque (tau = RNEA(q, qd, qdd_d + kd*(qd_d - qd) + '
                   'kp*(q_d - q)), Lee et al. 1982 eqs 4.1, 4.4), feedforward (tau = '
                   'RNEA(q_d, qd_d, qdd_d) + kp*e + kd*de), gravity_compensation (tau = '
-                  'G(q)) or adaptive (Slotine & Li: a load at adaptation_link learned on '
-                  'line; kp, kd set its Lambda = K = kd/2 unless adaptation_lambda is set).',
+                  'G(q)), adaptive (Slotine & Li: a load at adaptation_link learned on '
+                  'line; kp, kd set its Lambda = K = kd/2 unless adaptation_lambda is set) or '
+                  'cartesian_impedance (the tip held at ~/target_pose by cartesian.stiffness, '
+                  'a posture in the null space; trajectories refused; Khatib 1987, '
+                  'Albu-Schaeffer et al. 2003).',
                   constraints='one of: computed_torque, feedforward, gravity_compensation, '
-                  'adaptive', runtime=True, check=_mode),
+                  'adaptive, cartesian_impedance', runtime=True, check=checked_mode),
     ParameterSpec('kp', 'double_array', 100.0,
                   'Position gain, one value or one per joint (chain order); 1/s^2 in '
                   'computed_torque mode, N*m/rad (N/m) in feedforward mode.',
-                  unit='1/s^2 or N*m/rad', constraints='>= 0', runtime=True, check=_gains),
+                  unit='1/s^2 or N*m/rad', constraints='>= 0', runtime=True, check=checked_gains),
     ParameterSpec('kd', 'double_array', 20.0,
                   'Velocity gain, one value or one per joint (chain order); 1/s in '
                   'computed_torque mode, N*m*s/rad (N*s/m) in feedforward mode.',
-                  unit='1/s or N*m*s/rad', constraints='>= 0', runtime=True, check=_gains),
+                  unit='1/s or N*m*s/rad', constraints='>= 0', runtime=True, check=checked_gains),
     ParameterSpec('ki', 'double_array', 0.0,
                   'Integral gain, one value or one per joint (chain order), in every mode but '
                   'gravity_compensation: ki * integral of (q_d - q) dt is added to the '
                   'command; reset when the reference restarts (hold, timeout, new '
                   'trajectory), frozen on a joint while its command saturates. 0 (default): '
                   "Lee et al.'s law as published.", unit='N*m/(rad*s)', constraints='>= 0',
-                  runtime=True, check=_ki),
+                  runtime=True, check=checked_ki),
     ParameterSpec('integral_limit', 'double_array', math.inf,
                   'Bound of the integral torque, one value or one per joint; .inf: none '
                   'beyond the freeze while saturated.', unit='N*m', constraints='> 0',
-                  runtime=True, check=_integral_limit),
+                  runtime=True, check=checked_integral_limit),
+    ParameterSpec('cartesian.stiffness', 'double_array', [500.0, 500.0, 500.0, 50.0, 50.0,
+                                                          50.0],
+                  'cartesian_impedance mode: stiffness of the tip along x, y, z (N/m), then '
+                  'about x, y, z (N*m/rad), base link frame axes; one value or six.',
+                  unit='N/m, N*m/rad', constraints='>= 0', runtime=True, check=checked_six),
+    ParameterSpec('cartesian.damping_ratio', 'double', 1.0,
+                  'cartesian_impedance mode: damping ratio of each direction of the '
+                  'task-space inertia with its stiffness (1: critical).', constraints='> 0',
+                  runtime=True, check=checked_positive),
+    ParameterSpec('cartesian.max_speed', 'double_array', [0.25, 1.0],
+                  'cartesian_impedance mode: a new target is approached at most this fast: '
+                  'along the line (m/s), then about the rotation axis (rad/s).',
+                  unit='m/s, rad/s', constraints='> 0', runtime=True, check=checked_speeds),
+    ParameterSpec('nullspace.stiffness', 'double_array', 10.0,
+                  'cartesian_impedance mode: stiffness of the posture in the null space of '
+                  'the tip task (one value or one per joint), damped critically by the '
+                  'diagonal of M(q).', unit='N*m/rad', constraints='>= 0', runtime=True,
+                  check=checked_gains),
+    ParameterSpec('nullspace.posture', 'double_array', None,
+                  'cartesian_impedance mode: the posture the null space pulls to (one '
+                  'position per joint); unset: the position when the mode is entered.',
+                  unit='rad', constraints='n finite values', runtime=True,
+                  check=checked_posture),
     ParameterSpec('adaptation_lambda', 'double_array', 0.0,
                   'adaptive mode: Lambda of Slotine & Li (q_dot_r = qd_d + Lambda e), one value '
                   'or one per joint; K = kd - Lambda (K_D = K M(q)). 0: Lambda = K = kd/2, '
                   'the bandwidth of critically damped kp, kd.', unit='1/s',
-                  constraints='>= 0', runtime=True, check=_gains),
+                  constraints='>= 0', runtime=True, check=checked_gains),
     ParameterSpec('adaptation', 'string', 'payload',
                   'adaptive mode: what is learned. payload: the 10 inertial parameters of a '
                   'rigid load at adaptation_link (kept physical, mass <= payload_mass_max); '
                   'base: every base parameter of the arm, from the model\'s values.',
                   constraints='one of: payload, base', runtime=True,
-                  check=_one_of(('payload', 'base'))),
+                  check=checked_one_of(('payload', 'base'))),
     ParameterSpec('composite_adaptation', 'bool', False,
                   'adaptive mode: also adapt from the prediction error of the efforts '
                   '/joint_states carries (Slotine & Li 1989), filtered at composite_cutoff. '
                   'Only where those are the joint torques (a torque sensor, a drive\'s '
                   'calibrated estimate); states without efforts leave it out.',
-                  runtime=True, check=_flag),
+                  runtime=True, check=checked_flag),
     ParameterSpec('composite_weight', 'double', 1e-2,
                   'adaptive mode: the weight R of the prediction error against the tracking '
                   'error in the composite update.', unit='rad/(N m s)', constraints='>= 0',
-                  runtime=True, check=_non_negative),
+                  runtime=True, check=checked_non_negative),
     ParameterSpec('composite_cutoff', 'double', 20.0,
                   'adaptive mode: cutoff of the first-order filter applied alike to the '
                   'measured efforts and their regressor.', unit='Hz', constraints='> 0',
-                  runtime=True, check=_positive),
+                  runtime=True, check=checked_positive),
     ParameterSpec('adaptation_gain', 'double', 300.0,
                   'adaptive mode: gamma of Gamma = gamma diag(L^4 (inertia), L^2 (first '
                   'moments), 1 (mass)); 0: a fixed model.', constraints='>= 0', runtime=True,
-                  check=_non_negative),
+                  check=checked_non_negative),
     ParameterSpec('adaptation_length', 'double', 0.1,
                   'adaptive mode: the load size L of Gamma.', unit='m', constraints='> 0',
-                  runtime=True, check=_positive),
+                  runtime=True, check=checked_positive),
     ParameterSpec('payload_mass_max', 'double', 20.0,
                   'adaptive mode: bound of the estimated load mass.', unit='kg',
-                  constraints='>= 0', runtime=True, check=_non_negative),
+                  constraints='>= 0', runtime=True, check=checked_non_negative),
     ParameterSpec('payload_radius', 'double', 0.2,
                   'adaptive mode: the whole load lies within this distance of '
                   'adaptation_link\'s origin; bounds the estimated centre of mass and second '
                   'moments by the estimated mass (a released load takes its inertia with it).',
-                  unit='m', constraints='> 0', runtime=True, check=_positive),
+                  unit='m', constraints='> 0', runtime=True, check=checked_positive),
     ParameterSpec('adaptation_reset', 'bool', False,
                   'adaptive mode: set true to forget the load estimate (each time it is set '
-                  'true).', runtime=True, check=_flag),
+                  'true).', runtime=True, check=checked_flag),
     ParameterSpec('adaptation_link', 'string', '',
                   'adaptive mode: the link the load is fixed to, the tip link or a joint\'s '
-                  'child link; empty: the tip link.', check=_text),
+                  'child link; empty: the tip link.', check=checked_text),
     ParameterSpec('friction_compensation', 'bool', False,
                   'Add the URDF <dynamics damping friction> torques to the command, evaluated '
                   'at the desired velocity (so that dry friction is compensated as soon as '
                   'the reference moves), at the measured velocity in gravity_compensation '
-                  'mode.', runtime=True, check=_flag),
+                  'mode.', runtime=True, check=checked_flag),
     ParameterSpec('coulomb_velocity', 'double', 0.003,
                   'Velocity scale v_s of the Coulomb friction compensated at the desired '
                   'velocity: Fc*tanh(qd_d/v_s). The reference is noise-free, so the sign can '
                   "be sharp (the model's 0.01 rad/s is kept at measured velocities).",
-                  unit='rad/s', constraints='> 0', runtime=True, check=_positive),
+                  unit='rad/s', constraints='> 0', runtime=True, check=checked_positive),
     ParameterSpec('hardware_compensates_gravity', 'bool', False,
                   'The hardware adds g(q) itself (Universal Robots direct torque control): '
-                  'leave gravity out of the command in every mode.', check=_flag),
+                  'leave gravity out of the command in every mode.', check=checked_flag),
     ParameterSpec('hardware_compensates_friction', 'bool', False,
                   'The hardware adds its own friction model (UR direct torque control by '
                   'default): never add the URDF friction, whatever friction_compensation '
-                  'says.', check=_flag),
+                  'says.', check=checked_flag),
     ParameterSpec('gravity', 'double_array', [0.0, 0.0, -9.81],
                   'Gravity acceleration in the chain base frame.', unit='m/s^2',
-                  constraints='3 finite numbers', runtime=True, check=_gravity),
+                  constraints='3 finite numbers', runtime=True, check=checked_gravity),
     ParameterSpec('effort_limits', 'double_array', None,
                   'Symmetric effort limits, one per joint (chain order); unset = URDF <limit '
                   'effort> (inf where absent). Every command is clamped to them.',
-                  unit='N*m or N', constraints='> 0', check=_effort_limits),
+                  unit='N*m or N', constraints='> 0', check=checked_effort_limits),
     ParameterSpec('effort_margin', 'double', 0.1,
                   'Share of each effort limit left for the feedback when a trajectory is '
                   'checked against the limits before it becomes the reference: the effort '
                   'the model needs along it must stay within effort_limits*(1-effort_margin).',
-                  constraints='0 <= value < 1', runtime=True, check=_fraction),
+                  constraints='0 <= value < 1', runtime=True, check=checked_fraction),
     ParameterSpec('infeasible_trajectory', 'string', 'reject',
                   'A trajectory (goal or topic) needing more effort than effort_limits less '
                   'effort_margin: reject (refused before any motion, with the joint, the time '
@@ -407,115 +241,115 @@ PARAMETERS = (
                   "the smallest uniform stretch that fits, Hollerbach's dynamic time "
                   'scaling; refused when gravity alone exceeds a limit).',
                   constraints='one of: reject, scale', runtime=True,
-                  check=_one_of(('reject', 'scale'))),
+                  check=checked_one_of(('reject', 'scale'))),
     ParameterSpec('effort_check_rate', 'double', 500.0,
                   'Samples per second at which a trajectory is checked against the effort '
                   'limits (the rate of joint_states, which sets the control rate); 0: no '
                   'check.', unit='Hz', constraints='>= 0', runtime=True,
-                  check=_non_negative),
+                  check=checked_non_negative),
     ParameterSpec('joints', 'string_array', None,
                   'Order of the joints in the effort command (as configured in the effort '
                   'controller); unset = chain order. Must list every chain joint once.',
-                  check=_joint_names),
+                  check=checked_joint_names),
     ParameterSpec('armature', 'double_array', None,
                   'Reflected rotor inertia per joint (chain order), added as armature*qdd; '
                   'unset = zero.', unit='kg*m^2 or kg', constraints='>= 0',
-                  check=_drive_values),
+                  check=checked_drive_values),
     ParameterSpec('damping', 'double_array', None,
                   'Viscous friction per joint (chain order), replacing the URDF <dynamics '
                   'damping> (e.g. from ne-dynamics identify); unset = the URDF values.',
-                  unit='N*m*s/rad or N*s/m', constraints='>= 0', check=_drive_values),
+                  unit='N*m*s/rad or N*s/m', constraints='>= 0', check=checked_drive_values),
     ParameterSpec('friction', 'double_array', None,
                   'Coulomb friction per joint (chain order), replacing the URDF <dynamics '
                   'friction>; unset = the URDF values.', unit='N*m or N', constraints='>= 0',
-                  check=_drive_values),
+                  check=checked_drive_values),
     ParameterSpec('friction_velocity', 'double_array', None,
                   'Identified velocity scale v_s of each joint\'s Coulomb friction '
                   'Fc*tanh(qd/v_s) at measured velocities (chain order, from ne-dynamics '
                   'identify): the momentum observer and gravity_compensation/comply use it; '
                   'the noise-free reference keeps coulomb_velocity. Unset = 0.01.',
-                  unit='rad/s or m/s', constraints='> 0', check=_friction_velocity),
+                  unit='rad/s or m/s', constraints='> 0', check=checked_friction_velocity),
     ParameterSpec('friction_offset', 'double_array', None,
                   'Constant effort per joint added to the friction model (chain order, '
                   'identified by ne-dynamics identify: a drive\'s or torque sensor\'s offset); '
                   'unset = zero.', unit='N*m or N', constraints='finite',
-                  check=_friction_offset),
+                  check=checked_friction_offset),
     ParameterSpec('state_timeout', 'double', 0.1,
                   'Seconds without a valid joint_states message after which the node stops '
                   'following the reference: it aborts the goal and commands what '
                   'state_loss_policy says, then zero effort.', unit='s', constraints='> 0',
-                  runtime=True, check=_positive),
+                  runtime=True, check=checked_positive),
     ParameterSpec('state_loss_policy', 'string', 'hold_gravity',
                   'What the node commands for state_loss_hold seconds after a state timeout: '
                   'hold_gravity (g(q) of the model, the adaptive load included, at the last '
                   'measured position: no PD, no motion feed-forward), hold_last (the last '
                   'command) or zero (zero effort at once). Then zero effort until states '
                   'return.', constraints='one of: hold_gravity, hold_last, zero', runtime=True,
-                  check=_one_of(('hold_gravity', 'hold_last', 'zero'))),
+                  check=checked_one_of(('hold_gravity', 'hold_last', 'zero'))),
     ParameterSpec('state_loss_hold', 'double', 1.0,
                   'Seconds after a state timeout during which state_loss_policy holds (3x '
                   'the longest pause measured on this machine, a 335 ms DDS discovery '
                   'stall), then zero effort.', unit='s', constraints='>= 0', runtime=True,
-                  check=_non_negative),
+                  check=checked_non_negative),
     ParameterSpec('contact.threshold', 'double_array', None,
                   'External effort (the momentum observer\'s r) beyond which a joint is in '
                   'contact: one value or one per joint (chain order); unset: no detection '
                   '(r is still published). ne-dynamics identify writes it from the '
                   'recording\'s residual.', unit='N*m or N', constraints='> 0 (.inf: off)',
-                  runtime=True, check=_thresholds),
+                  runtime=True, check=checked_thresholds),
     ParameterSpec('contact.debounce', 'integer', 3,
                   'States in a row over contact.threshold before a contact is reported.',
-                  constraints='integer 1..1000', runtime=True, check=_debounce),
+                  constraints='integer 1..1000', runtime=True, check=checked_debounce),
     ParameterSpec('contact.reaction', 'string', 'hold',
                   'On a contact: hold (abort the goal, drop the trajectory, hold the '
                   'position measured then), comply (abort, command gravity and friction '
                   'compensation only: the arm yields) or ignore (report only). Resuming '
                   'takes a new goal or trajectory.', constraints='one of: hold, comply, ignore',
-                  runtime=True, check=_one_of(('hold', 'comply', 'ignore'))),
+                  runtime=True, check=checked_one_of(('hold', 'comply', 'ignore'))),
     ParameterSpec('contact.observer_gain', 'double', 60.0,
                   'K_O, the momentum observer\'s bandwidth: r follows the external effort '
                   'with a first-order lag of 1/K_O s (60: 90 % in 38 ms).', unit='1/s',
-                  constraints='> 0', runtime=True, check=_positive),
+                  constraints='> 0', runtime=True, check=checked_positive),
     ParameterSpec('position_limit_margin', 'double', 0.2,
                   'A joint_states position beyond a URDF joint limit by more than this is '
                   'dropped as a glitch (.inf: no check).', unit='rad or m',
-                  constraints='>= 0', runtime=True, check=_non_negative_or_inf),
+                  constraints='>= 0', runtime=True, check=checked_non_negative_or_inf),
     ParameterSpec('max_trajectory_bytes', 'integer', MAX_TRAJECTORY_BYTES,
                   'Serialized size beyond which a trajectory message is dropped unread by '
                   'the trajectory receiver process (which takes every message, so that the '
                   'control path never does). The default holds the largest trajectory the '
                   'node accepts (100 000 points with every field for 7 joints).',
-                  unit='bytes', constraints='integer > 0', check=_byte_count),
+                  unit='bytes', constraints='integer > 0', check=checked_byte_count),
     ParameterSpec('allow_partial_joints_goal', 'bool', False,
                   'Accept FollowJointTrajectory goals that name only some of the joints (as '
                   'joint_trajectory_controller): the others hold the reference in force at '
-                  'receipt. false: such goals are rejected.', check=_flag),
+                  'receipt. false: such goals are rejected.', check=checked_flag),
     ParameterSpec('allow_nonzero_velocity_at_trajectory_end', 'bool', False,
                   'Accept goals whose last point gives a non-zero velocity (as '
-                  'joint_trajectory_controller; false rejects them).', check=_flag),
+                  'joint_trajectory_controller; false rejects them).', check=checked_flag),
     ParameterSpec('action_monitor_rate', 'double', 20.0,
                   'Rate of the FollowJointTrajectory feedback (desired, actual, error).',
-                  unit='Hz', constraints='> 0', check=_positive),
+                  unit='Hz', constraints='> 0', check=checked_positive),
     ParameterSpec('constraints.stopped_velocity_tolerance', 'double', 0.01,
                   'Goal velocity tolerance of every joint: after the last point, |qd| must '
                   'be within it for the goal to succeed (0: not checked). Per-joint '
                   'constraints.<joint>.trajectory (path) and constraints.<joint>.goal '
                   '(final) position tolerances, default 0 = not checked, are declared for '
                   'the chain\'s joints when configured (as joint_trajectory_controller).',
-                  unit='rad/s', constraints='>= 0', check=_non_negative),
+                  unit='rad/s', constraints='>= 0', check=checked_non_negative),
     ParameterSpec('constraints.goal_time', 'double', 0.0,
                   'Time after the last point within which the goal tolerances must be met, '
                   'else GOAL_TOLERANCE_VIOLATED; 0: wait indefinitely (as '
                   'joint_trajectory_controller).', unit='s', constraints='>= 0',
-                  check=_non_negative),
+                  check=checked_non_negative),
     ParameterSpec('controller_state_rate', 'double', 0.0,
                   'Rate of ~/controller_state (control_msgs/JointTrajectoryControllerState) '
                   'while someone subscribes; 0: every command, as joint_trajectory_controller.',
-                  unit='Hz', constraints='>= 0', check=_non_negative),
+                  unit='Hz', constraints='>= 0', check=checked_non_negative),
     ParameterSpec('activation_timeout', 'double', 10.0,
                   'Longest wait of activate for the trajectory receiver process and the '
                   'action server to be up and discovered; activate fails with the reason '
-                  'after it.', unit='s', constraints='> 0', check=_positive),
+                  'after it.', unit='s', constraints='> 0', check=checked_positive),
     ParameterSpec('discovery_settle', 'double', 3.5,
                   'How long the trajectory receiver process (a DDS participant of its own) '
                   'must have been on the graph before activate completes. Fast DDS '
@@ -524,11 +358,11 @@ PARAMETERS = (
                   'node paused about 335 ms meanwhile (a state timeout while commanding). '
                   'Measured: 3 of 12 starts with such a pause after activation without it, '
                   '0 of 12 with 3.5 s.', unit='s', constraints='>= 0',
-                  check=_non_negative),
+                  check=checked_non_negative),
     ParameterSpec('velocity_filter_cutoff', 'double', 50.0,
                   'Cut-off frequency of the low-pass on finite-difference velocities, used '
                   'when joint_states carries no velocity.', unit='Hz', constraints='> 0',
-                  runtime=True, check=_cutoff),
+                  runtime=True, check=checked_cutoff),
 )
 
 #: name -> spec.
@@ -581,5 +415,5 @@ def markdown_table():
     return '\n'.join(lines) + '\n'
 
 
-__all__ = ['BY_NAME', 'check', 'defaults', 'markdown_table', 'numbers', 'ParameterSpec',
-           'PARAMETERS', 'per_joint', 'RUNTIME', 'scalar']
+__all__ = ['BY_NAME', 'check', 'defaults', 'markdown_table', 'ParameterSpec', 'PARAMETERS',
+           'RUNTIME']

@@ -45,8 +45,9 @@ class RunState:
             reference (an action goal), or None.
         integral: (n,) list, the integral of ``q_d - q``, rad*s (m*s).
         integral_time: when ``integral`` was last advanced, s; None: not yet.
-        adaptation_time: when the adaptive law's estimate was last advanced, s; None: not
-            yet in this run (its first state takes no step).
+        law: the run's control law (:class:`~ne_dynamics_ros.control.law.Law`: what it
+            keeps between states is this run's), or None: the law of the settings in
+            force, made on the next state.
         idle_sample: ``(steady ns, JointStateSample)`` of the last state seen while
             inactive (what an activation holds while it is fresh), or None.
         pending: a trajectory (and its goal) that arrived while the next valid state was
@@ -56,8 +57,6 @@ class RunState:
         last_effort: (n,) list, the last command (chain order), or None.
         loss_effort: (n,) list (chain order): what a state timeout commands while
             ``state_loss_hold`` lasts (``state_loss_policy``); None: zeros.
-        complying: a contact with ``contact.reaction`` comply started this run: gravity
-            and friction compensation only, until a new trajectory is installed.
     """
 
     n: int
@@ -69,13 +68,12 @@ class RunState:
     goal: Optional[GoalMonitor] = None
     integral: list = field(init=False)
     integral_time: Optional[float] = field(default=None, init=False)
-    adaptation_time: Optional[float] = field(default=None, init=False)
+    law: Optional[object] = None
     idle_sample: Optional[tuple] = None
     pending: Optional[tuple] = None
     last_q: Optional[list] = None
     last_effort: Optional[list] = None
     loss_effort: Optional[list] = None
-    complying: bool = False
 
     def __post_init__(self):
         self.integral = [0.0] * self.n

@@ -224,8 +224,9 @@ def status(name, hardware_id, facts, statistics, elapsed, previous, current, sta
         problems.append(f'at effort limit: {", ".join(at_limit)}')
     if states and rate < 2.0 / state_timeout:
         problems.append(f'joint_states at {rate:.1f} Hz, under 2 per state_timeout')
-    if facts.get('contact') and facts['contact'] not in problems:
-        problems.append(facts['contact'])
+    for key in ('contact', 'singularity'):
+        if facts.get(key) and facts[key] not in problems:
+            problems.append(facts[key])
     if problems:
         level, message = WARN, '; '.join(problems)
     if timed_out:
@@ -253,7 +254,21 @@ def node_facts(node, c, description_source, action):
             'payload estimate': payload_text(c.payload_estimate if c else None),
             'goals accepted': goals.accepted_goals if goals else 0,
             'goals rejected': goals.rejected_goals if goals else 0,
-            'contact': contact.text() if contact is not None else ''}
+            'contact': contact.text() if contact is not None else '',
+            **cartesian_facts(c.cartesian_state if c else None)}
+
+
+def cartesian_facts(law):
+    """Return the Cartesian law's facts ({} outside mode cartesian_impedance).
+
+    ``manipulability`` (Yoshikawa 1985) and ``singularity``: non-empty (a problem: WARN)
+    while the task-space inertia is inverted damped near a singularity.
+    """
+    if law is None:
+        return {}
+    return {'manipulability': f'{law.manipulability:.4g}',
+            'singularity': ('near a singularity: the task-space inertia is inverted damped'
+                            if law.near_singularity else '')}
 
 
 def payload_text(estimate):
@@ -264,5 +279,6 @@ def payload_text(estimate):
     return f'{mass:.3f} kg at ({com[0]:.3f}, {com[1]:.3f}, {com[2]:.3f}) m'
 
 
-__all__ = ['ControlStatistics', 'counts', 'drop_summary', 'ERROR', 'EVENT_INTERVAL', 'Events',
+__all__ = ['cartesian_facts', 'ControlStatistics', 'counts', 'drop_summary', 'ERROR',
+           'EVENT_INTERVAL', 'Events',
            'node_facts', 'OK', 'payload_text', 'PERIOD', 'status', 'WARN']

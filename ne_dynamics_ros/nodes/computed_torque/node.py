@@ -482,8 +482,7 @@ class ComputedTorqueNode(LifecycleNode):
         goals = self.goals
         if goals is not None:
             goals.record(state, out)
-        self.outputs.publish(state, out)
-        self.outputs.publish_payload_when_due(state, controller)
+        self.outputs.publish(state, out, controller)
 
     def _on_query_state(self, request, response):
         """``~/query_state``: the reference at ``request.time`` (JTC's QueryTrajectoryState)."""

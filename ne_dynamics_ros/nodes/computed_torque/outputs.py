@@ -14,7 +14,8 @@ vector is in the command order (the controller's ``joints``). In adaptive mode
 inertia about it, in ``adaptation_link``'s frame) is written after a command at most
 :data:`PAYLOAD_RATE` times per second of the states' stamps (:meth:`Outputs.
 publish_payload_when_due`), for rqt_plot: under simulated time as often per simulated
-second as on a real arm.
+second as on a real arm. ``~/target_pose`` and ``~/current_pose`` (mode
+``cartesian_impedance``): :mod:`~ne_dynamics_ros.nodes.computed_torque.cartesian_io`.
 """
 import time
 
@@ -60,6 +61,9 @@ class Outputs:
             Inertia, '~/payload', 10, event_callbacks=NO_PUBLISHER_EVENTS)
         self._external_effort = node.create_publisher(
             JointState, '~/external_effort', 10, event_callbacks=NO_PUBLISHER_EVENTS)
+        from ne_dynamics_ros.nodes.computed_torque.cartesian_io import CartesianTopics
+        #: ``~/target_pose`` and ``~/current_pose`` (mode cartesian_impedance)
+        self.cartesian = CartesianTopics(node)
         #: (tracking_error, desired, controller_state, external_effort): somebody
         #: subscribes
         self.wanted = (False, False, False, False)
@@ -82,6 +86,7 @@ class Outputs:
         """
         wanted_external = (self._external_effort.get_subscription_count() > 0
                            if external_effort else self.wanted[3])
+        self.cartesian.refresh()
         self.wanted = (
             self._tracking_error.get_subscription_count() > 0,
             self._desired.get_subscription_count() > 0,
@@ -115,8 +120,13 @@ class Outputs:
          message.izz) = (float(v) for v in inertia)
         self._payload.publish(message)
 
-    def publish(self, state, out):
-        """Publish the outputs of the command ``out`` answering ``state`` (its stamp)."""
+    def publish(self, state, out, controller):
+        """Publish the outputs of the command ``out`` of ``controller`` answering ``state``.
+
+        Stamped like ``state``; ``~/payload`` and ``~/current_pose`` when due and wanted.
+        """
+        self.publish_payload_when_due(state, controller)
+        self.cartesian.publish(controller, state)
         tracking_error, desired, controller_state, external_effort = self.wanted
         if external_effort and out.external_effort_values is not None:
             self._external_effort.publish(joint_state_bytes(

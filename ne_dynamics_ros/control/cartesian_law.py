@@ -1,0 +1,271 @@
+"""Cartesian impedance of the tip with a posture in the null space (no ROS).
+
+Mode ``cartesian_impedance`` (:class:`CartesianImpedanceLaw`, one of the law objects of
+:mod:`~ne_dynamics_ros.control.law`)::
+
+    tau = J^T (K e + D e') + C(q, qd) qd + g(q) + tau_f(qd) + (I - J^T Jbar^T) tau_0
+
+* ``e`` (6,): the pose error of ``tip_link`` in the base link frame, ``[p_t - p;
+  log(R_t R^T)]`` (m, rad: :func:`~ne_dynamics_ros.dynamics.kinematics.pose_error`), ``e'
+  = xd_t - J qd`` with ``xd_t`` the rate of the target (below) and J the geometric
+  Jacobian of the tip (:mod:`~ne_dynamics_ros.dynamics.kinematics`).
+* ``K = diag(cartesian.stiffness)`` (N/m for x, y, z, then N·m/rad about x, y, z, base
+  frame axes). ``D`` by the factorisation design of Albu-Schäffer, Ott, Frese &
+  Hirzinger (2003), eq. 19: ``D = zeta (Lambda^1/2 K^1/2 + K^1/2 Lambda^1/2)``, ``zeta =
+  cartesian.damping_ratio``: each direction of the task-space inertia ``Lambda`` is
+  damped as a mass-spring of that inertia and stiffness (critically for zeta = 1).
+* ``Lambda = (J M^-1 J^T)^-1`` (Khatib 1987, eq. 51), ``Jbar = M^-1 J^T Lambda`` the
+  dynamically consistent inverse and ``I - J^T Jbar^T`` the projector of torques into the
+  null space of the task (Khatib 1987, eq. 70), which is zero for a 6-joint arm away
+  from singularities. ``Lambda`` is inverted damped: an eigenvalue w of ``J M^-1 J^T``
+  becomes ``w / (w^2 + mu^2)`` with ``mu`` :data:`SINGULAR_DAMPING` of the largest, so
+  the law stays finite at a singularity; :attr:`CartesianImpedanceLaw.near_singularity`
+  says when that damping acts (the node reports it in ``/diagnostics`` with the
+  manipulability, Yoshikawa 1985).
+* ``tau_0 = K_n (q_n - q) - D_n qd``: the posture ``q_n`` (``nullspace.posture``; empty:
+  the position when the mode was entered), ``K_n = nullspace.stiffness`` (N·m/rad),
+  ``D_n = 2 sqrt(K_n M_ii)`` per joint.
+* ``C qd + g`` and ``M`` are the model's, with the load the adaptive part holds (learned
+  in mode ``adaptive`` or declared on ``~/declared_payload``), ``tau_f`` the model's
+  friction at the measured velocity (``friction_compensation``); the hardware's own
+  compensation flags hold as in every mode.
+
+The target: on the first state of a run (entering the mode, activation, a contact's
+hold) the target is the tip pose measured: no jump. A new target (:meth:`set_goal`) is
+approached at ``cartesian.max_speed`` (m/s along the line, rad/s about the rotation's
+axis), not in one step; its rate is the ``xd_t`` above.
+
+Units: q in rad (m for prismatic joints), qd in rad/s, efforts in N·m (N), poses in the
+base link frame (m).
+"""
+import math
+
+import numpy as np
+
+from ne_dynamics_ros.control.law import clamped, Law
+from ne_dynamics_ros.control.laws import ControlMode, NonFiniteEffortError
+from ne_dynamics_ros.dynamics.kinematics import (chain_kinematics, manipulability,
+                                                 pose_error, quaternion_to_matrix,
+                                                 rotation_exp)
+
+#: ``mu`` of the damped inverse of ``J M^-1 J^T``, relative to its largest eigenvalue.
+SINGULAR_DAMPING = 1e-5
+#: Below this ratio of its smallest to its largest eigenvalue ``J M^-1 J^T`` is reported
+#: near singular (the UR5e's ratio in its usual postures: 1e-3 to 1e-2).
+NEAR_SINGULAR = 1e-5
+
+
+class TargetError(ValueError):
+    """A target pose that cannot be taken (the message says why); the last good one stays."""
+
+
+def target_pose(position, orientation, frame_id: str, base_link: str) -> np.ndarray:
+    """Return the (4, 4) pose of a target, checked, in the base link frame.
+
+    Args:
+        position: (3,) m. orientation: a quaternion ``(x, y, z, w)`` (ROS order), any
+            length > 0 (normalised here).
+        frame_id: the frame the pose is given in: empty, or ``base_link``.
+        base_link: the chain's base link name.
+
+    Raises:
+        TargetError: another frame, a non-finite value or a zero quaternion.
+    """
+    if frame_id not in ('', base_link):
+        raise TargetError(f'a target in frame {frame_id!r}: give it in {base_link!r} (or '
+                          'an empty frame_id)')
+    p = np.asarray(position, dtype=float).reshape(-1)
+    if p.shape != (3,) or not np.all(np.isfinite(p)):
+        raise TargetError(f'a target position must be 3 finite values, got {p.tolist()}')
+    try:
+        R = quaternion_to_matrix(*orientation)
+    except (TypeError, ValueError) as err:
+        raise TargetError(f'a target orientation that is no rotation: {err}') from None
+    T = np.eye(4)
+    T[:3, :3], T[:3, 3] = R, p
+    return T
+
+
+class CartesianImpedanceLaw(Law):
+    """The law of mode ``cartesian_impedance`` (module docstring); one object per run.
+
+    Args:
+        context: the :class:`~ne_dynamics_ros.control.law.LawContext` in force.
+        carried: a law of the same mode whose goal, target and posture this one keeps
+            (new settings), or None.
+
+    Attributes:
+        goal: (4, 4) the target pose last accepted, base link frame; None before the
+            run's first state (it becomes the pose measured then).
+        target: (4, 4) the pose the impedance pulls to now: the goal, or on the way to it
+            at ``cartesian.max_speed``.
+        posture: (n,) ``q_n``, rad (m).
+        pose: (4, 4) the tip pose at the last state, or None.
+        manipulability: ``sqrt(det(J J^T))`` at the last state (nan before).
+        near_singularity: the damped inverse changed Lambda at the last state.
+    """
+
+    mode = ControlMode.CARTESIAN_IMPEDANCE
+    follows_trajectory = False
+    integrates = False
+    refusal = ('mode cartesian_impedance follows ~/target_pose: trajectories and goals are '
+               'refused (set mode to a joint-space mode to follow them)')
+
+    def __init__(self, context, carried=None):
+        super().__init__(context)
+        settings, model = context.settings, context.model
+        self.kinematics = chain_kinematics(model)
+        self._k = np.asarray(settings.cartesian_stiffness, dtype=float)
+        self._sqrt_k = np.sqrt(self._k)
+        self._zeta = float(settings.cartesian_damping_ratio)
+        self._speed = np.asarray(settings.cartesian_max_speed, dtype=float)
+        self._kn = np.asarray(settings.nullspace_stiffness, dtype=float)
+        posture = settings.nullspace_posture
+        self._posture_setting = None if posture is None else np.asarray(posture, float)
+        self.goal = self.target = self.pose = None
+        self.posture = self._posture_setting
+        self._time = None
+        self.near_singularity = False
+        self._jacobian = None
+        self._loaded = (None, None)
+        n = context.model.n
+        self._zeros = [0.0] * n
+        self._units = [[1.0 if i == j else 0.0 for i in range(n)] for j in range(n)]
+        #: the configured gravity is the generated program's (0, 0, -9.81)
+        self._program_gravity = tuple(float(g) for g in context.config.gravity) == \
+            (0.0, 0.0, -9.81)
+        if carried is not None:
+            self.goal, self.target, self._time = carried.goal, carried.target, carried._time
+            if self.posture is None:
+                self.posture = carried.posture
+
+    def reconfigured(self, context):
+        """The law under new settings: the goal, target and posture carried over."""
+        return CartesianImpedanceLaw(context, carried=self)
+
+    def set_goal(self, pose):
+        """Take a new goal pose ((4, 4), base link frame; checked by the caller)."""
+        self.goal = np.array(pose, dtype=float)
+        if self.target is not None and self.target is not self.goal:
+            self.target = self.target.copy()      # the target was the old goal: keep it
+
+    # ---- the model, with the load the adaptive part holds --------------------------------
+
+    def _dynamics(self):
+        """Return the model (or generated program) of M, C and g: the load's when held."""
+        context = self.context
+        law = context.adaptive.law
+        if law is None or not hasattr(law, 'mass') or law.mass == 0.0:
+            return context.dynamics
+        key = law.estimate.tobytes()
+        if self._loaded[0] != key:
+            self._loaded = (key, context.model.with_parameters(
+                law._fixed + law._mapping @ law.estimate))
+        return self._loaded[1]
+
+    def _inertia_and_bias(self, dynamics, q, qd):
+        """Return ``(M (n, n), C qd + g (n,))`` at ``(q, qd)`` (lists), gravity as configured.
+
+        With a generated program (Renaud 1987) M is read column by column from n + 1 runs
+        of it (``rnea(q, 0, e_j) - rnea(q, 0, 0)``, gravity cancels), as Walker & Orin
+        (1982) method 1 does with the recursion; otherwise the model's batched recursion.
+        """
+        config = self.context.config
+        gravity = (0.0, 0.0, 0.0) if config.hardware_compensates_gravity else config.gravity
+        run = getattr(dynamics, 'rnea_values', None)
+        n = len(q)
+        zero = self._zeros
+        base = None if run is None else run(q, zero, zero)
+        if base is None or not math.isfinite(sum(base)):
+            q_a = np.asarray(q, dtype=float)
+            return (dynamics.mass_matrix(q_a),
+                    dynamics.rnea(q_a, np.asarray(qd, dtype=float), np.zeros(n), gravity))
+        columns = np.array([run(q, zero, unit) for unit in self._units])
+        M = columns.T - np.asarray(base)[:, None]
+        bias = np.asarray(run(q, qd, zero))
+        if config.hardware_compensates_gravity:
+            bias = bias - np.asarray(base)
+        elif not self._program_gravity:           # another gravity than the program's
+            bias = dynamics.rnea(np.asarray(q, dtype=float), np.asarray(qd, dtype=float),
+                                 np.zeros(n), gravity)
+        return 0.5 * (M + M.T), bias
+
+    # ---- the effort ------------------------------------------------------------------------
+
+    def _advance_target(self, now):
+        """Move the target toward the goal at the bounded rate; return its rate (6,)."""
+        dt = 0.0 if self._time is None else max(0.0, now - self._time)
+        self._time = now
+        rate = np.zeros(6)
+        if self.goal is None or dt == 0.0 or self.target is self.goal:
+            return rate
+        step = pose_error(self.goal, self.target)
+        linear, angular = np.linalg.norm(step[:3]), np.linalg.norm(step[3:])
+        if linear > self._speed[0] * dt:
+            step[:3] *= self._speed[0] * dt / linear
+        if angular > self._speed[1] * dt:
+            step[3:] *= self._speed[1] * dt / angular
+        if linear <= self._speed[0] * dt and angular <= self._speed[1] * dt:
+            self.target = self.goal                 # reached: the goal itself from now on
+            return step / dt
+        target = self.target.copy()
+        target[:3, 3] += step[:3]
+        target[:3, :3] = rotation_exp(step[3:]) @ target[:3, :3]
+        self.target = target
+        return step / dt
+
+    def _task_inertia(self, inverse_inertia):
+        """Return ``(Lambda, Lambda^1/2)`` from ``J M^-1 J^T``, damped near a singularity.
+
+        An eigenvalue w becomes ``w / (w^2 + mu^2)``, ``mu`` :data:`SINGULAR_DAMPING` of
+        the largest: away from singularities the inverse is exact to ``(mu / w)^2``.
+        """
+        w, V = np.linalg.eigh(inverse_inertia)
+        w = np.maximum(w, 0.0)
+        mu = SINGULAR_DAMPING * max(float(w[-1]), 1e-12)
+        inverse = w / (w * w + mu * mu)
+        self.near_singularity = bool(w[0] < NEAR_SINGULAR * w[-1])
+        return (V * inverse) @ V.T, (V * np.sqrt(inverse)) @ V.T
+
+    def effort(self, step):
+        """Return the n clamped efforts of one state (module docstring)."""
+        q, qd = step.q, step.qd
+        T, J, _ = self.kinematics.update(q, qd)
+        self.pose = T
+        if self.target is None:                  # the run's first state: no jump
+            self.target = T.copy()
+            if self.goal is None:
+                self.goal = self.target
+            if self.posture is None:
+                self.posture = np.array(q, dtype=float)
+        target_rate = self._advance_target(step.now)
+        M, bias = self._inertia_and_bias(self._dynamics(), q, qd)
+        qd_a = np.asarray(qd, dtype=float)
+        Minv = np.linalg.inv(M)
+        JMinv = J @ Minv
+        Lambda, root = self._task_inertia(JMinv @ J.T)
+        self._jacobian = J
+        error = pose_error(self.target, T)
+        D = self._zeta * (root * self._sqrt_k + self._sqrt_k[:, None] * root)
+        force = self._k * error + D @ (target_rate - J @ qd_a)
+        posture_torque = (self._kn * (self.posture - np.asarray(q))
+                          - 2.0 * np.sqrt(self._kn * np.diag(M)) * qd_a)
+        # (I - J^T Jbar^T) tau_0, Jbar^T = Lambda J M^-1
+        tau = J.T @ (force - Lambda @ (JMinv @ posture_torque)) + posture_torque + bias
+        context = self.context
+        config = context.config
+        if config.friction_compensation and not config.hardware_compensates_friction:
+            tau = tau + np.asarray(context.contact.friction_values(qd))
+        if not np.all(np.isfinite(tau)):
+            raise NonFiniteEffortError(f'the Cartesian law produced a non-finite effort '
+                                       f'{tau.tolist()}')
+        return clamped(tau.tolist(), context)
+
+    @property
+    def manipulability(self) -> float:
+        """``sqrt(det(J J^T))`` at the last state (Yoshikawa 1985); nan before the first."""
+        J = self._jacobian
+        return math.nan if J is None else manipulability(J)
+
+
+__all__ = ['CartesianImpedanceLaw', 'SINGULAR_DAMPING', 'target_pose', 'TargetError']

@@ -1,0 +1,72 @@
+"""The node's Cartesian topics: ``~/target_pose`` in, ``~/current_pose`` out.
+
+Mode ``cartesian_impedance`` (:mod:`~ne_dynamics_ros.control.cartesian_law`):
+
+* ``~/target_pose`` (``geometry_msgs/PoseStamped``): the pose the tip is held at, in the
+  chain's base link frame (``header.frame_id`` empty or the base link's name). A target
+  that cannot be taken (another frame, NaN or inf, a zero quaternion, another mode) is
+  dropped with a throttled warning; the last good one stays. Taken on the executor, off
+  the control path.
+* ``~/current_pose`` (``geometry_msgs/PoseStamped``): the tip pose measured at each
+  command, stamped like the state it answers, while somebody subscribes (looked up by
+  the watchdog thread, as the other ``~/`` outputs).
+
+The node only converts messages here; the checks are the controller's.
+"""
+from geometry_msgs.msg import PoseStamped
+
+from ne_dynamics_ros.control.cartesian_law import TargetError
+from ne_dynamics_ros.dynamics.kinematics import matrix_to_quaternion
+from ne_dynamics_ros.nodes.computed_torque.outputs import NO_PUBLISHER_EVENTS
+
+
+class CartesianTopics:
+    """Subscribe ``~/target_pose`` and publish ``~/current_pose`` for ``node``.
+
+    Args:
+        node: the node (its ``controller``, ``warn_throttled``, logger).
+    """
+
+    def __init__(self, node):
+        self._node = node
+        self._current = node.create_publisher(PoseStamped, '~/current_pose', 10,
+                                              event_callbacks=NO_PUBLISHER_EVENTS)
+        self.subscription = node.create_subscription(PoseStamped, '~/target_pose',
+                                                     self._on_target, 10)
+        #: somebody subscribes to ~/current_pose (refreshed off the control path)
+        self.wanted = False
+
+    def refresh(self):
+        """Look up who subscribes (the watchdog thread)."""
+        self.wanted = self._current.get_subscription_count() > 0
+
+    def _on_target(self, msg):
+        controller = self._node.controller
+        if controller is None:
+            return
+        p, o = msg.pose.position, msg.pose.orientation
+        try:
+            controller.set_target_pose((p.x, p.y, p.z), (o.x, o.y, o.z, o.w),
+                                       msg.header.frame_id)
+        except TargetError as err:
+            self._node.warn_throttled('target_pose', f'dropped a target pose: {err}')
+
+    def publish(self, controller, state):
+        """Publish the tip pose of the last command (stamped like ``state``) if wanted."""
+        if not self.wanted:
+            return
+        law = controller.cartesian_state
+        if law is None or law.pose is None:
+            return
+        T = law.pose
+        message = PoseStamped()
+        message.header.stamp.sec, message.header.stamp.nanosec = state.sec, state.nanosec
+        message.header.frame_id = controller.model.base_link
+        position, orientation = message.pose.position, message.pose.orientation
+        position.x, position.y, position.z = (float(v) for v in T[:3, 3])
+        orientation.x, orientation.y, orientation.z, orientation.w = (
+            float(v) for v in matrix_to_quaternion(T[:3, :3]))
+        self._current.publish(message)
+
+
+__all__ = ['CartesianTopics']
