@@ -102,7 +102,9 @@ class CartesianImpedanceLaw(Law):
         posture: (n,) ``q_n``, rad (m).
         pose: (4, 4) the tip pose at the last state, or None.
         manipulability: ``sqrt(det(J J^T))`` at the last state (nan before).
-        near_singularity: the damped inverse changed Lambda at the last state.
+        near_singularity: ``J M^-1 J^T`` was near singular at the last state (its
+            inverse damped).
+        nullspace_effort: (n,) ``(I - J^T Jbar^T) tau_0`` at the last state, N·m (N).
     """
 
     mode = ControlMode.CARTESIAN_IMPEDANCE
@@ -126,6 +128,7 @@ class CartesianImpedanceLaw(Law):
         self.posture = self._posture_setting
         self._time = None
         self.near_singularity = False
+        self.nullspace_effort = None
         self._jacobian = None
         self._loaded = (None, None)
         n = context.model.n
@@ -154,8 +157,8 @@ class CartesianImpedanceLaw(Law):
     def _dynamics(self):
         """Return the model (or generated program) of M, C and g: the load's when held."""
         context = self.context
-        law = context.adaptive.law
-        if law is None or not hasattr(law, 'mass') or law.mass == 0.0:
+        law = context.adaptive_law
+        if law is None:
             return context.dynamics
         key = law.estimate.tobytes()
         if self._loaded[0] != key:
@@ -251,7 +254,8 @@ class CartesianImpedanceLaw(Law):
         posture_torque = (self._kn * (self.posture - np.asarray(q))
                           - 2.0 * np.sqrt(self._kn * np.diag(M)) * qd_a)
         # (I - J^T Jbar^T) tau_0, Jbar^T = Lambda J M^-1
-        tau = J.T @ (force - Lambda @ (JMinv @ posture_torque)) + posture_torque + bias
+        self.nullspace_effort = posture_torque - J.T @ (Lambda @ (JMinv @ posture_torque))
+        tau = J.T @ force + self.nullspace_effort + bias
         context = self.context
         config = context.config
         if config.friction_compensation and not config.hardware_compensates_friction:

@@ -65,7 +65,8 @@ from ne_dynamics_ros.control.run_state import (
     Command, NoCommand, PreparedTrajectory, RunState, SkipReason, Timeout)
 from ne_dynamics_ros.control.settings import ControllerSettings, DEFAULT_SETTINGS  # noqa: F401
 from ne_dynamics_ros.control.law import (
-    ComplyLaw, CONTACT_REACTIONS, ContactReaction, LawContext, LawStep, make_law)
+    ComplyLaw, CONTACT_REACTIONS, ContactReaction, LawContext, LawStep, LOAD_CARRYING_MODES,
+    make_law)
 from ne_dynamics_ros.control.laws import (
     anti_windup, ControlLawConfig, ControlMode, ControlParameterError, integral_step,
     NonFiniteEffortError)
@@ -292,26 +293,33 @@ class ComputedTorqueController:
 
         In adaptive mode with ``adaptation: payload`` the estimate becomes it at once
         (adaptation goes on from it), so the motion that follows, and the momentum
-        observer, carry it without the law's learning transient.
+        observer, carry it without the law's learning transient; in mode
+        ``cartesian_impedance`` the law's M, C and g carry it (the stiffness stays true).
 
         Args:
             mass: kg (0: none). com: (3,) m, in ``adaptation_link``'s frame.
             inertia: (6,) ixx, ixy, ixz, iyy, iyz, izz about the centre of mass, kg·m².
 
         Raises:
-            ControlParameterError: not in adaptive mode with ``adaptation: payload``, or
-                the values are not a load (the message says which).
+            ControlParameterError: not in mode adaptive or cartesian_impedance with
+                ``adaptation: payload``, or the values are not a load (the message says
+                which).
         """
         with self._lock:
+            settings = self.settings
+            carries = settings.mode in LOAD_CARRYING_MODES
+            if carries and self._adaptive.law is None and settings.adaptation == 'payload':
+                self._adaptive.apply(settings, self._context.config.gravity if not
+                                     self.hardware_compensates_gravity else np.zeros(3))
             try:
-                taken = (self.settings.mode is ControlMode.ADAPTIVE
-                         and self._adaptive.declare_payload(mass, com, inertia))
+                taken = carries and self._adaptive.declare_payload(mass, com, inertia)
             except ModelError as err:
                 raise ControlParameterError(str(err)) from None
             if not taken:
                 raise ControlParameterError(
-                    'a declared payload is taken in adaptive mode with adaptation: payload '
-                    f'(mode is {self.settings.mode.value})')
+                    'a declared payload is taken in modes adaptive and cartesian_impedance '
+                    f'with adaptation: payload (mode is {settings.mode.value}, adaptation '
+                    f'{settings.adaptation})')
             self._contact.declared(self._adaptive.law)
 
     @property

@@ -43,6 +43,10 @@ from ne_dynamics_ros.control.laws import (clamp_values, compute_effort_values,
                                           ControlLawConfig, ControlMode)
 
 
+#: Modes whose law carries the load the adaptive part holds (learned or declared).
+LOAD_CARRYING_MODES = frozenset({ControlMode.ADAPTIVE, ControlMode.CARTESIAN_IMPEDANCE})
+
+
 @dataclass(frozen=True)
 class LawContext:
     """What a law is built from: the controller's fixed parts and the settings in force.
@@ -70,9 +74,15 @@ class LawContext:
 
     @property
     def adaptive_law(self):
-        """The adaptive law whose load the model carries (adaptive mode), else None."""
-        if self.config.mode is ControlMode.ADAPTIVE:
-            return self.adaptive.law
+        """The adaptive law whose load the model carries, else None.
+
+        In mode ``adaptive`` its law; in mode ``cartesian_impedance`` the load it holds
+        (learned before in mode ``adaptive``, or declared), once it holds a mass.
+        """
+        mode, law = self.config.mode, self.adaptive.law
+        if mode is ControlMode.ADAPTIVE or (mode in LOAD_CARRYING_MODES
+                                            and getattr(law, 'mass', 0.0) > 0.0):
+            return law
         return None
 
 
@@ -249,4 +259,4 @@ def clamped(tau: Sequence[float], context: LawContext) -> List[float]:
 
 __all__ = ['AdaptiveLaw', 'clamped', 'ComplyLaw', 'ComputedTorqueLaw', 'CONTACT_REACTIONS',
            'ContactReaction', 'FeedforwardLaw', 'GravityCompensationLaw', 'Law',
-           'LawContext', 'LAWS', 'LawStep', 'make_law']
+           'LawContext', 'LAWS', 'LawStep', 'LOAD_CARRYING_MODES', 'make_law']

@@ -1,0 +1,265 @@
+"""Mode cartesian_impedance: the law against closed forms, on MuJoCo and Pinocchio plants.
+
+The independent references: the plant (MuJoCo's or Pinocchio's forward dynamics, never
+our model) and Hooke's law (a tip held at stiffness K and pushed with F settles F/K away
+once the arm is at rest: the law's J^T K e balances J^T F); Pinocchio's gravity for the
+first command (no jump); the null space of J (a posture change along it moves no tip).
+"""
+import math
+import pathlib
+import sys
+
+import numpy as np
+import pytest
+from references import UR5E_URDF
+from random_urdf import PinocchioReference
+
+from ne_dynamics_ros.control import ComputedTorqueController
+from ne_dynamics_ros.control.cartesian_law import CartesianImpedanceLaw, TargetError
+from ne_dynamics_ros.control.law import ComplyLaw, LAWS, make_law
+from ne_dynamics_ros.control.laws import ControlMode
+from ne_dynamics_ros.control.trajectory import TrajectoryError, TrajectoryPoint
+from ne_dynamics_ros.dynamics.kinematics import jacobian, matrix_to_quaternion, tip_pose
+from ne_dynamics_ros.simulation.mujoco_arm import MujocoArm
+from ne_dynamics_ros.simulation.simulated_arm import SimulatedArm
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / 'benchmarks'))
+import bench_real  # noqa: E402 - the benchmark's reader of example-robot-data's Panda
+
+RATE = 500.0
+UR5E_Q0 = np.array([0.2, -1.4, 1.4, -1.5, -1.5, 0.1])
+ARMATURE = [0.1] * 6
+STIFFNESS = [500.0, 500.0, 500.0, 50.0, 50.0, 50.0]
+
+
+def ur5e_controller(**settings):
+    return ComputedTorqueController.from_urdf(
+        str(UR5E_URDF), tip_link='tool0', armature=ARMATURE,
+        settings=dict({'mode': 'cartesian_impedance', 'cartesian.stiffness': STIFFNESS},
+                      **settings))
+
+
+def ur5e_arm(**extra):
+    return MujocoArm(str(UR5E_URDF), armature=ARMATURE, initial_positions=UR5E_Q0, **extra)
+
+
+class Loop:
+    """The controller and a plant stepped in lockstep at ``rate``; the tip recorded."""
+
+    def __init__(self, controller, arm, rate=RATE):
+        self.c, self.arm, self.rate = controller, arm, rate
+        self.t, self.tips, self.efforts, self.commands = 0.0, [], [], []
+
+    def run(self, seconds, each=None):
+        names = self.c.model.joint_names
+        for _ in range(int(round(seconds * self.rate))):
+            if each is not None:
+                each(self.t)
+            ns = int(round(self.t * 1e9))
+            q = self.arm.position
+            out = self.c.update(ns, names, q, self.arm.velocity, steady_ns=ns)
+            assert np.all(np.isfinite(out.effort_values))
+            self.efforts.append(out.effort_values)
+            self.commands.append((q, out))
+            self.arm.step(out.effort, 1.0 / self.rate)
+            self.t += 1.0 / self.rate
+            self.tips.append(tip_pose(self.c.model, self.arm.position))
+        return np.array([T[:3, 3] for T in self.tips])
+
+
+def test_every_mode_has_a_law_and_a_restart_is_a_new_object():
+    assert set(LAWS) == set(ControlMode)
+    c = ur5e_controller()
+    law = make_law(c._context)
+    assert isinstance(law, CartesianImpedanceLaw) and not law.follows_trajectory
+    again = law.restarted()
+    assert again is not law and again.goal is None
+
+
+def test_entering_the_mode_commands_gravity_only_no_jump():
+    """The first state's target is the pose measured: the command is g(q) (Pinocchio's)."""
+    c = ur5e_controller()
+    names = c.model.joint_names
+    out = c.update(0, names, UR5E_Q0, np.zeros(6), steady_ns=0)
+    pin = PinocchioReference(UR5E_URDF.read_text(), names, 'tool0', ARMATURE)
+    np.testing.assert_allclose(out.effort, pin.rnea(UR5E_Q0, 0 * UR5E_Q0, 0 * UR5E_Q0),
+                               atol=1e-9)
+    np.testing.assert_allclose(c.cartesian_state.target, tip_pose(c.model, UR5E_Q0),
+                               atol=1e-12)
+
+
+@pytest.mark.parametrize('axis', [0, 1, 2])
+def test_a_push_displaces_the_tip_by_f_over_k_and_release_returns_it(axis):
+    """20 N at the flange along x, y, z on MuJoCo's UR5e (exact model, no friction):
+    Hooke's law to 1 %, < 0.5 mm across; released, back within 0.1 mm in 2 s."""
+    c = ur5e_controller()
+    arm = ur5e_arm()
+    loop = Loop(c, arm)
+    force = np.zeros(3)
+    force[axis] = 20.0
+    start = loop.run(0.5)[-1]
+    arm.push('tool0', (0.0, 0.0, 0.0), force)
+    pushed = loop.run(2.5)[-1] - start
+    expected = force / np.array(STIFFNESS[:3])
+    assert abs(pushed[axis] - expected[axis]) < 0.01 * expected[axis], pushed
+    across = np.delete(pushed, axis)
+    assert np.all(np.abs(across) < 5e-4), pushed
+    arm.push(None)
+    back = loop.run(2.0)[-1] - start
+    assert np.linalg.norm(back) < 1e-4, back
+
+
+def test_a_target_step_is_approached_at_the_bounded_speed_without_overshoot():
+    """A 5 cm step along z: the target moves at cartesian.max_speed; the tip is within 2
+    mm after 1.5 s, overshoots less than 20 %, and never runs ahead of the bound."""
+    c = ur5e_controller(**{'cartesian.max_speed': [0.1, 1.0]})
+    arm = ur5e_arm()
+    loop = Loop(c, arm)
+    start = loop.run(0.2)[-1]
+    T = tip_pose(c.model, arm.position)
+    goal = T[:3, 3] + [0.0, 0.0, 0.05]
+    c.set_target_pose(goal, matrix_to_quaternion(T[:3, :3]), c.model.base_link)
+    tips = loop.run(1.5)
+    z = tips[:, 2] - start[2]
+    assert np.linalg.norm(tips[-1] - goal) < 2e-3
+    assert z.max() < 0.05 * 1.2
+    speed = np.abs(np.diff(z)) * RATE
+    assert speed.max() < 0.1 * 1.5
+
+
+def test_hostile_targets_are_refused_and_a_far_one_is_not_jumped_to():
+    c = ur5e_controller()
+    arm = ur5e_arm()
+    loop = Loop(c, arm)
+    loop.run(0.1)
+    before = c.cartesian_state.goal.copy()
+    q = [0.0, 0.0, 0.0, 1.0]
+    for position, orientation, frame in (([math.nan, 0, 0], q, ''),
+                                         ([0, 0, math.inf], q, ''),
+                                         ([0.3, 0, 0.3], [0.0, 0.0, 0.0, 0.0], ''),
+                                         ([0.3, 0, 0.3], [0.0, math.nan, 0.0, 1.0], ''),
+                                         ([0.3, 0, 0.3], q, 'tool0'),
+                                         ([0.3, 0, 0.3], q[:3], '')):
+        with pytest.raises(TargetError):
+            c.set_target_pose(position, orientation, frame)
+        np.testing.assert_array_equal(c.cartesian_state.goal, before)
+    # 1 m away: approached at max_speed (default 0.25 m/s), the command stays bounded
+    T = tip_pose(c.model, arm.position)
+    c.set_target_pose(T[:3, 3] + [0.0, 1.0, 0.0], matrix_to_quaternion(T[:3, :3]))
+    tips = loop.run(0.4)
+    assert np.abs(np.diff(tips, axis=0)).max() * RATE < 0.25 * 1.5
+    assert np.all(np.abs(loop.efforts) <= c.effort_limits + 1e-9)
+
+
+def test_trajectories_are_refused_with_the_reason_and_targets_outside_the_mode():
+    c = ur5e_controller()
+    names = c.model.joint_names
+    c.update(0, names, UR5E_Q0, np.zeros(6), steady_ns=0)
+    with pytest.raises(TrajectoryError, match='cartesian_impedance follows ~/target_pose'):
+        c.set_trajectory(names, [TrajectoryPoint(1.0, UR5E_Q0, np.zeros(6), np.zeros(6))],
+                         0, 1_000_000)
+    c.reconfigure(mode='computed_torque')
+    with pytest.raises(TargetError, match='mode computed_torque'):
+        c.set_target_pose([0.3, 0.0, 0.3], [0.0, 0.0, 0.0, 1.0])
+
+
+def test_new_settings_keep_the_target_and_a_switch_into_the_mode_holds_the_pose():
+    c = ur5e_controller(mode='computed_torque')
+    arm = ur5e_arm()
+    loop = Loop(c, arm)
+    loop.run(0.3)
+    c.reconfigure(mode='cartesian_impedance')
+    tips = loop.run(0.3)
+    assert np.abs(tips - tips[0]).max() < 1e-4                 # no jump on entering it
+    T = tip_pose(c.model, arm.position)
+    goal = T[:3, 3] + [0.02, 0.0, 0.0]
+    c.set_target_pose(goal, matrix_to_quaternion(T[:3, :3]))
+    loop.run(0.05)
+    c.reconfigure(**{'cartesian.stiffness': [800.0, 800.0, 800.0, 60.0, 60.0, 60.0]})
+    np.testing.assert_allclose(c.cartesian_state.goal[:3, 3], goal)
+    assert np.linalg.norm(loop.run(1.5)[-1] - goal) < 1e-3
+
+
+def test_a_contact_with_hold_holds_the_pose_measured_and_comply_yields():
+    c = ur5e_controller(**{'contact.threshold': [5.0] * 6, 'contact.reaction': 'hold'})
+    arm = ur5e_arm()
+    loop = Loop(c, arm)
+    loop.run(0.5)
+    arm.push('tool0', (0.0, 0.0, 0.0), (60.0, 0.0, 0.0))
+    loop.run(0.3)
+    assert c.contacts >= 1
+    law = c.cartesian_state
+    assert isinstance(law, CartesianImpedanceLaw)
+    # the new run's target is the pose measured at the contact, not the one held before
+    q, _ = next((q, out) for q, out in loop.commands if out.contact is not None)
+    np.testing.assert_allclose(law.target, tip_pose(c.model, q), atol=1e-12)
+    assert np.linalg.norm(law.target[:3, 3] - loop.tips[0][:3, 3]) > 1e-4
+    c.reconfigure(**{'contact.reaction': 'comply'})
+    arm.push(None)
+    loop.run(0.5)
+    arm.push('tool0', (0.0, 0.0, 0.0), (60.0, 0.0, 0.0))
+    loop.run(0.3)
+    assert isinstance(c._run.law, ComplyLaw)
+
+
+def test_at_a_wrist_singularity_the_command_stays_finite_and_says_so():
+    """q5 = 0 on the UR5e aligns joints 4 and 6: J loses rank, the law stays finite."""
+    c = ur5e_controller()
+    q = UR5E_Q0.copy()
+    q[4] = 0.0
+    names = c.model.joint_names
+    out = c.update(0, names, q, np.zeros(6), steady_ns=0)
+    assert np.all(np.isfinite(out.effort)) and c.cartesian_state.near_singularity
+    assert c.cartesian_state.manipulability < 1e-6
+    for k in range(1, 20):                           # moving through it, pulled away
+        out = c.update(k * 2_000_000, names, q + 1e-4 * k, np.full(6, 0.05),
+                       steady_ns=k * 2_000_000)
+        assert np.all(np.isfinite(out.effort))
+        assert np.all(np.abs(out.effort) <= c.effort_limits)
+
+
+def test_a_declared_load_keeps_the_stiffness_true():
+    """2 kg declared at the flange in mode cartesian_impedance: the tip does not sag by its
+    weight over K (a model without it sags 2 * 9.81 / 500 = 39 mm)."""
+    sags = []
+    for declared in (False, True):
+        c = ur5e_controller()
+        arm = ur5e_arm(payload_mass=2.0, payload_link='tool0')
+        loop = Loop(c, arm)
+        if declared:
+            c.declare_payload(2.0)
+        tips = loop.run(2.0)
+        sags.append(tips[0][2] - tips[-1][2])
+    assert sags[0] > 0.8 * 2.0 * 9.81 / 500.0
+    assert abs(sags[1]) < 1e-3, sags
+
+
+def panda():
+    urdf = str(bench_real.panda_urdf())
+    return urdf, ComputedTorqueController.from_urdf(
+        urdf, tip_link='panda_link8',
+        settings={'mode': 'cartesian_impedance', 'nullspace.stiffness': 20.0})
+
+
+def test_seven_joints_the_posture_moves_in_the_null_space_only():
+    """The Panda (7 joints) on Pinocchio's plant: a posture 0.2 rad along the null space of
+    J is reached (posture error down by 90 %) while the tip moves < 1 mm; the null-space
+    effort stays within 5 N*m."""
+    urdf, c = panda()
+    names = c.model.joint_names
+    q0 = np.array([0.0, -0.5, 0.0, -2.0, 0.0, 1.6, 0.8])
+    arm = SimulatedArm(urdf, joints=names)
+    arm.reset(q0)
+    J = jacobian(c.model, q0)
+    null = np.linalg.svd(J)[2][-1]
+    posture = q0 + 0.2 * null
+    loop = Loop(c, arm, rate=1000.0)
+    loop.run(0.2)
+    c.reconfigure(**{'nullspace.posture': posture.tolist()})
+    nullspace = []
+    tips = loop.run(3.0, each=lambda t: nullspace.append(
+        c.cartesian_state.nullspace_effort if c.cartesian_state.pose is not None else 0.0))
+    assert np.abs(tips - tips[0]).max() < 1e-3
+    error = np.linalg.norm(arm.position - posture)
+    assert error < 0.1 * np.linalg.norm(q0 - posture), error
+    assert 0.1 < np.abs(np.array(nullspace[1:])).max() <= 5.0
