@@ -130,6 +130,8 @@ class CartesianImpedanceLaw(Law):
         self.near_singularity = False
         self.nullspace_effort = None
         self._jacobian = None
+        self._apparent = None
+        self._period = None
         self._loaded = (None, None)
         n = context.model.n
         self._zeros = [0.0] * n
@@ -199,6 +201,9 @@ class CartesianImpedanceLaw(Law):
         """Move the target toward the goal at the bounded rate; return its rate (6,)."""
         dt = 0.0 if self._time is None else max(0.0, now - self._time)
         self._time = now
+        if dt > 0.0:                         # the control period, smoothed over ~50 states
+            self._period = dt if self._period is None else self._period + 0.02 * (
+                dt - self._period)
         rate = np.zeros(6)
         if self.goal is None or dt == 0.0 or self.target is self.goal:
             return rate
@@ -246,7 +251,9 @@ class CartesianImpedanceLaw(Law):
         qd_a = np.asarray(qd, dtype=float)
         Minv = np.linalg.inv(M)
         JMinv = J @ Minv
-        Lambda, root = self._task_inertia(JMinv @ J.T)
+        inverse_inertia = JMinv @ J.T
+        Lambda, root = self._task_inertia(inverse_inertia)
+        self._apparent = np.diag(inverse_inertia)
         self._jacobian = J
         error = pose_error(self.target, T)
         D = self._zeta * (root * self._sqrt_k + self._sqrt_k[:, None] * root)
@@ -264,6 +271,22 @@ class CartesianImpedanceLaw(Law):
             raise NonFiniteEffortError(f'the Cartesian law produced a non-finite effort '
                                        f'{tau.tolist()}')
         return clamped(tau.tolist(), context)
+
+    def stiffness_above_rule(self) -> list:
+        """Return the axes whose stiffness is above the sampling rule at the rate seen.
+
+        ``(axis, stiffness, bound)`` for each axis where ``cartesian.stiffness`` exceeds
+        :func:`~ne_dynamics_ros.control.gains.stiffness_bound` of the inertia the tip shows
+        along it now, at the rate the states arrive (``ne-dynamics gains --cartesian``
+        gives the bound over the workspace); [] before two states.
+        """
+        from ne_dynamics_ros.control.gains import CARTESIAN_AXES, stiffness_bound
+        if self._apparent is None or not self._period:
+            return []
+        with np.errstate(divide='ignore'):
+            bound = stiffness_bound(1.0 / self._apparent, 1.0 / self._period)
+        return [(axis, float(k), float(b)) for axis, k, b in zip(CARTESIAN_AXES, self._k, bound)
+                if k > b]
 
     @property
     def manipulability(self) -> float:

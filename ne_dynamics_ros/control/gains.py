@@ -22,6 +22,14 @@ and a damping: critically damped, ``kp = ω²`` (1/s²) and ``kd = 2 ω`` (1/s).
    ``sqrt(2) σ_q rate``; the derivative term may put at most ``NOISE_SHARE`` (5 %) of the
    effort limit of noise on the joint: ``M_jj,max kd sqrt(2) σ_q rate <= 0.05 limit``.
 
+**Cartesian stiffness** (mode ``cartesian_impedance``, :func:`recommended_stiffness`): per
+axis of the base frame (x, y, z, then about them) the same two bounds on the task-space
+loop ``Λ_i ë + D ė + K e = 0``, with ``Λ_i = 1 / (e_iᵀ J M⁻¹ Jᵀ e_i)`` the inertia the
+tip shows along that axis (Khatib 1987, the apparent mass): **sampling**, ``K <= Λ_i,min
+(rate / 10)²`` with the lightest the axis gets over the workspace; **effort limit**, an
+error of 0.01 m (0.01 rad) may take at most half of any joint's limit through the
+Jacobian, ``K 0.01 |J_ji|max <= limit_j / 2``.
+
 The integral term, for what the model still misses (a slow, small effort), gets a pole
 ``INTEGRAL_SLOWER`` (10) times slower than ω: ``ki = M_jj,mean kp ω / 10``
 (N·m/(rad·s)), and may supply at most ``INTEGRAL_SHARE`` (10 %) of the effort limit
@@ -157,6 +165,78 @@ def recommended_gains(model, rate: float, effort_limits=None,
                               bandwidth, limited_by, float(rate), inertia_max, inertia_mean)
 
 
+#: The six axes of a Cartesian stiffness, in the order of ``cartesian.stiffness``.
+CARTESIAN_AXES = ('x', 'y', 'z', 'rx', 'ry', 'rz')
+
+
+@dataclass(frozen=True)
+class StiffnessRecommendation:
+    """A Cartesian stiffness sized by :func:`recommended_stiffness`; arrays (6,), axes x, y,
+    z (N/m), then about x, y, z (N·m/rad), base link frame.
+
+    Attributes:
+        stiffness: the largest stiffness per axis both bounds allow.
+        limited_by: per axis, ``'sampling'`` or ``'effort limit'``.
+        rate: Hz. inertia_min: the smallest apparent inertia per axis over the workspace,
+            kg (kg·m²).
+    """
+
+    stiffness: np.ndarray
+    limited_by: List[str]
+    rate: float
+    inertia_min: np.ndarray
+
+
+def apparent_inertia(J, M) -> np.ndarray:
+    """Return the inertia the tip shows along each axis: ``1 / diag(J M⁻¹ Jᵀ)``, (6,).
+
+    ``J`` (6, n) the geometric Jacobian (base frame), ``M`` (n, n); kg for x, y, z, kg·m²
+    about them (Khatib 1987); ``inf`` along an axis the arm cannot move.
+    """
+    with np.errstate(divide='ignore'):
+        return 1.0 / np.maximum(np.einsum('ij,ij->i', J @ np.linalg.inv(M), J), 0.0)
+
+
+def stiffness_bound(inertia, rate: float) -> np.ndarray:
+    """Return the sampling bound ``inertia (rate / 10)²`` of each axis (N/m, N·m/rad)."""
+    return np.asarray(inertia, dtype=float) * (rate / SAMPLES_PER_RADIAN) ** 2
+
+
+def recommended_stiffness(model, rate: float, effort_limits=None,
+                          configurations: int = CONFIGURATIONS, seed: int = 0
+                          ) -> StiffnessRecommendation:
+    """Size ``cartesian.stiffness`` per axis by the module's rule (Cartesian stiffness).
+
+    Args: as :func:`recommended_gains` (``model``'s tip is the tip held).
+
+    Raises:
+        ModelError: as :func:`recommended_gains`.
+    """
+    from ne_dynamics_ros.dynamics.kinematics import jacobian
+    if not (isinstance(rate, (int, float)) and 0 < rate < math.inf):
+        raise ModelError(f'rate must be a frequency > 0 Hz, got {rate!r}')
+    limits = np.asarray(model.effort_limits if effort_limits is None else effort_limits,
+                        dtype=float).reshape(-1)
+    if limits.shape != (model.n,) or not np.all((limits > 0) & np.isfinite(limits)):
+        raise ModelError(f'the stiffness rule needs {model.n} finite effort limits > 0, got '
+                         f'{limits.tolist()}')
+    inertia = np.full(6, np.inf)
+    reach = np.zeros((6, model.n))
+    for q in workspace_configurations(model, configurations, seed):
+        J = jacobian(model, q)
+        inertia = np.minimum(inertia, apparent_inertia(J, model.mass_matrix(q)))
+        reach = np.maximum(reach, np.abs(J))
+    candidates = {'sampling': stiffness_bound(inertia, rate)}
+    with np.errstate(divide='ignore'):
+        candidates['effort limit'] = np.min(
+            0.5 * limits[None, :] / (ERROR_AT_HALF_LIMIT * reach), axis=1)
+    names = list(candidates)
+    stacked = np.array([candidates[name] for name in names])
+    return StiffnessRecommendation(stacked.min(axis=0),
+                                   [names[k] for k in stacked.argmin(axis=0)], float(rate),
+                                   inertia)
+
+
 def sampled_error_poles(kp, kd, rate: float, delay: int = 1) -> np.ndarray:
     """Return the poles of one joint's sampled error dynamics under computed torque.
 
@@ -178,6 +258,8 @@ def sampled_error_poles(kp, kd, rate: float, delay: int = 1) -> np.ndarray:
     return np.linalg.eigvals(big)
 
 
-__all__ = ['CONFIGURATIONS', 'ERROR_AT_HALF_LIMIT', 'GainRecommendation', 'INTEGRAL_SHARE',
-           'INTEGRAL_SLOWER', 'NOISE_SHARE', 'recommended_gains', 'SAMPLES_PER_RADIAN',
-           'sampled_error_poles', 'workspace_configurations']
+__all__ = ['apparent_inertia', 'CARTESIAN_AXES', 'CONFIGURATIONS', 'ERROR_AT_HALF_LIMIT',
+           'GainRecommendation', 'INTEGRAL_SHARE', 'INTEGRAL_SLOWER', 'NOISE_SHARE',
+           'recommended_gains', 'recommended_stiffness', 'sampled_error_poles',
+           'SAMPLES_PER_RADIAN', 'stiffness_bound', 'StiffnessRecommendation',
+           'workspace_configurations']

@@ -380,6 +380,8 @@ def gains_command(args):
         model = load_model(args.urdf, base_link=args.base or params.get('base_link') or None,
                            tip_link=args.tip or params.get('tip_link') or None,
                            armature=params.get('armature') or None)
+        if args.cartesian:
+            return _cartesian_gains(model, args, params)
         gains = recommended_gains(model, args.rate, params.get('effort_limits') or None,
                                   args.noise)
     except (ModelError, ValueError, TypeError) as exc:
@@ -398,6 +400,28 @@ def gains_command(args):
               f'{values["kp"][j]:>11.4g}{values["kd"][j]:>9.4g}{values["ki"][j]:>16.4g}'
               f'{values["integral_limit"][j]:>16.4g}')
     print('\n# computed_torque_node parameters (ros__parameters); ' + gains.describe()[0])
+    print(yaml.safe_dump(values, sort_keys=False, default_flow_style=None).rstrip())
+    return 0
+
+
+def _cartesian_gains(model, args, params):
+    """Print the Cartesian stiffness rule's ``cartesian.stiffness`` (``gains --cartesian``)."""
+    import yaml
+    from ne_dynamics_ros.control.gains import CARTESIAN_AXES, recommended_stiffness
+    rule = recommended_stiffness(model, args.rate, params.get('effort_limits') or None)
+    values = {'cartesian.stiffness': [float(f'{k:.4g}') for k in rule.stiffness]}
+    if args.json:
+        print(json.dumps(dict(values, axes=list(CARTESIAN_AXES), rate_hz=rule.rate,
+                              limited_by=rule.limited_by,
+                              inertia_min=rule.inertia_min.tolist()), indent=2))
+        return 0
+    print(f'{"axis":<6}{"inertia min":>13}{"set by":>14}{"stiffness":>12}')
+    for axis, inertia, by, k in zip(CARTESIAN_AXES, rule.inertia_min, rule.limited_by,
+                                    rule.stiffness):
+        unit = 'N/m' if len(axis) == 1 else 'N m/rad'
+        print(f'{axis:<6}{inertia:>13.4g}{by:>14}{k:>12.4g} {unit}')
+    print(f'\n# computed_torque_node parameters (ros__parameters): the largest stiffness '
+          f'per axis at {rule.rate:g} Hz (mode cartesian_impedance)')
     print(yaml.safe_dump(values, sort_keys=False, default_flow_style=None).rstrip())
     return 0
 
@@ -457,6 +481,9 @@ def _add_gains(sub):
     gains.add_argument('--base', default=None, help='base link (default: URDF root)')
     gains.add_argument('--tip', default=None, help='tip link (default: end of the chain)')
     gains.add_argument('--json', action='store_true', help='print JSON instead of a table')
+    gains.add_argument('--cartesian', action='store_true',
+                       help='the largest cartesian.stiffness per axis at --rate (mode '
+                       'cartesian_impedance) instead of the joint gains')
     gains.set_defaults(func=gains_command)
 
 

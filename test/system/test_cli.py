@@ -152,9 +152,17 @@ def test_the_gains_command_prints_the_rule_and_refuses_bad_input(tmp_path):
     shown = yaml.safe_load(table.stdout.split('\n#', 1)[1].split('\n', 1)[1])
     np.testing.assert_allclose(shown['kp'], recommended_gains(load_model(str(UR5E_URDF)),
                                                               500.0).kp, rtol=1e-3)
+    cartesian = subprocess.run(command + [str(UR5E_URDF), '--cartesian', '--rate', '1000',
+                                          '--json'], capture_output=True, text=True,
+                               timeout=120)
+    assert cartesian.returncode == 0, cartesian.stderr
+    rule = yaml.safe_load(cartesian.stdout)
+    assert rule['axes'] == ['x', 'y', 'z', 'rx', 'ry', 'rz'] and rule['rate_hz'] == 1000.0
+    assert len(rule['cartesian.stiffness']) == 6 and min(rule['cartesian.stiffness']) > 0
     bad = tmp_path / 'bad.yaml'
     bad.write_text('{{{')
     for args, message in (([str(UR5E_URDF), '--rate', '-1'], 'rate'),
+                          ([str(UR5E_URDF), '--rate', '-1', '--cartesian'], 'rate'),
                           ([str(tmp_path / 'none.urdf')], 'not found'),
                           ([str(UR5E_URDF), '--params', str(bad)], 'cannot read --params')):
         result = subprocess.run(command + args, capture_output=True, text=True, timeout=120)

@@ -263,3 +263,44 @@ def test_seven_joints_the_posture_moves_in_the_null_space_only():
     error = np.linalg.norm(arm.position - posture)
     assert error < 0.1 * np.linalg.norm(q0 - posture), error
     assert 0.1 < np.abs(np.array(nullspace[1:])).max() <= 5.0
+
+
+SLIDER = """<robot name="slider"><link name="base"/>
+  <link name="cart"><inertial><mass value="3"/><origin xyz="0 0 0"/>
+    <inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <joint name="x" type="prismatic"><parent link="base"/><child link="cart"/>
+    <axis xyz="1 0 0"/><limit effort="40" velocity="1" lower="-1" upper="1"/></joint>
+</robot>"""
+
+
+def test_the_stiffness_rule_on_a_cart_is_its_mass_times_the_sampled_bandwidth():
+    """One prismatic joint along x with 3 kg (+ 0.5 kg armature): the tip shows 3.5 kg along
+    x, so K_x <= 3.5 (rate / 10)^2 by sampling and 40 / 2 / 0.01 = 2000 N/m by the effort
+    limit; the axes it cannot move are unbounded."""
+    from ne_dynamics_ros import load_model
+    from ne_dynamics_ros.control.gains import recommended_stiffness
+    model = load_model(SLIDER, tip_link='cart', armature=[0.5])
+    for rate, (k, by) in ((100.0, (3.5 * 100.0, 'sampling')),
+                          (500.0, (2000.0, 'effort limit'))):
+        rule = recommended_stiffness(model, rate, configurations=8)
+        assert rule.stiffness[0] == pytest.approx(k) and rule.limited_by[0] == by
+        assert rule.inertia_min[0] == pytest.approx(3.5)
+        assert np.all(np.isinf(rule.stiffness[1:]))
+
+
+def test_a_stiffness_above_the_rule_at_the_rate_seen_is_reported():
+    """[1000, 1000, 1000, 250, 250, 250] at 500 Hz on the UR5e (armature 0.1 kg*m^2) is
+    above the sampling rule about the rotation axes, not along x, y, z; /diagnostics says
+    which (WARN); [500 ... 50] is within it."""
+    from ne_dynamics_ros.nodes.computed_torque.diagnostics import cartesian_facts
+    reports = []
+    for stiffness in ([1000.0] * 3 + [250.0] * 3, STIFFNESS):
+        c = ur5e_controller(**{'cartesian.stiffness': stiffness})
+        Loop(c, ur5e_arm()).run(0.2)
+        reports.append(c.cartesian_state.stiffness_above_rule())
+    assert {axis for axis, _, _ in reports[0]} <= {'rx', 'ry', 'rz'} and reports[0]
+    assert reports[1] == []
+    c = ur5e_controller(**{'cartesian.stiffness': [1000.0] * 3 + [250.0] * 3})
+    Loop(c, ur5e_arm()).run(0.1)
+    facts = cartesian_facts(c.cartesian_state)
+    assert 'above the sampling rule' in facts['stiffness'] and float(facts['manipulability']) > 0

@@ -224,7 +224,7 @@ def status(name, hardware_id, facts, statistics, elapsed, previous, current, sta
         problems.append(f'at effort limit: {", ".join(at_limit)}')
     if states and rate < 2.0 / state_timeout:
         problems.append(f'joint_states at {rate:.1f} Hz, under 2 per state_timeout')
-    for key in ('contact', 'singularity'):
+    for key in ('contact', 'singularity', 'stiffness'):
         if facts.get(key) and facts[key] not in problems:
             problems.append(facts[key])
     if problems:
@@ -261,14 +261,20 @@ def node_facts(node, c, description_source, action):
 def cartesian_facts(law):
     """Return the Cartesian law's facts ({} outside mode cartesian_impedance).
 
-    ``manipulability`` (Yoshikawa 1985) and ``singularity``: non-empty (a problem: WARN)
-    while the task-space inertia is inverted damped near a singularity.
+    ``manipulability`` (Yoshikawa 1985); ``singularity``: non-empty (a problem: WARN)
+    while the task-space inertia is inverted damped near a singularity; ``stiffness``:
+    non-empty (WARN) while ``cartesian.stiffness`` is above the sampling rule of
+    :mod:`~ne_dynamics_ros.control.gains` at the rate the states arrive.
     """
     if law is None:
         return {}
+    above = law.stiffness_above_rule()
     return {'manipulability': f'{law.manipulability:.4g}',
             'singularity': ('near a singularity: the task-space inertia is inverted damped'
-                            if law.near_singularity else '')}
+                            if law.near_singularity else ''),
+            'stiffness': ('cartesian.stiffness above the sampling rule at this rate: '
+                          + ', '.join(f'{a} {k:.4g} > {b:.4g}' for a, k, b in above)
+                          if above else '')}
 
 
 def payload_text(estimate):
