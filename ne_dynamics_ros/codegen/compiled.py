@@ -23,31 +23,31 @@ def program_key(model) -> tuple:
             tuple(float(v) for v in model.base_transform.ravel()))
 
 
-#: Loaded programs by :func:`program_key`, least recently used first (at most 16).
+#: Generated programs by :func:`program_key`, least recently used first (at most 16).
 _PROGRAMS = collections.OrderedDict()
 _PROGRAMS_LOCK = threading.Lock()
 
 
-def _program_namespace(model):
-    """Return the loaded program of ``model``, generated once per :func:`program_key`.
+def generated_program(model):
+    """Return :func:`~ne_dynamics_ros.codegen.tracing.generate` of ``model``, once per key.
 
     A node reconfigured with the same description, or a test building the same arm
-    again, reuses the program (generating it takes ~0.1 s for six joints); the check
-    against the recursion runs for every :class:`CompiledDynamics` all the same. The
-    program's functions keep no state: one namespace serves every model of the key.
+    again, reuses the program (generating it takes ~0.1 s for six joints); its source is
+    written, loaded and checked against the recursion for every
+    :class:`CompiledDynamics` all the same.
     """
     key = program_key(model)
     with _PROGRAMS_LOCK:
-        namespace = _PROGRAMS.get(key)
-        if namespace is not None:
+        program = _PROGRAMS.get(key)
+        if program is not None:
             _PROGRAMS.move_to_end(key)
-            return namespace
-    namespace = load_python(python_source(generate(model), model.tip_link))
+            return program
+    program = generate(model)
     with _PROGRAMS_LOCK:
-        _PROGRAMS[key] = namespace
+        _PROGRAMS[key] = program
         while len(_PROGRAMS) > 16:
             _PROGRAMS.popitem(last=False)
-    return namespace
+    return program
 
 
 class CompiledDynamics:
@@ -71,7 +71,9 @@ class CompiledDynamics:
 
     def __init__(self, model, states=50, tolerance=1e-9, seed=0):
         self.model = model
-        namespace = _program_namespace(model)
+        #: the :class:`~ne_dynamics_ros.codegen.tracing.GeneratedDynamics` it runs
+        self.program = generated_program(model)
+        namespace = load_python(python_source(self.program, model.tip_link))
         self._single = namespace['rnea']
         self._batch = namespace['rnea_batch']
         self._checked_gravity = (None, False)

@@ -7,8 +7,10 @@ Mode ``cartesian_impedance`` (:class:`CartesianImpedanceLaw`, one of the law obj
 
 * ``e`` (6,): the pose error of ``tip_link`` in the base link frame, ``[p_t - p;
   log(R_t R^T)]`` (m, rad: :func:`~ne_dynamics_ros.dynamics.kinematics.pose_error`), ``e'
-  = xd_t - J qd`` with ``xd_t`` the rate of the target (below) and J the geometric
-  Jacobian of the tip (:mod:`~ne_dynamics_ros.dynamics.kinematics`).
+  = -J qd`` with J the geometric Jacobian of the tip (:mod:`~ne_dynamics_ros.dynamics.
+  kinematics`): the damping acts on the tip's velocity alone, so that a target moving at
+  ``cartesian.max_speed`` (below) is followed without the tip outrunning it (a damping
+  on the target's rate too would overshoot that speed by e^-2, 14 %, when it starts).
 * ``K = diag(cartesian.stiffness)`` (N/m for x, y, z, then N·m/rad about x, y, z, base
   frame axes). ``D`` by the factorisation design of Albu-Schäffer, Ott, Frese &
   Hirzinger (2003), eq. 19: ``D = zeta (Lambda^1/2 K^1/2 + K^1/2 Lambda^1/2)``, ``zeta =
@@ -33,7 +35,7 @@ Mode ``cartesian_impedance`` (:class:`CartesianImpedanceLaw`, one of the law obj
 The target: on the first state of a run (entering the mode, activation, a contact's
 hold) the target is the tip pose measured: no jump. A new target (:meth:`set_goal`) is
 approached at ``cartesian.max_speed`` (m/s along the line, rad/s about the rotation's
-axis), not in one step; its rate is the ``xd_t`` above.
+axis), not in one step.
 
 Units: q in rad (m for prismatic joints), qd in rad/s, efforts in N·m (N), poses in the
 base link frame (m).
@@ -198,29 +200,27 @@ class CartesianImpedanceLaw(Law):
     # ---- the effort ------------------------------------------------------------------------
 
     def _advance_target(self, now):
-        """Move the target toward the goal at the bounded rate; return its rate (6,)."""
+        """Move the target toward the goal, by at most ``cartesian.max_speed`` per second."""
         dt = 0.0 if self._time is None else max(0.0, now - self._time)
         self._time = now
         if dt > 0.0:                         # the control period, smoothed over ~50 states
             self._period = dt if self._period is None else self._period + 0.02 * (
                 dt - self._period)
-        rate = np.zeros(6)
         if self.goal is None or dt == 0.0 or self.target is self.goal:
-            return rate
+            return
         step = pose_error(self.goal, self.target)
         linear, angular = np.linalg.norm(step[:3]), np.linalg.norm(step[3:])
+        if linear <= self._speed[0] * dt and angular <= self._speed[1] * dt:
+            self.target = self.goal                 # reached: the goal itself from now on
+            return
         if linear > self._speed[0] * dt:
             step[:3] *= self._speed[0] * dt / linear
         if angular > self._speed[1] * dt:
             step[3:] *= self._speed[1] * dt / angular
-        if linear <= self._speed[0] * dt and angular <= self._speed[1] * dt:
-            self.target = self.goal                 # reached: the goal itself from now on
-            return step / dt
         target = self.target.copy()
         target[:3, 3] += step[:3]
         target[:3, :3] = rotation_exp(step[3:]) @ target[:3, :3]
         self.target = target
-        return step / dt
 
     def _task_inertia(self, inverse_inertia):
         """Return ``(Lambda, Lambda^1/2)`` from ``J M^-1 J^T``, damped near a singularity.
@@ -246,7 +246,7 @@ class CartesianImpedanceLaw(Law):
                 self.goal = self.target
             if self.posture is None:
                 self.posture = np.array(q, dtype=float)
-        target_rate = self._advance_target(step.now)
+        self._advance_target(step.now)
         M, bias = self._inertia_and_bias(self._dynamics(), q, qd)
         qd_a = np.asarray(qd, dtype=float)
         Minv = np.linalg.inv(M)
@@ -257,7 +257,7 @@ class CartesianImpedanceLaw(Law):
         self._jacobian = J
         error = pose_error(self.target, T)
         D = self._zeta * (root * self._sqrt_k + self._sqrt_k[:, None] * root)
-        force = self._k * error + D @ (target_rate - J @ qd_a)
+        force = self._k * error - D @ (J @ qd_a)
         posture_torque = (self._kn * (self.posture - np.asarray(q))
                           - 2.0 * np.sqrt(self._kn * np.diag(M)) * qd_a)
         # (I - J^T Jbar^T) tau_0, Jbar^T = Lambda J M^-1

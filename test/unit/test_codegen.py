@@ -287,7 +287,7 @@ def test_a_program_is_generated_once_per_arm_and_still_checked():
     first = CompiledDynamics(load_model(xml, tip_link='tool0'))
     again = CompiledDynamics(load_model(xml, tip_link='tool0'))
     other = CompiledDynamics(load_model(xml, tip_link='tool0', armature=[0.1] * 6))
-    assert again._single is first._single and other._single is not first._single
+    assert again.program is first.program and other.program is not first.program
     rng = np.random.default_rng(3)
     q, qd, qdd = rng.normal(0, 1, (3, 6))
     for compiled in (first, other):

@@ -12,6 +12,7 @@ from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.parameter import Parameter
 
 from ne_dynamics_ros.control import parameters as table
+from ne_dynamics_ros.control.parameter_checks import scalar
 from ne_dynamics_ros.control.controller import ComputedTorqueController, ControllerSettings
 from ne_dynamics_ros.control.laws import ControlParameterError
 from ne_dynamics_ros.resources import find_resource
@@ -67,7 +68,7 @@ def declare_joint_constraints(node, joint_names):
                     read_only=True, dynamic_typing=True, additional_constraints='>= 0'))
             value = node.get_parameter(name).value
             try:
-                value = table.scalar(value, name)
+                value = scalar(value, name)
                 if not (0.0 <= value < float('inf')):
                     raise ControlParameterError(f'{name} must be finite and >= 0, got {value}')
             except ControlParameterError as err:

@@ -1,0 +1,310 @@
+"""Benchmark: mode cartesian_impedance on MuJoCo's UR5e and a 7-joint arm, beside the goals.
+
+Every run is the controller in process in lockstep with a plant at 500 Hz (the Panda at
+1 kHz), the plant's forward dynamics never the controller's model:
+
+1. **Compliance**: the UR5e holds a pose at stiffness [500, 500, 500, 50, 50, 50]; 20 N
+   pushes the flange along x, y, z (``MujocoArm.push``) for 3 s, then lets go for 2 s.
+   Printed per axis: the steady displacement along the force against F/K (goal within
+   10 %), across it (goal < 5 mm), and the distance from the start 2 s after the release
+   (goal < 6 mm). On the exact plant (the model's own), and on ``bench_mujoco.py``'s
+   hidden plant (rotor inertia, damping, dry friction and 1.2 kg the nominal model lacks)
+   with the model ``ne-dynamics-demo --identify`` identifies of it (``--identified``).
+2. **A picked load**: 2 kg picked at the flange while the arm holds in mode
+   ``adaptive``; after 3 s the mode becomes ``cartesian_impedance``: the sag from the
+   pose held (goal: none; a fixed model sags by m g / K = 39 mm) and the compliance
+   along z, beside the same with the load declared instead, and with neither.
+3. **A target step** of 5 cm along z: time to within 2 mm (goal < 1.5 s), overshoot
+   (goal < 20 %); at [1000, 1000, 1000, 250, 250, 250] the tip speed 2 s after a 1 cm
+   step (goal < 1 cm/s: no sustained oscillation).
+4. **Hostile targets** (NaN, inf, a zero quaternion, another frame, then a 1 m jump):
+   refused or approached at ``cartesian.max_speed``: the largest command over its limit
+   (goal <= 1) and the tip's largest speed (goal <= 0.25 m/s, the bound).
+5. **Seven joints** (example-robot-data's Panda, Pinocchio's plant): a posture 0.2 rad
+   along the null space of J: the tip's largest motion (goal < 1 mm), the posture error
+   left (goal: converges), the largest null-space effort (goal <= 5 N·m).
+6. **Cost** per state in process, computed torque beside cartesian_impedance (the node's
+   own figures: ``bench_node.py --modes``).
+
+Figures are printed, never asserted. Usage: ``python benchmarks/bench_cartesian.py``
+[--identified] (also the hidden plant identified first, ~1 min) [--quick] (shorter runs).
+"""
+import argparse
+import math
+import pathlib
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / 'benchmarks'))
+
+from ne_dynamics_ros import load_model  # noqa: E402
+from ne_dynamics_ros.control import ComputedTorqueController  # noqa: E402
+from ne_dynamics_ros.control.gains import recommended_gains  # noqa: E402
+from ne_dynamics_ros.control.cartesian_law import TargetError  # noqa: E402
+from ne_dynamics_ros.dynamics.kinematics import (jacobian, matrix_to_quaternion,  # noqa: E402
+                                                 tip_pose)
+from ne_dynamics_ros.simulation.mujoco_arm import MujocoArm  # noqa: E402
+from ne_dynamics_ros.simulation.payload_schedule import PayloadSchedule  # noqa: E402
+from ne_dynamics_ros.simulation.simulated_arm import SimulatedArm  # noqa: E402
+
+RATE = 500.0
+UR5E = REPO / 'config' / 'ur5e.urdf'
+Q0 = np.array([0.2, -1.4, 1.4, -1.5, -1.5, 0.1])
+STIFFNESS = [500.0, 500.0, 500.0, 50.0, 50.0, 50.0]
+STIFF = [1000.0, 1000.0, 1000.0, 250.0, 250.0, 250.0]
+FORCE, LOAD = 20.0, 2.0
+
+
+class Loop:
+    """The controller and a plant in lockstep at ``rate``: the tip pose after each step."""
+
+    def __init__(self, controller, arm, rate=RATE):
+        self.c, self.arm, self.rate = controller, arm, rate
+        self.t, self.tips, self.worst = 0.0, [], 0.0
+        self.costs = []
+
+    def run(self, seconds, each=None):
+        """Run ``seconds``; return the tip positions (N, 3) of the run."""
+        names, start = self.c.model.joint_names, len(self.tips)
+        for _ in range(int(round(seconds * self.rate))):
+            if each is not None:
+                each(self.t)
+            ns = int(round(self.t * 1e9))
+            begin = time.perf_counter()
+            out = self.c.update(ns, names, self.arm.position, self.arm.velocity, steady_ns=ns)
+            self.costs.append(time.perf_counter() - begin)
+            effort = out.effort
+            self.worst = max(self.worst, float(np.max(np.abs(effort) / self.c.effort_limits)),
+                             0.0 if np.all(np.isfinite(effort)) else math.inf)
+            self.arm.step(effort, 1.0 / self.rate)
+            self.t += 1.0 / self.rate
+            self.tips.append(tip_pose(self.c.model, self.arm.position)[:3, 3])
+        return np.array(self.tips[start:])
+
+
+def exact_controller(**settings):
+    """The UR5e's own model (armature 0.1 kg·m², no drive friction), the rule's joint gains
+    (``ne-dynamics gains``: what mode adaptive uses)."""
+    model = load_model(str(UR5E), tip_link='tool0', armature=[0.1] * 6)
+    gains = recommended_gains(model, RATE)
+    return ComputedTorqueController.from_urdf(
+        str(UR5E), tip_link='tool0', armature=[0.1] * 6,
+        settings=dict({'mode': 'cartesian_impedance', 'cartesian.stiffness': STIFFNESS,
+                       'state_timeout': 10.0, 'kp': gains.kp.tolist(),
+                       'kd': gains.kd.tolist()}, **settings))
+
+
+def exact_plant(**extra):
+    return MujocoArm(str(UR5E), armature=[0.1] * 6, initial_positions=Q0, **extra)
+
+
+def hidden_plant(schedule=None):
+    """``bench_mujoco.py``'s hidden UR5e (its drive model and 1.2 kg), ``schedule`` or not."""
+    from bench_adaptive import hidden_plant as hidden
+    values = hidden()
+    if schedule is not None:
+        values.pop('payload_mass')
+        return MujocoArm(str(UR5E), initial_positions=Q0, payload_link='tool0',
+                         payload_schedule=schedule, **values)
+    return MujocoArm(str(UR5E), initial_positions=Q0, payload_link='tool0', **values)
+
+
+def compliance(make_controller, make_plant, seconds=(1.0, 3.0, 2.0)):
+    """Per axis: (along mm, F/K mm, across mm, back mm) of a 20 N push and its release."""
+    rows = []
+    for axis in range(3):
+        c, arm = make_controller(), make_plant()
+        loop = Loop(c, arm)
+        start = loop.run(seconds[0])[-1]
+        force = np.zeros(3)
+        force[axis] = FORCE
+        arm.push('tool0', (0.0, 0.0, 0.0), force)
+        pushed = loop.run(seconds[1])[-1] - start
+        arm.push(None)
+        back = loop.run(seconds[2])[-1] - start
+        expected = FORCE / c.settings.cartesian_stiffness[axis]
+        rows.append((1e3 * pushed[axis], 1e3 * expected,
+                     1e3 * np.linalg.norm(np.delete(pushed, axis)), 1e3 * np.linalg.norm(back)))
+    return rows
+
+
+def print_compliance(title, rows):
+    print(f'  {title}')
+    for name, (along, expected, across, back) in zip('xyz', rows):
+        print(f'    {name}: along {along:7.2f} mm vs F/K {expected:5.1f} mm '
+              f'({100 * (along / expected - 1):+6.1f} %, goal within 10 %); across '
+              f'{across:5.2f} mm (< 5); back {back:5.2f} mm after 2 s (< 6)')
+
+
+def picked_load(make_controller, make_plant, way, seconds=3.0):
+    """2 kg picked while holding: sag (mm) from the pose held, then 20 N along z (mm).
+
+    ``way``: 'fixed' (cartesian from the start, no load model: sags from the pose held
+    before the pick), 'adaptive' (held in mode adaptive while picked, then
+    cartesian_impedance: the sag from the pose measured at the switch, which the mode
+    holds), 'declared' (cartesian, the load declared when picked).
+    """
+    c = make_controller(mode='adaptive' if way == 'adaptive' else 'cartesian_impedance')
+    arm = make_plant(PayloadSchedule([(0.0, 0.0, (0.0, 0.0, 0.0)),
+                                      (0.5, LOAD, (0.0, 0.0, 0.05))]))
+    loop = Loop(c, arm)
+    before = loop.run(0.5)[-1]
+    if way == 'declared':
+        c.declare_payload(LOAD, (0.0, 0.0, 0.05))
+    loop.run(seconds)
+    if way == 'adaptive':
+        c.reconfigure(mode='cartesian_impedance')   # holds the pose measured now
+        before = loop.run(1.0 / RATE)[-1]
+    held = loop.run(1.0)[-1]
+    sag = 1e3 * np.linalg.norm(held - before)
+    arm.push('tool0', (0.0, 0.0, 0.0), (0.0, 0.0, -FORCE))
+    pushed = loop.run(3.0)[-1]
+    return sag, 1e3 * (held[2] - pushed[2])
+
+
+def target_step(make_controller, make_plant, height, stiffness, seconds=2.5):
+    """A step of ``height`` m along z: (time to within 2 mm s, overshoot %, speed at 2 s)."""
+    c = make_controller(**{'cartesian.stiffness': stiffness, 'cartesian.max_speed': [1.0, 1.0]})
+    arm = make_plant()
+    loop = Loop(c, arm)
+    start = loop.run(0.5)[-1]
+    T = tip_pose(c.model, arm.position)
+    goal = T[:3, 3] + [0.0, 0.0, height]
+    c.set_target_pose(goal, matrix_to_quaternion(T[:3, :3]))
+    tips = loop.run(seconds)
+    distance = np.linalg.norm(tips - goal, axis=1)
+    outside = np.nonzero(distance > 2e-3)[0]
+    settle = (outside[-1] + 1) / RATE if outside.size else 0.0
+    overshoot = 100 * max(0.0, (tips[:, 2] - start[2]).max() / height - 1)
+    k = int(2.0 * RATE)
+    speed = np.linalg.norm(tips[k:] - tips[k - 1:-1], axis=1).max() * RATE
+    return settle, overshoot, speed
+
+
+def hostile(make_controller, make_plant):
+    """Bad targets then a 1 m jump: (refused count, worst |effort|/limit, top tip speed)."""
+    c, arm = make_controller(), make_plant()
+    loop = Loop(c, arm)
+    loop.run(0.2)
+    refused = 0
+    unit = (0.0, 0.0, 0.0, 1.0)
+    for position, orientation, frame in (((math.nan, 0, 0), unit, ''),
+                                         ((0, 0, math.inf), unit, ''),
+                                         ((0.3, 0, 0.3), (0.0, 0.0, 0.0, 0.0), ''),
+                                         ((0.3, 0, 0.3), unit, 'camera_link')):
+        try:
+            c.set_target_pose(position, orientation, frame)
+        except TargetError:
+            refused += 1
+    T = tip_pose(c.model, arm.position)
+    c.set_target_pose(T[:3, 3] + [0.0, 1.0, 0.0], matrix_to_quaternion(T[:3, :3]))
+    tips = loop.run(1.0)
+    return refused, loop.worst, np.linalg.norm(np.diff(tips, axis=0), axis=1).max() * RATE
+
+
+def seven_joints(seconds=3.0):
+    """The Panda: (tip motion mm, posture error before, after rad, null-space effort N m)."""
+    from bench_real import panda_urdf
+    urdf = str(panda_urdf())
+    c = ComputedTorqueController.from_urdf(
+        urdf, tip_link='panda_link8',
+        settings={'mode': 'cartesian_impedance', 'nullspace.stiffness': 20.0,
+                  'state_timeout': 10.0})
+    q0 = np.array([0.0, -0.5, 0.0, -2.0, 0.0, 1.6, 0.8])
+    arm = SimulatedArm(urdf, joints=c.model.joint_names)
+    arm.reset(q0)
+    posture = q0 + 0.2 * np.linalg.svd(jacobian(c.model, q0))[2][-1]
+    loop = Loop(c, arm, rate=1000.0)
+    loop.run(0.2)
+    c.reconfigure(**{'nullspace.posture': posture.tolist()})
+    efforts = []
+    tips = loop.run(seconds, each=lambda t: efforts.append(
+        np.abs(c.cartesian_state.nullspace_effort).max()
+        if c.cartesian_state.nullspace_effort is not None else 0.0))
+    return (1e3 * np.abs(tips - tips[0]).max(), np.linalg.norm(q0 - posture),
+            np.linalg.norm(arm.position - posture), max(efforts))
+
+
+def cost():
+    """Median µs per state in process: computed torque and cartesian_impedance (UR5e)."""
+    figures = {}
+    for mode in ('computed_torque', 'cartesian_impedance'):
+        c = exact_controller(mode=mode)
+        loop = Loop(c, exact_plant())
+        loop.run(2.0)
+        figures[mode] = 1e6 * float(np.median(loop.costs[100:]))
+    return figures
+
+
+def identified(scratch):
+    """Identify the hidden UR5e as ``bench_adaptive.py`` does; return a controller maker."""
+    from bench_adaptive import identified_controller, identify_ur5e
+    summary = identify_ur5e(pathlib.Path(scratch) / 'ur5e_identify')
+    files = [REPO / 'config' / 'ur5e_sim.yaml', summary['identified']['identified_params']]
+    urdf = summary['identified']['identified_urdf']
+
+    def make(**settings):
+        c = identified_controller(urdf, files, settings.pop('mode', 'cartesian_impedance'))
+        c.reconfigure(**dict({'cartesian.stiffness': STIFFNESS}, **settings))
+        return c
+    return make
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--identified', action='store_true',
+                        help='also the hidden plant with its identified model (~1 min more)')
+    parser.add_argument('--quick', action='store_true', help='shorter runs (a smoke test)')
+    args = parser.parse_args(argv)
+    seconds = (0.3, 1.0, 0.5) if args.quick else (1.0, 3.0, 2.0)
+    print(f'mode cartesian_impedance, UR5e on MuJoCo at {RATE:g} Hz, stiffness {STIFFNESS}')
+    print('1. compliance: 20 N at the flange for 3 s, then released')
+    print_compliance('exact plant, its own model:',
+                     compliance(exact_controller, exact_plant, seconds))
+    with tempfile.TemporaryDirectory() as scratch:
+        makers = [('exact plant', exact_controller, exact_plant)]
+        if args.identified:
+            make = identified(scratch)
+            print_compliance('hidden plant (drives, 1.2 kg), identified model:',
+                             compliance(make, hidden_plant, seconds))
+            makers.append(('hidden plant, identified', make, hidden_plant))
+        print(f'2. {LOAD:g} kg picked at the flange while holding, then 20 N down (F/K = '
+              f'{1e3 * FORCE / STIFFNESS[2]:.0f} mm): sag from the pose held (a fixed model: '
+              f'{1e3 * LOAD * 9.81 / STIFFNESS[2]:.0f} mm)')
+        for title, make, _ in makers:
+            plant = (lambda schedule: exact_plant(payload_link='tool0',
+                                                  payload_schedule=schedule)) \
+                if title == 'exact plant' else hidden_plant
+            for way in ('fixed', 'adaptive', 'declared'):
+                sag, along = picked_load(make, plant, way, 1.0 if args.quick else 3.0)
+                print(f'    {title:<26} {way:<9} sag {sag:6.2f} mm, push along z {along:6.2f} '
+                      f'mm')
+        print('3. target step along z: time to within 2 mm (goal < 1.5 s), overshoot (< 20 %), '
+              'tip speed from 2 s on (< 10 mm/s)')
+        for title, make, plant in makers:
+            for height, stiffness in ((0.05, STIFFNESS), (0.01, STIFF)):
+                settle, overshoot, speed = target_step(make, plant, height, stiffness)
+                print(f'    {title:<26} {100 * height:3.0f} cm at {stiffness[:1] + stiffness[3:4]}'
+                      f': {settle:5.3f} s, overshoot {overshoot:4.1f} %, speed '
+                      f'{1e3 * speed:6.3f} mm/s')
+        print('4. hostile targets (NaN, inf, zero quaternion, another frame), then 1 m away')
+        for title, make, plant in makers:
+            refused, worst, speed = hostile(make, plant)
+            print(f'    {title:<26} refused {refused} of 4; largest |effort|/limit {worst:.3f} '
+                  f'(<= 1); tip speed {speed:.3f} m/s (<= 0.25)')
+    tip, before, after, effort = seven_joints(1.0 if args.quick else 3.0)
+    print(f'5. Panda (7 joints, Pinocchio), posture 0.2 rad along the null space: tip moved '
+          f'{tip:.4f} mm (< 1); posture error {before:.3f} -> {after:.4f} rad; null-space '
+          f'effort {effort:.2f} N m (<= 5)')
+    figures = cost()
+    print(f'6. cost per state in process (UR5e): computed_torque '
+          f'{figures["computed_torque"]:.1f} us, cartesian_impedance '
+          f'{figures["cartesian_impedance"]:.1f} us; the node: bench_node.py --modes')
+
+
+if __name__ == '__main__':
+    main()
