@@ -103,13 +103,16 @@ def exact_plant(**extra):
 
 
 def hidden_plant(schedule=None):
-    """``bench_mujoco.py``'s hidden UR5e (its drive model and 1.2 kg), ``schedule`` or not."""
+    """``bench_mujoco.py``'s hidden UR5e (its drive model and 1.2 kg at the flange's
+    origin); ``schedule``: loads picked on top of that 1.2 kg."""
     from bench_adaptive import hidden_plant as hidden
     values = hidden()
     if schedule is not None:
-        values.pop('payload_mass')
+        hidden_mass = values['payload_mass']
+        entries = [(t, hidden_mass + m, tuple(m * np.asarray(com) / (hidden_mass + m)))
+                   for t, m, com in schedule.entries]
         return MujocoArm(str(UR5E), initial_positions=Q0, payload_link='tool0',
-                         payload_schedule=schedule, **values)
+                         payload_schedule=PayloadSchedule(entries), **values)
     return MujocoArm(str(UR5E), initial_positions=Q0, payload_link='tool0', **values)
 
 

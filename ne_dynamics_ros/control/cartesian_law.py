@@ -29,8 +29,13 @@ Mode ``cartesian_impedance`` (:class:`CartesianImpedanceLaw`, one of the law obj
   ``D_n = 2 sqrt(K_n M_ii)`` per joint.
 * ``C qd + g`` and ``M`` are the model's, with the load the adaptive part holds (learned
   in mode ``adaptive`` or declared on ``~/declared_payload``), ``tau_f`` the model's
-  friction at the measured velocity (``friction_compensation``); the hardware's own
-  compensation flags hold as in every mode.
+  friction (``friction_compensation``) at the measured velocity; while a target is
+  approached, and :data:`FRICTION_SETTLE` after it arrived, at the velocity the pull is
+  about to give, ``qd + h M^-1 tau_pull`` (h = :data:`FRICTION_HORIZON`): dry friction is
+  compensated toward the target from the moment the impedance pulls, as the joint modes
+  compensate it at the reference's velocity, so the drives' stiction does not hold the tip
+  short of it; a push on a tip at rest meets the measured-velocity friction only (the
+  compliance stays K). The hardware's own compensation flags hold as in every mode.
 
 The target: on the first state of a run (entering the mode, activation, a contact's
 hold) the target is the tip pose measured: no jump. A new target (:meth:`set_goal`) is
@@ -52,6 +57,11 @@ from ne_dynamics_ros.dynamics.kinematics import (chain_kinematics, manipulabilit
 
 #: ``mu`` of the damped inverse of ``J M^-1 J^T``, relative to its largest eigenvalue.
 SINGULAR_DAMPING = 1e-5
+#: While a target is approached, friction is compensated at ``qd + h M^-1 tau_pull``: the
+#: velocity the law's pull (stiffness, damping, posture) gives within this horizon, s.
+FRICTION_HORIZON = 0.02
+#: ... and for this long after the target reached its goal, s.
+FRICTION_SETTLE = 1.0
 #: Below this ratio of its smallest to its largest eigenvalue ``J M^-1 J^T`` is reported
 #: near singular (the UR5e's ratio in its usual postures: 1e-3 to 1e-2).
 NEAR_SINGULAR = 1e-5
@@ -134,6 +144,8 @@ class CartesianImpedanceLaw(Law):
         self._jacobian = None
         self._apparent = None
         self._period = None
+        #: the clock until which friction is compensated toward the target (an approach)
+        self._approaching_until = -math.inf
         self._loaded = (None, None)
         n = context.model.n
         self._zeros = [0.0] * n
@@ -143,6 +155,7 @@ class CartesianImpedanceLaw(Law):
             (0.0, 0.0, -9.81)
         if carried is not None:
             self.goal, self.target, self._time = carried.goal, carried.target, carried._time
+            self._approaching_until = carried._approaching_until
             if self.posture is None:
                 self.posture = carried.posture
 
@@ -208,6 +221,7 @@ class CartesianImpedanceLaw(Law):
                 dt - self._period)
         if self.goal is None or dt == 0.0 or self.target is self.goal:
             return
+        self._approaching_until = now + FRICTION_SETTLE
         step = pose_error(self.goal, self.target)
         linear, angular = np.linalg.norm(step[:3]), np.linalg.norm(step[3:])
         if linear <= self._speed[0] * dt and angular <= self._speed[1] * dt:
@@ -262,11 +276,17 @@ class CartesianImpedanceLaw(Law):
                           - 2.0 * np.sqrt(self._kn * np.diag(M)) * qd_a)
         # (I - J^T Jbar^T) tau_0, Jbar^T = Lambda J M^-1
         self.nullspace_effort = posture_torque - J.T @ (Lambda @ (JMinv @ posture_torque))
-        tau = J.T @ force + self.nullspace_effort + bias
+        pull = J.T @ force + self.nullspace_effort
+        tau = pull + bias
         context = self.context
         config = context.config
         if config.friction_compensation and not config.hardware_compensates_friction:
-            tau = tau + np.asarray(context.contact.friction_values(qd))
+            velocity = qd_a
+            if step.now < self._approaching_until:
+                # toward the target being approached: at the velocity the pull is about
+                # to give (dry friction compensated from the moment the impedance pulls)
+                velocity = qd_a + FRICTION_HORIZON * (Minv @ pull)
+            tau = tau + np.asarray(context.contact.friction_values(velocity.tolist()))
         if not np.all(np.isfinite(tau)):
             raise NonFiniteEffortError(f'the Cartesian law produced a non-finite effort '
                                        f'{tau.tolist()}')

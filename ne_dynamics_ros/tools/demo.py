@@ -60,10 +60,13 @@ def _add_plant(parser):
 
 def _add_pick_and_place(parser):
     """Add the options of the controller's law and of pick and place."""
-    parser.add_argument('--mode', choices=('computed_torque', 'feedforward', 'adaptive'),
+    parser.add_argument('--mode', choices=('computed_torque', 'feedforward', 'adaptive',
+                                           'cartesian_impedance'),
                         default=None, help="the controller's law (default: the robot's "
                         'config, computed_torque); adaptive: Slotine & Li, the load learned '
-                        'on line')
+                        'on line; cartesian_impedance: the tip pushed, a circle, the '
+                        'null-space posture, controller and plant in process (--robot ur5e '
+                        'or panda; ne_dynamics_ros.tools.experiment.cartesian)')
     parser.add_argument('--pick-and-place', type=float, default=0.0, metavar='KG',
                         help='cycles of pick and place: a load of KG kg picked at rest at the '
                         'start pose, carried to the goal, released there after --dwell s at '
@@ -194,9 +197,39 @@ def print_cycles(setup, result):
     sys.stdout.flush()
 
 
+def _cartesian(args):
+    """Run ``--mode cartesian_impedance`` (:mod:`~ne_dynamics_ros.tools.experiment.
+    cartesian`); return the exit status."""
+    from ne_dynamics_ros.tools.experiment.cartesian import run_cartesian
+    output = pathlib.Path(args.output)
+    try:
+        output.mkdir(parents=True, exist_ok=True)
+        summary = run_cartesian(args, output)
+    except DemoError as exc:
+        print(f'ne-dynamics-demo: error: {exc}', file=sys.stderr, flush=True)
+        return exc.exit_code
+    except OSError as exc:
+        print(f'ne-dynamics-demo: error: cannot write --output {output}: {exc}',
+              file=sys.stderr, flush=True)
+        return EXIT_USAGE
+    for row in summary['compliance']:
+        log(f"push {row['force_n']:g} N along x: the tip moved {row['displacement_mm']:.2f} mm "
+            f"(F/K {row['f_over_k_mm']:.1f} mm)")
+    log(f"released: {summary['back_after_release_mm']:.2f} mm from the start after 2 s; circle: "
+        f"largest distance to the target {summary['circle_max_error_mm']:.2f} mm")
+    if 'nullspace' in summary:
+        before, after = summary['nullspace']['posture_error_rad']
+        log(f'null space: posture error {before:.3f} -> {after:.4f} rad, the tip moved '
+            f"{summary['nullspace']['tip_motion_max_mm']:.3f} mm at most")
+    log(f'wrote {output / "cartesian.png"}, {output / "summary.json"}')
+    return EXIT_OK
+
+
 def main(argv=None):
     """Entry point of ``ne-dynamics-demo``; returns the exit status."""
     args = parse_args(argv)
+    if args.mode == 'cartesian_impedance':
+        return _cartesian(args)
     try:
         if args.identify and args.arm != 'sim':
             raise DemoError('--identify needs the simulated arm (--arm sim)', EXIT_USAGE)
