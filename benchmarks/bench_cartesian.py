@@ -87,8 +87,10 @@ class Loop:
 
 
 def exact_controller(**settings):
-    """The UR5e's own model (armature 0.1 kg·m², no drive friction), the rule's joint gains
-    (``ne-dynamics gains``: what mode adaptive uses)."""
+    """Return the controller of the UR5e's own model (armature 0.1 kg·m², no friction).
+
+    With the rule's joint gains (``ne-dynamics gains``: what mode adaptive uses).
+    """
     model = load_model(str(UR5E), tip_link='tool0', armature=[0.1] * 6)
     gains = recommended_gains(model, RATE)
     return ComputedTorqueController.from_urdf(
@@ -103,8 +105,10 @@ def exact_plant(**extra):
 
 
 def hidden_plant(schedule=None):
-    """``bench_mujoco.py``'s hidden UR5e (its drive model and 1.2 kg at the flange's
-    origin); ``schedule``: loads picked on top of that 1.2 kg."""
+    """Return ``bench_mujoco.py``'s hidden UR5e (its drive model, 1.2 kg at the flange).
+
+    ``schedule``: loads picked on top of that 1.2 kg.
+    """
     from bench_adaptive import hidden_plant as hidden
     values = hidden()
     if schedule is not None:
@@ -170,7 +174,7 @@ def picked_load(make_controller, make_plant, way, seconds=3.0):
 
 
 def target_step(make_controller, make_plant, height, stiffness, seconds=2.5):
-    """A step of ``height`` m along z: (time to within 2 mm s, overshoot %, speed at 2 s)."""
+    """Step the target ``height`` m along z: (time to within 2 mm s, overshoot %, speed at 2 s)."""
     c = make_controller(**{'cartesian.stiffness': stiffness, 'cartesian.max_speed': [1.0, 1.0]})
     arm = make_plant()
     loop = Loop(c, arm)
@@ -210,7 +214,10 @@ def hostile(make_controller, make_plant):
 
 
 def seven_joints(seconds=3.0):
-    """The Panda: (tip motion mm, posture error before, after rad, null-space effort N m)."""
+    """Move the Panda's posture in the null space.
+
+    Returns (tip motion mm, posture error before and after rad, null-space effort N m).
+    """
     from bench_real import panda_urdf
     urdf = str(panda_urdf())
     c = ComputedTorqueController.from_urdf(

@@ -13,12 +13,12 @@ Mode ``cartesian_impedance`` (:class:`CartesianImpedanceLaw`, one of the law obj
   on the target's rate too would overshoot that speed by e^-2, 14 %, when it starts).
 * ``K = diag(cartesian.stiffness)`` (N/m for x, y, z, then N·m/rad about x, y, z, base
   frame axes). ``D`` by the factorisation design of Albu-Schäffer, Ott, Frese &
-  Hirzinger (2003), eq. 19: ``D = zeta (Lambda^1/2 K^1/2 + K^1/2 Lambda^1/2)``, ``zeta =
+  Hirzinger (2003): ``D = zeta (Lambda^1/2 K^1/2 + K^1/2 Lambda^1/2)``, ``zeta =
   cartesian.damping_ratio``: each direction of the task-space inertia ``Lambda`` is
   damped as a mass-spring of that inertia and stiffness (critically for zeta = 1).
-* ``Lambda = (J M^-1 J^T)^-1`` (Khatib 1987, eq. 51), ``Jbar = M^-1 J^T Lambda`` the
+* ``Lambda = (J M^-1 J^T)^-1`` (Khatib 1987), ``Jbar = M^-1 J^T Lambda`` the
   dynamically consistent inverse and ``I - J^T Jbar^T`` the projector of torques into the
-  null space of the task (Khatib 1987, eq. 70), which is zero for a 6-joint arm away
+  null space of the task (Khatib 1987), which is zero for a 6-joint arm away
   from singularities. ``Lambda`` is inverted damped: an eigenvalue w of ``J M^-1 J^T``
   becomes ``w / (w^2 + mu^2)`` with ``mu`` :data:`SINGULAR_DAMPING` of the largest, so
   the law stays finite at a singularity; :attr:`CartesianImpedanceLaw.near_singularity`
@@ -49,7 +49,7 @@ import math
 
 import numpy as np
 
-from ne_dynamics_ros.control.law import clamped, Law
+from ne_dynamics_ros.control.law_base import clamped, Law
 from ne_dynamics_ros.control.laws import ControlMode, NonFiniteEffortError
 from ne_dynamics_ros.dynamics.kinematics import (chain_kinematics, manipulability,
                                                  pose_error, quaternion_to_matrix,
@@ -160,7 +160,7 @@ class CartesianImpedanceLaw(Law):
                 self.posture = carried.posture
 
     def reconfigured(self, context):
-        """The law under new settings: the goal, target and posture carried over."""
+        """Return the law under new settings, its goal, target and posture carried over."""
         return CartesianImpedanceLaw(context, carried=self)
 
     def set_goal(self, pose):

@@ -442,8 +442,11 @@ class ComputedTorqueController:
 
     @property
     def cartesian_state(self):
-        """The run's Cartesian law (``pose``, ``target``, ``goal``, ``manipulability``,
-        ``near_singularity``), or None outside mode ``cartesian_impedance``."""
+        """The run's Cartesian law, or None outside mode ``cartesian_impedance``.
+
+        Its ``pose``, ``target``, ``goal``, ``manipulability``, ``near_singularity``
+        (:class:`~ne_dynamics_ros.control.cartesian_law.CartesianImpedanceLaw`).
+        """
         law = self._run.law
         return law if getattr(law, 'mode', None) is ControlMode.CARTESIAN_IMPEDANCE else None
 

@@ -171,8 +171,9 @@ CARTESIAN_AXES = ('x', 'y', 'z', 'rx', 'ry', 'rz')
 
 @dataclass(frozen=True)
 class StiffnessRecommendation:
-    """A Cartesian stiffness sized by :func:`recommended_stiffness`; arrays (6,), axes x, y,
-    z (N/m), then about x, y, z (N·m/rad), base link frame.
+    """A Cartesian stiffness sized by :func:`recommended_stiffness`.
+
+    Arrays (6,): axes x, y, z (N/m), then about x, y, z (N·m/rad), base link frame.
 
     Attributes:
         stiffness: the largest stiffness per axis both bounds allow.

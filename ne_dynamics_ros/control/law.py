@@ -35,127 +35,39 @@ CONTACT_REACTIONS`): what the run becomes when the momentum observer reports a c
 
 Units: q in rad (m for prismatic joints), qd in rad/s, qdd in rad/s², efforts in N·m (N).
 """
-from dataclasses import dataclass
 import enum
-from typing import Callable, Dict, List, NamedTuple, Optional, Sequence
+from typing import Callable, Dict
 
-from ne_dynamics_ros.control.laws import (clamp_values, compute_effort_values,
-                                          ControlLawConfig, ControlMode)
-
-
-#: Modes whose law carries the load the adaptive part holds (learned or declared).
-LOAD_CARRYING_MODES = frozenset({ControlMode.ADAPTIVE, ControlMode.CARTESIAN_IMPEDANCE})
-
-
-@dataclass(frozen=True)
-class LawContext:
-    """What a law is built from: the controller's fixed parts and the settings in force.
-
-    Attributes:
-        model: the :class:`~ne_dynamics_ros.dynamics.model.RobotModel`.
-        dynamics: what the law calls for M, C, g: the model or its generated program
-            (:class:`~ne_dynamics_ros.codegen.CompiledDynamics`).
-        config: the law's :class:`~ne_dynamics_ros.control.laws.ControlLawConfig` (mode,
-            gains, gravity, limits, friction flags).
-        settings: the :class:`~ne_dynamics_ros.control.settings.ControllerSettings` in
-            force (immutable: new settings are a new context).
-        adaptive: the controller's :class:`~ne_dynamics_ros.control.adaptive_mode.
-            AdaptiveMode` (what it learned is kept across modes and runs).
-        contact: the controller's :class:`~ne_dynamics_ros.control.contact_mode.
-            ContactMode` (friction at measured velocities, the comply law).
-    """
-
-    model: object
-    dynamics: object
-    config: ControlLawConfig
-    settings: object
-    adaptive: object
-    contact: object
-
-    @property
-    def adaptive_law(self):
-        """The adaptive law whose load the model carries, else None.
-
-        In mode ``adaptive`` its law; in mode ``cartesian_impedance`` the load it holds
-        (learned before in mode ``adaptive``, or declared), once it holds a mass.
-        """
-        mode, law = self.config.mode, self.adaptive.law
-        if mode is ControlMode.ADAPTIVE or (mode in LOAD_CARRYING_MODES
-                                            and getattr(law, 'mass', 0.0) > 0.0):
-            return law
-        return None
-
-
-class LawStep(NamedTuple):
-    """One state as a law sees it (lists of n floats, chain order).
-
-    Attributes:
-        now: the controller's clock, s. t: the state's instant (its stamp), s.
-        q, qd: measured positions and velocities.
-        reference: ``(q_d, qd_d, qdd_d)`` of the run's reference at ``t``.
-        efforts: the measured efforts, or None.
-        extra: efforts added before the limits (the integral action), or None.
-    """
-
-    now: float
-    t: float
-    q: List[float]
-    qd: List[float]
-    reference: tuple
-    efforts: Optional[List[float]]
-    extra: Optional[List[float]]
-
-
-class Law:
-    """The protocol of a control law (module docstring); joint laws derive from it.
-
-    Args:
-        context: the :class:`LawContext` in force.
-    """
-
-    mode: ControlMode = None
-    follows_trajectory = True
-    integrates = True
-    #: the measured efforts are read for it (:attr:`LawStep.efforts`; None otherwise)
-    needs_efforts = False
-    #: why a trajectory is refused when ``follows_trajectory`` is False
-    refusal = ''
-
-    def __init__(self, context: LawContext):
-        self.context = context
-
-    def effort(self, step: LawStep) -> List[float]:
-        """Return the n efforts of one state (clamped, finite; see the module docstring)."""
-        raise NotImplementedError
-
-    def reconfigured(self, context: LawContext) -> 'Law':
-        """Return this law under new settings of the same mode (default: a new object)."""
-        return type(self)(context)
-
-    def restarted(self) -> 'Law':
-        """Return the law for a new run (a hold, a resume): a new object, nothing kept."""
-        return type(self)(self.context)
+from ne_dynamics_ros.control.cartesian_law import CartesianImpedanceLaw
+from ne_dynamics_ros.control.law_base import (  # noqa: F401 - the protocol, with the laws
+    clamped, Law, LawContext, LawStep, LOAD_CARRYING_MODES)
+from ne_dynamics_ros.control.laws import compute_effort_values, ControlMode
 
 
 class _JointLaw(Law):
     """A joint-space law of :mod:`~ne_dynamics_ros.control.laws` on the run's reference."""
 
     def effort(self, step):
+        """Return the n clamped efforts of one state (:class:`Law`)."""
         context = self.context
         return compute_effort_values(context.dynamics, context.config, step.q, step.qd,
                                      *step.reference, step.extra)
 
 
 class ComputedTorqueLaw(_JointLaw):
-    """Lee, Chung, Mudge & Turney (1982), eqs 4.1, 4.4 (:func:`~ne_dynamics_ros.control.
-    laws.computed_torque`)."""
+    """Computed torque: Lee, Chung, Mudge & Turney (1982), eqs 4.1, 4.4.
+
+    :func:`~ne_dynamics_ros.control.laws.computed_torque`, on the run's reference.
+    """
 
     mode = ControlMode.COMPUTED_TORQUE
 
 
 class FeedforwardLaw(_JointLaw):
-    """Inverse dynamics of the reference plus joint PD (:func:`~ne_dynamics_ros.control.
-    laws.feedforward_pd`)."""
+    """Inverse dynamics of the reference plus a joint PD.
+
+    :func:`~ne_dynamics_ros.control.laws.feedforward_pd`, on the run's reference.
+    """
 
     mode = ControlMode.FEEDFORWARD
 
@@ -168,8 +80,11 @@ class GravityCompensationLaw(_JointLaw):
 
 
 class AdaptiveLaw(Law):
-    """Slotine & Li's (1987) adaptive computed torque (:mod:`~ne_dynamics_ros.control.
-    adaptive_mode`): its estimate is the controller's, its step clock this run's."""
+    """Slotine & Li's (1987) adaptive computed torque, its step clock this run's.
+
+    :mod:`~ne_dynamics_ros.control.adaptive_mode`: its estimate is the controller's
+    (kept across runs and modes), its step clock this run's.
+    """
 
     mode = ControlMode.ADAPTIVE
     needs_efforts = True
@@ -180,30 +95,30 @@ class AdaptiveLaw(Law):
         self.adaptation_time = None
 
     def effort(self, step):
+        """Return the n clamped efforts of one state (:class:`Law`)."""
         return self.context.adaptive.effort(self, step.now, (step.q, step.qd),
                                             step.reference, step.efforts,
                                             self.context.config, step.extra)
 
 
 class ComplyLaw(Law):
-    """What ``contact.reaction: comply`` commands: gravity (the learned load's too) and
-    friction at the measured velocity, nothing else, until a new reference comes."""
+    """What ``contact.reaction: comply`` commands: gravity and friction only.
+
+    Gravity (the learned load's too) and friction at the measured velocity, nothing
+    else, until a new reference comes.
+    """
 
     mode = None
     integrates = False
 
     def effort(self, step):
+        """Return the n clamped efforts of one state (:class:`Law`)."""
         context = self.context
         return context.contact.comply_effort(step.q, step.qd, context.adaptive_law)
 
     def reconfigured(self, context):
-        """New settings keep the arm complying (a new trajectory ends it)."""
+        """Keep the arm complying under new settings (a new trajectory ends it)."""
         return ComplyLaw(context)
-
-
-def _cartesian_law(context):
-    from ne_dynamics_ros.control.cartesian_law import CartesianImpedanceLaw
-    return CartesianImpedanceLaw(context)
 
 
 #: The law of each mode: ``LAWS[mode](context)`` builds it.
@@ -212,7 +127,7 @@ LAWS: Dict[ControlMode, Callable[[LawContext], Law]] = {
     ControlMode.FEEDFORWARD: FeedforwardLaw,
     ControlMode.GRAVITY_COMPENSATION: GravityCompensationLaw,
     ControlMode.ADAPTIVE: AdaptiveLaw,
-    ControlMode.CARTESIAN_IMPEDANCE: _cartesian_law,
+    ControlMode.CARTESIAN_IMPEDANCE: CartesianImpedanceLaw,
 }
 
 
@@ -250,11 +165,6 @@ CONTACT_REACTIONS: Dict[ContactReaction, tuple] = {
                                       'goal or trajectory resumes'),
     ContactReaction.IGNORE: (None, 'reported only (contact.reaction ignore)'),
 }
-
-
-def clamped(tau: Sequence[float], context: LawContext) -> List[float]:
-    """Return ``tau`` (n floats) checked finite and clamped to the effort limits."""
-    return clamp_values(tau, context.config.gain_values[2])
 
 
 __all__ = ['AdaptiveLaw', 'clamped', 'ComplyLaw', 'ComputedTorqueLaw', 'CONTACT_REACTIONS',

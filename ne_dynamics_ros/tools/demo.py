@@ -198,8 +198,10 @@ def print_cycles(setup, result):
 
 
 def _cartesian(args):
-    """Run ``--mode cartesian_impedance`` (:mod:`~ne_dynamics_ros.tools.experiment.
-    cartesian`); return the exit status."""
+    """Run ``--mode cartesian_impedance``; return the exit status.
+
+    :mod:`~ne_dynamics_ros.tools.experiment.cartesian` runs it; this prints its figures.
+    """
     from ne_dynamics_ros.tools.experiment.cartesian import run_cartesian
     output = pathlib.Path(args.output)
     try:

@@ -325,7 +325,7 @@ def test_a_declared_payload_is_the_estimate_and_no_contact():
 
 def test_a_declared_payload_needs_adaptive_mode_and_a_load():
     c = ComputedTorqueController.from_urdf(str(UR5E_URDF))
-    with pytest.raises(ControlParameterError, match='adaptive mode'):
+    with pytest.raises(ControlParameterError, match='modes adaptive and cartesian_impedance'):
         c.declare_payload(1.0)
     c.reconfigure(mode='adaptive')
     with pytest.raises(ControlParameterError, match='declared load'):

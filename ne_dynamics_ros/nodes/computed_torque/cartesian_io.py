@@ -17,7 +17,6 @@ from geometry_msgs.msg import PoseStamped
 
 from ne_dynamics_ros.control.cartesian_law import TargetError
 from ne_dynamics_ros.dynamics.kinematics import matrix_to_quaternion
-from ne_dynamics_ros.nodes.computed_torque.outputs import NO_PUBLISHER_EVENTS
 
 
 class CartesianTopics:
@@ -25,12 +24,13 @@ class CartesianTopics:
 
     Args:
         node: the node (its ``controller``, ``warn_throttled``, logger).
+        event_callbacks: the publisher's QoS-event callbacks (the other ``~/`` outputs').
     """
 
-    def __init__(self, node):
+    def __init__(self, node, event_callbacks):
         self._node = node
         self._current = node.create_publisher(PoseStamped, '~/current_pose', 10,
-                                              event_callbacks=NO_PUBLISHER_EVENTS)
+                                              event_callbacks=event_callbacks)
         self.subscription = node.create_subscription(PoseStamped, '~/target_pose',
                                                      self._on_target, 10)
         #: somebody subscribes to ~/current_pose (refreshed off the control path)

@@ -25,6 +25,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from ne_dynamics_ros.nodes.cdr import (controller_state_bytes, joint_names_block,
                                        joint_state_bytes)
+from ne_dynamics_ros.nodes.computed_torque.cartesian_io import CartesianTopics
 
 #: No QoS-event handlers on the ~/ outputs: each one is polled by the executor on every
 #: wake-up (~8 us apiece in rclpy), which the 1 kHz loop notices.
@@ -61,9 +62,8 @@ class Outputs:
             Inertia, '~/payload', 10, event_callbacks=NO_PUBLISHER_EVENTS)
         self._external_effort = node.create_publisher(
             JointState, '~/external_effort', 10, event_callbacks=NO_PUBLISHER_EVENTS)
-        from ne_dynamics_ros.nodes.computed_torque.cartesian_io import CartesianTopics
         #: ``~/target_pose`` and ``~/current_pose`` (mode cartesian_impedance)
-        self.cartesian = CartesianTopics(node)
+        self.cartesian = CartesianTopics(node, NO_PUBLISHER_EVENTS)
         #: (tracking_error, desired, controller_state, external_effort): somebody
         #: subscribes
         self.wanted = (False, False, False, False)
