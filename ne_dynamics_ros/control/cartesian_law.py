@@ -50,11 +50,14 @@ import math
 import numpy as np
 
 from ne_dynamics_ros.control.law_base import clamped, Law
-from ne_dynamics_ros.control.laws import ControlMode, NonFiniteEffortError
+from ne_dynamics_ros.control.laws import ControlMode
 from ne_dynamics_ros.dynamics.kinematics import (chain_kinematics, manipulability,
                                                  pose_error, quaternion_to_matrix,
                                                  rotation_exp)
 
+#: M, its inverse and the task-space inertia are computed again once a joint moved this
+#: far from where they were last computed, rad (m): their relative change is ~1e-4.
+INERTIA_TOLERANCE = 1e-4
 #: ``mu`` of the damped inverse of ``J M^-1 J^T``, relative to its largest eigenvalue.
 SINGULAR_DAMPING = 1e-5
 #: While a target is approached, friction is compensated at ``qd + h M^-1 tau_pull``: the
@@ -142,7 +145,8 @@ class CartesianImpedanceLaw(Law):
         self.near_singularity = False
         self.nullspace_effort = None
         self._jacobian = None
-        self._apparent = None
+        self._inverse_inertia = None
+        self._cached = None
         self._period = None
         #: the clock until which friction is compensated toward the target (an approach)
         self._approaching_until = -math.inf
@@ -183,32 +187,47 @@ class CartesianImpedanceLaw(Law):
                 law._fixed + law._mapping @ law.estimate))
         return self._loaded[1]
 
-    def _inertia_and_bias(self, dynamics, q, qd):
-        """Return ``(M (n, n), C qd + g (n,))`` at ``(q, qd)`` (lists), gravity as configured.
+    def _inertia(self, dynamics, q, J):
+        """Return ``(M, M^-1, J M^-1, Lambda, Lambda^1/2)`` at ``q`` (a list).
 
-        With a generated program (Renaud 1987) M is read column by column from n + 1 runs
-        of it (``rnea(q, 0, e_j) - rnea(q, 0, 0)``, gravity cancels), as Walker & Orin
-        (1982) method 1 does with the recursion; otherwise the model's batched recursion.
+        Computed again once a joint has moved more than :data:`INERTIA_TOLERANCE` from
+        where they were last computed (and when the load changes): a pose held costs the
+        kinematics and the bias only. With a generated program (Renaud 1987) M is read
+        column by column from n + 1 runs of it (``rnea(q, 0, e_j) - rnea(q, 0, 0)``,
+        gravity cancels; Walker & Orin 1982, method 1); otherwise the model's batched
+        recursion.
         """
-        config = self.context.config
-        gravity = (0.0, 0.0, 0.0) if config.hardware_compensates_gravity else config.gravity
+        cached = self._cached
+        if (cached is not None and cached[0] is dynamics
+                and max(abs(a - b) for a, b in zip(q, cached[1])) <= INERTIA_TOLERANCE):
+            return cached[2]
         run = getattr(dynamics, 'rnea_values', None)
-        n = len(q)
         zero = self._zeros
         base = None if run is None else run(q, zero, zero)
         if base is None or not math.isfinite(sum(base)):
-            q_a = np.asarray(q, dtype=float)
-            return (dynamics.mass_matrix(q_a),
-                    dynamics.rnea(q_a, np.asarray(qd, dtype=float), np.zeros(n), gravity))
-        columns = np.array([run(q, zero, unit) for unit in self._units])
-        M = columns.T - np.asarray(base)[:, None]
-        bias = np.asarray(run(q, qd, zero))
-        if config.hardware_compensates_gravity:
-            bias = bias - np.asarray(base)
-        elif not self._program_gravity:           # another gravity than the program's
-            bias = dynamics.rnea(np.asarray(q, dtype=float), np.asarray(qd, dtype=float),
-                                 np.zeros(n), gravity)
-        return 0.5 * (M + M.T), bias
+            M = dynamics.mass_matrix(np.asarray(q, dtype=float))
+        else:
+            M = np.array([run(q, zero, unit) for unit in self._units]).T \
+                - np.asarray(base)[:, None]
+        Minv = np.linalg.inv(M)
+        JMinv = J @ Minv
+        self._inverse_inertia = JMinv @ J.T
+        values = (M, Minv, JMinv) + self._task_inertia(self._inverse_inertia)
+        self._cached = (dynamics, list(q), values)
+        return values
+
+    def _bias(self, dynamics, q, qd):
+        """Return ``C(q, qd) qd + g(q)`` (n,), gravity as configured (0 if compensated)."""
+        config = self.context.config
+        run = getattr(dynamics, 'rnea_values', None)
+        if run is not None and self._program_gravity and \
+                not config.hardware_compensates_gravity:
+            bias = run(q, qd, self._zeros)
+            if bias is not None and math.isfinite(sum(bias)):
+                return np.array(bias)
+        gravity = (0.0, 0.0, 0.0) if config.hardware_compensates_gravity else config.gravity
+        return dynamics.rnea(np.asarray(q, dtype=float), np.asarray(qd, dtype=float),
+                             np.zeros(len(q)), gravity)
 
     # ---- the effort ------------------------------------------------------------------------
 
@@ -252,7 +271,7 @@ class CartesianImpedanceLaw(Law):
     def effort(self, step):
         """Return the n clamped efforts of one state (module docstring)."""
         q, qd = step.q, step.qd
-        T, J, _ = self.kinematics.update(q, qd)
+        T, J = self.kinematics.pose_and_jacobian(q)
         self.pose = T
         if self.target is None:                  # the run's first state: no jump
             self.target = T.copy()
@@ -261,19 +280,15 @@ class CartesianImpedanceLaw(Law):
             if self.posture is None:
                 self.posture = np.array(q, dtype=float)
         self._advance_target(step.now)
-        M, bias = self._inertia_and_bias(self._dynamics(), q, qd)
-        qd_a = np.asarray(qd, dtype=float)
-        Minv = np.linalg.inv(M)
-        JMinv = J @ Minv
-        inverse_inertia = JMinv @ J.T
-        Lambda, root = self._task_inertia(inverse_inertia)
-        self._apparent = np.diag(inverse_inertia)
+        dynamics = self._dynamics()
+        M, Minv, JMinv, Lambda, root = self._inertia(dynamics, q, J)
+        bias = self._bias(dynamics, q, qd)
+        qd_a = np.array(qd, dtype=float)
         self._jacobian = J
-        error = pose_error(self.target, T)
         D = self._zeta * (root * self._sqrt_k + self._sqrt_k[:, None] * root)
-        force = self._k * error - D @ (J @ qd_a)
-        posture_torque = (self._kn * (self.posture - np.asarray(q))
-                          - 2.0 * np.sqrt(self._kn * np.diag(M)) * qd_a)
+        force = self._k * pose_error(self.target, T) - D @ (J @ qd_a)
+        posture_torque = (self._kn * (self.posture - q)
+                          - 2.0 * np.sqrt(self._kn * M.diagonal()) * qd_a)
         # (I - J^T Jbar^T) tau_0, Jbar^T = Lambda J M^-1
         self.nullspace_effort = posture_torque - J.T @ (Lambda @ (JMinv @ posture_torque))
         pull = J.T @ force + self.nullspace_effort
@@ -286,10 +301,7 @@ class CartesianImpedanceLaw(Law):
                 # toward the target being approached: at the velocity the pull is about
                 # to give (dry friction compensated from the moment the impedance pulls)
                 velocity = qd_a + FRICTION_HORIZON * (Minv @ pull)
-            tau = tau + np.asarray(context.contact.friction_values(velocity.tolist()))
-        if not np.all(np.isfinite(tau)):
-            raise NonFiniteEffortError(f'the Cartesian law produced a non-finite effort '
-                                       f'{tau.tolist()}')
+            tau = tau + context.contact.friction_values(velocity.tolist())
         return clamped(tau.tolist(), context)
 
     def stiffness_above_rule(self) -> list:
@@ -301,10 +313,11 @@ class CartesianImpedanceLaw(Law):
         gives the bound over the workspace); [] before two states.
         """
         from ne_dynamics_ros.control.gains import CARTESIAN_AXES, stiffness_bound
-        if self._apparent is None or not self._period:
+        if self._inverse_inertia is None or not self._period:
             return []
         with np.errstate(divide='ignore'):
-            bound = stiffness_bound(1.0 / self._apparent, 1.0 / self._period)
+            bound = stiffness_bound(1.0 / self._inverse_inertia.diagonal(),
+                                    1.0 / self._period)
         return [(axis, float(k), float(b)) for axis, k, b in zip(CARTESIAN_AXES, self._k, bound)
                 if k > b]
 

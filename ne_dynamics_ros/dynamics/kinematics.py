@@ -239,6 +239,16 @@ class ChainKinematics:
         tip = _compose(frame, self._tool_floats)
         return np.array(_columns(axes, self._prismatic, tip)).T
 
+    def pose_and_jacobian(self, q):
+        """Return ``(T, J)``: :meth:`pose` and :meth:`jacobian` from one walk of the chain.
+
+        Raises:
+            StateError: ``q`` not n finite numbers.
+        """
+        axes, frame = self._walk(self._rows, self._start, self._values(q, 'q'))
+        tip = _compose(frame, self._tool_floats)
+        return _matrix(tip), np.array(_columns(axes, self._prismatic, tip)).T
+
     def update(self, q, qd):
         """Tip pose, Jacobian and ``J̇ q̇`` at one joint state, in one walk of the chain.
 
