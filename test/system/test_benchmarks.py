@@ -109,3 +109,25 @@ def test_bench_safety_prints_the_torque_goals_and_the_push_beside_their_bounds()
     reported = re.search(r'contact reported (\d+) ms after the push began .*; (\d+) before',
                          text)
     assert int(reported.group(1)) <= 50 and reported.group(2) == '0'
+
+
+def test_bench_cartesian_prints_each_goal_beside_its_bound():
+    """--quick on the exact plant: Hooke's law to 1 % along x, y, z, the picked load
+    carried when learned or declared and not when fixed, a step within 2 mm, hostile
+    targets refused, the Panda's posture moved with < 1 mm of tip motion."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(REPO), os.environ.get('PYTHONPATH', '')]))
+    out = subprocess.run([sys.executable, str(REPO / 'benchmarks' / 'bench_cartesian.py'),
+                          '--quick'], env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    text = out.stdout
+    along = [float(v) for v in re.findall(r'along +([0-9.]+) mm vs F/K', text)]
+    assert len(along) == 3 and all(abs(a - 40.0) < 0.4 for a in along), along
+    sags = dict(re.findall(r'exact plant +(\w+) +sag +([0-9.]+) mm', text))
+    assert float(sags['fixed']) > 30 and float(sags['adaptive']) < 2 and \
+        float(sags['declared']) < 1, sags
+    assert 'refused 4 of 4' in text
+    settle = [float(v) for v in re.findall(r': ([0-9.]+) s, overshoot', text)]
+    assert settle and max(settle) < 1.5, settle
+    tip = float(re.search(r'tip moved ([0-9.]+) mm \(< 1\)', text).group(1))
+    assert tip < 1.0

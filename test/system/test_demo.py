@@ -306,3 +306,21 @@ def test_pick_and_place_adaptive_learns_each_load_computed_torque_does_not(
     np.testing.assert_allclose(q_d1[at_goal], np.radians(45.0), atol=1e-12)
     back = (t > period) & (t < period + 0.3)
     np.testing.assert_allclose(q_d1[back], np.radians(90.0), atol=1e-12)
+
+
+def test_cartesian_demo_follows_hookes_law_and_writes_its_plot(tmp_path):
+    """--mode cartesian_impedance on the UR5e (Pinocchio's plant): each force step's
+    displacement within 2 % of F/K, back within 0.1 mm, a plot and a summary; a robot it
+    does not know is refused with exit 1 and the reason."""
+    result, summary, output = run_demo(tmp_path, '--mode', 'cartesian_impedance', '--robot',
+                                       'ur5e', '--rate', '500')
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert summary['mode'] == 'cartesian_impedance' and summary['plant'] == 'pinocchio'
+    for row in summary['compliance']:
+        assert abs(row['displacement_mm'] - row['f_over_k_mm']) < 0.02 * row['f_over_k_mm']
+    assert summary['back_after_release_mm'] < 0.1
+    assert (output / 'cartesian.png').stat().st_size > 10000
+    assert 'nullspace' not in summary                      # six joints: no null space
+    bad, _, _ = run_demo(tmp_path / 'bad', '--mode', 'cartesian_impedance', '--robot',
+                         'puma560')
+    assert bad.returncode == 1 and 'ur5e or panda' in bad.stderr
