@@ -8,8 +8,10 @@ Mode ``cartesian_impedance`` (:mod:`~ne_dynamics_ros.control.cartesian_law`):
   dropped with a throttled warning; the last good one stays. Taken on the executor, off
   the control path.
 * ``~/current_pose`` (``geometry_msgs/PoseStamped``): the tip pose measured at each
-  command, stamped like the state it answers, while somebody subscribes (looked up by
-  the watchdog thread, as the other ``~/`` outputs).
+  command, stamped like the state it answers, while somebody subscribes (looked up once
+  a second with the diagnostics, as ``~/external_effort``: every graph query on the
+  watchdog thread's period is one more wait on the DDS discovery's lock, which stalled
+  the node for >100 ms while a participant joined).
 
 The node only converts messages here; the checks are the controller's.
 """

@@ -81,12 +81,14 @@ class Outputs:
     def refresh(self, external_effort=False):
         """Look up who subscribes (the watchdog thread, off the control path).
 
-        ``external_effort``: look ``~/external_effort`` up too (the node does once a
-        second, with its diagnostics: one graph query fewer per watchdog tick).
+        ``external_effort``: look ``~/external_effort`` and ``~/current_pose`` up too (the
+        node does once a second, with its diagnostics: two graph queries fewer per
+        watchdog tick).
         """
         wanted_external = (self._external_effort.get_subscription_count() > 0
                            if external_effort else self.wanted[3])
-        self.cartesian.refresh()
+        if external_effort:
+            self.cartesian.refresh()
         self.wanted = (
             self._tracking_error.get_subscription_count() > 0,
             self._desired.get_subscription_count() > 0,
