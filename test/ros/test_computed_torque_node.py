@@ -558,7 +558,13 @@ def test_main_publishes_zero_effort_on_ctrl_c(ros_context, domain_id):
         proc.send_signal(signal.SIGINT)
         deadline = time.monotonic() + 10.0
         while proc.poll() is None or not np.all(efforts[-1] == 0.0):
-            assert time.monotonic() < deadline, 'no zero effort after Ctrl-C'
+            if time.monotonic() > deadline:
+                exited = proc.poll() is not None
+                if not exited:
+                    proc.kill()
+                raise AssertionError(f'no zero effort after Ctrl-C (the node '
+                                     f'{"exited" if exited else "still ran"}): '
+                                     + proc.communicate()[0][-3000:])
             executor.spin_once(timeout_sec=0.05)
         out, _ = proc.communicate(timeout=10)
         assert proc.returncode == 0, out

@@ -26,6 +26,7 @@ import logging
 import threading
 import time
 
+from rclpy.duration import Duration
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 from rclpy.qos import QoSDurabilityPolicy, QoSHistoryPolicy, QoSProfile, QoSReliabilityPolicy
 from sensor_msgs.msg import JointState
@@ -586,11 +587,13 @@ class ComputedTorqueNode(LifecycleNode):
         """One line: what the node refused since it started (logged on shutdown)."""
         return diagnostics.drop_summary(self)
 
-    def publish_zero_effort(self):
-        """Publish an all-zero effort command (only while active: else nothing commands)."""
+    def publish_zero_effort(self, wait=0.0):
+        """Publish zero effort while active; wait up to ``wait`` s for its acknowledgement."""
         if self.controller is not None and self.controller.active:
             self._effort_pub.publish(
                 float64_multi_array_bytes(self.controller.zero_effort().tolist()))
+            if wait > 0:     # before an exit: a message not yet delivered dies with it
+                self._effort_pub.wait_for_all_acked(Duration(nanoseconds=int(wait * 1e9)))
 
 
 __all__ = ['ComputedTorqueNode', 'JOINT_STATE_QOS', 'NODE_NAME', 'ROBOT_DESCRIPTION_QOS']

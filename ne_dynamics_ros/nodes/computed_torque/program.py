@@ -22,6 +22,10 @@ from ne_dynamics_ros.nodes.computed_torque.parameters import NodeConfigurationEr
 #: NumPy operations (Python's default is 5 ms).
 SWITCH_INTERVAL = 0.0005
 
+#: On Ctrl-C / SIGTERM, how long the final zero command may wait for its subscribers'
+#: acknowledgement before the process exits, s.
+ZERO_EFFORT_WAIT = 1.0
+
 
 def make_executor(kind, context=None):
     """Return the rclpy executor named by the ``executor`` parameter.
@@ -92,7 +96,7 @@ def main(args=None):
     except (KeyboardInterrupt, ExternalShutdownException):
         if node is not None and node.context.ok():
             node.stop_threads()       # no watchdog publishing after the final zero command
-            node.publish_zero_effort()
+            node.publish_zero_effort(wait=ZERO_EFFORT_WAIT)
             node.get_logger().info('shutting down: published zero effort; '
                                    + node.drop_summary())
     finally:
@@ -120,4 +124,5 @@ if __name__ == '__main__':
     raise SystemExit(main())
 
 
-__all__ = ['EXECUTORS', 'main', 'make_executor', 'MAX_TRAJECTORY_BYTES', 'SWITCH_INTERVAL']
+__all__ = ['EXECUTORS', 'main', 'make_executor', 'MAX_TRAJECTORY_BYTES', 'SWITCH_INTERVAL',
+           'ZERO_EFFORT_WAIT']
