@@ -103,12 +103,22 @@ class Harness:
         return msg.header.stamp
 
     def exchange(self, names, position, velocity=(), effort=(), header_stamp=None):
-        """Publish a state and return (effort, tracking_error, desired) answering it."""
+        """Publish a state and return (effort, tracking_error, desired) answering it.
+
+        The effort is the command of that state: ``~/tracking_error``'s effort, stamped
+        like it, which the command topic (unstamped) must carry too; not merely the last
+        command received.
+        """
         n_before = len(self.efforts)
         s = self.publish_state(names, position, velocity, effort, header_stamp)
-        self.spin_until(lambda: key(s) in self.errors and key(s) in self.desired
-                        and len(self.efforts) > n_before, what='the reply to a joint state')
-        return self.efforts[-1], self.errors[key(s)], self.desired[key(s)]
+
+        def answered():
+            error = self.errors.get(key(s))
+            return (error is not None and key(s) in self.desired and any(
+                np.array_equal(tau, error.effort) for tau in self.efforts[n_before:]))
+        self.spin_until(answered, what='the reply to a joint state')
+        error = self.errors[key(s)]
+        return np.array(error.effort), error, self.desired[key(s)]
 
     def send_trajectory(self, msg, accepted=True):
         controller = self.node.controller
