@@ -79,6 +79,7 @@ class FoldEquations:
         self.Aty = np.zeros((folds, n, P))
         self.yty = np.zeros((folds, n))
         self.rows = np.zeros((folds, n))
+        self._weighted = (None, None)     # (weights' bytes, each fold's weighted sums)
 
     def add(self, fold, W, tau, mask=None):
         """Add rows to ``fold`` (an (m,) int array): W (m, n, P), tau (m, n), mask (m, n)."""
@@ -92,14 +93,28 @@ class FoldEquations:
                 self.Aty[f, j] += A.T @ y
                 self.yty[f, j] += y @ y
                 self.rows[f, j] += y.size
+        self._weighted = (None, None)
+
+    def _fold_sums(self, weights):
+        """Return each fold's sums weighted per joint: (F, P, P), (F, P), (F,).
+
+        Kept for the last ``weights`` (a cross-validation asks for the same weights
+        thousands of times, on other folds and columns).
+        """
+        weights = np.asarray(weights, dtype=float)
+        key = weights.tobytes()
+        if self._weighted[0] != key:
+            self._weighted = (key, (np.einsum('j,fjpq->fpq', weights, self.AtA),
+                                    np.einsum('j,fjp->fp', weights, self.Aty),
+                                    self.yty @ weights))
+        return self._weighted[1]
 
     def totals(self, folds, weights, cols):
         """Return (M, b, c, rows) of the folds ``folds``, weighted per joint, on ``cols``."""
-        ix = np.ix_(cols, cols)
-        M = np.einsum('j,fjpq->pq', weights, self.AtA[folds][:, :, ix[0], ix[1]])
-        b = np.einsum('j,fjp->p', weights, self.Aty[folds][:, :, cols])
-        c = float(np.einsum('j,fj->', weights, self.yty[folds]))
-        return M, b, c, float(self.rows[folds].sum())
+        AtA, Aty, yty = self._fold_sums(weights)
+        M = AtA[folds].sum(axis=0)[np.ix_(cols, cols)]
+        b = Aty[folds].sum(axis=0)[cols]
+        return M, b, float(yty[folds].sum()), float(self.rows[folds].sum())
 
     def joint_rss(self, folds, cols, x):
         """Return each joint's residual sum of squares over ``folds`` with ``x``: (n,)."""

@@ -538,7 +538,8 @@ def test_main_exits_non_zero_on_bad_description(domain_id):
 
 def test_main_publishes_zero_effort_on_ctrl_c(ros_context, domain_id):
     # long state timeout: the zero command can only come from the shutdown path
-    proc = _run_main(['-p', f'urdf_path:={PUMA_URDF}', '-p', 'state_timeout:=60.0'], domain_id)
+    proc = _run_main(['-p', f'urdf_path:={PUMA_URDF}', '-p', 'state_timeout:=60.0',
+                      '-p', f'discovery_settle:={SETTLE.value}'], domain_id)
     peer = rclpy.create_node('ctrl_c_peer', context=ros_context)
     executor = SingleThreadedExecutor(context=ros_context)
     executor.add_node(peer)

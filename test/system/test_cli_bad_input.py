@@ -7,6 +7,7 @@ PUMA 560's model (the efforts of an excitation through our RNEA, with noise): th
 are about the tools' handling of input, the identification's accuracy is tested in
 ``test_identification.py`` and ``test_mujoco_arm.py``.
 """
+import concurrent.futures
 import os
 import pathlib
 import shutil
@@ -35,6 +36,14 @@ def cli(*args, cwd=None, umask=None):
     return subprocess.run([sys.executable, '-m', 'ne_dynamics_ros.tools.cli', *map(str, args)],
                           capture_output=True, text=True, timeout=300, cwd=cwd,
                           preexec_fn=None if umask is None else set_umask)
+
+
+def side_by_side(runs):
+    """Run ``{key: args}`` as ``cli(*args)``, two at a time (the machine's two cores);
+    return ``{key: CompletedProcess}``."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        futures = {key: pool.submit(cli, *args) for key, args in runs.items()}
+        return {key: future.result() for key, future in futures.items()}
 
 
 def snapshot(folder):
@@ -174,23 +183,39 @@ def test_a_full_disk_is_reported_with_the_path_and_changes_nothing(tmp_path, mon
 
 # -- 2. one URDF reader, one pipeline ------------------------------------------------------
 
-@pytest.mark.parametrize('variant', ['bom', 'latin-1'])
-def test_identify_reads_the_urdf_as_every_tool_does(data, tmp_path, variant):
-    """A UTF-8 BOM, or a latin-1 declaration with a latin-1 character: both read (as
-    ``dh`` reads them); the identified URDF is UTF-8 and says so."""
-    folder = work_folder(data, tmp_path)
+URDF_VARIANTS = ('bom', 'latin-1')
+
+
+@pytest.fixture(scope='module')
+def odd_urdf_runs(data, tmp_path_factory):
+    """Each of ``URDF_VARIANTS``: a URDF written so, read by ``dh`` and ``identify`` (the
+    variants side by side). Returns {variant: (dh result, identify result, folder)}."""
     text = PUMA560_URDF.read_text(encoding='utf-8')
     body = text.split('?>', 1)[1] if text.startswith('<?xml') else text
     body = body.replace('<robot ', '<!-- Bézier -->\n<robot ', 1)
-    urdf = folder / 'odd.urdf'
-    if variant == 'bom':
-        urdf.write_bytes(b'\xef\xbb\xbf<?xml version="1.0"?>' + body.encode('utf-8'))
-    else:
-        urdf.write_bytes(b'<?xml version="1.0" encoding="ISO-8859-1"?>'
-                         + body.encode('latin-1'))
-    assert cli('dh', urdf).returncode == 0
-    result = cli(*identify_args(urdf, folder / 'rec.csv', folder / 'id.urdf',
-                                folder / 'id.yaml'))
+    folders, runs = {}, {}
+    for variant in URDF_VARIANTS:
+        folder = folders[variant] = work_folder(data, tmp_path_factory.mktemp(variant))
+        urdf = folder / 'odd.urdf'
+        if variant == 'bom':
+            urdf.write_bytes(b'\xef\xbb\xbf<?xml version="1.0"?>' + body.encode('utf-8'))
+        else:
+            urdf.write_bytes(b'<?xml version="1.0" encoding="ISO-8859-1"?>'
+                             + body.encode('latin-1'))
+        runs[(variant, 'dh')] = ['dh', urdf]
+        runs[(variant, 'identify')] = identify_args(urdf, folder / 'rec.csv',
+                                                    folder / 'id.urdf', folder / 'id.yaml')
+    done = side_by_side(runs)
+    return {variant: (done[(variant, 'dh')], done[(variant, 'identify')], folders[variant])
+            for variant in URDF_VARIANTS}
+
+
+@pytest.mark.parametrize('variant', URDF_VARIANTS)
+def test_identify_reads_the_urdf_as_every_tool_does(odd_urdf_runs, variant):
+    """A UTF-8 BOM, or a latin-1 declaration with a latin-1 character: both read (as
+    ``dh`` reads them); the identified URDF is UTF-8 and says so."""
+    dh, result, folder = odd_urdf_runs[variant]
+    assert dh.returncode == 0, dh.stderr
     assert result.returncode == 0, result.stderr
     written = (folder / 'id.urdf').read_bytes()
     assert not written.startswith(b'\xef\xbb\xbf') and 'Bézier' in written.decode('utf-8')
@@ -388,15 +413,28 @@ def test_messages_with_fewer_positions_than_names_are_skipped_and_counted(data, 
     assert f'skipped {len(q) // 50} messages with fewer positions than names' in result.stdout
 
 
-@pytest.mark.parametrize('variant', ['bom', 'semicolon', 'tab'])
-def test_csv_files_with_a_bom_or_another_delimiter_are_read(data, tmp_path, variant):
-    names = data['model'].joint_names
-    path = write_csv(tmp_path / 'r.csv', names, data['t'], data['q'], data['qd'], data['tau'],
-                     delimiter={'bom': ',', 'semicolon': ';', 'tab': '\t'}[variant],
-                     bom=variant == 'bom')
-    shutil.copy(PUMA560_URDF, tmp_path / 'puma.urdf')
-    result = cli(*identify_args(tmp_path / 'puma.urdf', path, tmp_path / 'o.urdf',
-                                tmp_path / 'o.yaml'))
+CSV_VARIANTS = {'bom': ',', 'semicolon': ';', 'tab': '\t'}
+
+
+@pytest.fixture(scope='module')
+def csv_variant_runs(data, tmp_path_factory):
+    """``identify`` of the recording written as each of ``CSV_VARIANTS`` (side by side):
+    {variant: result}."""
+    folder = tmp_path_factory.mktemp('csv_variants')
+    shutil.copy(PUMA560_URDF, folder / 'puma.urdf')
+    runs = {}
+    for variant, delimiter in CSV_VARIANTS.items():
+        path = write_csv(folder / f'{variant}.csv', data['model'].joint_names, data['t'],
+                         data['q'], data['qd'], data['tau'], delimiter=delimiter,
+                         bom=variant == 'bom')
+        runs[variant] = identify_args(folder / 'puma.urdf', path, folder / f'{variant}.urdf',
+                                      folder / f'{variant}.yaml')
+    return side_by_side(runs)
+
+
+@pytest.mark.parametrize('variant', list(CSV_VARIANTS))
+def test_csv_files_with_a_bom_or_another_delimiter_are_read(csv_variant_runs, variant):
+    result = csv_variant_runs[variant]
     assert result.returncode == 0, result.stderr
 
 
@@ -417,15 +455,16 @@ def test_a_glitch_is_dropped_with_a_count_and_does_not_move_the_model(data, tmp_
     import yaml
     names = data['model'].joint_names
     shutil.copy(PUMA560_URDF, tmp_path / 'puma.urdf')
-    values = {}
+    values, runs = {}, {}
     for label in ('clean', 'glitch'):
         q = data['q'].copy()
         if label == 'glitch':
             q[1000, 2] = 1e6
         path = write_csv(tmp_path / f'{label}.csv', names, data['t'], q, data['qd'],
                          data['tau'])
-        result = cli(*identify_args(tmp_path / 'puma.urdf', path, tmp_path / f'{label}.urdf',
-                                    tmp_path / f'{label}.yaml'))
+        runs[label] = identify_args(tmp_path / 'puma.urdf', path, tmp_path / f'{label}.urdf',
+                                    tmp_path / f'{label}.yaml')
+    for label, result in side_by_side(runs).items():
         assert result.returncode == 0, result.stderr
         assert 'RuntimeWarning' not in result.stderr
         values[label] = yaml.safe_load((tmp_path / f'{label}.yaml').read_text())[

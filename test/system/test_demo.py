@@ -3,6 +3,7 @@
 The demo runs as a separate process (``python -m ne_dynamics_ros.tools.demo``, what the
 ``ne-dynamics-demo`` console script calls) on the test's private ROS_DOMAIN_ID.
 """
+import concurrent.futures
 import json
 import os
 import subprocess
@@ -18,6 +19,7 @@ from rclpy.qos import QoSDurabilityPolicy, QoSProfile, QoSReliabilityPolicy
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory
 
+from dds import next_domain_id
 from references import REPO_ROOT
 from references import lee_run
 from ne_dynamics_ros.control.profiles import trapezoidal
@@ -27,9 +29,15 @@ from ne_dynamics_ros.nodes.trajectory_source_node import (
 LEE_BOUND_RAD = 4.26e-4   # Lee et al. (1982), section 5: one count of a 12-bit A/D converter
 
 
-def run_demo(tmp_path, *options, timeout=180):
+def run_demo(tmp_path, *options, timeout=180, domain_id=None):
+    """Run the demo with ``options`` into ``tmp_path/out``; return (result, summary, out).
+
+    ``domain_id``: its ROS_DOMAIN_ID (default: the environment's, the test's own).
+    """
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [str(REPO_ROOT), os.environ.get('PYTHONPATH', '')]))
+    if domain_id is not None:
+        env['ROS_DOMAIN_ID'] = str(domain_id)
     tmp_path.mkdir(parents=True, exist_ok=True)
     output = tmp_path / 'out'
     result = subprocess.run(
@@ -38,6 +46,18 @@ def run_demo(tmp_path, *options, timeout=180):
     summary_path = output / 'summary.json'
     summary = json.loads(summary_path.read_text()) if summary_path.exists() else None
     return result, summary, output
+
+
+def run_demos(*runs):
+    """Run demos side by side, each ``(tmp_path, *options)`` on a domain of its own.
+
+    The demo runs in lockstep (simulated time), so a run slowed by its neighbour gives
+    the same figures, later. Returns [(result, summary, output) ...] in order.
+    """
+    with concurrent.futures.ThreadPoolExecutor(max_workers=len(runs)) as pool:
+        futures = [pool.submit(run_demo, path, *options, domain_id=next_domain_id())
+                   for path, *options in runs]
+        return [future.result() for future in futures]
 
 
 def test_lee_puma_experiment_stays_below_the_ad_resolution(tmp_path, domain_id):
@@ -73,9 +93,9 @@ def test_lee_puma_experiment_stays_below_the_ad_resolution(tmp_path, domain_id):
 
 
 def test_unknown_payload_gives_a_larger_but_bounded_error(tmp_path, domain_id):
-    exact, exact_summary, _ = run_demo(tmp_path / 'exact', '--settle', '0.5')
-    loaded, loaded_summary, _ = run_demo(tmp_path / 'loaded', '--settle', '0.5',
-                                         '--payload', '2')
+    (exact, exact_summary, _), (loaded, loaded_summary, _) = run_demos(
+        (tmp_path / 'exact', '--settle', '0.5'),
+        (tmp_path / 'loaded', '--settle', '0.5', '--payload', '2'))
     for run in (exact, loaded):
         assert run.returncode == 0, run.stdout + run.stderr
     exact_error = np.array(exact_summary['max_abs_error_rad'])
@@ -275,9 +295,8 @@ def test_pick_and_place_adaptive_learns_each_load_computed_torque_does_not(
     computed torque with the fixed model does not; the plot is written."""
     options = ('--pick-and-place', '2', '--cycles', '2', '--duration', '1.0', '--dwell',
                '0.3', '--settle', '0.2')
-    adaptive, learned, output = run_demo(tmp_path / 'adaptive', *options, '--mode',
-                                         'adaptive')
-    fixed, unlearned, _ = run_demo(tmp_path / 'fixed', *options)
+    (adaptive, learned, output), (fixed, unlearned, _) = run_demos(
+        (tmp_path / 'adaptive', *options, '--mode', 'adaptive'), (tmp_path / 'fixed', *options))
     for run in (adaptive, fixed):
         assert run.returncode == 0, run.stdout + run.stderr
     assert learned['mode'] == 'adaptive' and unlearned['mode'] is None

@@ -13,6 +13,7 @@ import pathlib
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -22,6 +23,8 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import QoSDurabilityPolicy, QoSProfile, QoSReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
+
+from dds import next_domain_id
 
 try:
     import launch  # noqa: F401  (the launch files need it)
@@ -89,9 +92,14 @@ def launch_env(domain_id):
 
 
 def ros2_launch(env, name, *arguments):
-    return subprocess.Popen([str(ROS2), 'launch', 'ne_dynamics_ros', name, *arguments],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, start_new_session=True)
+    """Start ``ros2 launch ne_dynamics_ros NAME ARGS``; its output goes to a file (a pipe
+    left unread while the test runs could fill and block the launch)."""
+    log = tempfile.TemporaryFile(mode='w+')
+    process = subprocess.Popen([str(ROS2), 'launch', 'ne_dynamics_ros', name, *arguments],
+                               env=env, stdout=log, stderr=subprocess.STDOUT, text=True,
+                               start_new_session=True)
+    process.log = log
+    return process
 
 
 def stop(process):
@@ -102,34 +110,78 @@ def stop(process):
             process.wait(timeout=20)
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
-    return process.communicate()[0]
+            process.wait(timeout=20)
+    process.log.seek(0)
+    return process.log.read()
 
 
 SHARE = AMENT_PREFIX / 'share' / 'ne_dynamics_ros'
 
 
-@pytest.mark.parametrize('name, arguments, joints, topic, gravity', [
-    ('puma560.launch.py', ('sim:=false',), PUMA_JOINTS, '/effort_controller/commands', True),
-    ('ur5e.launch.py', ('autostart:=true',), UR_JOINTS, '/forward_effort_controller/commands',
-     False),
-    ('ur5e_sim.launch.py', ('sim:=false',), UR_JOINTS, '/effort_controller/commands', True),
-    ('computed_torque.launch.py', (f'urdf:={SHARE / "config" / "puma560.urdf"}',
-                                   f'params_file:={SHARE / "config" / "puma560.yaml"}'),
-     PUMA_JOINTS, '/effort_controller/commands', True),
-    ('puma560.launch.py', ('urdf:=robot_description', 'sim:=false'), PUMA_JOINTS,
-     '/effort_controller/commands', True),
-], ids=['puma560', 'ur5e-driver', 'ur5e-sim', 'generic', 'puma560-topic'])
-def test_every_launch_file_starts_a_node_that_answers(ros_context, domain_id, name, arguments,
-                                                      joints, topic, gravity):
+ANSWER_CASES = {
+    'puma560': ('puma560.launch.py', ('sim:=false',), PUMA_JOINTS,
+                '/effort_controller/commands', True),
+    'ur5e-driver': ('ur5e.launch.py', ('autostart:=true',), UR_JOINTS,
+                    '/forward_effort_controller/commands', False),
+    'ur5e-sim': ('ur5e_sim.launch.py', ('sim:=false',), UR_JOINTS,
+                 '/effort_controller/commands', True),
+    'generic': ('computed_torque.launch.py', (f'urdf:={SHARE / "config" / "puma560.urdf"}',
+                                              f'params_file:={SHARE / "config" / "puma560.yaml"}'),
+                PUMA_JOINTS, '/effort_controller/commands', True),
+    'puma560-topic': ('puma560.launch.py', ('urdf:=robot_description', 'sim:=false'),
+                      PUMA_JOINTS, '/effort_controller/commands', True),
+}
+
+
+@pytest.fixture(scope='module')
+def answering_launches():
+    """Every launch of ``ANSWER_CASES`` started at once, each on a domain of its own.
+
+    A launched node spends most of its start waiting (``discovery_settle``, 3.5 s by
+    default, before it activates), so the five start together and each test then finds its
+    node up; each test stops its own launch. Yields ``{case: (process, env, domain_id)}``.
+    """
+    launched = {}
+    try:
+        for case, (name, arguments, *_) in ANSWER_CASES.items():
+            domain = next_domain_id()
+            env = launch_env(domain)
+            launched[case] = (ros2_launch(env, name, *arguments), env, domain)
+        yield launched
+    finally:
+        for process, _, _ in launched.values():
+            stop(process)
+
+
+@pytest.fixture
+def context_on():
+    """Return ``open(domain_id)``: an initialised rclpy context on that domain, shut down
+    after the test."""
+    contexts = []
+
+    def open_context(domain):
+        context = rclpy.context.Context()
+        rclpy.init(context=context, domain_id=domain)
+        contexts.append(context)
+        return context
+    yield open_context
+    for context in contexts:
+        if context.ok():
+            rclpy.shutdown(context=context)
+
+
+@pytest.mark.parametrize('case', list(ANSWER_CASES))
+def test_every_launch_file_starts_a_node_that_answers(answering_launches, context_on, case):
     """ros2 launch, for real: the node answers /joint_states on the right command topic.
 
     Held at rest, it commands g(q) to a simulated arm, and nothing to a UR that adds
     gravity itself.
     """
-    env = launch_env(domain_id)
-    process = ros2_launch(env, name, *arguments)
-    peer = rclpy.create_node('launch_test_peer', context=ros_context)
-    executor = SingleThreadedExecutor(context=ros_context)
+    _, arguments, joints, topic, gravity = ANSWER_CASES[case]
+    process, _, domain = answering_launches[case]
+    context = context_on(domain)
+    peer = rclpy.create_node('launch_test_peer', context=context)
+    executor = SingleThreadedExecutor(context=context)
     executor.add_node(peer)
     efforts = []
     try:
@@ -176,10 +228,9 @@ def test_bad_arguments_fail_with_a_message_naming_the_problem(domain_id, tmp_pat
     bad.write_text('computed_torque_node:\n  ros__parameters:\n    kp: -5.0\n')
     process = ros2_launch(env, name, *(a.format(bad=bad) for a in arguments))
     try:
-        output = process.communicate(timeout=60)[0]
+        process.wait(timeout=60)
     finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
+        output = stop(process)
     assert process.returncode == 1, output
     assert message in output, output
 
@@ -203,7 +254,7 @@ def ros2_lifecycle(env, *arguments):
 def test_the_real_arm_launch_waits_for_the_operator_then_commands(ros_context, domain_id):
     """ur5e.launch.py (autostart false): unconfigured and silent while states stream, then
     `ros2 lifecycle set configure` / `activate` as the README's operator sequence, and
-    commands come; `deactivate` sends zero and stops them."""
+    commands come; a deactivate (the lifecycle service) sends zero and stops them."""
     env = launch_env(domain_id)
     process = ros2_launch(env, 'ur5e.launch.py')
     peer = rclpy.create_node('lifecycle_launch_peer', context=ros_context)
@@ -247,8 +298,15 @@ def test_the_real_arm_launch_waits_for_the_operator_then_commands(ros_context, d
             assert time.monotonic() < deadline, 'no command after activation: ' + stop(process)
             stream(0.2)
         np.testing.assert_allclose(efforts[-1], 0.0, atol=1e-9)   # the UR adds gravity
-        code, out = ros2_lifecycle(env, 'set', node, 'deactivate')
-        assert code == 0, out
+        # deactivate through the service the command line calls (its run is proven above)
+        from lifecycle_msgs.msg import Transition
+        from lifecycle_msgs.srv import ChangeState
+        change = peer.create_client(ChangeState, f'{node}/change_state')
+        assert change.wait_for_service(timeout_sec=10.0)
+        future = change.call_async(ChangeState.Request(
+            transition=Transition(id=Transition.TRANSITION_DEACTIVATE)))
+        executor.spin_until_future_complete(future, timeout_sec=10.0)
+        assert future.result() is not None and future.result().success
         stream(0.3)
         count = len(efforts)
         stream(0.6)
