@@ -12,6 +12,7 @@ that only the good one is answered: no fixed sleeps.
 """
 import math
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -571,6 +572,10 @@ def test_main_publishes_zero_effort_on_ctrl_c(ros_context, domain_id):
         assert proc.returncode == 0, out
         np.testing.assert_array_equal(efforts[-1], np.zeros(6))
         assert 'control path priority: ' in out, out      # what it got, said at start
+        if 'control path priority: SCHED_FIFO priority' in out:
+            # Fast DDS's reception and event threads were found by name and raised too
+            assert re.search(r'the same for [1-9][0-9]* DDS threads; nice -10 for 2 of the 2 '
+                             r'threads sharing the GIL', out), out
     finally:
         if proc.poll() is None:
             proc.kill()

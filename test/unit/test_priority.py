@@ -68,3 +68,79 @@ def test_nothing_permitted_keeps_the_default_and_says_where_to_look(monkeypatch)
     assert policy is None and 'default scheduling kept' in text and 'ulimit -r' in text
     text, policy = priority.raise_priority(0, [0])
     assert policy is None and text.startswith('realtime_priority 0')
+
+
+class NamedThread:
+    """A thread that renames itself (``prctl(PR_SET_NAME)``, as Fast DDS names its own)
+    and waits until stopped."""
+
+    def __init__(self, name):
+        import ctypes
+        self.started, self.stopping = threading.Event(), threading.Event()
+
+        def run():
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(15, ctypes.c_char_p(name.encode()), 0, 0, 0)     # PR_SET_NAME
+            self.started.set()
+            self.stopping.wait(10)
+        self.thread = threading.Thread(target=run, daemon=True)
+        self.thread.start()
+        assert self.started.wait(5)
+        self.tid = self.thread.native_id
+
+    def nice(self):
+        return os.getpriority(os.PRIO_PROCESS, self.tid)
+
+    def stop(self):
+        self.stopping.set()
+        self.thread.join(5)
+
+
+@pytest.fixture
+def named_threads():
+    made = []
+
+    def make(name):
+        made.append(NamedThread(name))
+        return made[-1]
+    yield make
+    for thread in made:
+        thread.stop()
+
+
+@pytest.mark.skipif(not os.path.isdir('/proc/self/task'), reason='Linux only (/proc)')
+def test_dds_threads_are_found_by_their_names(named_threads):
+    receiving, events, other = (named_threads('dds.udp.7411'), named_threads('dds.ev.0'),
+                                named_threads('dds_like'))
+    found = priority.dds_thread_ids()
+    assert receiving.tid in found and events.tid in found and other.tid not in found
+    assert threading.get_native_id() not in found
+
+
+def test_helpers_sit_above_neighbours_and_below_a_fifo_control_path():
+    assert priority.helper_policy(None) is None
+    assert priority.helper_policy(('fifo', 50)) == ('nice', priority.NICE_FLOOR)
+    assert priority.helper_policy(('nice', -5)) == ('nice', -5)     # beside it, not above
+
+
+@pytest.mark.skipif(not os.path.isdir('/proc/self/task'), reason='Linux only (/proc)')
+def test_the_node_threads_get_the_control_policy_or_the_helpers(named_threads, monkeypatch):
+    """A nice value above the default (always permitted) stands for the control path's
+    policy: the DDS-named threads and the watchdog take it, the helpers theirs."""
+    from types import SimpleNamespace
+    dds, watchdog, intake, goals = (named_threads('dds.shm.7413'), named_threads('w'),
+                                    named_threads('i'), named_threads('g'))
+    node = SimpleNamespace(control_policy=('nice', 7), watchdog=watchdog, intake=intake,
+                           goals=goals)
+    text = priority.raise_node_threads(node)
+    assert dds.nice() == watchdog.nice() == intake.nice() == goals.nice() == 7
+    assert 'nice 7 for 2 of the 2 threads sharing the GIL' in text
+    assert priority.raise_node_threads(SimpleNamespace(control_policy=None)) == ''
+
+    # what the OS refuses is said, not claimed
+    def refuse(*args):
+        raise PermissionError(1, 'Operation not permitted')
+    monkeypatch.setattr(os, 'setpriority', refuse)
+    refused = priority.raise_node_threads(SimpleNamespace(
+        control_policy=('nice', -5), watchdog=watchdog, intake=intake, goals=None))
+    assert 'the same for 0 DDS threads; nice -5 for 0 of the 1 threads' in refused, refused

@@ -52,6 +52,11 @@ class GoalLink:
         self._thread = threading.Thread(target=self._run, name='goal_link', daemon=True)
         self._thread.start()
 
+    @property
+    def thread(self):
+        """The thread judging goals and sending their feedback and results."""
+        return self._thread
+
     # ---- the control path -------------------------------------------------------------------
 
     def record(self, state, out):

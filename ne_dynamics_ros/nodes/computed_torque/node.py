@@ -204,7 +204,7 @@ class ComputedTorqueNode(LifecycleNode):
             self._chain_built()
         self.intake.start(self._receiver, self._max_trajectory_bytes)
         self.watchdog.start()
-        priority.apply(self.control_policy, self.watchdog.thread.native_id)
+        priority.raise_node_threads(self)
         return _SUCCESS
 
     @property

@@ -85,6 +85,7 @@ def main(args=None):
         text, node.control_policy = priority.raise_priority(
             node.get_parameter('realtime_priority').value,
             [0] + ([watchdog.native_id] if watchdog is not None else []))
+        text += priority.raise_node_threads(node)
         node.get_logger().info(f'control path priority: {text}')
         while rclpy.ok() and not interrupted:
             # A finite timeout lets Python run the signal handlers between waits.

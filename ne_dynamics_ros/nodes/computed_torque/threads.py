@@ -64,6 +64,11 @@ class TrajectoryIntake:
                                         daemon=True)
         self._thread.start()
 
+    @property
+    def thread(self):
+        """The thread handling the receiver's frames, or None before :meth:`start`."""
+        return self._thread
+
     def stop(self, timeout: float = 2.0):
         """Close the receiver and join the thread (idempotent)."""
         self._stopping.set()
