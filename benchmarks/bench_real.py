@@ -30,7 +30,7 @@ import time
 
 import numpy as np
 
-from ne_dynamics_ros import load_model
+from ne_dynamics_ros import load_model, resources
 from ne_dynamics_ros.dynamics.parameters import PER_JOINT
 from ne_dynamics_ros.dynamics.urdf_import import read_urdf_text
 from ne_dynamics_ros.identification.physical_fit import (MARGIN, nominal_pseudo_inertias,
@@ -44,19 +44,12 @@ DATA = ROOT.parent / 'shared' / 'data' / 'real'
 #: Gaz et al. 2019, supplementary Table IV: RMS per joint on their validation
 #: trajectories with feasible parameters (sqrt of the mean square errors), N·m.
 GAZ_TABLE_IV = (0.64, 1.01, 0.77, 0.65, 0.42, 0.20, 0.16)
-#: The Panda's URDF in the example-robot-data wheel.
-PANDA_URDF = 'cmeel.prefix/share/example-robot-data/robots/panda_description/urdf/panda.urdf'
 
 
 def panda_urdf():
     """Return the path of example-robot-data's Panda URDF (or exit saying how to get it)."""
-    from importlib import metadata
-    try:
-        path = pathlib.Path(metadata.distribution('example-robot-data').locate_file(
-            PANDA_URDF))
-    except metadata.PackageNotFoundError:
-        path = None
-    if path is None or not path.is_file():
+    path = resources.panda_urdf()
+    if path is None:
         sys.exit('bench_real: the Panda needs example-robot-data (pip install '
                  'example-robot-data)')
     return path

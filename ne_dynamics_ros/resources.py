@@ -53,3 +53,22 @@ def find_resource(relative_path) -> pathlib.Path:
             return path
     raise FileNotFoundError(
         f'{relative_path} not found in ' + os.pathsep.join(str(p) for p in searched))
+
+
+#: Where example-robot-data (PyPI) keeps the Franka Panda's URDF in its distribution.
+PANDA_URDF = 'cmeel.prefix/share/example-robot-data/robots/panda_description/urdf/panda.urdf'
+
+
+def panda_urdf():
+    """Return the path (``pathlib.Path``) of example-robot-data's Panda URDF, or None.
+
+    None when example-robot-data is not installed (``pip install example-robot-data``)
+    or its distribution holds no such file.
+    """
+    from importlib import metadata
+    try:
+        path = pathlib.Path(metadata.distribution('example-robot-data').locate_file(
+            PANDA_URDF))
+    except metadata.PackageNotFoundError:
+        return None
+    return path if path.is_file() else None

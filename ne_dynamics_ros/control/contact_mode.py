@@ -1,9 +1,10 @@
 """The controller's contact supervision: the momentum observer on every state, contacts.
 
-Pure module (no ROS). :class:`ContactMode` holds the
+Pure module (no ROS). :class:`ContactMode` feeds the
 :class:`~ne_dynamics_ros.control.observer.MomentumObserver` and the
-:class:`~ne_dynamics_ros.control.observer.ContactDetector` of one controller and feeds
-them, on each valid state, from the model the control law uses: its generated recursion
+:class:`~ne_dynamics_ros.control.observer.ContactDetector` of the run (its
+:class:`~ne_dynamics_ros.control.sensing.Sensing`), on each valid state, from the model
+the control law uses: its generated recursion
 (or, in adaptive mode, Slotine & Li's law with the load it learned), gravity and friction
 left out where the hardware compensates them (as the command leaves them out), and the
 last command (clamped) as the effort that acted since the previous state. What a contact
@@ -17,11 +18,13 @@ from typing import List, Optional, Tuple
 import numpy as np
 
 from ne_dynamics_ros.control.laws import compute_effort_values, ControlMode
-from ne_dynamics_ros.control.observer import Contact, ContactDetector, MomentumObserver
+from ne_dynamics_ros.control.observer import Contact
 
 
 class ContactMode:
-    """Observer and detector of one controller (chain order throughout).
+    """How the observer and detector of a run are fed; the contacts counted.
+
+    Chain order throughout.
 
     Args:
         model: the controller's :class:`~ne_dynamics_ros.dynamics.model.RobotModel`.
@@ -34,28 +37,21 @@ class ContactMode:
         self.dynamics = dynamics
         #: the generated recursion's list-in list-out call, or None (the model's rnea)
         self._rnea_values = getattr(dynamics, 'rnea_values', None)
-        self.observer = MomentumObserver(model.n, 60.0)
-        self.detector = ContactDetector(model.joint_names, [], 3)
         self.reaction = 'hold'
-        #: the last command (chain order), the effort acting until the next state; None
-        #: after a restart (no command known to have acted)
-        self.applied = None
         #: contacts detected since configured
         self.contacts = 0
         self._zeros = [0.0] * model.n
         self._comply_law = None
-        self._estimate = None          # the adaptive estimate at the previous state
         #: compute r while contact detection is off too (somebody reads it: scripts,
         #: run_lockstep); False skips the observer then, and it restarts when wanted again
         self.reading = True
-        self._skipped = False
 
     def apply(self, settings, control_law):
-        """Take the ``contact.*`` settings and the controller's law configuration."""
-        self.observer.set_gain(settings.contact_observer_gain)
-        threshold = settings.contact_threshold
-        self.detector.configure([] if threshold is None else threshold.tolist(),
-                                settings.contact_debounce)
+        """Take ``contact.reaction`` and the controller's law configuration.
+
+        The run's observer and detector take their settings in
+        :meth:`~ne_dynamics_ros.control.sensing.Sensing.configure`.
+        """
         self.reaction = settings.contact_reaction
         self._law = control_law
         self._comply_law = dataclasses.replace(
@@ -67,20 +63,16 @@ class ContactMode:
         self._gravity = ([0.0, 0.0, 0.0] if control_law.hardware_compensates_gravity
                          else control_law.gravity.tolist())
 
-    def restart(self):
-        """Forget the observer's past (a new activation, a timeout, new settings)."""
-        self.observer.reset()
-        self.applied = None
-        self._estimate = None
-
-    def declared(self, adaptive_law):
+    @staticmethod
+    def declared(sensing, adaptive_law):
         """Take a declared load as the model's new truth, with no shift of the past.
 
         A load declared is one that just arrived (or left): the model before it was
         right for the motion before it, unlike an estimate the law corrects, whose
-        change :meth:`observe` applies to the observer's past (``shift``).
+        change :meth:`observe` applies to the observer's past (``shift``). ``sensing``:
+        the run's :class:`~ne_dynamics_ros.control.sensing.Sensing`.
         """
-        self._estimate = adaptive_law.estimate.tolist()
+        sensing.estimate = adaptive_law.estimate.tolist()
 
     def friction_values(self, qd) -> List[float]:
         """Return the model's friction effort at the measured ``qd`` (n floats), or zeros.
@@ -94,37 +86,38 @@ class ContactMode:
         return [b * v + c * math.tanh(v / vs) + off
                 for b, c, v, vs, off in zip(damping, coulomb, qd, scales, offsets)]
 
-    def observe(self, now: float, q, qd,
+    def observe(self, sensing, now: float, q, qd,
                 adaptive_law=None) -> Tuple[List[float], Optional[Contact]]:
-        """Advance the observer to the state ``(q, qd)`` (lists) at ``now`` (s).
+        """Advance the run's observer to the state ``(q, qd)`` (lists) at ``now`` (s).
 
+        ``sensing``: the run's :class:`~ne_dynamics_ros.control.sensing.Sensing`;
         ``adaptive_law``: the adaptive law in force (its model carries the learned
         load), or None. Returns ``(r, contact)``: r (n floats, N·m / N) and the
         :class:`~ne_dynamics_ros.control.observer.Contact` that starts with this state,
         or None; ``(None, None)`` while contact detection is off and :attr:`reading` is
         False.
         """
-        if not (self.reading or self.detector.enabled):
-            self._skipped = True             # nothing reads r: no observer, no cost
+        if not (self.reading or sensing.detector.enabled):
+            sensing.skipped = True           # nothing reads r: no observer, no cost
             return None, None
-        if self._skipped:
-            self._skipped = False
-            self.restart()                   # its past is stale: start from this state
+        if sensing.skipped:
+            sensing.skipped = False
+            sensing.restart_observer()       # its past is stale: start from this state
         shift = None
         if adaptive_law is not None:
             inverse_dynamics = self._adaptive_dynamics(adaptive_law, q, qd)
             estimate = adaptive_law.estimate.tolist()
-            last, self._estimate = self._estimate, estimate
+            last, sensing.estimate = sensing.estimate, estimate
             if last is not None and last != estimate:
                 now_values = adaptive_law.model_values(q, qd, self._zeros, estimate)
                 shift = [a - b for a, b in zip(now_values, adaptive_law.model_values(
                     q, qd, self._zeros, last))]
         else:
             inverse_dynamics = self._model_dynamics(q, qd)
-            self._estimate = None
-        r = self.observer.update(now, qd, inverse_dynamics, self.friction_values(qd),
-                                 self.applied, shift)
-        contact = self.detector.update(now, r)
+            sensing.estimate = None
+        r = sensing.observer.update(now, qd, inverse_dynamics, self.friction_values(qd),
+                                    sensing.applied, shift)
+        contact = sensing.detector.update(now, r)
         if contact is not None:
             self.contacts += 1
         return r, contact

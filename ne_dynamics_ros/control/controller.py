@@ -61,6 +61,8 @@ from ne_dynamics_ros.control.goals import (GoalEnd, GoalMonitor, GoalStatus, Res
 from ne_dynamics_ros.control.measured_state import (  # noqa: F401 - the controller's names
     JointStateError, JointStateSample, MAX_POSITION, MAX_STATE_JOINTS, SPEED_FACTOR,
     StateReader)
+from ne_dynamics_ros.control.cartesian_law import target_pose, TargetError
+from ne_dynamics_ros.control.sensing import Sensing
 from ne_dynamics_ros.control.run_state import (
     Command, NoCommand, PreparedTrajectory, RunState, SkipReason, Timeout)
 from ne_dynamics_ros.control.settings import ControllerSettings, DEFAULT_SETTINGS  # noqa: F401
@@ -182,7 +184,7 @@ class ComputedTorqueController:
         self._epoch_ns = None
         #: Everything one run changes (:class:`~ne_dynamics_ros.control.run_state.
         #: RunState`): replaced whole on every restart, never reset field by field.
-        self._run = RunState(n)
+        self._run = RunState(n, sensing=self._new_sensing())
         #: goals ended off the control path (replaced, canceled, deactivated, timed out),
         #: for the node to report: GoalEnd items, oldest first
         self._goal_ends = []
@@ -252,7 +254,12 @@ class ComputedTorqueController:
     def _restart(self, waiting: str):
         """Start a new run, still active: the next valid state is held (``waiting`` says why)."""
         self._run = RunState(self.n, waiting=waiting,
-                             last_valid_steady_ns=self._run.last_valid_steady_ns)
+                             last_valid_steady_ns=self._run.last_valid_steady_ns,
+                             sensing=self._run.sensing)
+
+    def _new_sensing(self) -> Sensing:
+        """Return a fresh :class:`~ne_dynamics_ros.control.sensing.Sensing` (a new activation)."""
+        return Sensing.new(self.model.joint_names, self.settings)
 
     def _apply(self, settings: ControllerSettings):
         self.settings = settings
@@ -320,7 +327,7 @@ class ComputedTorqueController:
                     'a declared payload is taken in modes adaptive and cartesian_impedance '
                     f'with adaptation: payload (mode is {settings.mode.value}, adaptation '
                     f'{settings.adaptation})')
-            self._contact.declared(self._adaptive.law)
+            self._contact.declared(self._run.sensing, self._adaptive.law)
 
     @property
     def contact(self):
@@ -329,7 +336,7 @@ class ComputedTorqueController:
         A :class:`~ne_dynamics_ros.control.observer.Contact`: detected, its external
         effort not yet back under 80 % of the threshold.
         """
-        return self._contact.detector.contact
+        return self._run.sensing.detector.contact
 
     @property
     def contact_reaction_text(self) -> str:
@@ -409,8 +416,7 @@ class ComputedTorqueController:
             if (old_mode is ControlMode.GRAVITY_COMPENSATION and settings.mode is not old_mode
                     and self._run.active):
                 self._restart('no joint_states since leaving gravity compensation')
-            if 'velocity_filter_cutoff' in values:
-                self._reader.restart_estimator(settings.velocity_filter_cutoff)
+            self._run.sensing.configure(settings)
             return settings
 
     # ---- Cartesian impedance ----------------------------------------------------------------
@@ -428,7 +434,6 @@ class ComputedTorqueController:
                 controller is not in mode ``cartesian_impedance`` (the last good target
                 stays).
         """
-        from ne_dynamics_ros.control.cartesian_law import target_pose, TargetError
         pose = target_pose(position, orientation, frame_id, self.model.base_link)
         with self._lock:
             run = self._run
@@ -511,9 +516,7 @@ class ComputedTorqueController:
         with self._lock:
             settings = self.validate(**dict(settings or {}))
             self._apply(settings)
-            self._reader.restart_estimator(settings.velocity_filter_cutoff)
-            self._run = RunState(self.n, active=False)
-            self._contact.restart()
+            self._run = RunState(self.n, active=False, sensing=self._new_sensing())
             return settings
 
     def activate(self, q: Optional[Sequence[float]] = None, now_ns: Optional[int] = None,
@@ -535,15 +538,13 @@ class ComputedTorqueController:
         if q is not None:
             q = self.model.checked_vector(q, 'q', allow_batch=False).tolist()
         with self._lock:
-            self._reader.reset_velocities()
-            self._contact.restart()
-            self._contact.detector.clear()
             if q is None and now_ns is not None:
                 q = self._fresh_position(now_ns if steady_ns is None else steady_ns)
+            sensing = self._new_sensing()
             if q is None or now_ns is None:
-                self._run = RunState(self.n)
+                self._run = RunState(self.n, sensing=sensing)
             else:
-                self._run = RunState.holding(q, self._seconds(now_ns))
+                self._run = RunState.holding(q, self._seconds(now_ns), sensing=sensing)
 
     def _fresh_position(self, steady_ns):
         """Return q (chain order, a list) of the last idle state if fresh, else None."""
@@ -563,8 +564,8 @@ class ComputedTorqueController:
         """
         with self._lock:
             self._end_goal(GoalStatus.ABORTED, 'Aborted: the controller was deactivated')
-            self._run = RunState(self.n, active=False)     # no timeout while inactive
-            self._contact.restart()
+            self._run = RunState(self.n, active=False,     # no timeout while inactive
+                                 sensing=self._new_sensing())
         return self.zero_effort()
 
     def reject_state(self, reason: str) -> 'NoCommand':
@@ -580,13 +581,13 @@ class ComputedTorqueController:
     def _update(self, now_ns, joint_names, positions, velocities, efforts, stamp_ns,
                 steady_ns):
         now = self._seconds(now_ns)
-        reader = self._reader
+        reader, sensing = self._reader, self._run.sensing
         state = reader.usual(joint_names, positions, velocities, efforts)
         if state is None:
             # anything unusual (new names, a fault, velocities to estimate): checked
             try:
                 state = reader.measured(joint_names, positions, velocities, efforts,
-                                        stamp_ns, now)
+                                        stamp_ns, now, sensing.estimator)
             except JointStateError as err:
                 self.dropped_joint_states += 1
                 return NoCommand(SkipReason.INVALID_STATE, str(err))
@@ -598,7 +599,8 @@ class ComputedTorqueController:
         # the state's instant (its stamp when on our clock): the observer's time step is
         # the time between measurements, whenever they were delivered
         t = self._sample_time(stamp_ns, now_ns, now)
-        external, contact = self._contact.observe(t, q, qd, self._context.adaptive_law)
+        external, contact = self._contact.observe(sensing, t, q, qd,
+                                                  self._context.adaptive_law)
         if contact is not None:
             react = CONTACT_REACTIONS[ContactReaction(self._contact.reaction)][0]
             if react is not None:
@@ -612,7 +614,7 @@ class ComputedTorqueController:
             run = self._hold(q, now)
             if resumed:
                 # differences across the silence are no velocity: start afresh
-                reader.reset_velocities()
+                sensing.estimator.reset()
             if pending is not None:
                 self._install_pending(run, pending, now)
         # plain lists of floats from here to the Command: six-element NumPy arithmetic
@@ -639,7 +641,7 @@ class ComputedTorqueController:
             run.integral_time = now
         run.last_valid_steady_ns = now_ns if steady_ns is None else steady_ns
         run.last_q, run.last_effort = q, tau
-        self._contact.applied = tau
+        sensing.applied = tau
         velocity_error = [a - b for a, b in zip(qd_d, qd)]
         goal_end = None
         if run.goal is not None:
@@ -743,7 +745,8 @@ class ComputedTorqueController:
 
     def _hold(self, q, now) -> RunState:
         """Start a run holding the measured ``q`` (a list) from ``now`` (s); return it."""
-        self._run = RunState.holding(q, now, self._run.last_valid_steady_ns)
+        self._run = RunState.holding(q, now, self._run.last_valid_steady_ns,
+                                     self._run.sensing)
         return self._run
 
     # ---- trajectories ---------------------------------------------------------------------
@@ -942,7 +945,8 @@ class ComputedTorqueController:
                                f'{state_loss.loss_text(settings, hold is not None)}')
                 self._run = run = RunState(
                     self.n, waiting='no valid joint_states (state timeout)', timed_out=True,
-                    last_valid_steady_ns=run.last_valid_steady_ns, loss_effort=hold)
+                    last_valid_steady_ns=run.last_valid_steady_ns, loss_effort=hold,
+                    sensing=run.sensing)
             holding = (run.loss_effort is not None
                        and silence <= settings.state_timeout + settings.state_loss_hold)
             if not holding:

@@ -13,8 +13,8 @@ Pure module (no ROS). :class:`StateReader` turns one ``sensor_msgs/JointState``'
   :class:`JointStateError` says why (and the velocity estimator restarts).
 * **Velocity estimation**: a state without velocities (or with all-NaN velocities, as
   ``joint_state_broadcaster`` sends for a missing interface) gets filtered finite
-  differences of its positions (:class:`~ne_dynamics_ros.control.velocity_estimator.
-  VelocityEstimator`), timed by the state's stamps.
+  differences of its positions (the run's :class:`~ne_dynamics_ros.control.
+  velocity_estimator.VelocityEstimator`), timed by the state's stamps.
 
 Units: q in rad (m for prismatic joints), qd in rad/s (m/s).
 """
@@ -24,8 +24,6 @@ from operator import itemgetter, le
 from typing import NamedTuple, Optional, Sequence
 
 import numpy as np
-
-from ne_dynamics_ros.control.velocity_estimator import VelocityEstimator
 
 #: No joint of an arm measures beyond this, rad or m (a continuous joint would need
 #: 160 000 turns): a larger position is a glitch, not a state.
@@ -78,14 +76,14 @@ class StateReader:
 
     Keeps what reading needs from one state to the next: the chain's indices into the
     last names seen, the plausibility bounds (from the model's limits and the settings'
-    ``position_limit_margin``), the velocity estimator (``velocity_filter_cutoff``) and
-    the origin of the stamps. Not thread-safe: the controller calls it under its lock.
+    ``position_limit_margin``) and the origin of the stamps; the velocity estimator is
+    the run's (:class:`~ne_dynamics_ros.control.sensing.Sensing`), passed to
+    :meth:`measured`. Not thread-safe: the controller calls it under its lock.
 
     Args:
         model: the :class:`~ne_dynamics_ros.dynamics.model.RobotModel` (joint names,
             position and velocity limits).
-        settings: the controller's settings (``position_limit_margin``,
-            ``velocity_filter_cutoff``).
+        settings: the controller's settings (``position_limit_margin``).
     """
 
     def __init__(self, model, settings):
@@ -94,7 +92,6 @@ class StateReader:
         self._name_cache = (None, None, None)      # names, chain indices, their picker
         self._stamp_origin_ns = None
         self.set_bounds(settings)
-        self.restart_estimator(settings.velocity_filter_cutoff)
 
     def set_bounds(self, settings):
         """Take the plausibility bounds of ``settings`` (``position_limit_margin``)."""
@@ -108,14 +105,6 @@ class StateReader:
         self._speed_bounds = (SPEED_FACTOR * self.model.velocity_limits).tolist()
         self._negative_speed_bounds = [-m for m in self._speed_bounds]
 
-    def restart_estimator(self, cutoff: float):
-        """Start a new velocity estimator with ``cutoff`` (Hz; inf: no filter)."""
-        self._velocity_estimator = VelocityEstimator(self.model.n, cutoff)
-
-    def reset_velocities(self):
-        """Forget the estimator's history (differences across a gap are no velocity)."""
-        self._velocity_estimator.reset()
-
     def position(self, names: Sequence[str], positions: Sequence[float]) -> Optional[list]:
         """Return q (chain order, a list) of a state's positions, None if not believable.
 
@@ -123,7 +112,7 @@ class StateReader:
         estimator is not touched.
         """
         try:
-            state = self.measured(names, positions, [0.0] * len(names), (), 0, 0.0)
+            state = self.measured(names, positions, [0.0] * len(names), (), 0, 0.0, None)
         except JointStateError:
             return None
         return None if state is None else state[0].tolist()
@@ -165,8 +154,12 @@ class StateReader:
         self._name_cache = (key, index, _picker(index))
         return index
 
-    def measured(self, names, positions, velocities, efforts, stamp_ns, now):
+    def measured(self, names, positions, velocities, efforts, stamp_ns, now, estimator):
         """(q, qd) in chain order; None if the state names none of our joints.
+
+        ``estimator``: the run's :class:`~ne_dynamics_ros.control.velocity_estimator.
+        VelocityEstimator`, fed the positions of a state without velocities (None: the
+        state has them).
 
         Raises:
             JointStateError: mismatched lengths, missing or duplicated joints, NaN/inf.
@@ -200,12 +193,12 @@ class StateReader:
                     self._check_speed(qd, 'velocity')
                 return q, qd
         with np.errstate(over='ignore', invalid='ignore'):
-            qd = self._velocity_estimator.update(q, self._measurement_time(stamp_ns, now))
+            qd = estimator.update(q, self._measurement_time(stamp_ns, now))
         try:
             self._check_speed(qd, 'estimated velocity')
         except JointStateError:
             # a glitch must not poison the finite differences of the states after it
-            self._velocity_estimator.reset()
+            estimator.reset()
             raise
         return q, qd
 

@@ -7,7 +7,10 @@ settings are fixed between reconfigurations, and everything one run of it change
 ComputedTorqueController.configure`, ``activate``, ``deactivate``, a state timeout, a
 resume, a cancel and leaving gravity compensation replace whole (nothing is reset field by
 field). Installing a trajectory changes the run in force (its reference, its goal, its
-integral); a trajectory prepared against another run is refused.
+integral); a trajectory prepared against another run is refused. What the run knows of
+the arm itself (the velocity estimator's history, the momentum observer, the contact
+detector: a :class:`~ne_dynamics_ros.control.sensing.Sensing`) is handed from run to run
+within an activation, and is new at configure, activate and deactivate.
 
 The answers: :class:`Command` (publish it), :class:`NoCommand` with a
 :class:`SkipReason`, :class:`Timeout`, :class:`PreparedTrajectory`.
@@ -21,6 +24,7 @@ from typing import NamedTuple, Optional
 import numpy as np
 
 from ne_dynamics_ros.control.goals import GoalMonitor
+from ne_dynamics_ros.control.sensing import Sensing
 from ne_dynamics_ros.control.trajectory import DesiredState, Trajectory
 
 #: Why the next valid state is held, as the refusal of a trajectory sent meanwhile says.
@@ -57,6 +61,8 @@ class RunState:
         last_effort: (n,) list, the last command (chain order), or None.
         loss_effort: (n,) list (chain order): what a state timeout commands while
             ``state_loss_hold`` lasts (``state_loss_policy``); None: zeros.
+        sensing: the activation's :class:`~ne_dynamics_ros.control.sensing.Sensing`
+            (velocity estimator, observer, detector), handed on by a restart.
     """
 
     n: int
@@ -74,15 +80,17 @@ class RunState:
     last_q: Optional[list] = None
     last_effort: Optional[list] = None
     loss_effort: Optional[list] = None
+    sensing: Optional[Sensing] = None
 
     def __post_init__(self):
         self.integral = [0.0] * self.n
 
     @classmethod
-    def holding(cls, q, now: float, last_valid_steady_ns: Optional[int] = None) -> 'RunState':
+    def holding(cls, q, now: float, last_valid_steady_ns: Optional[int] = None,
+                sensing: Optional[Sensing] = None) -> 'RunState':
         """Return an active run holding ``q`` ((n,) list, rad or m) from ``now`` (s)."""
         return cls(len(q), trajectory=Trajectory.hold(q, now),
-                   last_valid_steady_ns=last_valid_steady_ns)
+                   last_valid_steady_ns=last_valid_steady_ns, sensing=sensing)
 
     def reset_integral(self):
         """Start the integral afresh (a new reference)."""

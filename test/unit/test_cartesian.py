@@ -8,6 +8,7 @@ first command (no jump); the null space of J (a posture change along it moves no
 import math
 import pathlib
 import sys
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -239,6 +240,26 @@ def panda():
     return urdf, ComputedTorqueController.from_urdf(
         urdf, tip_link='panda_link8',
         settings={'mode': 'cartesian_impedance', 'nullspace.stiffness': 20.0})
+
+
+def test_the_panda_urdf_is_found_in_example_robot_data_or_none_without_it(monkeypatch):
+    """One finder serves the demo and the benchmarks; without the package the demo says
+    what to install (its usage exit code), with no traceback."""
+    from importlib import metadata
+    from ne_dynamics_ros import resources
+    from ne_dynamics_ros.tools.experiment import cartesian
+    from ne_dynamics_ros.tools.experiment.setup import EXIT_USAGE
+    found = resources.panda_urdf()
+    assert found is not None and found.name == 'panda.urdf' and found.is_file()
+
+    def missing(name):
+        raise metadata.PackageNotFoundError(name)
+    monkeypatch.setattr(metadata, 'distribution', missing)
+    assert resources.panda_urdf() is None
+    args = SimpleNamespace(robot='panda', plant='pinocchio', rate=500.0)
+    with pytest.raises(cartesian.DemoError, match='needs example-robot-data') as err:
+        cartesian.run_cartesian(args, pathlib.Path('unused'))
+    assert err.value.exit_code == EXIT_USAGE
 
 
 def test_seven_joints_the_posture_moves_in_the_null_space_only():

@@ -448,6 +448,26 @@ def test_a_new_cutoff_restarts_the_estimator():
     np.testing.assert_allclose(out.velocity_error, 0.0, atol=1e-12)   # first sample again
 
 
+def test_a_restart_hands_the_estimator_on_and_an_activation_starts_afresh():
+    """A new run within an activation (here: leaving gravity compensation, which holds the
+    next state) keeps what the run knows of the arm, the estimator's history; a new
+    activation starts it afresh."""
+    c = make(velocity_filter_cutoff=math.inf)
+    c.update(0, PUMA_JOINTS, Q0, (), stamp_ns=S)
+    out = check_command(c.update(10 * MS, PUMA_JOINTS, Q0 + 0.01, (), stamp_ns=S + 10 * MS))
+    np.testing.assert_allclose(out.velocity_error, -1.0, atol=1e-9)
+    c.reconfigure(mode='gravity_compensation')
+    c.reconfigure(mode='computed_torque')
+    assert c.trajectory is None                     # restarted: the next state is held
+    out = check_command(c.update(20 * MS, PUMA_JOINTS, Q0 + 0.02, (), stamp_ns=S + 20 * MS))
+    np.testing.assert_allclose(c.trajectory.sample(0.0).q, Q0 + 0.02, atol=1e-12)
+    np.testing.assert_allclose(out.velocity_error, -1.0, atol=1e-9)   # history kept
+    c.deactivate()
+    c.activate()
+    out = check_command(c.update(30 * MS, PUMA_JOINTS, Q0 + 0.03, (), stamp_ns=S + 30 * MS))
+    np.testing.assert_allclose(out.velocity_error, 0.0, atol=1e-12)   # first sample again
+
+
 # ---- state timeout ------------------------------------------------------------------------
 
 def test_state_timeout_zero_effort_then_resume():

@@ -41,18 +41,12 @@ RADIUS, PERIOD = 0.05, 4.0
 
 def _urdf(robot):
     """Return ``(urdf path, tip link, armature)`` of ``robot`` (ur5e or panda)."""
-    from ne_dynamics_ros.resources import find_resource
+    from ne_dynamics_ros.resources import find_resource, panda_urdf
     if robot == 'ur5e':
         return str(find_resource('config/ur5e.urdf')), 'tool0', [0.1] * 6
     if robot == 'panda':
-        from importlib import metadata
-        try:
-            path = metadata.distribution('example-robot-data').locate_file(
-                'cmeel.prefix/share/example-robot-data/robots/panda_description/urdf/'
-                'panda.urdf')
-        except metadata.PackageNotFoundError:
-            path = None
-        if path is None or not path.is_file():
+        path = panda_urdf()
+        if path is None:
             raise DemoError('--robot panda needs example-robot-data (pip install '
                             'example-robot-data)', EXIT_USAGE)
         return str(path), 'panda_link8', [0.0] * 7
