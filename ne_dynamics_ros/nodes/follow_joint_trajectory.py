@@ -6,7 +6,8 @@ MoveIt executes plans by sending ``control_msgs/action/FollowJointTrajectory`` g
 the node's trajectory receiver process (:mod:`ne_dynamics_ros.nodes.trajectory_receiver`),
 not in the control process: rclpy turns a goal into Python objects in the process whose
 executor serves the action, and a 50 000-point goal holds that process's GIL for about
-0.4-0.5 s here (``../shared/NOTES.md``), which a control loop cannot wait for.
+0.4-0.5 s here (``benchmarks/bench_node.py --stall``), which a control loop cannot wait
+for.
 
 What happens where:
 

@@ -7,8 +7,8 @@
 recorder and ``sim_arm_node`` take either.
 
 The model comes from a URDF through MuJoCo's own URDF import, or from an MJCF file. From a
-URDF (facts of ``../shared/NOTES.md``): ``<visual>`` and ``<collision>`` are removed with
-an XML parser first (MuJoCo would open every mesh they name), and
+URDF (each step found needed with this machine's MuJoCo): ``<visual>`` and
+``<collision>`` are removed with an XML parser first (MuJoCo would open every mesh they name), and
 ``<mujoco><compiler discardvisual="true" fusestatic="false" inertiafromgeom="false"
 balanceinertia="false"/></mujoco>`` keeps the URDF's inertias and every link. Joints are
 matched by name, never by order; the URDF's joint limits are not enforced (as a real arm's
@@ -34,7 +34,8 @@ plant's friction is what these arguments say.
 Time stepping: the applied effort is held over ``step``'s ``dt`` (zero-order hold) and the
 state advanced by MuJoCo's ``mj_step`` in equal sub-steps of at most ``timestep``
 (default 0.5 ms) with ``integrator`` (default ``implicitfast``, MuJoCo's recommended
-integrator; ``RK4`` agrees with Pinocchio's ABA + RK4 to 1e-16 rad, NOTES).
+integrator; ``RK4`` agrees with Pinocchio's ABA + RK4 to 1e-16 rad,
+``test/unit/test_mujoco_arm.py``).
 """
 import math
 import os

@@ -48,16 +48,50 @@ def run_demo(tmp_path, *options, timeout=180, domain_id=None):
     return result, summary, output
 
 
-def run_demos(*runs):
-    """Run demos side by side, each ``(tmp_path, *options)`` on a domain of its own.
+PICK_AND_PLACE = ('--pick-and-place', '2', '--cycles', '2', '--duration', '1.0', '--dwell',
+                  '0.3', '--settle', '0.2')
 
-    The demo runs in lockstep (simulated time), so a run slowed by its neighbour gives
-    the same figures, later. Returns [(result, summary, output) ...] in order.
+#: The longest demo runs of this module, by test: started one after another in the
+#: background when the module's first test starts, while the shorter tests run; each test
+#: collects its own results. ``(key, options, timeout s)``.
+EARLY = {            # in the order of the tests below
+    'test_unknown_payload_gives_a_larger_but_bounded_error': [
+        ('exact', ('--settle', '0.5'), 180),
+        ('loaded', ('--settle', '0.5', '--payload', '2'), 180)],
+    'test_an_arm_that_never_publishes_fails_with_a_readable_message': [
+        ('never', ('--arm', 'external', '--timeout', '2'), 90)],
+    'test_identify_closes_the_payload_gap': [
+        ('identify', ('--robot', 'puma560', '--payload', '2', '--identify'), 300)],
+    'test_pick_and_place_adaptive_learns_each_load_computed_torque_does_not': [
+        ('adaptive', (*PICK_AND_PLACE, '--mode', 'adaptive'), 180),
+        ('fixed', PICK_AND_PLACE, 180)],
+}
+
+
+@pytest.fixture(scope='module', autouse=True)
+def early_demos(request, tmp_path_factory):
+    """Start the :data:`EARLY` runs of the selected tests in the background, in order.
+
+    One run at a time beside the test in the foreground (the demo runs in lockstep:
+    slowed, it gives the same figures). Yields ``{(test, key): future of run_demo's
+    (result, summary, output)}``.
     """
-    with concurrent.futures.ThreadPoolExecutor(max_workers=len(runs)) as pool:
-        futures = [pool.submit(run_demo, path, *options, domain_id=next_domain_id())
-                   for path, *options in runs]
-        return [future.result() for future in futures]
+    selected = {item.name for item in request.session.items if item.path == request.path}
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
+    futures = {}
+    for test, runs in EARLY.items():
+        if test in selected:
+            for key, options, timeout in runs:
+                futures[(test, key)] = pool.submit(
+                    run_demo, tmp_path_factory.mktemp(key), *options, timeout=timeout,
+                    domain_id=next_domain_id())
+    yield futures
+    pool.shutdown(wait=True, cancel_futures=True)
+
+
+def early(futures, test, *keys):
+    """Return the (result, summary, output) of ``test``'s early runs ``keys``, in order."""
+    return [futures[(test, key)].result() for key in keys]
 
 
 def test_lee_puma_experiment_stays_below_the_ad_resolution(tmp_path, domain_id):
@@ -92,10 +126,10 @@ def test_lee_puma_experiment_stays_below_the_ad_resolution(tmp_path, domain_id):
     np.testing.assert_allclose(logged[:, error_columns], in_process, rtol=1e-8, atol=1e-12)
 
 
-def test_unknown_payload_gives_a_larger_but_bounded_error(tmp_path, domain_id):
-    (exact, exact_summary, _), (loaded, loaded_summary, _) = run_demos(
-        (tmp_path / 'exact', '--settle', '0.5'),
-        (tmp_path / 'loaded', '--settle', '0.5', '--payload', '2'))
+def test_unknown_payload_gives_a_larger_but_bounded_error(early_demos):
+    _, in_process = lee_run(payload=2.0, settle=0.5)
+    (exact, exact_summary, _), (loaded, loaded_summary, _) = early(
+        early_demos, 'test_unknown_payload_gives_a_larger_but_bounded_error', 'exact', 'loaded')
     for run in (exact, loaded):
         assert run.returncode == 0, run.stdout + run.stderr
     exact_error = np.array(exact_summary['max_abs_error_rad'])
@@ -106,7 +140,6 @@ def test_unknown_payload_gives_a_larger_but_bounded_error(tmp_path, domain_id):
     # Bounded: the PD terms stiffen every joint to about D_jj * Kp, so 2 kg at the tip
     # sags the elbow by tenths of a radian at most, and nothing diverges.
     assert np.all(loaded_error < 0.2), loaded_error
-    _, in_process = lee_run(payload=2.0, settle=0.5)
     np.testing.assert_allclose(loaded_error, np.abs(in_process).max(axis=0), rtol=0, atol=1e-9)
     assert np.all(np.isfinite(loaded_summary['rms_error_rad']))
 
@@ -120,8 +153,9 @@ def test_missing_urdf_fails_with_a_readable_message(tmp_path):
     assert summary is None
 
 
-def test_an_arm_that_never_publishes_fails_with_a_readable_message(tmp_path, domain_id):
-    result, summary, _ = run_demo(tmp_path, '--arm', 'external', '--timeout', '2', timeout=90)
+def test_an_arm_that_never_publishes_fails_with_a_readable_message(early_demos):
+    (result, summary, _), = early(
+        early_demos, 'test_an_arm_that_never_publishes_fails_with_a_readable_message', 'never')
     assert result.returncode != 0
     assert 'no /joint_states from the arm within 2 s' in result.stderr
     assert 'Traceback' not in result.stderr
@@ -189,28 +223,6 @@ def test_trajectory_source_waits_for_a_subscriber_and_starts_from_the_arm(ros_co
     np.testing.assert_allclose([p.accelerations for p in msg.points], qdd)
 
 
-def test_a_stranger_on_the_command_topic_stops_the_demo(tmp_path, ros_context):
-    """Cross-talk in the same ROS domain would corrupt the lockstep run: refuse it.
-
-    The check is only as good as DDS discovery: on this machine Fast DDS sometimes does not
-    report the stranger's publisher to the demo's process within the ~5 s run (seen in
-    about one run in three, also before this check changed), so the demo gets three tries.
-    """
-    from std_msgs.msg import Float64MultiArray
-    stranger = Node('stranger', context=ros_context)
-    stranger.create_publisher(Float64MultiArray, '/effort_controller/commands', 10)
-    try:
-        for attempt in range(3):
-            result, summary, _ = run_demo(tmp_path / f'try{attempt}', timeout=90)
-            if result.returncode != 0:
-                break
-    finally:
-        stranger.destroy_node()
-    assert result.returncode != 0, result.stderr[-1500:]
-    assert '2 publishers on /effort_controller/commands' in result.stderr, result.stderr
-    assert summary is None
-
-
 def test_sasaki_profile_runs_through_the_loop_on_the_same_reference(tmp_path, domain_id):
     """The trapezoid's acceleration jumps must not bend the controller's interpolation."""
     result, summary, _ = run_demo(tmp_path, '--profile', 'trapezoidal', '--settle', '0.2')
@@ -243,12 +255,12 @@ def test_a_node_that_dies_mid_run_gives_exit_5_and_the_reason(tmp_path, domain_i
     assert not (tmp_path / 'o' / 'summary.json').exists()
 
 
-def test_identify_closes_the_payload_gap(tmp_path, domain_id):
+def test_identify_closes_the_payload_gap(early_demos):
     """--payload 2 --identify: excitation on the arm, rosbag2, identification, rerun."""
     from ne_dynamics_ros import load_model
     from ne_dynamics_ros.identification.recording import read_bag
-    result, summary, output = run_demo(tmp_path, '--robot', 'puma560', '--payload', '2',
-                                       '--identify', timeout=300)
+    (result, summary, output), = early(early_demos, 'test_identify_closes_the_payload_gap',
+                                       'identify')
     assert result.returncode == 0, result.stderr[-2000:]
     nominal = np.array(summary['max_abs_error_rad'])
     identified = np.array(summary['identified']['max_abs_error_rad'])
@@ -288,15 +300,13 @@ def test_bad_plant_values_exit_2_naming_them(tmp_path, option, value, match):
     assert summary is None and not output.exists()
 
 
-def test_pick_and_place_adaptive_learns_each_load_computed_torque_does_not(
-        tmp_path, domain_id):
+def test_pick_and_place_adaptive_learns_each_load_computed_torque_does_not(early_demos):
     """--pick-and-place over DDS: the plant picks 2 kg at rest and releases it at the goal;
     adaptive mode keeps every move under Lee's bound and reports the mass on ~/payload,
     computed torque with the fixed model does not; the plot is written."""
-    options = ('--pick-and-place', '2', '--cycles', '2', '--duration', '1.0', '--dwell',
-               '0.3', '--settle', '0.2')
-    (adaptive, learned, output), (fixed, unlearned, _) = run_demos(
-        (tmp_path / 'adaptive', *options, '--mode', 'adaptive'), (tmp_path / 'fixed', *options))
+    (adaptive, learned, output), (fixed, unlearned, _) = early(
+        early_demos, 'test_pick_and_place_adaptive_learns_each_load_computed_torque_does_not',
+        'adaptive', 'fixed')
     for run in (adaptive, fixed):
         assert run.returncode == 0, run.stdout + run.stderr
     assert learned['mode'] == 'adaptive' and unlearned['mode'] is None
@@ -343,3 +353,27 @@ def test_cartesian_demo_follows_hookes_law_and_writes_its_plot(tmp_path):
     bad, _, _ = run_demo(tmp_path / 'bad', '--mode', 'cartesian_impedance', '--robot',
                          'puma560')
     assert bad.returncode == 1 and 'ur5e or panda' in bad.stderr
+
+
+def test_a_stranger_on_the_command_topic_stops_the_demo(tmp_path, ros_context, early_demos):
+    """Cross-talk in the same ROS domain would corrupt the lockstep run: refuse it.
+
+    The check is only as good as DDS discovery: on this machine Fast DDS sometimes does not
+    report the stranger's publisher to the demo's process within the ~5 s run (seen in
+    about one run in three, also before this check changed), so the demo gets three tries.
+    """
+    from std_msgs.msg import Float64MultiArray
+    # last in the module: the background runs are over, discovery has the machine
+    concurrent.futures.wait(early_demos.values())
+    stranger = Node('stranger', context=ros_context)
+    stranger.create_publisher(Float64MultiArray, '/effort_controller/commands', 10)
+    try:
+        for attempt in range(3):
+            result, summary, _ = run_demo(tmp_path / f'try{attempt}', timeout=90)
+            if result.returncode != 0:
+                break
+    finally:
+        stranger.destroy_node()
+    assert result.returncode != 0, result.stderr[-1500:]
+    assert '2 publishers on /effort_controller/commands' in result.stderr, result.stderr
+    assert summary is None

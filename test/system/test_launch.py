@@ -133,17 +133,23 @@ ANSWER_CASES = {
 }
 
 
+#: The real-arm launch the operator configures (:func:`test_the_real_arm_launch_waits_for_
+#: the_operator_then_commands`), started with the others.
+REAL_ARM = ('real-arm', ('ur5e.launch.py', ()))
+
+
 @pytest.fixture(scope='module')
 def answering_launches():
-    """Every launch of ``ANSWER_CASES`` started at once, each on a domain of its own.
+    """Every launch of ``ANSWER_CASES`` and ``REAL_ARM`` started at once, each on a domain
+    of its own.
 
     A launched node spends most of its start waiting (``discovery_settle``, 3.5 s by
-    default, before it activates), so the five start together and each test then finds its
+    default, before it activates), so the six start together and each test then finds its
     node up; each test stops its own launch. Yields ``{case: (process, env, domain_id)}``.
     """
     launched = {}
     try:
-        for case, (name, arguments, *_) in ANSWER_CASES.items():
+        for case, (name, arguments, *_) in [*ANSWER_CASES.items(), REAL_ARM]:
             domain = next_domain_id()
             env = launch_env(domain)
             launched[case] = (ros2_launch(env, name, *arguments), env, domain)
@@ -251,14 +257,15 @@ def ros2_lifecycle(env, *arguments):
             return done.returncode, out
 
 
-def test_the_real_arm_launch_waits_for_the_operator_then_commands(ros_context, domain_id):
+def test_the_real_arm_launch_waits_for_the_operator_then_commands(answering_launches,
+                                                                  context_on):
     """ur5e.launch.py (autostart false): unconfigured and silent while states stream, then
     `ros2 lifecycle set configure` / `activate` as the README's operator sequence, and
     commands come; a deactivate (the lifecycle service) sends zero and stops them."""
-    env = launch_env(domain_id)
-    process = ros2_launch(env, 'ur5e.launch.py')
-    peer = rclpy.create_node('lifecycle_launch_peer', context=ros_context)
-    executor = SingleThreadedExecutor(context=ros_context)
+    process, env, domain = answering_launches['real-arm']
+    context = context_on(domain)
+    peer = rclpy.create_node('lifecycle_launch_peer', context=context)
+    executor = SingleThreadedExecutor(context=context)
     executor.add_node(peer)
     efforts = []
     node = '/computed_torque_node'

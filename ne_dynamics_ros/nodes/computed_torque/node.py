@@ -48,7 +48,7 @@ from ne_dynamics_ros.nodes.computed_torque.outputs import NO_PUBLISHER_EVENTS, O
 from ne_dynamics_ros.nodes.computed_torque.threads import TrajectoryIntake, Watchdog
 from ne_dynamics_ros.nodes.trajectory_receiver import TrajectoryReceiver
 
-try:        # control_msgs is not on PyPI: ../shared/wheels, or rosdep in a workspace
+try:        # control_msgs is not on PyPI: a wheel of its jazzy sources, or rosdep
     from control_msgs.msg import JointTrajectoryControllerState
     from control_msgs.srv import QueryTrajectoryState
     CONTROL_MSGS_MISSING = ''
