@@ -7,6 +7,8 @@ import numpy as np
 import pytest
 import yaml
 
+from node_harness import SETTLE
+
 from ne_dynamics_ros.identification.excitation import FourierTrajectory
 from ne_dynamics_ros import load_model
 
@@ -17,7 +19,7 @@ def test_parameter_yaml_loads_in_both_nodes(ros_context, identified):
     _, _, urdf, params = identified
     values = yaml.safe_load(params.read_text())['/**']['ros__parameters']
     args = ['--ros-args', '--params-file', str(params), '-p', f'urdf_path:={urdf}',
-            '-p', 'tip_link:=flange']
+            '-p', 'tip_link:=flange', '-p', f'discovery_settle:={SETTLE.value}']
     node = ComputedTorqueNode(context=ros_context, cli_args=args)
     try:
         model = node.controller.model
@@ -143,7 +145,8 @@ def test_trajectory_source_plays_the_excitation_under_its_pd_then_restores_the_l
         kp.tolist()
 
     controller = ComputedTorqueNode(context=ros_context, parameter_overrides=[
-        Parameter('urdf_path', value=str(UR5E_URDF)), Parameter('state_timeout', value=5.0)])
+        Parameter('urdf_path', value=str(UR5E_URDF)), Parameter('state_timeout', value=5.0),
+        SETTLE])
     arm = Node('fake_arm_law', context=ros_context)
     states = arm.create_publisher(JointState, '/joint_states', 10)
     background = SingleThreadedExecutor(context=ros_context)
