@@ -24,8 +24,8 @@ that link's URDF frame; the arm's own (identified) model stays as it is, and so 
 friction terms (compensated by the caller as in computed torque).
 
 Choices, each measured on a UR5e plant with a hidden drive model and a 2 kg load picked
-and released every cycle (``benchmarks/bench_adaptive.py``): ``K_D = K M̂(q)`` with K in 1/s (the
-gain acts on the model's inertia, as computed torque's kd does); ``Γ = γ diag(L⁴ I₆,
+and released every cycle (``benchmarks/bench_adaptive.py``): ``K_D = K M̂(q)`` with K in
+1/s (the gain acts on the model's inertia, as computed torque's kd does); ``Γ = γ diag(L⁴ I₆,
 L² I₃, 1)`` for (J, MS, M), which makes the three kinds of parameter move alike for a
 load of size ``L``; with Λ = K = 40–50 1/s the worst joint stayed at 2.2–2.8e-4 rad from
 the third cycle on. Here, at 500 Hz on the Pinocchio plants of the PUMA 560 and of a

@@ -20,8 +20,8 @@ trajectory intake, the goal link) share the control thread's GIL: one preempted 
 neighbour while it holds the GIL stalls the control thread however high its priority
 (an inversion), so they get :func:`helper_policy`, above the neighbours and below the
 control path. Measured with ``bench_node.py --stall 3 --load 4`` (four CPU-bound
-processes on two cores): worst gap between commands 24.7 ms (52.9 ms around an oversized
-goal) with the executor and watchdog alone raised, 9.8 ms (14.3 ms in steady state) with
+processes on two cores): worst gap between commands 52.9 ms (24.7 ms on valid messages)
+with the executor and watchdog alone raised; 14.4, 13.9 and 15.8 ms in three runs with
 the DDS threads and the helpers as here.
 
 The flag ``SCHED_RESET_ON_FORK`` keeps the priority from spreading: threads and processes
