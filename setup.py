@@ -47,6 +47,8 @@ setup(
             'computed_torque_node = ne_dynamics_ros.nodes.computed_torque_node:main',
             'sim_arm_node = ne_dynamics_ros.nodes.sim_arm_node:main',
             'trajectory_source = ne_dynamics_ros.nodes.trajectory_source_node:main',
+            'robot_description_publisher = ne_dynamics_ros.nodes.robot_description_node:main',
+            'effort_guard = ne_dynamics_ros.nodes.effort_guard_node:main',
         ],
     },
 )

@@ -41,4 +41,17 @@ if [ -d "$CONTROL_MSGS_WHEELS" ]; then
     "$CONTROL_MSGS_WHEELS"/*.whl
   echo "bootstrap: control_msgs from $CONTROL_MSGS_WHEELS"
 fi
+# ros2_control (controller_manager, joint_state_broadcaster, effort and trajectory
+# controllers, topic_based_ros2_control) built from its Jazzy sources against the same
+# wheels: unpacked into .venv/ros2_control/install, where the launch file and the tests
+# find it (ne_dynamics_ros.tools.ros2_control). A ROS 2 install's ros2_control, on
+# AMENT_PREFIX_PATH, is used instead when there is one. Without either the ros2_control
+# tests skip and say why.
+R2C_TARBALL=../shared/ros2_control/ros2_control-jazzy-py311-x86_64.tar.gz
+if [ -f "$R2C_TARBALL" ] && [ ! -x .venv/ros2_control/install/lib/controller_manager/ros2_control_node ]; then
+  rm -rf .venv/ros2_control.partial && mkdir -p .venv/ros2_control.partial
+  tar -xzf "$R2C_TARBALL" -C .venv/ros2_control.partial
+  rm -rf .venv/ros2_control && mv .venv/ros2_control.partial .venv/ros2_control
+  echo "bootstrap: ros2_control from $R2C_TARBALL in .venv/ros2_control/install"
+fi
 echo "bootstrap: .venv ready ($(.venv/bin/python --version))"

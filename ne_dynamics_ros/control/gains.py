@@ -4,7 +4,7 @@ Pure module (no ROS). Computed torque (Lee, Chung, Mudge & Turney 1982, eqs 4.1,
 makes every joint's error obey
 ``ë + kd ė + kp e = 0`` when the model is right, so the gains pick a bandwidth ω (rad/s)
 and a damping: critically damped, ``kp = ω²`` (1/s²) and ``kd = 2 ω`` (1/s). The rule
-(:func:`recommended_gains`) takes per joint the smallest of three bandwidths:
+(:func:`recommended_gains`) takes per joint the smallest of four bandwidths:
 
 1. **Sampling**: ``ω = rate / SAMPLES_PER_RADIAN`` (ω T = 0.1: ten samples per time
    constant). The command is computed from the state at ``t_k`` and held over a sample
@@ -17,7 +17,14 @@ and a damping: critically damped, ``kp = ω²`` (1/s²) and ``kd = 2 ω`` (1/s).
    workspace: ``M_jj,max kp e <= limit / 2``, with ``M_jj,max`` the largest diagonal of
    the (identified) mass matrix, armature included, over random configurations within
    the joint limits.
-3. **Noise** (when the position noise σ_q is known, e.g. measured by ``ne-dynamics
+3. **Delay** (when the loop's delay is known: measured by the node beside ros2_control,
+   or declared): with a dead time ``T_d`` (the delay plus half a sample for the hold),
+   the critically damped loop ``(kd s + kp) e^(-s T_d) / s²`` crosses over at
+   ``ω_c = sqrt(2 + sqrt(5)) ω`` with a phase margin of ``atan(2 ω_c / ω) = 76.3°`` less
+   ``ω_c T_d``; keeping ``PHASE_MARGIN`` (45°) gives ``ω <= 0.266 / T_d`` (Åström &
+   Murray 2008, §10.4 and §11.4: the phase margin and the dead time it tolerates).
+   :func:`tolerated_delay` answers the converse for gains in force.
+4. **Noise** (when the position noise σ_q is known, e.g. measured by ``ne-dynamics
    identify``): velocities differenced at the sample rate carry a noise of about
    ``sqrt(2) σ_q rate``; the derivative term may put at most ``NOISE_SHARE`` (5 %) of the
    effort limit of noise on the joint: ``M_jj,max kd sqrt(2) σ_q rate <= 0.05 limit``.
@@ -55,6 +62,42 @@ INTEGRAL_SLOWER = 10.0
 INTEGRAL_SHARE = 0.1
 #: Random configurations the largest inertia of each joint is taken over.
 CONFIGURATIONS = 512
+#: Phase margin (rad) the delay bound keeps: 45°.
+PHASE_MARGIN = math.radians(45.0)
+
+
+def _crossover_and_margin(kp, kd):
+    """Return (ω_c rad/s, phase margin rad) of ``(kd s + kp) / s²``, without delay."""
+    kp = np.asarray(kp, dtype=float)
+    kd = np.asarray(kd, dtype=float)
+    crossover = np.sqrt(0.5 * (kd ** 2 + np.sqrt(kd ** 4 + 4.0 * kp ** 2)))
+    with np.errstate(divide='ignore', invalid='ignore'):
+        margin = np.arctan2(kd * crossover, kp)
+    return crossover, margin
+
+
+def delay_bandwidth(delay: float, rate: float) -> float:
+    """Return the largest critically damped ω (rad/s) that keeps 45° with ``delay`` s.
+
+    The dead time is ``delay + 1 / (2 rate)`` (the hold's half sample); module docstring.
+    """
+    crossover, margin = _crossover_and_margin(1.0, 2.0)       # ω = 1
+    dead_time = float(delay) + 0.5 / float(rate)
+    return float((margin - PHASE_MARGIN) / (crossover * dead_time))
+
+
+def tolerated_delay(kp, kd, rate: float, margin: float = PHASE_MARGIN) -> np.ndarray:
+    """Return the loop delay (s) gains in force tolerate, per joint.
+
+    The dead time at which the phase margin of ``(kd s + kp) e^(-s T) / s²`` falls to
+    ``margin`` (rad, default 45°), less the hold's half sample at ``rate`` (Hz); ``kp``
+    1/s², ``kd`` 1/s, one value or (n,). ``margin = 0`` gives the delay at which the loop
+    oscillates (ω_c: the frequency it oscillates at). Negative: not even without delay.
+    """
+    crossover, phase = _crossover_and_margin(kp, kd)
+    with np.errstate(divide='ignore', invalid='ignore'):
+        dead_time = np.where(crossover > 0, (phase - margin) / crossover, np.inf)
+    return dead_time - 0.5 / float(rate)
 
 
 @dataclass(frozen=True)
@@ -68,8 +111,8 @@ class GainRecommendation:
         ki: N·m/(rad·s) (N/(m·s)).
         integral_limit: N·m (N).
         bandwidth: ω, rad/s.
-        limited_by: per joint, what set ω: ``'sampling'``, ``'effort limit'`` or
-            ``'noise'``.
+        limited_by: per joint, what set ω: ``'sampling'``, ``'delay'``, ``'effort
+            limit'`` or ``'noise'``.
         rate: the sample rate the gains are for, Hz.
         inertia_max, inertia_mean: the diagonal of the mass matrix over the workspace,
             kg·m² (kg).
@@ -85,6 +128,7 @@ class GainRecommendation:
     rate: float
     inertia_max: np.ndarray
     inertia_mean: np.ndarray
+    delay: float = 0.0
 
     def values(self) -> dict:
         """Return ``kp``, ``kd``, ``ki``, ``integral_limit`` as node parameters (lists)."""
@@ -93,8 +137,10 @@ class GainRecommendation:
 
     def describe(self) -> List[str]:
         """Return lines saying how the gains were sized (for a YAML comment or a table)."""
-        lines = [f'gains for {self.rate:g} Hz by ne_dynamics_ros.control.gains: critically '
-                 f'damped, omega = min(rate / {SAMPLES_PER_RADIAN:g}, effort limit, noise)']
+        lines = [f'gains for {self.rate:g} Hz'
+                 + (f' and a {self.delay * 1e3:g} ms loop delay' if self.delay else '')
+                 + ' by ne_dynamics_ros.control.gains: critically damped, omega = '
+                 f'min(rate / {SAMPLES_PER_RADIAN:g}, delay, effort limit, noise)']
         for j, name in enumerate(self.joint_names):
             lines.append(f'  {name}: omega {self.bandwidth[j]:.4g} rad/s ({self.limited_by[j]}'
                          f'), M_max {self.inertia_max[j]:.4g}')
@@ -110,8 +156,8 @@ def workspace_configurations(model, count: int = 200, seed: int = 0) -> np.ndarr
 
 def recommended_gains(model, rate: float, effort_limits=None,
                       position_noise: Optional[float] = None,
-                      configurations: int = CONFIGURATIONS, seed: int = 0
-                      ) -> GainRecommendation:
+                      configurations: int = CONFIGURATIONS, seed: int = 0,
+                      delay: float = 0.0) -> GainRecommendation:
     """Size ``kp``, ``kd``, ``ki``, ``integral_limit`` per joint by the module's rule.
 
     Args:
@@ -122,16 +168,21 @@ def recommended_gains(model, rate: float, effort_limits=None,
         position_noise: σ_q, rad (m): one value or (n,); None or 0: no noise bound.
         configurations: random configurations for the inertia over the workspace.
         seed: their random seed (the result is deterministic).
+        delay: the loop's delay, s (>= 0): from a state's sampling to its command acting,
+            beyond the hold (e.g. the node's ``loop delay`` on ``/diagnostics`` beside
+            ros2_control); 0: none.
 
     Returns:
         :class:`GainRecommendation`.
 
     Raises:
         ModelError: a rate that is not > 0, a joint without a finite effort limit > 0
-            (named), a negative or NaN noise.
+            (named), a negative or NaN noise or delay.
     """
     if not (isinstance(rate, (int, float)) and 0 < rate < math.inf):
         raise ModelError(f'rate must be a frequency > 0 Hz, got {rate!r}')
+    if not (isinstance(delay, (int, float)) and 0 <= delay < math.inf):
+        raise ModelError(f'delay must be >= 0 s, got {delay!r}')
     limits = np.asarray(model.effort_limits if effort_limits is None else effort_limits,
                         dtype=float).reshape(-1)
     if limits.shape != (model.n,):
@@ -147,7 +198,9 @@ def recommended_gains(model, rate: float, effort_limits=None,
                          for q in workspace_configurations(model, configurations, seed)])
     inertia_max = diagonal.max(axis=0)
     inertia_mean = diagonal.mean(axis=0)
-    candidates = {'sampling': np.full(model.n, rate / SAMPLES_PER_RADIAN)}
+    candidates = {'sampling': np.full(model.n, rate / SAMPLES_PER_RADIAN),
+                  'delay': np.full(model.n, delay_bandwidth(delay, rate)
+                                   if delay > 0 else np.inf)}
     with np.errstate(divide='ignore'):
         candidates['effort limit'] = np.sqrt(
             0.5 * limits / (inertia_max * ERROR_AT_HALF_LIMIT))
@@ -162,7 +215,8 @@ def recommended_gains(model, rate: float, effort_limits=None,
     kd = 2.0 * bandwidth
     ki = inertia_mean * kp * bandwidth / INTEGRAL_SLOWER
     return GainRecommendation(list(model.joint_names), kp, kd, ki, INTEGRAL_SHARE * limits,
-                              bandwidth, limited_by, float(rate), inertia_max, inertia_mean)
+                              bandwidth, limited_by, float(rate), inertia_max, inertia_mean,
+                              float(delay))
 
 
 #: The six axes of a Cartesian stiffness, in the order of ``cartesian.stiffness``.
@@ -259,7 +313,8 @@ def sampled_error_poles(kp, kd, rate: float, delay: int = 1) -> np.ndarray:
     return np.linalg.eigvals(big)
 
 
-__all__ = ['apparent_inertia', 'CARTESIAN_AXES', 'CONFIGURATIONS', 'ERROR_AT_HALF_LIMIT',
+__all__ = ['apparent_inertia', 'CARTESIAN_AXES', 'CONFIGURATIONS', 'delay_bandwidth',
+           'ERROR_AT_HALF_LIMIT', 'PHASE_MARGIN', 'tolerated_delay',
            'GainRecommendation', 'INTEGRAL_SHARE', 'INTEGRAL_SLOWER', 'NOISE_SHARE',
            'recommended_gains', 'recommended_stiffness', 'sampled_error_poles',
            'SAMPLES_PER_RADIAN', 'stiffness_bound', 'StiffnessRecommendation',

@@ -251,6 +251,22 @@ PARAMETERS = (
                   'Order of the joints in the effort command (as configured in the effort '
                   'controller); unset = chain order. Must list every chain joint once.',
                   check=checked_joint_names),
+    ParameterSpec('ros2_control.controller_manager', 'string', '',
+                  'The controller_manager the effort command goes through (e.g. '
+                  '/controller_manager); empty: none. Set: activate switches to '
+                  'ros2_control.effort_controller (from ros2_control.hold_controller), '
+                  'deactivate switches back instead of commanding zero, and while the effort '
+                  'controller is not active (its ~/activity) the node commands nothing, says '
+                  'so on /diagnostics and holds the position measured when it returns.',
+                  check=checked_text),
+    ParameterSpec('ros2_control.effort_controller', 'string', 'effort_controller',
+                  'The JointGroupEffortController taking the command '
+                  '(ros2_control.controller_manager set).', check=checked_text),
+    ParameterSpec('ros2_control.hold_controller', 'string', '',
+                  'The controller that holds the arm while the node does not command it (a '
+                  'joint_trajectory_controller on the effort interfaces, as '
+                  'ros2_control.launch.py loads); empty: none, deactivate commands zero.',
+                  check=checked_text),
     ParameterSpec('armature', 'double_array', None,
                   'Reflected rotor inertia per joint (chain order), added as armature*qdd; '
                   'unset = zero.', unit='kg*m^2 or kg', constraints='>= 0',

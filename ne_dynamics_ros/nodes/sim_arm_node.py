@@ -46,6 +46,18 @@ does not matter (250 Hz and 1 kHz agree to 1e-11 rad).
 
 Bad commands (wrong length, NaN/inf) are dropped with a throttled warning; the previous
 command stays applied (wall-clock mode) or the state waits for a good one (lockstep).
+
+Behind ros2_control (``command_interface: joint_state``): the arm is the "robot" of
+PickNik's ``topic_based_ros2_control/TopicBasedSystem`` hardware, which publishes the
+effort command interfaces as ``sensor_msgs/JointState`` (``effort`` by ``name``) on its
+``joint_commands_topic`` every controller_manager cycle and reads the arm's states from
+its ``joint_states_topic`` (remap ``/effort_controller/commands`` and ``/joint_states``
+to them, as ``ros2_control.launch.py`` does). The hardware writes zero before any
+controller commands: the brakes are released by the first command that is not zero, as
+a real arm's driver releases them when its controller starts. ``publish_rate`` below
+controller_manager's ``update_rate`` keeps the hardware's state fresh: the plugin's
+subscription (best effort, depth 5) gives ``read()`` one queued message per cycle, so
+states published at the update rate queue up and arrive up to five cycles late.
 """
 import math
 import signal
@@ -71,6 +83,9 @@ from ne_dynamics_ros.simulation.simulated_arm import DEFAULT_GRAVITY, SimulatedA
 MAX_PUBLISH_RATE = 1000.0
 #: Values of the ``plant`` parameter.
 PLANTS = ('pinocchio', 'mujoco')
+#: Values of ``command_interface``: the effort controller's topic, or ros2_control's
+#: topic-based hardware (JointState commands, efforts by name).
+COMMAND_INTERFACES = ('float64_multi_array', 'joint_state')
 COMMAND_TOPIC = '/effort_controller/commands'
 STATE_TOPIC = '/joint_states'
 WARN_PERIOD = 2.0  # seconds between repeats of the same warning
@@ -118,7 +133,10 @@ class SimArmNode(Node):
         self._last_step = None
 
         self.state_publisher = self.create_publisher(JointState, STATE_TOPIC, 10)
-        self.create_subscription(Float64MultiArray, COMMAND_TOPIC, self._on_command, 10)
+        if self.command_interface == 'joint_state':
+            self.create_subscription(JointState, COMMAND_TOPIC, self._on_joint_command, 10)
+        else:
+            self.create_subscription(Float64MultiArray, COMMAND_TOPIC, self._on_command, 10)
         if self.lockstep:
             clock_qos = QoSProfile(depth=1, reliability=QoSReliabilityPolicy.RELIABLE,
                                    durability=QoSDurabilityPolicy.VOLATILE)
@@ -206,6 +224,12 @@ class SimArmNode(Node):
                                'wall-clock mode: hold the arm at initial_positions (its brakes) '
                                'until the first effort command arrives, as a real arm waits '
                                'for its controller; false: zero effort until then (it falls)')
+        self._command_interface = declare(
+            'command_interface', 'float64_multi_array',
+            'float64_multi_array: std_msgs/Float64MultiArray efforts in joint order (an '
+            'effort controller\'s topic); joint_state: sensor_msgs/JointState efforts by name '
+            '(ros2_control\'s topic_based_ros2_control hardware); the brakes then wait for a '
+            'non-zero command')
         self._lockstep_timeout = declare('lockstep_timeout', 1.0,
                                          'lockstep: republish the state after this many '
                                          'wall-clock seconds without an answer')
@@ -221,6 +245,13 @@ class SimArmNode(Node):
             raise SimArmConfigError(f'publish_rate must be in (0, {MAX_PUBLISH_RATE:g}] Hz, '
                                     f'got {self.publish_rate}')
         self.lockstep = bool(self._lockstep)
+        self.command_interface = str(self._command_interface)
+        if self.command_interface not in COMMAND_INTERFACES:
+            raise SimArmConfigError(f'command_interface {self.command_interface!r} is not one '
+                                    f'of {COMMAND_INTERFACES}')
+        if self.lockstep and self.command_interface == 'joint_state':
+            raise SimArmConfigError('lockstep needs command_interface float64_multi_array '
+                                    '(controller_manager runs on its own clock)')
         self.lockstep_timeout = _float(self._lockstep_timeout, 'lockstep_timeout')
         self.effort_noise = _float(self._effort_noise, 'effort_noise')
         if not (self.effort_noise >= 0 and math.isfinite(self.effort_noise)):
@@ -285,6 +316,27 @@ class SimArmNode(Node):
             self._awaiting_answer = False
             self._answer = data
             self._advance()
+
+    def _on_joint_command(self, msg):
+        """Take a ros2_control hardware command: efforts by joint name (zero: brakes on)."""
+        names = list(msg.name)
+        effort = np.asarray(msg.effort, dtype=float)
+        index = {name: k for k, name in enumerate(names)}
+        missing = [j for j in self.arm.joint_names if j not in index]
+        if missing or effort.shape != (len(names),) or not np.all(np.isfinite(effort)):
+            self.commands_dropped += 1
+            reason = (f'no effort for {missing}' if missing else
+                      f'{effort.size} efforts for {len(names)} names'
+                      if effort.shape != (len(names),) else 'NaN or inf in it')
+            self.get_logger().warning(f'dropped joint command: {reason}',
+                                      throttle_duration_sec=WARN_PERIOD)
+            return
+        command = effort[[index[j] for j in self.arm.joint_names]]
+        if self.commands_received == 0 and not np.any(command):
+            self.command = command      # the idle hardware's zero: the brakes stay on
+            return
+        self.command = command
+        self.commands_received += 1
 
     def run_until(self, end_time):
         """Lockstep: let simulated time run up to ``end_time`` (s; None = without end).

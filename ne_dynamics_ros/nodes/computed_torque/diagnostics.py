@@ -4,10 +4,15 @@ One ``diagnostic_msgs/DiagnosticStatus`` named ``"<node name>: computed torque
 controller"`` in a ``DiagnosticArray``, for ``rqt_robot_monitor`` and the aggregator.
 Values (``KeyValue``), over the last period unless said otherwise: the lifecycle state;
 the joint-state rate (Hz); the control latency, from taking a state's bytes to having
-published its command, p50 and p99 (ms); states dropped by reason and trajectories
-rejected or dropped unread (since start, and in the period); state timeouts (since
-start); the joints whose command reached their effort limit; the largest ``|q_d - q|``
-(rad); the dynamics backend and where the robot description came from.
+published its command, p50 and p99 (ms); the age of the states when taken (their stamps
+against the node's clock, p50 and p99, ms) and the loop delay that makes (age + latency +
+one state period for the command to be applied at the next cycle, ms) beside the delay
+the gains in force tolerate (:func:`~ne_dynamics_ros.control.gains.tolerated_delay`, 45°
+of phase margin), warned about when it is exceeded; who drives the arm beside
+ros2_control, and whether anybody takes the commands; states dropped by reason and
+trajectories rejected or dropped unread (since start, and in the period); state timeouts
+(since start); the joints whose command reached their effort limit; the largest
+``|q_d - q|`` (rad); the dynamics backend and where the robot description came from.
 
 **Events at once** (as ``diagnostic_updater.Updater.force_update``): a contact and its
 end, state loss and the return of states, a goal aborted on a violation and a joint
@@ -35,6 +40,8 @@ PERIOD = 1.0
 #: Least seconds between two /diagnostics messages forced by events: a chattering event
 #: (a contact that comes and goes) cannot publish more than 50 a second.
 EVENT_INTERVAL = 0.02
+#: Modes whose kp (1/s²), kd (1/s) set the error dynamics the delay rule is about.
+DELAY_CHECKED_MODES = ('computed_torque', 'adaptive')
 
 
 class ControlStatistics:
@@ -48,12 +55,16 @@ class ControlStatistics:
     def _reset(self, n_joints):
         self.states = 0
         self.latencies_ns = []
+        self.ages_ns = []
         self.saturated = [False] * n_joints
         self.max_error = 0.0
         self._at_limit = [False] * n_joints
 
-    def commanded(self, latency_ns, effort, limits, position_error):
-        """Record one answered state: its latency, saturation and tracking error.
+    def commanded(self, latency_ns, effort, limits, position_error, age_ns=None):
+        """Record one answered state: its latency, age, saturation and tracking error.
+
+        ``age_ns``: the node's clock less the state's stamp when it was taken (None: the
+        state had no stamp).
 
         Returns the indices of the joints whose command reached the effort limit with this
         state and was under it with the previous one (an event for ``/diagnostics``).
@@ -61,6 +72,8 @@ class ControlStatistics:
         with self._lock:
             self.states += 1
             self.latencies_ns.append(latency_ns)
+            if age_ns is not None:
+                self.ages_ns.append(age_ns)
             if len(self.saturated) != len(effort):
                 self.saturated = [False] * len(effort)
                 self._at_limit = [False] * len(effort)
@@ -88,9 +101,10 @@ class ControlStatistics:
             self.timeouts += 1
 
     def take(self, n_joints):
-        """Return (states, latencies ns, saturated flags, max error) and start a new period."""
+        """Return (states, latencies ns, saturated flags, max error, ages ns); start anew."""
         with self._lock:
-            out = (self.states, self.latencies_ns, self.saturated, self.max_error)
+            out = (self.states, self.latencies_ns, self.saturated, self.max_error,
+                   self.ages_ns)
             at_limit = self._at_limit
             self._reset(n_joints)
             if len(at_limit) == n_joints:
@@ -182,8 +196,21 @@ def drop_summary(node):
                f'{node.goals.rejected_goals} goals rejected'))
 
 
+def loop_delay(latencies_ns, ages_ns, rate):
+    """Return (age p50, age p99, loop delay) in s, or None without stamped states.
+
+    The loop delay: the state's age when taken plus the node's latency (p50 each) plus
+    one state period (a command is applied at the hardware's next cycle at best).
+    """
+    if not ages_ns or not latencies_ns or rate <= 0:
+        return None
+    age50, age99 = np.percentile(np.asarray(ages_ns, dtype=float) * 1e-9, [50, 99])
+    latency = float(np.percentile(np.asarray(latencies_ns, dtype=float) * 1e-9, 50))
+    return age50, age99, age50 + latency + 1.0 / rate
+
+
 def status(name, hardware_id, facts, statistics, elapsed, previous, current, state_timeout,
-           joints, timed_out, failed, events=()):
+           joints, timed_out, failed, events=(), gains=None):
     """Build the node's ``DiagnosticArray`` for one period.
 
     Args:
@@ -198,15 +225,32 @@ def status(name, hardware_id, facts, statistics, elapsed, previous, current, sta
         events: what happened since the last message that forced this one (texts: a
             contact and its end, state loss and resume, a goal aborted, an effort limit
             reached), listed first in the message and under ``events``.
+        gains: (kp, kd) in force, (n,) each, to say what loop delay they tolerate.
     """
-    states, latencies, saturated, max_error = statistics
+    states, latencies, saturated, max_error, ages = statistics
     rate = states / elapsed if elapsed > 0 else 0.0
+    delay = loop_delay(latencies, ages, rate)
+    delay_problem = ''
     values = [KeyValue(key=k, value=str(v)) for k, v in facts.items()]
     values.append(KeyValue(key='joint_states rate [Hz]', value=f'{rate:.1f}'))
     if latencies:
         p50, p99 = np.percentile(np.asarray(latencies, dtype=float) * 1e-6, [50, 99])
         values += [KeyValue(key='control latency p50 [ms]', value=f'{p50:.3f}'),
                    KeyValue(key='control latency p99 [ms]', value=f'{p99:.3f}')]
+    if delay is not None:
+        age50, age99, total = delay
+        values += [KeyValue(key='state age p50 [ms]', value=f'{age50 * 1e3:.3f}'),
+                   KeyValue(key='state age p99 [ms]', value=f'{age99 * 1e3:.3f}'),
+                   KeyValue(key='loop delay [ms]', value=f'{total * 1e3:.3f}')]
+        if gains is not None:
+            from ne_dynamics_ros.control.gains import tolerated_delay
+            tolerated = float(np.min(tolerated_delay(gains[0], gains[1], rate)))
+            values.append(KeyValue(key='loop delay the gains tolerate [ms]',
+                                   value=f'{tolerated * 1e3:.3f}'))
+            if total > tolerated:
+                delay_problem = (f'loop delay {total * 1e3:.1f} ms over the {tolerated * 1e3:.1f}'
+                                 ' ms the gains tolerate (45 deg phase margin): lower kp, kd '
+                                 '(ne-dynamics gains --delay)')
     new = {key: current[key] - previous.get(key, 0) for key in current}
     for key, count in current.items():
         values.append(KeyValue(key=key, value=f'{count} ({new[key]} in the last '
@@ -224,7 +268,9 @@ def status(name, hardware_id, facts, statistics, elapsed, previous, current, sta
         problems.append(f'at effort limit: {", ".join(at_limit)}')
     if states and rate < 2.0 / state_timeout:
         problems.append(f'joint_states at {rate:.1f} Hz, under 2 per state_timeout')
-    for key in ('contact', 'singularity', 'stiffness'):
+    if delay_problem:
+        problems.append(delay_problem)
+    for key in ('contact', 'singularity', 'stiffness', 'commands'):
         if facts.get(key) and facts[key] not in problems:
             problems.append(facts[key])
     if problems:
@@ -255,6 +301,8 @@ def node_facts(node, c, description_source, action):
             'goals accepted': goals.accepted_goals if goals else 0,
             'goals rejected': goals.rejected_goals if goals else 0,
             'contact': contact.text() if contact is not None else '',
+            'commands': command_problem(node),
+            'ros2_control': node.ros2_control.describe() if node.ros2_control else '',
             **cartesian_facts(c.cartesian_state if c else None)}
 
 
@@ -275,6 +323,18 @@ def cartesian_facts(law):
             'stiffness': ('cartesian.stiffness above the sampling rule at this rate: '
                           + ', '.join(f'{a} {k:.4g} > {b:.4g}' for a, k, b in above)
                           if above else '')}
+
+
+def command_problem(node):
+    """'' while someone takes the commands of an active node, else what is wrong."""
+    if node.lifecycle_state != 'active':
+        return ''
+    link = node.ros2_control
+    if link is not None and link.effort_active is False:
+        return f'not commanding: {link.describe()}'
+    if node.command_subscribers() == 0:
+        return 'nobody subscribes to the effort command topic: commands go nowhere'
+    return ''
 
 
 def payload_text(estimate):

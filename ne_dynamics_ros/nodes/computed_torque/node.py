@@ -41,7 +41,7 @@ from ne_dynamics_ros.nodes.computed_torque import parameters as params
 from ne_dynamics_ros.nodes.computed_torque.goals import GoalLink
 from ne_dynamics_ros.nodes.computed_torque.parameters import NodeConfigurationError
 from ne_dynamics_ros.nodes.computed_torque.readers import (joint_state_fields,
-                                                           read_joint_state, sample)
+                                                           read_joint_state, sample, stamp_ns)
 from ne_dynamics_ros.nodes.computed_torque.support import (FloatingPointErrors, RosLogHandler,
                                                            ThrottledWarnings)
 from ne_dynamics_ros.nodes.computed_torque.outputs import NO_PUBLISHER_EVENTS, Outputs
@@ -121,6 +121,9 @@ class ComputedTorqueNode(LifecycleNode):
         self._diagnostics_counts = {}
         self.events = diagnostics.Events()       # what /diagnostics must say at once
         self.control_policy = None     # the control threads' scheduling, set by main()
+        #: the Ros2ControlLink while configured with ros2_control.controller_manager
+        self.ros2_control = None
+        self._effort_lost = False      # the effort controller went away while active
         try:
             params.declare(self)
         except Exception as err:  # a value of the wrong ROS type
@@ -202,6 +205,20 @@ class ComputedTorqueNode(LifecycleNode):
         self._send_goal_options()
         if self.controller is not None:
             self._chain_built()
+        manager = self.get_parameter('ros2_control.controller_manager').value
+        if manager and self.ros2_control is None:
+            from ne_dynamics_ros.nodes.computed_torque.ros2_control_link import Ros2ControlLink
+            try:
+                self.ros2_control = Ros2ControlLink(
+                    self.context, manager,
+                    self.get_parameter('ros2_control.effort_controller').value,
+                    self.get_parameter('ros2_control.hold_controller').value,
+                    self._on_effort_controller)
+            except ImportError as err:
+                self.configure_error = f'configure failed: {err}'
+                self.get_logger().error(self.configure_error)
+                self._teardown()
+                return _FAILURE
         self.intake.start(self._receiver, self._max_trajectory_bytes)
         self.watchdog.start()
         priority.raise_node_threads(self)
@@ -282,6 +299,11 @@ class ComputedTorqueNode(LifecycleNode):
             self.controller.activate(now_ns=self._now_ns(), steady_ns=time.monotonic_ns())
         result = super().on_activate(state)
         self._send_goal_options(active=True)
+        if self.ros2_control is not None:
+            ok, message = self.ros2_control.to_effort()
+            log = self.get_logger().info if ok else self.get_logger().error
+            log(f'switch to {self.ros2_control.effort} on {self.ros2_control.manager}: '
+                f'{message}')
         self.get_logger().info('activated: holding the position measured, then '
                                'following trajectories (topic '
                                f'{self.resolve_topic_name("~/joint_trajectory")}'
@@ -293,13 +315,21 @@ class ComputedTorqueNode(LifecycleNode):
         """Send one zero-effort command, then stay silent on the command topic."""
         self._activate_when_built = False
         self._send_goal_options(active=False)
+        handed = False
+        if self.ros2_control is not None and self.ros2_control.hold:
+            handed, message = self.ros2_control.to_hold()
+            (self.get_logger().info if handed else self.get_logger().error)(
+                f'switch to {self.ros2_control.hold}: {message}')
         if self.controller is not None:
             with self._command_lock:
                 zero = self.controller.deactivate()
-                self._effort_pub.publish(float64_multi_array_bytes(zero.tolist()))
+                if not handed:
+                    self._effort_pub.publish(float64_multi_array_bytes(zero.tolist()))
             if self.goals is not None:
                 self.goals.wake()                # the goal it aborted
-        self.get_logger().info('deactivated: published zero effort; commands stop')
+        self.get_logger().info(f'deactivated: {self.ros2_control.hold} holds the arm'
+                               if handed else 'deactivated: published zero effort; '
+                               'commands stop')
         return super().on_deactivate(state)
 
     def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:
@@ -325,6 +355,9 @@ class ComputedTorqueNode(LifecycleNode):
         if self.controller is not None:
             self.controller.deactivate()        # ends an active goal
         self.stop_threads()
+        if self.ros2_control is not None:
+            self.ros2_control.stop()
+            self.ros2_control = None
         self.goals = None
         for subscription in self._subscriptions_made:
             self.destroy_subscription(subscription)
@@ -462,10 +495,15 @@ class ComputedTorqueNode(LifecycleNode):
         # one lock for "decide, then publish" here and in the watchdog: the watchdog's zero
         # command can never overtake a command of a state that ended the timeout
         with self._command_lock, self._fp_errors.context():
-            out = controller.update(self._now_ns(), sample(state))
+            now_ns = self._now_ns()
+            out = controller.update(now_ns, sample(state))
             commanded = out.__class__ is Command
             if commanded:
-                self._effort_pub.publish(float64_multi_array_bytes(out.effort_values))
+                link = self.ros2_control
+                if link is not None and link.effort_active is False:
+                    self._effort_lost = True        # nobody applies it: say so, not send
+                else:
+                    self._effort_pub.publish(float64_multi_array_bytes(out.effort_values))
                 self._answered_ns = time.monotonic_ns()
         if self._fp_errors.kinds:
             self._warnings.floating_point(
@@ -475,15 +513,39 @@ class ComputedTorqueNode(LifecycleNode):
             self.statistics.seen()
             self._skip(out)
             return
+        stamp = stamp_ns(state)
         reached = self.statistics.commanded(time.perf_counter_ns() - started,
                                             out.effort_values, controller.law.gain_values[2],
-                                            out.position_error_values)
+                                            out.position_error_values,
+                                            now_ns - stamp if stamp else None)
         if self.events.note(controller, out, reached, self.get_logger()):
             self.watchdog.wake()
         goals = self.goals
         if goals is not None:
             goals.record(state, out)
         self.outputs.publish(state, out, controller)
+
+    def _on_effort_controller(self, active):
+        """Answer the effort controller becoming active or inactive (the link's thread).
+
+        Gone while this node commands: commands stop (nobody would apply them) and
+        /diagnostics says so. Back: the run restarts holding the position measured then,
+        never the reference of before (the arm moved meanwhile).
+        """
+        controller = self.controller
+        if not active:
+            if self.lifecycle_state == 'active':
+                self.events.add(f'{self.ros2_control.effort} not active: not commanding')
+                self.watchdog.wake()
+            return
+        if self._effort_lost and controller is not None and controller.active:
+            with self._command_lock:
+                controller.activate(now_ns=self._now_ns(), steady_ns=time.monotonic_ns())
+            self.get_logger().warning(f'{self.ros2_control.effort} active again: holding the '
+                                      'position measured now')
+            self.events.add(f'{self.ros2_control.effort} back: holding the position measured')
+            self.watchdog.wake()
+        self._effort_lost = False
 
     def _on_query_state(self, request, response):
         """``~/query_state``: the reference at ``request.time`` (JTC's QueryTrajectoryState)."""
@@ -578,10 +640,16 @@ class ComputedTorqueNode(LifecycleNode):
             self.get_name(), f'{c.model.base_link} -> {c.model.tip_link}' if c else '',
             facts, self.statistics.take(c.n if c else 0), elapsed, self._diagnostics_counts,
             counts, float(self.get_parameter('state_timeout').value),
-            c.joints if c else [], bool(c and c.timed_out), self.configure_error, events)
+            c.joints if c else [], bool(c and c.timed_out), self.configure_error, events,
+            c.law.gain_values[:2] if c and c.settings.mode.value in
+            diagnostics.DELAY_CHECKED_MODES else None)
         message.header.stamp = self.get_clock().now().to_msg()
         self._diagnostics_counts = counts
         self._diagnostics_pub.publish(message)
+
+    def command_subscribers(self):
+        """Subscriptions matched to the effort command topic (the effort controller's)."""
+        return self._effort_pub.get_subscription_count()
 
     def drop_summary(self):
         """One line: what the node refused since it started (logged on shutdown)."""

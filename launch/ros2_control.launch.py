@@ -1,0 +1,209 @@
+r"""computed_torque_node beside the real ros2_control, as a user wires it on an arm.
+
+Starts, for any serial arm (``urdf``; the PUMA 560 and the UR5e by ``robot:=``):
+
+* the robot description on ``/robot_description`` (transient local, as
+  robot_state_publisher), from ``urdf`` plus a ``<ros2_control>`` block generated from
+  it (``ne-dynamics ros2-control``: joint names, effort limits; PickNik's
+  ``topic_based_ros2_control`` hardware for the simulated arm). A URDF that already has
+  a ``<ros2_control>`` block (a real driver's) is used as it is, with
+  ``controllers_file`` given;
+* ``controller_manager`` (``ros2_control_node``) at ``rate`` Hz, and the ``spawner``:
+  ``joint_state_broadcaster`` and ``hold_controller`` active (a
+  joint_trajectory_controller on the effort interfaces whose PID holds the arm where it
+  is), ``effort_controller`` (``effort_controllers/JointGroupEffortController``) loaded
+  inactive: the node switches to it when it activates and back to ``hold_controller``
+  when it deactivates;
+* ``computed_torque_node`` on ``/joint_states`` (joint_state_broadcaster's, in the
+  hardware's order; the node maps by name) commanding ``/effort_controller/commands``
+  in the effort controller's joint order;
+* ``effort_guard``: switches to ``hold_controller`` when the node's commands stop while
+  the effort controller is active (the node killed, crashed or frozen) or when nothing
+  drives the arm's effort interfaces;
+* with ``sim:=true`` (default) ``sim_arm_node`` (Pinocchio or MuJoCo) as the robot behind
+  the hardware's topics, publishing at ``sim_rate`` (default 0.8 ``rate``, which keeps the
+  hardware's state fresh: docs/ros2-control.md).
+
+::
+
+    ros2 launch ne_dynamics_ros ros2_control.launch.py robot:=ur5e
+    ros2 launch ne_dynamics_ros ros2_control.launch.py robot:=puma560 rate:=500
+    ros2 launch ne_dynamics_ros ros2_control.launch.py urdf:=/path/arm.urdf \\
+        params_file:=/path/arm.yaml
+
+ros2_control is found on a ROS 2 install (``AMENT_PREFIX_PATH``) or in the prefix the
+project's bootstrap unpacks (``.venv/ros2_control/install``); without it the launch stops
+with the reason.
+"""
+import os
+import tempfile
+
+import yaml
+
+from launch import LaunchDescription
+from launch.actions import DeclareLaunchArgument, ExecuteProcess, OpaqueFunction
+from launch.substitutions import LaunchConfiguration
+from launch_ros.actions import Node
+
+#: robot:= -> (URDF in config/, node parameters in config/, initial positions).
+ROBOTS = {
+    'ur5e': ('ur5e.urdf', 'ur5e_sim.yaml', [0.0, -1.5708, 1.5708, -1.5708, -1.5708, 0.0]),
+    'puma560': ('puma560.urdf', 'puma560.yaml', [0.0] * 6),
+}
+
+
+def _config(name):
+    from ne_dynamics_ros.resources import find_resource
+    return str(find_resource(f'config/{name}'))
+
+
+def _node_parameters(params_file):
+    """Return the computed_torque_node section of a parameter file ({} when none)."""
+    if not params_file:
+        return {}
+    with open(params_file, encoding='utf-8') as stream:
+        document = yaml.safe_load(stream) or {}
+    merged = {}
+    for key in ('/**', 'computed_torque_node'):
+        merged.update(((document.get(key) or {}).get('ros__parameters') or {}))
+    return merged
+
+
+def _stack(context):
+    from ne_dynamics_ros.dynamics.model import load_model
+    from ne_dynamics_ros.tools import ros2_control as r2c
+
+    def arg(name):
+        return LaunchConfiguration(name).perform(context)
+
+    robot = arg('robot')
+    if robot not in ROBOTS:
+        raise RuntimeError(f'robot:={robot} is not one of {sorted(ROBOTS)}')
+    urdf = arg('urdf') or _config(ROBOTS[robot][0])
+    params_file = arg('params_file') or _config(ROBOTS[robot][1])
+    for label, path in (('urdf', urdf), ('params_file', params_file)):
+        if not os.path.isfile(path):
+            raise RuntimeError(f'{label} not found: {path} (no such file)')
+    prefix, environment = r2c.find_ros2_control()
+    if prefix is None:
+        raise RuntimeError(environment)
+    rate = float(arg('rate'))
+    sim = arg('sim').lower() == 'true'
+    initial = yaml.safe_load(arg('initial_positions')) or ROBOTS[robot][2]
+    node_values = _node_parameters(params_file)
+    model = load_model(urdf, base_link=node_values.get('base_link') or None,
+                       tip_link=node_values.get('tip_link') or None,
+                       armature=node_values.get('armature') or None)
+    command_joints = yaml.safe_load(arg('controller_joints')) or \
+        node_values.get('joints') or model.joint_names
+    with open(urdf, encoding='utf-8') as stream:
+        text = stream.read()
+    folder = tempfile.mkdtemp(prefix='ne_dynamics_ros2_control_')
+    controllers = arg('controllers_file')
+    if '<ros2_control' in text:
+        if not controllers:
+            raise RuntimeError(f'{urdf} has its own <ros2_control> block: give '
+                               'controllers_file:= the controllers of its driver')
+        described = urdf
+    else:
+        hardware_order = yaml.safe_load(arg('hardware_joints')) or model.joint_names
+        order = [model.joint_names.index(j) for j in hardware_order]
+        block = r2c.ros2_control_block(hardware_order, model.effort_limits[order],
+                                       initial_positions=[initial[k] for k in order]
+                                       if len(initial) == model.n else None)
+        described = os.path.join(folder, 'robot_description.urdf')
+        with open(described, 'w', encoding='utf-8') as stream:
+            stream.write(r2c.urdf_with_ros2_control(text, block))
+    if not controllers:
+        controllers = os.path.join(folder, 'controllers.yaml')
+        # the hold loop's own delay: the hardware's state, up to two cycles old
+        hold_delay = float(arg('hold_delay')) if arg('hold_delay') else 2.0 / rate
+        gains = r2c.hold_gains(model, rate, delay=hold_delay)
+        with open(controllers, 'w', encoding='utf-8') as stream:
+            stream.write(r2c.controllers_yaml(model.joint_names, rate, gains,
+                                              command_joints))
+    lib = os.path.join(str(prefix), 'lib', 'controller_manager')
+    python = r2c.python_program()
+
+    def spawner(names, *extra):
+        return ExecuteProcess(
+            cmd=[python, os.path.join(lib, 'spawner'), *names, '-c', '/controller_manager',
+                 '--controller-manager-timeout', '60', *extra],
+            additional_env=environment, output='screen')
+
+    actions = [
+        Node(package='ne_dynamics_ros', executable='robot_description_publisher',
+             name='robot_description_publisher', output='screen',
+             parameters=[{'urdf_path': described}]),
+        ExecuteProcess(cmd=[os.path.join(lib, 'ros2_control_node'), '--ros-args',
+                            '--params-file', controllers],
+                       additional_env=environment, output='screen', name='controller_manager'),
+        spawner([r2c.STATE_BROADCASTER, r2c.HOLD_CONTROLLER]),
+        spawner([r2c.EFFORT_CONTROLLER], '--inactive'),
+    ]
+    if arg('guard').lower() == 'true':
+        actions.append(Node(
+            package='ne_dynamics_ros', executable='effort_guard', name='effort_guard',
+            output='screen', additional_env=environment,
+            parameters=[{'command_timeout': float(arg('guard_timeout'))}]))
+    if arg('node').lower() == 'true':
+        actions.append(Node(
+            package='ne_dynamics_ros', executable='computed_torque_node',
+            name='computed_torque_node', output='screen', emulate_tty=True,
+            additional_env=environment,
+            parameters=[params_file, {
+                'urdf_path': urdf, 'joints': list(command_joints),
+                'effort_check_rate': rate,
+                'ros2_control.controller_manager': '/controller_manager',
+                'ros2_control.hold_controller': r2c.HOLD_CONTROLLER,
+                'ros2_control.effort_controller': r2c.EFFORT_CONTROLLER}],
+            arguments=['--ros-args', '--log-level', arg('log_level')]))
+    if sim:
+        sim_rate = float(arg('sim_rate')) if arg('sim_rate') else 0.8 * rate
+        armature = node_values.get('armature')
+        parameters = {'urdf_path': urdf, 'plant': arg('plant'), 'publish_rate': sim_rate,
+                      'initial_positions': [float(v) for v in initial],
+                      'brakes': arg('brakes').lower() == 'true',
+                      'command_interface': 'joint_state'}
+        if armature:
+            parameters['armature'] = [float(v) for v in armature]
+        actions.insert(0, Node(
+            package='ne_dynamics_ros', executable='sim_arm_node', name='sim_arm_node',
+            output='screen', parameters=[parameters],
+            remappings=[('/effort_controller/commands', r2c.HARDWARE_COMMAND_TOPIC),
+                        ('/joint_states', r2c.HARDWARE_STATE_TOPIC)]))
+    return actions
+
+
+def generate_launch_description():
+    """Declare the arguments and the stack."""
+    arguments = [
+        ('robot', 'ur5e', f'the arm of config/: {", ".join(sorted(ROBOTS))} (its URDF, '
+                          'node parameters and start when urdf/params_file are not given)'),
+        ('urdf', '', 'URDF file of the arm (default: the robot\'s in config/)'),
+        ('params_file', '', 'computed_torque_node parameter YAML (default: the robot\'s)'),
+        ('controllers_file', '', 'controller_manager parameter YAML (default: generated: '
+                                 'joint_state_broadcaster, effort_controller, hold_controller)'),
+        ('rate', '500', 'controller_manager update_rate, Hz'),
+        ('controller_joints', '', 'the effort controller\'s joints order (YAML list; '
+                                  'default: the node parameters\' joints, else chain order)'),
+        ('hardware_joints', '', 'the <ros2_control> block\'s joint order (YAML list; '
+                                'default: chain order)'),
+        ('hold_delay', '', 'the hold controller\'s loop delay for its gains, s (default: '
+                           'two cycles)'),
+        ('node', 'true', 'start computed_torque_node'),
+        ('guard', 'true', 'start effort_guard (switches to hold_controller when the node\'s '
+                          'commands stop)'),
+        ('guard_timeout', '0.05', 'effort_guard: silence on the command topic after which '
+                                  'it switches to hold_controller, s'),
+        ('sim', 'true', 'start sim_arm_node behind the hardware\'s topics'),
+        ('plant', 'pinocchio', 'sim: pinocchio or mujoco'),
+        ('brakes', 'true', 'sim: held by its brakes until the first non-zero command'),
+        ('initial_positions', '', 'sim: start positions (YAML list, rad; default: the '
+                                  'robot\'s)'),
+        ('sim_rate', '', 'sim: joint state rate, Hz (default 0.8 rate)'),
+        ('log_level', 'info', 'computed_torque_node\'s logging level'),
+    ]
+    return LaunchDescription(
+        [DeclareLaunchArgument(name, default_value=default, description=description)
+         for name, default, description in arguments] + [OpaqueFunction(function=_stack)])

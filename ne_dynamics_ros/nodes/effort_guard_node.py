@@ -1,0 +1,177 @@
+"""``effort_guard``: hands the arm to a holding controller when nobody commands its efforts.
+
+``effort_controllers/JointGroupEffortController`` writes the last command it received
+for as long as no new one arrives: a ``computed_torque_node`` killed (SIGKILL), crashed or
+frozen leaves its last effort on the arm for good, and a node that simply stops leaves
+whatever it sent last. This process, beside ``controller_manager`` (its own process, so
+that it outlives the node), watches two things:
+
+* the effort commands on ``command_topic``: while ``effort_controller`` is active and
+  nothing arrived for ``command_timeout`` s (since the last command, or since the
+  controller became active), it asks ``controller_manager`` to activate
+  ``hold_controller`` and deactivate ``effort_controller`` in one switch (STRICT, as soon
+  as possible); the hold controller (a joint_trajectory_controller with a PID on the
+  effort interfaces) holds the position it finds;
+* ``controller_manager``'s ``~/activity``: when neither controller is active and no other
+  controller but the broadcaster is (the effort controller switched off alone), it
+  activates ``hold_controller``.
+
+It never switches back: ``computed_torque_node`` switches to ``effort_controller`` when
+it is activated (``ros2_control.controller_manager``). What it did is logged. The bound
+on an orphaned effort is ``command_timeout`` plus one switch (measured in
+docs/ros2-control.md).
+"""
+import signal
+import time
+
+import rclpy
+from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.node import Node
+from rclpy.qos import QoSDurabilityPolicy, QoSProfile, QoSReliabilityPolicy
+from std_msgs.msg import Float64MultiArray
+
+from controller_manager_msgs.msg import ControllerManagerActivity
+from controller_manager_msgs.srv import SwitchController
+from lifecycle_msgs.msg import State
+
+#: controller_manager's ~/activity: reliable, transient local, depth 1.
+ACTIVITY_QOS = QoSProfile(depth=1, reliability=QoSReliabilityPolicy.RELIABLE,
+                          durability=QoSDurabilityPolicy.TRANSIENT_LOCAL)
+#: Controllers that drive nothing (they are active beside any effort controller).
+PASSIVE_TYPES_PREFIX = ('joint_state_broadcaster',)
+TICK = 0.005
+#: How long nothing may drive the arm before the hold controller is activated, s (a
+#: spawner's activation in progress takes a few ms between load and activate).
+ORPHAN_GRACE = 0.03
+
+
+class EffortGuard(Node):
+    """The guard; see the module docstring."""
+
+    def __init__(self, **kwargs):
+        super().__init__('effort_guard', **kwargs)
+
+        def declare(name, default, description):
+            return self.declare_parameter(name, default, ParameterDescriptor(
+                description=description, read_only=True)).value
+
+        manager = declare('controller_manager', '/controller_manager',
+                          'the controller_manager node')
+        self.effort = declare('effort_controller', 'effort_controller',
+                              'the effort controller the node commands')
+        self.hold = declare('hold_controller', 'hold_controller',
+                            'the controller that holds the arm')
+        topic = declare('command_topic', '/effort_controller/commands',
+                        'the effort controller\'s command topic')
+        self.timeout = float(declare('command_timeout', 0.05,
+                                     'silence (s) after which the arm is handed to '
+                                     'hold_controller'))
+        self.states = {}
+        self.others = []              # active controllers besides ours and broadcasters
+        self.orphaned_since = None    # monotonic s since nothing drives the arm
+        self.last_command = None      # monotonic s of the last command or activation
+        self.pending = False
+        self.switches = 0
+        self.create_subscription(Float64MultiArray, topic, self._on_command, 10)
+        self.create_subscription(ControllerManagerActivity, f'{manager}/activity',
+                                 self._on_activity, ACTIVITY_QOS)
+        self.client = self.create_client(SwitchController, f'{manager}/switch_controller')
+        self.create_timer(TICK, self._tick)
+        self.get_logger().info(
+            f'guarding {self.effort} on {manager}: {self.hold} takes over after '
+            f'{self.timeout * 1e3:g} ms without a command on {topic}')
+
+    def _on_command(self, msg):
+        self.last_command = time.monotonic()
+
+    def _on_activity(self, msg):
+        before = self.states.get(self.effort)
+        self.states = {c.name: c.state.id for c in msg.controllers}
+        if self.states.get(self.effort) == State.PRIMARY_STATE_ACTIVE and \
+                before != State.PRIMARY_STATE_ACTIVE:
+            self.last_command = time.monotonic()     # a fresh activation: time to command
+        self.others = [c.name for c in msg.controllers
+                       if c.state.id == State.PRIMARY_STATE_ACTIVE
+                       and c.name not in (self.effort, self.hold)
+                       and not c.name.startswith(PASSIVE_TYPES_PREFIX)]
+
+    def _active(self, name):
+        return self.states.get(name) == State.PRIMARY_STATE_ACTIVE
+
+    def _orphaned(self):
+        """Both controllers loaded and configured, neither nor another one active."""
+        configured = all(self.states.get(n) in (State.PRIMARY_STATE_INACTIVE,
+                                                State.PRIMARY_STATE_ACTIVE)
+                         for n in (self.effort, self.hold))
+        return configured and not (self._active(self.effort) or self._active(self.hold)
+                                   or self.others)
+
+    def _tick(self):
+        now = time.monotonic()
+        if not self._orphaned():
+            self.orphaned_since = None
+        elif self.orphaned_since is None:
+            self.orphaned_since = now
+        elif now - self.orphaned_since > ORPHAN_GRACE and not self.pending:
+            self._switch([self.hold], [], f'neither {self.effort} nor another controller '
+                         f'has been active for {ORPHAN_GRACE * 1e3:g} ms')
+        if self.pending or not self._active(self.effort) or self.last_command is None:
+            return
+        silence = now - self.last_command
+        if silence > self.timeout:
+            self._switch([self.hold], [self.effort],
+                         f'no effort command for {silence * 1e3:.0f} ms')
+
+    def _switch(self, activate, deactivate, reason):
+        if self.pending or not self.client.service_is_ready():
+            return
+        self.pending = True
+        request = SwitchController.Request(
+            activate_controllers=activate, deactivate_controllers=deactivate,
+            strictness=SwitchController.Request.BEST_EFFORT, activate_asap=True)
+        request.timeout.sec = 1
+        started = time.monotonic()
+        self.get_logger().warning(f'{reason}: activating {activate}, deactivating '
+                                  f'{deactivate}')
+
+        def done(future):
+            self.pending = False
+            self.switches += 1
+            result = future.result()
+            elapsed = (time.monotonic() - started) * 1e3
+            if result is not None and result.ok:
+                self.get_logger().warning(f'{self.hold} holds the arm (switch took '
+                                          f'{elapsed:.1f} ms)')
+            else:
+                self.get_logger().error(f'the switch to {self.hold} failed: '
+                                        f'{getattr(result, "message", "no answer")}')
+        self.client.call_async(request).add_done_callback(done)
+
+
+def main(args=None):
+    """Run ``effort_guard`` until SIGINT/SIGTERM."""
+    from rclpy.signals import SignalHandlerOptions
+    stop = []
+    signal.signal(signal.SIGINT, lambda *_: stop.append(1))
+    signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
+    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    node = EffortGuard()
+    executor = SingleThreadedExecutor()
+    executor.add_node(node)
+    try:
+        while not stop and rclpy.ok():
+            executor.spin_once(timeout_sec=0.1)
+    except ExternalShutdownException:
+        pass
+    finally:
+        executor.shutdown()
+        node.destroy_node()
+        rclpy.try_shutdown()
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    return 0
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())

@@ -1,0 +1,257 @@
+"""The real ros2_control stack for tests and benchmarks: started, watched, stopped.
+
+:func:`start_stack` runs ``ros2 launch ne_dynamics_ros ros2_control.launch.py`` (the
+real ``controller_manager`` from ``.venv/ros2_control`` or a ROS 2 install) on a private
+domain; :class:`Probe` records, in the test's process (a SingleThreadedExecutor on a
+thread of its own), what the simulated arm publishes behind the hardware
+(``/r2c/joint_states``, the truth), what the hardware wrote (``/r2c/joint_commands``),
+``/joint_states`` (joint_state_broadcaster), ``/diagnostics`` and
+``controller_manager``'s ``~/activity``. Every wait is bounded.
+"""
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import numpy as np
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+AMENT_PREFIX = pathlib.Path(sys.prefix) / 'ament'
+ROS2 = pathlib.Path(sys.executable).parent / 'ros2'
+
+
+def missing():
+    """Return why the stack cannot run here ('' when it can)."""
+    from ne_dynamics_ros.tools.ros2_control import find_ros2_control
+    if not ROS2.exists():
+        return f'no ros2 command line at {ROS2} (bootstrap installs it from ../shared/wheels)'
+    if not (AMENT_PREFIX / 'share' / 'ne_dynamics_ros' / 'launch').is_dir():
+        return f'ne_dynamics_ros is not in the ament prefix {AMENT_PREFIX}'
+    prefix, why = find_ros2_control()
+    if prefix is None:
+        return why
+    try:
+        environment = _python_environment()
+        subprocess.run([sys.executable, '-c', 'import controller_manager_msgs'],
+                       env=environment, check=True, capture_output=True, timeout=60)
+    except subprocess.CalledProcessError as err:
+        return f'controller_manager_msgs not importable beside ros2_control: {err.stderr}'
+    return ''
+
+
+def _python_environment(domain_id=None):
+    from ne_dynamics_ros.tools.ros2_control import find_ros2_control
+    _, extra = find_ros2_control()
+    prefixes = [str(AMENT_PREFIX)] + [p for p in os.environ.get(
+        'AMENT_PREFIX_PATH', '').split(os.pathsep) if p]
+    env = dict(os.environ, AMENT_PREFIX_PATH=os.pathsep.join(prefixes),
+               ROS_AUTOMATIC_DISCOVERY_RANGE='LOCALHOST', PYTHONUNBUFFERED='1')
+    env.update(extra or {})
+    if extra:
+        env['AMENT_PREFIX_PATH'] = os.pathsep.join(
+            dict.fromkeys([str(AMENT_PREFIX)] + extra['AMENT_PREFIX_PATH'].split(os.pathsep)))
+    if domain_id is not None:
+        env['ROS_DOMAIN_ID'] = str(domain_id)
+    return env
+
+
+def link_messages():
+    """Import controller_manager_msgs (from the bundled prefix if need be)."""
+    from ne_dynamics_ros.tools.ros2_control import find_ros2_control
+    prefix, extra = find_ros2_control()
+    if extra and extra.get('PYTHONPATH'):
+        for path in extra['PYTHONPATH'].split(os.pathsep):
+            if path and path not in sys.path:
+                sys.path.append(path)
+        # this process started without the prefix on LD_LIBRARY_PATH: load the messages'
+        # libraries by path first; the loader then finds them by their names
+        import ctypes
+        libraries = sorted((pathlib.Path(prefix) / 'lib').glob('libcontroller_manager_msgs__*.so'))
+        for _ in range(len(libraries)):
+            failed = []
+            for library in libraries:
+                try:
+                    ctypes.CDLL(str(library), mode=ctypes.RTLD_GLOBAL)
+                except OSError:
+                    failed.append(library)
+            if not failed or failed == libraries:
+                break
+            libraries = failed
+    import controller_manager_msgs.msg
+    import controller_manager_msgs.srv
+    return controller_manager_msgs
+
+
+def start_stack(domain_id, *arguments):
+    """Start the launch file (its own session; output to a file); return the process."""
+    log = tempfile.TemporaryFile(mode='w+')
+    process = subprocess.Popen(
+        [str(ROS2), 'launch', 'ne_dynamics_ros', 'ros2_control.launch.py', *arguments],
+        env=_python_environment(domain_id), stdout=log, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True)
+    process.log = log
+    return process
+
+
+def stop_stack(process, timeout=20.0):
+    """Ctrl-C the launch's process group; return its output."""
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGINT)
+        try:
+            process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=timeout)
+    process.log.seek(0)
+    return process.log.read()
+
+
+def output(process):
+    """Return the launch's output so far."""
+    process.log.flush()
+    position = process.log.tell()
+    process.log.seek(0)
+    text = process.log.read()
+    process.log.seek(position)
+    return text
+
+
+def pid_of(process, name):
+    """Return the pid of the launch's child whose command line names ``name`` (or None)."""
+    result = subprocess.run(['pgrep', '-s', str(process.pid), '-f', name],
+                            capture_output=True, text=True)
+    pids = [int(p) for p in result.stdout.split()]
+    return pids[0] if pids else None
+
+
+class Probe:
+    """Record the stack's topics in this process; bounded waits on what they show."""
+
+    def __init__(self, context, joints):
+        import rclpy
+        from rclpy.executors import SingleThreadedExecutor
+        from rclpy.qos import QoSDurabilityPolicy, QoSProfile, QoSReliabilityPolicy
+        from diagnostic_msgs.msg import DiagnosticArray
+        from sensor_msgs.msg import JointState
+        msgs = link_messages()
+        self.joints = list(joints)
+        self.lock = threading.RLock()
+        self.truth = []          # (stamp s, receipt monotonic s, q (n,)) of the sim
+        self.commands = []       # (stamp s, effort (n,)) the hardware wrote
+        self.broadcast = []      # (stamp s, names, q) of joint_state_broadcaster
+        self.diagnostics = []
+        self.controllers = {}
+        self.node = rclpy.create_node('r2c_probe', context=context)
+        self.node.create_subscription(JointState, '/r2c/joint_states', self._truth, 100)
+        self.node.create_subscription(JointState, '/r2c/joint_commands', self._command, 100)
+        self.node.create_subscription(JointState, '/joint_states', self._broadcast, 100)
+        self.node.create_subscription(DiagnosticArray, '/diagnostics', self._diagnostic, 10)
+        self.node.create_subscription(
+            msgs.msg.ControllerManagerActivity, '/controller_manager/activity',
+            self._activity, QoSProfile(depth=1, reliability=QoSReliabilityPolicy.RELIABLE,
+                                       durability=QoSDurabilityPolicy.TRANSIENT_LOCAL))
+        self.switch_client = self.node.create_client(
+            msgs.srv.SwitchController, '/controller_manager/switch_controller')
+        self._switch_type = msgs.srv.SwitchController
+        self.executor = SingleThreadedExecutor(context=context)
+        self.executor.add_node(self.node)
+        self.thread = threading.Thread(target=self._spin, daemon=True)
+        self.thread.start()
+
+    def _spin(self):
+        try:
+            self.executor.spin()
+        except Exception:        # noqa: BLE001 - the context shut down meanwhile
+            pass
+
+    @staticmethod
+    def _stamp(msg):
+        return msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+
+    def _ordered(self, msg, field):
+        index = {name: k for k, name in enumerate(msg.name)}
+        values = getattr(msg, field)
+        return np.array([values[index[j]] for j in self.joints])
+
+    def _truth(self, msg):
+        with self.lock:
+            self.truth.append((self._stamp(msg), time.monotonic(), self._ordered(msg, 'position')))
+
+    def _command(self, msg):
+        with self.lock:
+            self.commands.append((self._stamp(msg), self._ordered(msg, 'effort')))
+
+    def _broadcast(self, msg):
+        with self.lock:
+            self.broadcast.append((self._stamp(msg), list(msg.name), list(msg.position)))
+
+    def _diagnostic(self, msg):
+        with self.lock:
+            self.diagnostics.extend(s for s in msg.status if 'computed torque' in s.name)
+
+    def _activity(self, msg):
+        from lifecycle_msgs.msg import State
+        with self.lock:
+            self.controllers = {c.name: c.state.id == State.PRIMARY_STATE_ACTIVE
+                                for c in msg.controllers}
+
+    def wait(self, predicate, timeout, what):
+        """Wait until ``predicate()`` (bounded); raise AssertionError naming ``what``."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self.lock:
+                if predicate():
+                    return
+            time.sleep(0.01)
+        raise AssertionError(f'not within {timeout} s: {what}')
+
+    def active(self, name):
+        """Tell whether the controller named so is active (by ~/activity)."""
+        with self.lock:
+            return bool(self.controllers.get(name))
+
+    def first_nonzero_command(self):
+        """Return the index in :attr:`commands` of the first non-zero command (or None)."""
+        with self.lock:
+            for k, (_, effort) in enumerate(self.commands):
+                if np.any(effort != 0.0):
+                    return k
+        return None
+
+    def positions_since(self, monotonic_start):
+        """Return the (N, n) true positions received since ``monotonic_start``."""
+        with self.lock:
+            rows = [q for _, received, q in self.truth if received >= monotonic_start]
+        return np.array(rows).reshape(-1, len(self.joints))
+
+    def motion_since(self, monotonic_start):
+        """Return the largest joint motion (rad) in the truth since ``monotonic_start``."""
+        rows = self.positions_since(monotonic_start)
+        if len(rows) < 2:
+            return 0.0
+        return float(np.max(np.abs(rows - rows[0])))
+
+    def switch(self, activate, deactivate, timeout=5.0):
+        """Switch controllers as an operator would (BEST_EFFORT); return the answer's ok."""
+        if not self.switch_client.wait_for_service(timeout_sec=timeout):
+            raise AssertionError('no /controller_manager/switch_controller')
+        request = self._switch_type.Request(activate_controllers=activate,
+                                            deactivate_controllers=deactivate,
+                                            strictness=1, activate_asap=True)
+        request.timeout.sec = 2
+        done = threading.Event()
+        future = self.switch_client.call_async(request)
+        future.add_done_callback(lambda _: done.set())
+        assert done.wait(timeout), 'switch_controller did not answer'
+        return future.result().ok
+
+    def close(self):
+        """Stop spinning and destroy the probe's node."""
+        self.executor.shutdown(timeout_sec=1.0)
+        self.thread.join(timeout=2.0)
+        self.node.destroy_node()

@@ -1,0 +1,156 @@
+"""The ros2_control wiring made from a URDF (ne_dynamics_ros.tools.ros2_control).
+
+The ``<ros2_control>`` block is read back with ElementTree and compared with the URDF's
+own ``<limit effort>`` read the same way (not through the package's model); the URDF with
+the block still loads to the same chain; the controllers' YAML is parsed back; the
+hold controller's PID is critically damped in joint units; ros2_control is found the way
+a ROS install and the bootstrap lay it out, and not found with the reason.
+"""
+import os
+import pathlib
+import sys
+import xml.etree.ElementTree as ET
+
+import numpy as np
+import pytest
+import yaml
+from references import PUMA560_URDF, UR5E_URDF
+
+from ne_dynamics_ros import load_model
+from ne_dynamics_ros.tools import cli
+from ne_dynamics_ros.tools import ros2_control as r2c
+
+
+def urdf_limits(path):
+    root = ET.parse(path).getroot()
+    return {j.get('name'): float(j.find('limit').get('effort')) for j in root.iter('joint')
+            if j.get('type') in ('revolute', 'continuous', 'prismatic')}
+
+
+@pytest.mark.parametrize('urdf', [PUMA560_URDF, UR5E_URDF], ids=['puma560', 'ur5e'])
+def test_the_block_names_every_joint_with_its_urdf_effort_limits(urdf):
+    model = load_model(str(urdf))
+    order = list(reversed(model.joint_names))          # a hardware order of its own
+    limits = [model.effort_limits[model.joint_names.index(j)] for j in order]
+    block = ET.fromstring(r2c.ros2_control_block(order, limits))
+    assert block.find('hardware/plugin').text == r2c.TOPIC_BASED_SYSTEM
+    params = {p.get('name'): p.text for p in block.findall('hardware/param')}
+    assert params['trigger_joint_command_threshold'] == '-1'
+    joints = block.findall('joint')
+    assert [j.get('name') for j in joints] == order
+    expected = urdf_limits(urdf)
+    for joint in joints:
+        command = joint.find('command_interface')
+        assert command.get('name') == 'effort'
+        bounds = {p.get('name'): float(p.text) for p in command.findall('param')}
+        assert bounds == {'min': -expected[joint.get('name')],
+                          'max': expected[joint.get('name')]}
+        assert [s.get('name') for s in joint.findall('state_interface')] == [
+            'position', 'velocity', 'effort']
+    text = r2c.urdf_with_ros2_control(pathlib.Path(urdf).read_text(), r2c.ros2_control_block(
+        order, limits))
+    again = load_model(text)
+    assert again.joint_names == model.joint_names
+    np.testing.assert_array_equal(again.effort_limits, model.effort_limits)
+
+
+def test_a_urdf_with_its_own_block_or_without_an_end_is_refused():
+    text = PUMA560_URDF.read_text()
+    block = r2c.ros2_control_block(['joint_1'], [10.0])
+    with pytest.raises(r2c.Ros2ControlError, match='already has a <ros2_control>'):
+        r2c.urdf_with_ros2_control(r2c.urdf_with_ros2_control(text, block), block)
+    with pytest.raises(r2c.Ros2ControlError, match='</robot>'):
+        r2c.urdf_with_ros2_control('<robot name="a">', block)
+
+
+@pytest.mark.parametrize('joints, limits, match', [
+    ([], [], 'no movable joints'), (['a', 'a'], [1.0, 1.0], 'repeated'),
+    (['a'], [0.0], 'effort_limits'), (['a', 'b'], [1.0], 'effort_limits')])
+def test_bad_block_inputs_are_refused(joints, limits, match):
+    with pytest.raises(r2c.Ros2ControlError, match=match):
+        r2c.ros2_control_block(joints, limits)
+
+
+def test_the_controllers_yaml_wires_the_three_controllers():
+    model = load_model(str(UR5E_URDF))
+    command = model.joint_names[3:] + model.joint_names[:3]
+    gains = r2c.hold_gains(model, 500)
+    document = yaml.safe_load(r2c.controllers_yaml(model.joint_names, 500, gains, command))
+    manager = document['controller_manager']['ros__parameters']
+    assert manager['update_rate'] == 500
+    assert manager['effort_controller']['type'] == \
+        'effort_controllers/JointGroupEffortController'
+    assert manager['hold_controller']['type'] == \
+        'joint_trajectory_controller/JointTrajectoryController'
+    assert document['effort_controller']['ros__parameters']['joints'] == command
+    hold = document['hold_controller']['ros__parameters']
+    assert hold['command_interfaces'] == ['effort']
+    assert set(hold['gains']) == set(model.joint_names)
+    with pytest.raises(r2c.Ros2ControlError, match='each once'):
+        r2c.controllers_yaml(model.joint_names, 500, gains, command[:-1])
+    with pytest.raises(r2c.Ros2ControlError, match='whole number'):
+        r2c.controllers_yaml(model.joint_names, 500.5)
+
+
+def test_the_hold_pid_is_critically_damped_on_the_largest_inertia():
+    model = load_model(str(UR5E_URDF))
+    for joint, pid in r2c.hold_gains(model, 500).items():
+        j = model.joint_names.index(joint)
+        inertia = max(np.diag(model.mass_matrix(q))[j] for q in np.random.default_rng(
+            0).uniform(-np.pi, np.pi, (64, model.n)))
+        # d^2 = 4 p M (critical damping of M e'' + d e' + p e = 0), within the 4 digits kept
+        # and the rule's inertia taken over more configurations than here
+        assert pid['d'] ** 2 / (4 * pid['p']) == pytest.approx(inertia, rel=0.15)
+        assert pid['i_clamp'] == pytest.approx(0.1 * model.effort_limits[j], rel=1e-3)
+
+
+def fake_prefix(folder):
+    program = folder / 'lib' / 'controller_manager' / 'ros2_control_node'
+    program.parent.mkdir(parents=True)
+    program.write_text('')
+    return folder
+
+
+def test_ros2_control_is_found_on_a_ros_install_first(tmp_path, monkeypatch):
+    system = fake_prefix(tmp_path / 'opt_ros')
+    monkeypatch.setattr(sys, 'prefix', str(tmp_path / 'venv'))
+    prefix, extra = r2c.find_ros2_control({'AMENT_PREFIX_PATH': f'/nowhere{os.pathsep}{system}'})
+    assert prefix == system and extra == {}
+
+
+def test_the_bundled_build_is_found_with_its_environment(tmp_path, monkeypatch):
+    venv = tmp_path / 'venv'
+    bundled = fake_prefix(venv / 'ros2_control' / 'install')
+    monkeypatch.setattr(sys, 'prefix', str(venv))
+    prefix, extra = r2c.find_ros2_control({'LD_LIBRARY_PATH': '/usr/local/lib'})
+    assert prefix == bundled
+    assert extra['LD_LIBRARY_PATH'].split(os.pathsep)[0] == str(bundled / 'lib')
+    assert extra['LD_LIBRARY_PATH'].endswith('/usr/local/lib')
+    assert extra['AMENT_PREFIX_PATH'].split(os.pathsep)[:2] == [str(bundled), str(venv)]
+
+
+def test_without_ros2_control_the_reason_says_where_it_looked(tmp_path, monkeypatch):
+    monkeypatch.setattr(sys, 'prefix', str(tmp_path / 'venv'))
+    prefix, why = r2c.find_ros2_control({})
+    assert prefix is None and 'bootstrap' in why and str(tmp_path / 'venv') in why
+    prefix, why = r2c.find_ros2_control({'NE_DYNAMICS_ROS2_CONTROL': str(tmp_path)})
+    assert prefix is None and 'NE_DYNAMICS_ROS2_CONTROL' in why
+
+
+def test_the_command_writes_both_files_or_nothing(tmp_path, capsys):
+    out, controllers = tmp_path / 'arm.urdf', tmp_path / 'controllers.yaml'
+    assert cli.main(['ros2-control', str(PUMA560_URDF), '--output', str(out),
+                     '--controllers', str(controllers), '--joints', 'joint_2', 'joint_1',
+                     'joint_3', 'joint_4', 'joint_5', 'joint_6']) == 0
+    block = ET.parse(out).getroot().find('ros2_control')
+    assert [j.get('name') for j in block.findall('joint')][:2] == ['joint_2', 'joint_1']
+    assert yaml.safe_load(controllers.read_text())['effort_controller'][
+        'ros__parameters']['joints'][:2] == ['joint_2', 'joint_1']
+    # an unknown joint: exit 2, the files untouched
+    before = out.read_bytes()
+    assert cli.main(['ros2-control', str(PUMA560_URDF), '--output', str(out),
+                     '--joints', 'joint_1', 'elbow']) == 2
+    assert 'elbow' in capsys.readouterr().err and out.read_bytes() == before
+    # the input is never the output
+    assert cli.main(['ros2-control', str(out), '--output', str(out)]) == 2
+    assert out.read_bytes() == before
