@@ -69,33 +69,9 @@ def _node_parameters(params_file):
     return merged
 
 
-def _stack(context):
-    from ne_dynamics_ros.dynamics.model import load_model
+def _files(arg, urdf, model, rate, initial, command_joints):
+    """Return (URDF with a <ros2_control> block, controllers YAML): given or generated."""
     from ne_dynamics_ros.tools import ros2_control as r2c
-
-    def arg(name):
-        return LaunchConfiguration(name).perform(context)
-
-    robot = arg('robot')
-    if robot not in ROBOTS:
-        raise RuntimeError(f'robot:={robot} is not one of {sorted(ROBOTS)}')
-    urdf = arg('urdf') or _config(ROBOTS[robot][0])
-    params_file = arg('params_file') or _config(ROBOTS[robot][1])
-    for label, path in (('urdf', urdf), ('params_file', params_file)):
-        if not os.path.isfile(path):
-            raise RuntimeError(f'{label} not found: {path} (no such file)')
-    prefix, environment = r2c.find_ros2_control()
-    if prefix is None:
-        raise RuntimeError(environment)
-    rate = float(arg('rate'))
-    sim = arg('sim').lower() == 'true'
-    initial = yaml.safe_load(arg('initial_positions')) or ROBOTS[robot][2]
-    node_values = _node_parameters(params_file)
-    model = load_model(urdf, base_link=node_values.get('base_link') or None,
-                       tip_link=node_values.get('tip_link') or None,
-                       armature=node_values.get('armature') or None)
-    command_joints = yaml.safe_load(arg('controller_joints')) or \
-        node_values.get('joints') or model.joint_names
     with open(urdf, encoding='utf-8') as stream:
         text = stream.read()
     folder = tempfile.mkdtemp(prefix='ne_dynamics_ros2_control_')
@@ -116,12 +92,43 @@ def _stack(context):
             stream.write(r2c.urdf_with_ros2_control(text, block))
     if not controllers:
         controllers = os.path.join(folder, 'controllers.yaml')
-        # the hold loop's own delay: the hardware's state, up to two cycles old
+        # the hold loop's delay: the hardware's state, up to two cycles old (sized for
+        # 10 ms the hold sagged past 0.05 rad after a SIGKILL: docs/ros2-control.md)
         hold_delay = float(arg('hold_delay')) if arg('hold_delay') else 2.0 / rate
         gains = r2c.hold_gains(model, rate, delay=hold_delay)
         with open(controllers, 'w', encoding='utf-8') as stream:
             stream.write(r2c.controllers_yaml(model.joint_names, rate, gains,
                                               command_joints))
+    return described, controllers
+
+
+def _stack(context):
+    from ne_dynamics_ros.dynamics.model import load_model
+    from ne_dynamics_ros.tools import ros2_control as r2c
+
+    def arg(name):
+        return LaunchConfiguration(name).perform(context)
+    robot = arg('robot')
+    if robot not in ROBOTS:
+        raise RuntimeError(f'robot:={robot} is not one of {sorted(ROBOTS)}')
+    urdf = arg('urdf') or _config(ROBOTS[robot][0])
+    params_file = arg('params_file') or _config(ROBOTS[robot][1])
+    for label, path in (('urdf', urdf), ('params_file', params_file)):
+        if not os.path.isfile(path):
+            raise RuntimeError(f'{label} not found: {path} (no such file)')
+    prefix, environment = r2c.find_ros2_control()
+    if prefix is None:
+        raise RuntimeError(environment)
+    rate = float(arg('rate'))
+    sim = arg('sim').lower() == 'true'
+    initial = yaml.safe_load(arg('initial_positions')) or ROBOTS[robot][2]
+    node_values = _node_parameters(params_file)
+    model = load_model(urdf, base_link=node_values.get('base_link') or None,
+                       tip_link=node_values.get('tip_link') or None,
+                       armature=node_values.get('armature') or None)
+    command_joints = yaml.safe_load(arg('controller_joints')) or \
+        node_values.get('joints') or model.joint_names
+    described, controllers = _files(arg, urdf, model, rate, initial, command_joints)
     lib = os.path.join(str(prefix), 'lib', 'controller_manager')
     python = r2c.python_program()
 
@@ -152,6 +159,8 @@ def _stack(context):
             name='computed_torque_node', output='screen', emulate_tty=True,
             additional_env=environment,
             parameters=[params_file, {
+                **({'realtime_priority': int(arg('realtime_priority'))}
+                   if arg('realtime_priority') else {}),
                 'urdf_path': urdf, 'joints': list(command_joints),
                 'effort_check_rate': rate,
                 'ros2_control.controller_manager': '/controller_manager',
@@ -159,9 +168,9 @@ def _stack(context):
                 'ros2_control.effort_controller': r2c.EFFORT_CONTROLLER}],
             arguments=['--ros-args', '--log-level', arg('log_level')]))
     if sim:
-        sim_rate = float(arg('sim_rate')) if arg('sim_rate') else 0.8 * rate
         armature = node_values.get('armature')
-        parameters = {'urdf_path': urdf, 'plant': arg('plant'), 'publish_rate': sim_rate,
+        parameters = {'urdf_path': urdf, 'plant': arg('plant'),
+                      'publish_rate': float(arg('sim_rate') or 0.8 * rate),
                       'initial_positions': [float(v) for v in initial],
                       'brakes': arg('brakes').lower() == 'true',
                       'command_interface': 'joint_state'}
@@ -189,8 +198,8 @@ def generate_launch_description():
                                   'default: the node parameters\' joints, else chain order)'),
         ('hardware_joints', '', 'the <ros2_control> block\'s joint order (YAML list; '
                                 'default: chain order)'),
-        ('hold_delay', '', 'the hold controller\'s loop delay for its gains, s (default: '
-                           'two cycles)'),
+        ('hold_delay', '', 'the loop delay the hold controller\'s gains are sized for, s '
+                           '(default: two cycles)'),
         ('node', 'true', 'start computed_torque_node'),
         ('guard', 'true', 'start effort_guard (switches to hold_controller when the node\'s '
                           'commands stop)'),
@@ -203,6 +212,8 @@ def generate_launch_description():
                                   'robot\'s)'),
         ('sim_rate', '', 'sim: joint state rate, Hz (default 0.8 rate)'),
         ('log_level', 'info', 'computed_torque_node\'s logging level'),
+        ('realtime_priority', '', 'computed_torque_node\'s realtime_priority (default: its '
+                                  'parameter file\'s, else 50; 0: the default scheduling)'),
     ]
     return LaunchDescription(
         [DeclareLaunchArgument(name, default_value=default, description=description)

@@ -129,6 +129,29 @@ def pid_of(process, name):
     return pids[0] if pids else None
 
 
+def quintic(joint_names, start, goal, duration, points=31):
+    """Return a ``JointTrajectory`` from ``start`` to ``goal`` (rad) in ``duration`` s.
+
+    A quintic in time (rest to rest), positions, velocities and accelerations sampled at
+    ``points`` instants.
+    """
+    from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+    start, goal = np.asarray(start, dtype=float), np.asarray(goal, dtype=float)
+    out = []
+    for t in np.linspace(0.0, duration, points):
+        s = t / duration
+        shape = 10 * s ** 3 - 15 * s ** 4 + 6 * s ** 5
+        speed = (30 * s ** 2 - 60 * s ** 3 + 30 * s ** 4) / duration
+        accel = (60 * s - 180 * s ** 2 + 120 * s ** 3) / duration ** 2
+        point = JointTrajectoryPoint(positions=(start + shape * (goal - start)).tolist(),
+                                     velocities=(speed * (goal - start)).tolist(),
+                                     accelerations=(accel * (goal - start)).tolist())
+        point.time_from_start.sec = int(t)
+        point.time_from_start.nanosec = int(round((t - int(t)) * 1e9))
+        out.append(point)
+    return JointTrajectory(joint_names=list(joint_names), points=out)
+
+
 class Probe:
     """Record the stack's topics in this process; bounded waits on what they show."""
 
@@ -145,12 +168,19 @@ class Probe:
         self.commands = []       # (stamp s, effort (n,)) the hardware wrote
         self.broadcast = []      # (stamp s, names, q) of joint_state_broadcaster
         self.diagnostics = []
+        self.tracking = []       # (stamp s, q_d - q (n,), effort (n,)) of the node
         self.controllers = {}
         self.node = rclpy.create_node('r2c_probe', context=context)
         self.node.create_subscription(JointState, '/r2c/joint_states', self._truth, 100)
         self.node.create_subscription(JointState, '/r2c/joint_commands', self._command, 100)
         self.node.create_subscription(JointState, '/joint_states', self._broadcast, 100)
         self.node.create_subscription(DiagnosticArray, '/diagnostics', self._diagnostic, 10)
+        self.node.create_subscription(JointState, '/computed_torque_node/tracking_error',
+                                      self._tracking, 100)
+        from lifecycle_msgs.srv import ChangeState
+        self._change_type = ChangeState
+        self.change_client = self.node.create_client(
+            ChangeState, '/computed_torque_node/change_state')
         self.node.create_subscription(
             msgs.msg.ControllerManagerActivity, '/controller_manager/activity',
             self._activity, QoSProfile(depth=1, reliability=QoSReliabilityPolicy.RELIABLE,
@@ -190,6 +220,11 @@ class Probe:
         with self.lock:
             self.broadcast.append((self._stamp(msg), list(msg.name), list(msg.position)))
 
+    def _tracking(self, msg):
+        with self.lock:
+            self.tracking.append((self._stamp(msg), self._ordered(msg, 'position'),
+                                  self._ordered(msg, 'effort')))
+
     def _diagnostic(self, msg):
         with self.lock:
             self.diagnostics.extend(s for s in msg.status if 'computed torque' in s.name)
@@ -208,9 +243,9 @@ class Probe:
                 if predicate():
                     return
             time.sleep(0.01)
-        raise AssertionError(f'not within {timeout} s: {what}')
+        raise AssertionError(f'not within {timeout} s: {what() if callable(what) else what}')
 
-    def active(self, name):
+    def is_active(self, name):
         """Tell whether the controller named so is active (by ~/activity)."""
         with self.lock:
             return bool(self.controllers.get(name))
@@ -249,6 +284,24 @@ class Probe:
         future.add_done_callback(lambda _: done.set())
         assert done.wait(timeout), 'switch_controller did not answer'
         return future.result().ok
+
+    def lifecycle(self, transition, timeout=10.0):
+        """Ask the node for a lifecycle transition (lifecycle_msgs/Transition id)."""
+        from lifecycle_msgs.msg import Transition
+        if not self.change_client.wait_for_service(timeout_sec=timeout):
+            raise AssertionError('no /computed_torque_node/change_state')
+        done = threading.Event()
+        future = self.change_client.call_async(self._change_type.Request(
+            transition=Transition(id=transition)))
+        future.add_done_callback(lambda _: done.set())
+        assert done.wait(timeout), 'change_state did not answer'
+        return future.result().success
+
+    def diagnostic_values(self):
+        """Return the last node diagnostic as ({key: value}, level, message)."""
+        with self.lock:
+            last = self.diagnostics[-1]
+        return {v.key: v.value for v in last.values}, last.level, last.message
 
     def close(self):
         """Stop spinning and destroy the probe's node."""

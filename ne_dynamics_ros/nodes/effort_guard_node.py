@@ -12,9 +12,9 @@ that it outlives the node), watches two things:
   ``hold_controller`` and deactivate ``effort_controller`` in one switch (STRICT, as soon
   as possible); the hold controller (a joint_trajectory_controller with a PID on the
   effort interfaces) holds the position it finds;
-* ``controller_manager``'s ``~/activity``: when neither controller is active and no other
-  controller but the broadcaster is (the effort controller switched off alone), it
-  activates ``hold_controller``.
+* ``controller_manager``'s ``~/activity``: once the effort controller has driven the arm,
+  when neither controller is active and no other controller but the broadcaster is (the
+  effort controller switched off alone), it activates ``hold_controller`` at once.
 
 It never switches back: ``computed_torque_node`` switches to ``effort_controller`` when
 it is activated (``ros2_control.controller_manager``). What it did is logged. The bound
@@ -41,9 +41,8 @@ ACTIVITY_QOS = QoSProfile(depth=1, reliability=QoSReliabilityPolicy.RELIABLE,
 #: Controllers that drive nothing (they are active beside any effort controller).
 PASSIVE_TYPES_PREFIX = ('joint_state_broadcaster',)
 TICK = 0.005
-#: How long nothing may drive the arm before the hold controller is activated, s (a
-#: spawner's activation in progress takes a few ms between load and activate).
-ORPHAN_GRACE = 0.03
+#: How long nothing may drive the arm before the hold controller is activated, s.
+ORPHAN_GRACE = 0.0
 
 
 class EffortGuard(Node):
@@ -70,6 +69,7 @@ class EffortGuard(Node):
         self.states = {}
         self.others = []              # active controllers besides ours and broadcasters
         self.orphaned_since = None    # monotonic s since nothing drives the arm
+        self.effort_was_active = False   # the start-up's spawners are done with the arm
         self.last_command = None      # monotonic s of the last command or activation
         self.pending = False
         self.switches = 0
@@ -91,6 +91,7 @@ class EffortGuard(Node):
         if self.states.get(self.effort) == State.PRIMARY_STATE_ACTIVE and \
                 before != State.PRIMARY_STATE_ACTIVE:
             self.last_command = time.monotonic()     # a fresh activation: time to command
+            self.effort_was_active = True
         self.others = [c.name for c in msg.controllers
                        if c.state.id == State.PRIMARY_STATE_ACTIVE
                        and c.name not in (self.effort, self.hold)
@@ -101,6 +102,8 @@ class EffortGuard(Node):
 
     def _orphaned(self):
         """Both controllers loaded and configured, neither nor another one active."""
+        if not self.effort_was_active:
+            return False          # start-up: the spawners are still activating the hold
         configured = all(self.states.get(n) in (State.PRIMARY_STATE_INACTIVE,
                                                 State.PRIMARY_STATE_ACTIVE)
                          for n in (self.effort, self.hold))
@@ -113,7 +116,8 @@ class EffortGuard(Node):
             self.orphaned_since = None
         elif self.orphaned_since is None:
             self.orphaned_since = now
-        elif now - self.orphaned_since > ORPHAN_GRACE and not self.pending:
+        if self.orphaned_since is not None and now - self.orphaned_since >= ORPHAN_GRACE \
+                and not self.pending:
             self._switch([self.hold], [], f'neither {self.effort} nor another controller '
                          f'has been active for {ORPHAN_GRACE * 1e3:g} ms')
         if self.pending or not self._active(self.effort) or self.last_command is None:

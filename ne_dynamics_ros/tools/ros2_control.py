@@ -21,10 +21,15 @@ with the node's efforts, from the arm's URDF, and finds the ros2_control program
   environment its programs need.
 
 The hold gains are the node's rule (:mod:`ne_dynamics_ros.control.gains`) in joint
-units: ``p = M_jj,max ω²``, ``d = 2 M_jj,max ω`` (N·m/rad, N·m·s/rad), ``i = p ω / 10``,
-its share of the effort capped at 10 % of the limit (``i_clamp``); ω is the rule's
-bandwidth at the controller's rate and the loop's delay (the hold loop has none of the
-node's: controller_manager reads, computes and writes in one cycle).
+units on the *lightest* inertia a joint shows over the workspace: ``p = M_jj,min ω²``,
+``d = 2 M_jj,min ω`` (N·m/rad, N·m·s/rad), ``i = p ω / 10``, its share of the effort
+capped at 10 % of the limit (``i_clamp``), the output at the effort limit
+(``u_clamp_*``); ω is the rule's bandwidth at the controller's rate and the hold loop's
+delay. A fixed PD meets the inertia the pose gives: sized on the largest one it was
+critically damped there but ``sqrt(M_max / M)`` times faster where the arm is lighter,
+past what the delay allows (measured: the UR5e's hold flung the arm after a 0.3 rad
+move); sized on the lightest it is at most the rule's ω anywhere, underdamped (ζ =
+``sqrt(M_min / M)``) where the arm is heavier.
 """
 import os
 import pathlib
@@ -152,14 +157,20 @@ def hold_gains(model, rate, delay=0.0):
     Raises:
         ModelError: as :func:`~ne_dynamics_ros.control.gains.recommended_gains`.
     """
-    from ne_dynamics_ros.control.gains import INTEGRAL_SHARE, recommended_gains
+    from ne_dynamics_ros.control.gains import (CONFIGURATIONS, INTEGRAL_SHARE,
+                                               recommended_gains, workspace_configurations)
     rule = recommended_gains(model, rate, delay=delay)
-    p = rule.inertia_max * rule.kp
-    d = rule.inertia_max * rule.kd
+    inertia_min = np.array([np.diag(model.mass_matrix(q)) for q in workspace_configurations(
+        model, CONFIGURATIONS, 0)]).min(axis=0)
+    p = inertia_min * rule.kp
+    d = inertia_min * rule.kd
     i = p * rule.bandwidth / 10.0
-    clamp = INTEGRAL_SHARE * np.asarray(model.effort_limits, dtype=float)
+    limits = np.asarray(model.effort_limits, dtype=float)
+    clamp = INTEGRAL_SHARE * limits
     return {name: {'p': float(f'{p[j]:.4g}'), 'd': float(f'{d[j]:.4g}'),
-                   'i': float(f'{i[j]:.4g}'), 'i_clamp': float(f'{clamp[j]:.4g}')}
+                   'i': float(f'{i[j]:.4g}'), 'i_clamp': float(f'{clamp[j]:.4g}'),
+                   'u_clamp_max': float(f'{limits[j]:.6g}'),
+                   'u_clamp_min': -float(f'{limits[j]:.6g}')}
             for j, name in enumerate(model.joint_names)}
 
 
@@ -198,6 +209,10 @@ def controllers_yaml(joint_names, rate, gains=None, command_joints=None):
             'joints': joints, 'command_interfaces': ['effort'],
             'state_interfaces': ['position', 'velocity'],
             'allow_nonzero_velocity_at_trajectory_end': False,
+            # hold the position *measured* on activation: with the default (true) and
+            # effort commands only, a second activation held the first one's position
+            # (measured: the arm flung back 0.3 rad at the PID's full gain)
+            'set_last_command_interface_value_as_state_on_activation': False,
             'gains': {name: gains[name] for name in joints}}}
     header = ('# controller_manager parameters written by ne-dynamics ros2-control: '
               f'{int(rate)} Hz; {EFFORT_CONTROLLER} takes computed_torque_node\'s efforts'

@@ -18,6 +18,14 @@ Transitions (``ros2 lifecycle set /computed_torque_node <transition>``):
 * an error in a transition: the error-processing transition sends zero effort; the node
   is unconfigured afterwards (ROS 2's lifecycle).
 
+Beside ros2_control (``ros2_control.controller_manager``) activate switches to the effort
+controller and deactivate, Ctrl-C and SIGTERM hand the arm to the hold controller
+(:mod:`~ne_dynamics_ros.nodes.computed_torque.ros2_control_link`).
+
+Over 600 lines because the lifecycle transitions, the control path and the watchdog share
+the node's state under one lock; what is not that state lives in the modules beside it
+(the parameters, the diagnostics, the outputs, the goal link, the ros2_control link).
+
 ``autostart`` (default true) configures and activates at construction, so ``ros2 run``,
 the demo and the simulated arms behave as an unmanaged node; then a failure to configure
 raises :class:`NodeConfigurationError` from the constructor, as before.
@@ -36,7 +44,8 @@ from diagnostic_msgs.msg import DiagnosticArray
 
 from ne_dynamics_ros.control.controller import Command, MAX_STATE_JOINTS, SkipReason
 from ne_dynamics_ros.nodes.cdr import CdrError, float64_multi_array_bytes, JointStateReader
-from ne_dynamics_ros.nodes.computed_torque import answers, diagnostics, priority
+from ne_dynamics_ros.nodes.computed_torque import (answers, diagnostics, priority,
+                                                   ros2_control_link)
 from ne_dynamics_ros.nodes.computed_torque import parameters as params
 from ne_dynamics_ros.nodes.computed_torque.goals import GoalLink
 from ne_dynamics_ros.nodes.computed_torque.parameters import NodeConfigurationError
@@ -124,6 +133,7 @@ class ComputedTorqueNode(LifecycleNode):
         #: the Ros2ControlLink while configured with ros2_control.controller_manager
         self.ros2_control = None
         self._effort_lost = False      # the effort controller went away while active
+        self._last_command = None      # the last Command (the hold's feed-forward)
         try:
             params.declare(self)
         except Exception as err:  # a value of the wrong ROS type
@@ -205,20 +215,12 @@ class ComputedTorqueNode(LifecycleNode):
         self._send_goal_options()
         if self.controller is not None:
             self._chain_built()
-        manager = self.get_parameter('ros2_control.controller_manager').value
-        if manager and self.ros2_control is None:
-            from ne_dynamics_ros.nodes.computed_torque.ros2_control_link import Ros2ControlLink
-            try:
-                self.ros2_control = Ros2ControlLink(
-                    self.context, manager,
-                    self.get_parameter('ros2_control.effort_controller').value,
-                    self.get_parameter('ros2_control.hold_controller').value,
-                    self._on_effort_controller)
-            except ImportError as err:
-                self.configure_error = f'configure failed: {err}'
-                self.get_logger().error(self.configure_error)
-                self._teardown()
-                return _FAILURE
+        problem = ros2_control_link.attach(self)
+        if problem:
+            self.configure_error = f'configure failed: {problem}'
+            self.get_logger().error(self.configure_error)
+            self._teardown()
+            return _FAILURE
         self.intake.start(self._receiver, self._max_trajectory_bytes)
         self.watchdog.start()
         priority.raise_node_threads(self)
@@ -315,11 +317,7 @@ class ComputedTorqueNode(LifecycleNode):
         """Send one zero-effort command, then stay silent on the command topic."""
         self._activate_when_built = False
         self._send_goal_options(active=False)
-        handed = False
-        if self.ros2_control is not None and self.ros2_control.hold:
-            handed, message = self.ros2_control.to_hold()
-            (self.get_logger().info if handed else self.get_logger().error)(
-                f'switch to {self.ros2_control.hold}: {message}')
+        handed = self.hand_to_hold()
         if self.controller is not None:
             with self._command_lock:
                 zero = self.controller.deactivate()
@@ -386,6 +384,9 @@ class ComputedTorqueNode(LifecycleNode):
     def destroy_node(self):
         """Stop the node's threads, detach the log bridge, then destroy the node."""
         self.stop_threads()
+        if self.ros2_control is not None:
+            self.ros2_control.stop()
+            self.ros2_control = None
         logging.getLogger('ne_dynamics_ros').removeHandler(self._log_bridge)
         return super().destroy_node()
 
@@ -499,11 +500,15 @@ class ComputedTorqueNode(LifecycleNode):
             out = controller.update(now_ns, sample(state))
             commanded = out.__class__ is Command
             if commanded:
+                self._last_command = out
                 link = self.ros2_control
-                if link is not None and link.effort_active is False:
-                    self._effort_lost = True        # nobody applies it: say so, not send
-                else:
-                    self._effort_pub.publish(float64_multi_array_bytes(out.effort_values))
+                if link is not None and link.effort_active is False and not link.switching:
+                    # nobody applies it: hold nothing (the reference follows the arm), and
+                    # send on, so that the effort controller has a command the cycle it
+                    # returns (its buffer is emptied on activation)
+                    self._effort_lost = True
+                    ros2_control_link.hold_measured(controller, out, now_ns)
+                self._effort_pub.publish(float64_multi_array_bytes(out.effort_values))
                 self._answered_ns = time.monotonic_ns()
         if self._fp_errors.kinds:
             self._warnings.floating_point(
@@ -525,27 +530,12 @@ class ComputedTorqueNode(LifecycleNode):
             goals.record(state, out)
         self.outputs.publish(state, out, controller)
 
-    def _on_effort_controller(self, active):
-        """Answer the effort controller becoming active or inactive (the link's thread).
+    def hand_to_hold(self):
+        """Hand the arm to ``ros2_control.hold_controller``; True if it holds now.
 
-        Gone while this node commands: commands stop (nobody would apply them) and
-        /diagnostics says so. Back: the run restarts holding the position measured then,
-        never the reference of before (the arm moved meanwhile).
+        :func:`~ne_dynamics_ros.nodes.computed_torque.ros2_control_link.hand_to_hold`.
         """
-        controller = self.controller
-        if not active:
-            if self.lifecycle_state == 'active':
-                self.events.add(f'{self.ros2_control.effort} not active: not commanding')
-                self.watchdog.wake()
-            return
-        if self._effort_lost and controller is not None and controller.active:
-            with self._command_lock:
-                controller.activate(now_ns=self._now_ns(), steady_ns=time.monotonic_ns())
-            self.get_logger().warning(f'{self.ros2_control.effort} active again: holding the '
-                                      'position measured now')
-            self.events.add(f'{self.ros2_control.effort} back: holding the position measured')
-            self.watchdog.wake()
-        self._effort_lost = False
+        return ros2_control_link.hand_to_hold(self)
 
     def _on_query_state(self, request, response):
         """``~/query_state``: the reference at ``request.time`` (JTC's QueryTrajectoryState)."""

@@ -97,9 +97,13 @@ def main(args=None):
     except (KeyboardInterrupt, ExternalShutdownException):
         if node is not None and node.context.ok():
             node.stop_threads()       # no watchdog publishing after the final zero command
+            # beside ros2_control with a hold controller: it takes the arm (and the zero
+            # then goes to an effort controller no longer active)
+            handed = node.lifecycle_state == 'active' and node.hand_to_hold()
             node.publish_zero_effort(wait=ZERO_EFFORT_WAIT)
-            node.get_logger().info('shutting down: published zero effort; '
-                                   + node.drop_summary())
+            node.get_logger().info(
+                'shutting down: ' + (f'{node.ros2_control.hold} holds the arm; ' if handed
+                                     else 'published zero effort; ') + node.drop_summary())
     finally:
         # Tear down while our handlers still swallow late signals (ros2 launch forwards a
         # second SIGINT): the executor first, so that no C++ executor calls back into

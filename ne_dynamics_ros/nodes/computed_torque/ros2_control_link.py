@@ -4,16 +4,24 @@ With ``ros2_control.controller_manager`` set, the node follows the manager's
 ``~/activity`` (``controller_manager_msgs/ControllerManagerActivity``, reliable,
 transient local: the controllers' lifecycle states, published on every change) and
 calls its ``~/switch_controller``: to ``ros2_control.effort_controller`` when it
-activates, back to ``ros2_control.hold_controller`` when it deactivates. Both run on a
+activates, back to ``ros2_control.hold_controller`` when it deactivates. Whenever the hold
+controller takes the arm (after a deactivate, a switch, or ``effort_guard``), the node
+sends it the position measured with the model's gravity as the point's effort
+(:meth:`Ros2ControlLink.hold_here`): joint_trajectory_controller adds a point's effort to
+its PID's output with effort command interfaces (ros2_controllers #1200), so the PID
+only corrects what the model misses. Both run on a
 node and executor of their own (a thread), so that a transition can wait for the switch
 without the control path's executor. ``controller_manager_msgs`` comes with ros2_control
 (ROS 2, or the bundled build's ``PYTHONPATH``); without it the node refuses the parameter.
 """
 import threading
+import time
 
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.qos import QoSDurabilityPolicy, QoSProfile, QoSReliabilityPolicy
 
+#: Longest wait (s) for ~/activity to confirm a switch to the effort controller.
+SWITCH_SETTLE = 0.5
 #: controller_manager's ~/activity QoS.
 ACTIVITY_QOS = QoSProfile(depth=1, reliability=QoSReliabilityPolicy.RELIABLE,
                           durability=QoSDurabilityPolicy.TRANSIENT_LOCAL)
@@ -30,8 +38,8 @@ class Ros2ControlLink:
     def __init__(self, context, manager, effort, hold, on_change):
         """Start following ``manager`` (a node name).
 
-        ``on_change(effort_active)`` is called from the link's thread when the effort
-        controller's activity changes.
+        ``on_change(effort_active, hold_active)`` is called from the link's thread when
+        either controller's activity changes.
 
         Raises:
             ImportError: controller_manager_msgs is not installed (the message says so).
@@ -45,6 +53,7 @@ class Ros2ControlLink:
         import rclpy
         from lifecycle_msgs.msg import State
         self._active_id = State.PRIMARY_STATE_ACTIVE
+        self._inactive_id = State.PRIMARY_STATE_INACTIVE
         self._switch_type = SwitchController
         self.manager, self.effort, self.hold = manager.rstrip('/') or '/', effort, hold
         self.effort_active = None
@@ -53,6 +62,8 @@ class Ros2ControlLink:
         #: the node wants the effort controller and has not had it yet (activation in
         #: any start order: retried when the controllers appear)
         self.wanted = False
+        #: until when (monotonic s) a switch to the effort controller is under way
+        self._switching_until = 0.0
         self._retrying = threading.Lock()
         self._on_change = on_change
         self.node = rclpy.create_node('computed_torque_ros2_control_link', context=context,
@@ -61,6 +72,11 @@ class Ros2ControlLink:
                                       self._on_activity, ACTIVITY_QOS)
         self.client = self.node.create_client(SwitchController,
                                               f'{self.manager}/switch_controller')
+        self._hold_publisher = None
+        if hold:
+            from trajectory_msgs.msg import JointTrajectory
+            self._hold_publisher = self.node.create_publisher(
+                JointTrajectory, f'/{hold.strip("/")}/joint_trajectory', 10)
         self._executor = SingleThreadedExecutor(context=context)
         self._executor.add_node(self.node)
         self._thread = threading.Thread(target=self._spin, name='ros2_control_link',
@@ -77,21 +93,23 @@ class Ros2ControlLink:
         states = {c.name: c.state.id for c in msg.controllers}
         self.states = states
         effort = states.get(self.effort) == self._active_id if self.effort in states else False
-        self.hold_active = bool(self.hold) and states.get(self.hold) == self._active_id
-        changed = effort != self.effort_active
-        self.effort_active = effort
+        hold = bool(self.hold) and states.get(self.hold) == self._active_id
+        changed = effort != self.effort_active or hold != self.hold_active
+        self.effort_active, self.hold_active = effort, hold
         if effort:
             self.wanted = False
+            self._switching_until = 0.0
         elif self.wanted and self._ready():
             # loaded now (the node started first): take the arm; off this thread, which
             # must stay free to receive the answer
             threading.Thread(target=self._retry, daemon=True).start()
         if changed:
-            self._on_change(effort)
+            self._on_change(effort, hold)
 
     def _ready(self):
-        """Tell whether the effort controller is loaded and the hold controller holds."""
-        return self.effort in self.states and (not self.hold or self.hold_active)
+        """Tell whether the effort controller is configured and the hold controller holds."""
+        return self.states.get(self.effort) == self._inactive_id and (
+            not self.hold or self.hold_active)
 
     def _retry(self):
         if not self._retrying.acquire(blocking=False):
@@ -128,8 +146,8 @@ class Ros2ControlLink:
     def to_effort(self):
         """Hand the arm to the effort controller (from the hold controller).
 
-        Before the effort controller is loaded (the node started before the controllers)
-        the switch waits: it is made when ``~/activity`` lists the controller.
+        Made on the link's own thread; before the effort controller is configured (the
+        node started before the controllers) it waits until ``~/activity`` lists it.
         """
         self.wanted = True
         if self.effort_active:
@@ -140,15 +158,31 @@ class Ros2ControlLink:
             if self.hold:
                 waiting += f' or {self.hold} not active'
             return True, waiting + ' yet: switching when they are'
-        return self.switch_to_effort()
+        # off the caller's thread: the activation returns, commands flow (to a controller
+        # not yet active, which drops them), and the first one after the switch lands
+        # within a state period, instead of a gap while the executor waited here
+        threading.Thread(target=self._retry, daemon=True).start()
+        return True, 'switching'
 
     def switch_to_effort(self):
         """Switch: activate the effort controller, deactivate the hold controller."""
         hold = [self.hold] if self.hold and self.hold_active else []
+        # ``wanted`` stays until ~/activity shows the effort controller active: a
+        # BEST_EFFORT switch answers ok even when it activated nothing
+        self._switching_until = time.monotonic() + SWITCH_SETTLE
         ok, message = self.switch([self.effort], hold)
-        if ok:
-            self.wanted = False
+        if not ok:
+            self._switching_until = 0.0
         return ok, message
+
+    @property
+    def switching(self):
+        """True from a switch to the effort controller until ~/activity shows it active.
+
+        (At most :data:`SWITCH_SETTLE` s.) Meanwhile the node keeps its reference: the
+        controller may already apply its commands.
+        """
+        return time.monotonic() < self._switching_until
 
     def to_hold(self):
         """Hand the arm to the hold controller; (False, why) when there is none."""
@@ -158,6 +192,26 @@ class Ros2ControlLink:
         if self.hold not in self.states:
             return False, f'{self.hold} is not loaded'
         return self.switch([self.hold], [self.effort] if self.effort_active else [])
+
+    def hold_here(self, joint_names, q, effort, settle=0.05, wait=0.0):
+        """Send the hold controller one point: ``q`` (rad, m) with ``effort`` (N·m, N).
+
+        ``joint_names`` name the values; reached in ``settle`` s from where the
+        controller holds (its spline ramps the feed-forward in over that time). ``wait``:
+        s to wait for the controller's acknowledgement (before an exit).
+        """
+        if self._hold_publisher is None:
+            return
+        from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+        point = JointTrajectoryPoint(positions=[float(v) for v in q],
+                                     velocities=[0.0] * len(q),
+                                     effort=[float(v) for v in effort])
+        point.time_from_start.nanosec = int(settle * 1e9)
+        self._hold_publisher.publish(JointTrajectory(joint_names=list(joint_names),
+                                                     points=[point]))
+        if wait > 0:
+            from rclpy.duration import Duration
+            self._hold_publisher.wait_for_all_acked(Duration(nanoseconds=int(wait * 1e9)))
 
     def describe(self):
         """One line for /diagnostics: who drives the arm."""
@@ -175,4 +229,96 @@ class Ros2ControlLink:
         self.node.destroy_node()
 
 
-__all__ = ['ACTIVITY_QOS', 'Ros2ControlLink']
+def attach(node):
+    """Start the node's link when ``ros2_control.controller_manager`` is set.
+
+    Returns '' (also when not set), or why it cannot (controller_manager_msgs missing).
+    """
+    manager = node.get_parameter('ros2_control.controller_manager').value
+    if not manager or node.ros2_control is not None:
+        return ''
+    try:
+        node.ros2_control = Ros2ControlLink(
+            node.context, manager, node.get_parameter('ros2_control.effort_controller').value,
+            node.get_parameter('ros2_control.hold_controller').value,
+            lambda active, hold: on_effort_controller(node, active, hold))
+    except ImportError as err:
+        return str(err)
+    return ''
+
+
+def measured_chain_q(controller, out):
+    """Return the position (chain order, rad or m) a ``Command`` was computed from."""
+    q = [d - e for d, e in zip(out.desired_values[0], out.position_error_values)]
+    names = controller.joints
+    return [q[names.index(j)] for j in controller.model.joint_names]
+
+
+def hold_measured(controller, out, now_ns):
+    """Restart the controller's run holding the position ``out`` measured."""
+    controller.activate(q=measured_chain_q(controller, out), now_ns=now_ns)
+
+
+def feed_the_hold(node, controller, wait=0.0):
+    """Give the hold controller the position last measured and the model's gravity there.
+
+    Zero gravity where the hardware compensates it (``hardware_compensates_gravity``).
+    """
+    out = node._last_command
+    if out is None:
+        return
+    q = measured_chain_q(controller, out)
+    if controller.hardware_compensates_gravity:
+        gravity = [0.0] * len(q)
+    else:
+        gravity = controller.model.gravity_torques(q, controller.settings.gravity).tolist()
+    node.ros2_control.hold_here(controller.model.joint_names, q, gravity, wait=wait)
+    node.get_logger().info(f'{node.ros2_control.hold} holds the arm: given the position '
+                           'last measured and its gravity as feed-forward')
+
+
+def hand_to_hold(node):
+    """Switch to ``ros2_control.hold_controller`` and feed it; True if it holds now.
+
+    Deactivate, Ctrl-C and SIGTERM hand the arm over this way beside ros2_control
+    (bounded waits: the switch's answer, the point's delivery); without a hold
+    controller, or when the switch fails, the caller commands zero as before.
+    """
+    link = node.ros2_control
+    if link is None or not link.hold:
+        return False
+    handed, message = link.to_hold()
+    (node.get_logger().info if handed else node.get_logger().error)(
+        f'switch to {link.hold}: {message}')
+    if handed and node.controller is not None:
+        feed_the_hold(node, node.controller, wait=0.5)
+    return handed
+
+
+def on_effort_controller(node, active, hold_active=False):
+    """Answer the effort controller becoming active or inactive (the link's thread).
+
+    Gone while the node commands: /diagnostics says it is not commanding, and the hold
+    controller, once active, gets the position and its gravity. Back: the run holds the
+    position measured then (the node followed the arm meanwhile), never the reference
+    of before.
+    """
+    controller = node.controller
+    link = node.ros2_control
+    if not active and hold_active and controller is not None:
+        feed_the_hold(node, controller)
+    if not active:
+        if node.lifecycle_state == 'active':
+            node.events.add(f'{link.effort} not active: not commanding')
+            node.watchdog.wake()
+        return
+    if node._effort_lost and controller is not None and controller.active:
+        node.get_logger().warning(f'{link.effort} active again: holding the position '
+                                  'measured when it returned')
+        node.events.add(f'{link.effort} back: holding the position measured')
+        node.watchdog.wake()
+    node._effort_lost = False
+
+
+__all__ = ['ACTIVITY_QOS', 'attach', 'feed_the_hold', 'hand_to_hold', 'hold_measured',
+           'measured_chain_q', 'on_effort_controller', 'Ros2ControlLink']

@@ -1,0 +1,188 @@
+"""The node beside the real ros2_control: controller_manager, joint_state_broadcaster,
+JointGroupEffortController and a joint_trajectory_controller that holds.
+
+One stack (``launch/ros2_control.launch.py``) of the UR5e on Pinocchio behind
+topic_based_ros2_control, its ``<ros2_control>`` block in reversed joint order and the
+effort controller's ``joints`` in a third order, is driven through what users do, in
+order: start-up, a move, a lifecycle deactivate and activate, the effort controller
+switched away and back, and a SIGKILL of the node. What the arm did is read from the
+simulated arm's own states behind the hardware (the truth), never from the node.
+ros2_control comes from a ROS 2 install or ``.venv/ros2_control`` (scripts/bootstrap.sh);
+without it the module is skipped and says why.
+"""
+import os
+import sys
+import time
+
+import numpy as np
+import pytest
+import rclpy
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..'))
+import ros2_control_stack as stack  # noqa: E402
+from dds import next_domain_id  # noqa: E402
+
+pytestmark = pytest.mark.ros2_control
+
+WHY = stack.missing()
+if WHY:
+    pytest.skip(f'no ros2_control stack here: {WHY}', allow_module_level=True)
+
+from lifecycle_msgs.msg import Transition  # noqa: E402
+from trajectory_msgs.msg import JointTrajectory  # noqa: E402
+
+CHAIN = ['shoulder_pan_joint', 'shoulder_lift_joint', 'elbow_joint', 'wrist_1_joint',
+         'wrist_2_joint', 'wrist_3_joint']
+HARDWARE = list(reversed(CHAIN))
+COMMAND = ['elbow_joint', 'shoulder_pan_joint', 'shoulder_lift_joint', 'wrist_3_joint',
+           'wrist_1_joint', 'wrist_2_joint']
+#: The issue's bound on the motion after a deactivate or a controller switch, rad.
+HELD = 0.05
+
+
+def yaml_list(names):
+    return '[' + ', '.join(names) + ']'
+
+
+class Stack:
+    """A launched stack, its probe and its context."""
+
+    def __init__(self, *arguments):
+        self.domain = next_domain_id()
+        self.process = stack.start_stack(self.domain, 'robot:=ur5e', *arguments)
+        self.context = rclpy.context.Context()
+        rclpy.init(context=self.context, domain_id=self.domain)
+        self.probe = stack.Probe(self.context, CHAIN)
+
+    def close(self):
+        self.probe.close()
+        rclpy.shutdown(context=self.context)
+        return stack.stop_stack(self.process)
+
+
+@pytest.fixture(scope='module')
+def arm():
+    s = Stack(f'hardware_joints:={yaml_list(HARDWARE)}',
+              f'controller_joints:={yaml_list(COMMAND)}')
+    s.started = time.monotonic()
+    yield s
+    output = s.close()
+    assert 'Traceback' not in output, output[-4000:]
+
+
+def wait_commanding(arm, timeout=60.0):
+    probe = arm.probe
+    probe.wait(lambda: probe.is_active('effort_controller') and not probe.is_active(
+        'hold_controller'), timeout, lambda: 'the node switched to effort_controller:\n'
+        + stack.output(arm.process)[-6000:])
+    probe.wait(lambda: probe.first_nonzero_command() is not None, 10.0,
+               'a computed command reached the hardware')
+
+
+def test_startup_the_arm_does_not_move_before_the_first_computed_command(arm):
+    probe = arm.probe
+    wait_commanding(arm)
+    first = probe.first_nonzero_command()
+    with probe.lock:
+        stamp = probe.commands[first][0]
+        before = np.array([q for s, _, q in probe.truth if s <= stamp])
+    assert len(before) > 10
+    assert np.max(np.abs(before - before[0])) < 1e-3
+    time.sleep(1.0)
+    assert probe.motion_since(arm.started) < 2e-3          # gravity held, exact model
+
+
+def test_joint_states_come_in_the_broadcasters_order_and_commands_in_the_controllers(arm):
+    probe = arm.probe
+    with probe.lock:
+        names = probe.broadcast[-1][1]
+        effort = probe.commands[-1][1]
+    # joint_state_broadcaster lists the joints alphabetically (measured with this
+    # ros2_control), neither the URDF's order nor the block's
+    assert names == sorted(CHAIN) and names not in (CHAIN, HARDWARE)
+    # the command went through effort_controller's order and the hardware's back to
+    # the chain's: gravity on shoulder_lift and elbow, the largest, where it belongs
+    assert np.argmax(np.abs(effort)) in (1, 2) and abs(effort[0]) < 1.0
+
+
+def test_a_move_through_controller_manager_tracks_and_reports_its_delay(arm):
+    probe = arm.probe
+    wait_commanding(arm)
+    with probe.lock:
+        start = probe.truth[-1][2].copy()
+    goal = start + np.array([0.3, -0.3, 0.3, 0.0, 0.0, 0.0])
+    publisher = probe.node.create_publisher(
+        JointTrajectory, '/computed_torque_node/joint_trajectory', 10)
+    deadline = time.monotonic() + 10.0
+    while publisher.get_subscription_count() == 0:
+        assert time.monotonic() < deadline, 'no trajectory subscriber'
+        time.sleep(0.05)
+    duration = 1.5
+    moved = time.monotonic()
+    publisher.publish(stack.quintic(CHAIN, start, goal, duration))
+    time.sleep(duration + 1.2)
+    with probe.lock:
+        errors = np.array([e for s, e, _ in probe.tracking])
+        final = probe.truth[-1][2]
+    np.testing.assert_allclose(final, goal, atol=2e-3)
+    assert probe.motion_since(moved) > 0.29                # it did move
+    assert np.max(np.abs(errors[-400:])) < 5e-3            # no oscillation on the way
+    values, _, _ = probe.diagnostic_values()
+    assert 0.0 < float(values['state age p50 [ms]']) < 20.0
+    assert float(values['loop delay [ms]']) > float(values['state age p50 [ms]'])
+    assert values['ros2_control'] == 'effort_controller active'
+    probe.node.destroy_publisher(publisher)
+
+
+def test_deactivate_hands_the_arm_to_the_hold_controller_and_activate_takes_it_back(arm):
+    probe = arm.probe
+    wait_commanding(arm)
+    started = time.monotonic()
+    assert probe.lifecycle(Transition.TRANSITION_DEACTIVATE)
+    probe.wait(lambda: probe.is_active('hold_controller'), 2.0, 'hold_controller active')
+    assert not probe.is_active('effort_controller')
+    time.sleep(2.0)
+    assert probe.motion_since(started) <= HELD
+    assert probe.lifecycle(Transition.TRANSITION_ACTIVATE)
+    probe.wait(lambda: probe.is_active('effort_controller'), 5.0, 'effort_controller back')
+    back = time.monotonic()
+    time.sleep(1.0)
+    assert probe.motion_since(back) < 1e-2                 # it holds where it is
+
+
+def test_the_effort_controller_switched_away_and_back(arm):
+    probe = arm.probe
+    wait_commanding(arm)
+    started = time.monotonic()
+    assert probe.switch([], ['effort_controller'])         # nothing else activated
+    probe.wait(lambda: probe.is_active('hold_controller'), 1.0,
+               'effort_guard activated hold_controller')
+    probe.wait(lambda: 'not commanding' in probe.diagnostic_values()[2], 3.0,
+               '/diagnostics says the node does not command')
+    with probe.lock:
+        count = len(probe.tracking)
+        commands = [e for _, e in probe.commands]
+    time.sleep(1.0)
+    assert probe.motion_since(started) <= HELD
+    # the node computes on (tracking error published) but nothing of it is applied
+    assert len(probe.tracking) > count
+    assert probe.switch(['effort_controller'], ['hold_controller'])
+    back = time.monotonic()
+    time.sleep(1.0)
+    assert probe.motion_since(back) < 1e-2                 # no snap back to the old pose
+    assert commands
+
+
+def test_sigkill_the_hold_controller_takes_over_within_the_guards_timeout(arm):
+    probe = arm.probe
+    wait_commanding(arm)
+    pid = stack.pid_of(arm.process, 'computed_torque_node')
+    assert pid is not None
+    killed = time.monotonic()
+    os.kill(pid, 9)
+    probe.wait(lambda: probe.is_active('hold_controller'), 1.0, 'hold_controller active')
+    taken = time.monotonic() - killed
+    time.sleep(2.0)
+    assert taken < 0.5
+    assert probe.motion_since(killed) <= HELD
+    assert 'no effort command for' in stack.output(arm.process)
