@@ -58,12 +58,19 @@ stream at 1 kHz (:mod:`node_starts`): per start the worst gap between effort com
 the zero commands, and whether a trajectory sent when it logs its activation was
 installed (issue 29's soak; ``test/ros/test_activation.py`` runs three).
 
+ros2_control (``--ros2-control [--load 4] [--r2c-runs 10]``): the loop through the real
+controller_manager (:mod:`ros2_control_loop`): commands written 1, 2 or more update
+cycles after their state, from controller_manager's own stamps, at 500 Hz and 1 kHz,
+with and without ``realtime_priority``; 0.3 rad moves through the stack (shipped wiring
+and states at the update rate) beside the direct topic.
+
 Usage: python benchmarks/bench_node.py [--duration 30] [--rate 1000] [--with-diagnostics]
        [--json]
        python benchmarks/bench_node.py --modes [--soak 30]
        python benchmarks/bench_node.py --soak 600 [--window 60] [--rate 1000] [--json]
        python benchmarks/bench_node.py --starts 20
        python benchmarks/bench_node.py --stall 2 --load 4
+       python benchmarks/bench_node.py --ros2-control [--load 4] [--r2c-runs 10]
 """
 import argparse
 import json
@@ -145,6 +152,15 @@ def parse_args(argv=None):
     parser.add_argument('--stream-fifo', action='store_true', help=argparse.SUPPRESS)
     parser.add_argument('--stream-rate', type=float, default=STALL_RATE,
                         help=argparse.SUPPRESS)
+    parser.add_argument('--ros2-control', action='store_true',
+                        help='the loop through the real controller_manager: latency in '
+                        'update cycles, tracking beside the direct topic (--load N too)')
+    parser.add_argument('--r2c-rates', type=int, nargs='+', default=[500, 1000],
+                        metavar='HZ', help='--ros2-control: update rates (default 500 1000)')
+    parser.add_argument('--r2c-hold', type=float, default=10.0, metavar='S',
+                        help='--ros2-control: seconds of latency per configuration')
+    parser.add_argument('--r2c-runs', type=int, default=10, metavar='N',
+                        help='--ros2-control: moves per wiring (default 10)')
     parser.add_argument('--json', action='store_true', help='print the result as JSON')
     return parser.parse_args(argv)
 
@@ -1085,6 +1101,15 @@ def main(argv=None):
             except (OSError, AttributeError) as err:
                 print(f'stream: no SCHED_FIFO ({err})', file=sys.stderr, flush=True)
         serve_stream(args.serve_stream, args.stream_rate)
+        return 0
+    if args.ros2_control:
+        import ros2_control_loop
+        args.test_dir = ROOT / 'test'
+        result = ros2_control_loop.run_ros2_control(args)
+        if args.json:
+            print(json.dumps(result, indent=2))
+        else:
+            ros2_control_loop.print_ros2_control(result)
         return 0
     if args.starts is not None:
         result = run_starts(args)

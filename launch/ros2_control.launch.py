@@ -173,7 +173,9 @@ def _stack(context):
                       'publish_rate': float(arg('sim_rate') or 0.8 * rate),
                       'initial_positions': [float(v) for v in initial],
                       'brakes': arg('brakes').lower() == 'true',
-                      'command_interface': 'joint_state'}
+                      'command_interface': 'joint_state',
+                      # the "robot": its physics above controller_manager (50)
+                      'realtime_priority': 60}
         if armature:
             parameters['armature'] = [float(v) for v in armature]
         actions.insert(0, Node(
@@ -203,8 +205,9 @@ def generate_launch_description():
         ('node', 'true', 'start computed_torque_node'),
         ('guard', 'true', 'start effort_guard (switches to hold_controller when the node\'s '
                           'commands stop)'),
-        ('guard_timeout', '0.05', 'effort_guard: silence on the command topic after which '
-                                  'it switches to hold_controller, s'),
+        ('guard_timeout', '0.1', 'effort_guard: silence on the command topic after which '
+                                 'it switches to hold_controller, s (the node\'s own '
+                                 'state_timeout)'),
         ('sim', 'true', 'start sim_arm_node behind the hardware\'s topics'),
         ('plant', 'pinocchio', 'sim: pinocchio or mujoco'),
         ('brakes', 'true', 'sim: held by its brakes until the first non-zero command'),

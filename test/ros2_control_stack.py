@@ -87,11 +87,11 @@ def link_messages():
     return controller_manager_msgs
 
 
-def start_stack(domain_id, *arguments):
+def start_stack(domain_id, *arguments, launch='ros2_control.launch.py'):
     """Start the launch file (its own session; output to a file); return the process."""
     log = tempfile.TemporaryFile(mode='w+')
     process = subprocess.Popen(
-        [str(ROS2), 'launch', 'ne_dynamics_ros', 'ros2_control.launch.py', *arguments],
+        [str(ROS2), 'launch', 'ne_dynamics_ros', launch, *arguments],
         env=_python_environment(domain_id), stdout=log, stderr=subprocess.STDOUT, text=True,
         start_new_session=True)
     process.log = log
@@ -155,7 +155,7 @@ def quintic(joint_names, start, goal, duration, points=31):
 class Probe:
     """Record the stack's topics in this process; bounded waits on what they show."""
 
-    def __init__(self, context, joints):
+    def __init__(self, context, joints, truth='/r2c/joint_states'):
         import rclpy
         from rclpy.executors import SingleThreadedExecutor
         from rclpy.qos import QoSDurabilityPolicy, QoSProfile, QoSReliabilityPolicy
@@ -171,7 +171,7 @@ class Probe:
         self.tracking = []       # (stamp s, q_d - q (n,), effort (n,)) of the node
         self.controllers = {}
         self.node = rclpy.create_node('r2c_probe', context=context)
-        self.node.create_subscription(JointState, '/r2c/joint_states', self._truth, 100)
+        self.node.create_subscription(JointState, truth, self._truth, 100)
         self.node.create_subscription(JointState, '/r2c/joint_commands', self._command, 100)
         self.node.create_subscription(JointState, '/joint_states', self._broadcast, 100)
         self.node.create_subscription(DiagnosticArray, '/diagnostics', self._diagnostic, 10)
@@ -308,3 +308,45 @@ class Probe:
         self.executor.shutdown(timeout_sec=1.0)
         self.thread.join(timeout=2.0)
         self.node.destroy_node()
+
+
+class Stack:
+    """A launched stack (the UR5e), its probe on a context of its own, and waits on it.
+
+    ``launch``: ``ros2_control.launch.py`` (``robot:=ur5e`` added; the truth is the
+    simulated arm's ``/r2c/joint_states``) or a direct-topic launch such as
+    ``ur5e_sim.launch.py`` (the truth is ``/joint_states``).
+    """
+
+    def __init__(self, joints, *arguments, launch='ros2_control.launch.py'):
+        import rclpy
+        from dds import next_domain_id
+        self.domain = next_domain_id()
+        self.direct = launch != 'ros2_control.launch.py'
+        extra = () if self.direct else ('robot:=ur5e',)
+        self.process = start_stack(self.domain, *extra, *arguments, launch=launch)
+        self.context = rclpy.context.Context()
+        rclpy.init(context=self.context, domain_id=self.domain)
+        self.probe = Probe(self.context, joints,
+                           truth='/joint_states' if self.direct else '/r2c/joint_states')
+        self.started = time.monotonic()
+
+    def wait_commanding(self, timeout=60.0):
+        """Wait until the node commands the arm (bounded); raise with the launch's output."""
+        probe = self.probe
+        if self.direct:
+            probe.wait(lambda: len(probe.tracking) > 50, timeout,
+                       lambda: 'the node commands:\n' + output(self.process)[-6000:])
+            return
+        probe.wait(lambda: probe.is_active('effort_controller') and not probe.is_active(
+            'hold_controller'), timeout, lambda: 'the node switched to effort_controller:\n'
+            + output(self.process)[-6000:])
+        probe.wait(lambda: probe.first_nonzero_command() is not None, 10.0,
+                   'a computed command reached the hardware')
+
+    def close(self):
+        """Stop the probe, its context and the launch; return the launch's output."""
+        import rclpy
+        self.probe.close()
+        rclpy.shutdown(context=self.context)
+        return stop_stack(self.process)

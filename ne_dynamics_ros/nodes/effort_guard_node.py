@@ -63,7 +63,7 @@ class EffortGuard(Node):
                             'the controller that holds the arm')
         topic = declare('command_topic', '/effort_controller/commands',
                         'the effort controller\'s command topic')
-        self.timeout = float(declare('command_timeout', 0.05,
+        self.timeout = float(declare('command_timeout', 0.1,
                                      'silence (s) after which the arm is handed to '
                                      'hold_controller'))
         self.states = {}

@@ -230,6 +230,12 @@ class SimArmNode(Node):
             'effort controller\'s topic); joint_state: sensor_msgs/JointState efforts by name '
             '(ros2_control\'s topic_based_ros2_control hardware); the brakes then wait for a '
             'non-zero command')
+        self._realtime_priority = declare(
+            'realtime_priority', 0,
+            'wall-clock mode: SCHED_FIFO priority of the simulation and its DDS threads where '
+            'permitted (else a lower nice value); 0: the default scheduling. A real arm\'s '
+            'physics never waits for a CPU: above controller_manager\'s 50 keeps the '
+            'simulated one from stalling when the controllers share its cores')
         self._lockstep_timeout = declare('lockstep_timeout', 1.0,
                                          'lockstep: republish the state after this many '
                                          'wall-clock seconds without an answer')
@@ -450,6 +456,13 @@ def main(args=None):
         rclpy.logging.get_logger('sim_arm_node').fatal(str(exc))
         rclpy.try_shutdown()
         return 1
+    if int(node._realtime_priority) > 0:
+        from ne_dynamics_ros.nodes.computed_torque.priority import (apply, dds_thread_ids,
+                                                                    raise_priority)
+        text, policy = raise_priority(int(node._realtime_priority), [0])
+        took = sum(apply(policy, tid) for tid in dds_thread_ids())
+        text = text.replace('control and watchdog threads', 'simulation thread')
+        node.get_logger().info(f'simulation: {text}; the same for {took} DDS threads')
     executor = SingleThreadedExecutor()
     executor.add_node(node)
     try:

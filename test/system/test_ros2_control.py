@@ -16,11 +16,9 @@ import time
 
 import numpy as np
 import pytest
-import rclpy
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..'))
 import ros2_control_stack as stack  # noqa: E402
-from dds import next_domain_id  # noqa: E402
 
 pytestmark = pytest.mark.ros2_control
 
@@ -44,39 +42,17 @@ def yaml_list(names):
     return '[' + ', '.join(names) + ']'
 
 
-class Stack:
-    """A launched stack, its probe and its context."""
-
-    def __init__(self, *arguments):
-        self.domain = next_domain_id()
-        self.process = stack.start_stack(self.domain, 'robot:=ur5e', *arguments)
-        self.context = rclpy.context.Context()
-        rclpy.init(context=self.context, domain_id=self.domain)
-        self.probe = stack.Probe(self.context, CHAIN)
-
-    def close(self):
-        self.probe.close()
-        rclpy.shutdown(context=self.context)
-        return stack.stop_stack(self.process)
-
-
 @pytest.fixture(scope='module')
 def arm():
-    s = Stack(f'hardware_joints:={yaml_list(HARDWARE)}',
-              f'controller_joints:={yaml_list(COMMAND)}')
-    s.started = time.monotonic()
+    s = stack.Stack(CHAIN, f'hardware_joints:={yaml_list(HARDWARE)}',
+                    f'controller_joints:={yaml_list(COMMAND)}')
     yield s
     output = s.close()
     assert 'Traceback' not in output, output[-4000:]
 
 
-def wait_commanding(arm, timeout=60.0):
-    probe = arm.probe
-    probe.wait(lambda: probe.is_active('effort_controller') and not probe.is_active(
-        'hold_controller'), timeout, lambda: 'the node switched to effort_controller:\n'
-        + stack.output(arm.process)[-6000:])
-    probe.wait(lambda: probe.first_nonzero_command() is not None, 10.0,
-               'a computed command reached the hardware')
+def wait_commanding(arm):
+    arm.wait_commanding()
 
 
 def test_startup_the_arm_does_not_move_before_the_first_computed_command(arm):

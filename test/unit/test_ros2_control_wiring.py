@@ -159,3 +159,32 @@ def test_the_command_writes_both_files_or_nothing(tmp_path, capsys):
     # the input is never the output
     assert cli.main(['ros2-control', str(out), '--output', str(out)]) == 2
     assert out.read_bytes() == before
+
+
+def test_the_latency_chain_counts_the_cycles_from_controller_managers_stamps():
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / 'benchmarks'))
+    from ros2_control_loop import cycle_latency, summary
+    period = 0.002
+    # the broadcaster stamps cycle k at k T + 0.05 ms; the command of state k reaches the
+    # forward controller's buffer d_k cycles later (1 mostly, 2 every tenth state, 3
+    # once); each cycle writes what the buffer holds last, so a command overtaken in the
+    # buffer is never written; the hardware stamps its write at j T + 0.3 ms
+    delays = {k: (2 if k % 10 == 5 else 1) for k in range(100)}
+    delays[77] = 3
+    states = [(k * period + 5e-5, (float(k), -float(k))) for k in range(100)]
+    writes, held = [], (0.0, 0.0)
+    for j in range(1, 104):
+        arrived = [k for k in range(100) if k + delays[k] == j]
+        if arrived:
+            held = states[max(arrived)][1]
+        writes.append((j * period + 3e-4, held))
+    # by hand: state 5 (d 2) arrives with state 6 (d 1) at cycle 7 and is overtaken,
+    # likewise 15, 25, ... (10 states); 77 (d 3) arrives at 80 with 79: 78 written at 79,
+    # 77 overtaken by 79
+    overtaken = {k for k in range(100) if k % 10 == 5} | {77}
+    result = cycle_latency(states, writes, period)
+    assert result['never'] == len(overtaken)
+    assert result['cycles'] == [delays[k] for k in range(100) if k not in overtaken]
+    row = summary(result)
+    assert row['commands'] == 100 and row['never'] == pytest.approx(0.11)
+    assert row['next_cycle'] == pytest.approx(0.89) and row['later'] == 0.0

@@ -1,0 +1,208 @@
+"""The loop through the real ros2_control: latency in controller_manager cycles, tracking.
+
+``bench_node.py --ros2-control`` runs it. Every figure comes from the stack the project
+ships (``launch/ros2_control.launch.py``: controller_manager, joint_state_broadcaster,
+the effort controller, the hold controller, effort_guard, the UR5e on Pinocchio behind
+topic_based_ros2_control), started once per configuration on a private domain.
+
+**Latency** (per ``--r2c-rates`` and with/without the node's ``realtime_priority``,
+quiet and beside ``--load`` CPU-bound processes): the arm held for ``--r2c-hold`` s. The
+measurement uses controller_manager's own stamps:
+
+- each state is joint_state_broadcaster's ``/joint_states``, stamped at its cycle;
+- the node's ``~/tracking_error`` carries that stamp and the command it computed from
+  the state;
+- the hardware's ``/r2c/joint_commands`` carries the effort it wrote and its own stamp.
+
+A command is found in the first write at or after its state with exactly its values
+(doubles pass unchanged through the chain). Its latency in cycles is
+``round((write - state) / period)``: 1 means it was written at the next cycle, the best
+the loop can do.
+
+Reported per configuration:
+
+- the share of commands written 1, 2 and more cycles late, and never written (replaced in
+  the controller's buffer before a cycle took them);
+- p50 and p99 of the latency in ms.
+
+**Tracking** (``--r2c-runs`` moves of 0.3 rad on three joints, a 1.5 s quintic, there
+and back): the worst ``|q_d - q|`` during the moves and whether the loop oscillated (the
+error still above 2 mrad 0.6 s after a move ended). It is measured through the stack with
+the shipped wiring (states at 0.8 x the update rate) and with the states at the update
+rate (the hardware's queue, "today's wiring"), quiet and beside ``--load`` processes,
+and for the direct-topic launch (``ur5e_sim.launch.py``: sim_arm_node on the effort
+topic) on the same machine in the same run.
+"""
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+#: The joints moved, by how much (rad): shoulder_pan, shoulder_lift, elbow.
+MOVE = np.array([0.3, -0.3, 0.3, 0.0, 0.0, 0.0])
+MOVE_TIME = 1.5
+SETTLE = 0.6
+OSCILLATING = 2e-3
+
+
+def cycle_latency(states, writes, period):
+    """Match each state's command to the hardware write that applied it.
+
+    Args:
+        states: sequence of (stamp s, command tuple) from the node's ``~/tracking_error``.
+        writes: sequence of (stamp s, effort tuple) from the hardware's command topic, in
+            order.
+        period: controller_manager's update period, s.
+
+    Returns:
+        dict: ``cycles`` (list of ints, one per written command), ``latency_ms`` (the same
+        as write stamp less state stamp), ``never`` (commands not found in any write).
+    """
+    stamps = np.array([w[0] for w in writes])
+    index = {}
+    for k, (_, effort) in enumerate(writes):
+        index.setdefault(tuple(effort), []).append(k)
+    cycles, latency, never = [], [], 0
+    for stamp, command in states:
+        candidates = [k for k in index.get(tuple(command), ()) if stamps[k] >= stamp]
+        if not candidates:
+            never += 1
+            continue
+        written = stamps[candidates[0]]
+        cycles.append(int(round((written - stamp) / period)))
+        latency.append((written - stamp) * 1e3)
+    return {'cycles': cycles, 'latency_ms': latency, 'never': never}
+
+
+def summary(result):
+    """Return the shares of 1, 2, later cycles and never, and p50/p99 ms of a match."""
+    cycles = np.array(result['cycles'])
+    total = len(cycles) + result['never']
+    share = (lambda mask: float(np.sum(mask)) / total if total else float('nan'))
+    p50, p99 = (np.percentile(result['latency_ms'], [50, 99]) if len(cycles)
+                else (float('nan'), float('nan')))
+    return {'commands': total, 'next_cycle': share(cycles <= 1), 'two': share(cycles == 2),
+            'later': share(cycles > 2), 'never': result['never'] / total if total else 0.0,
+            'p50_ms': float(p50), 'p99_ms': float(p99)}
+
+
+def _burners(count):
+    return [subprocess.Popen([sys.executable, '-c', 'while True: pass'])
+            for _ in range(count)]
+
+
+def _stop(processes):
+    for p in processes:
+        p.kill()
+        p.wait(timeout=10)
+
+
+def _moves(probe, runs, joint_names):
+    """Run ``runs`` moves there and back; return (worst error rad, oscillations)."""
+    from trajectory_msgs.msg import JointTrajectory
+    import ros2_control_stack as stack
+    publisher = probe.node.create_publisher(
+        JointTrajectory, '/computed_torque_node/joint_trajectory', 10)
+    deadline = time.monotonic() + 20.0
+    while publisher.get_subscription_count() == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    worst, oscillations = 0.0, 0
+    for run in range(runs):
+        with probe.lock:
+            start = probe.truth[-1][2].copy() if probe.truth else None
+            mark = len(probe.tracking)
+        if start is None:
+            break
+        goal = start + (MOVE if run % 2 == 0 else -MOVE)
+        publisher.publish(stack.quintic(joint_names, start, goal, MOVE_TIME))
+        time.sleep(MOVE_TIME + SETTLE + 0.4)
+        with probe.lock:
+            rows = probe.tracking[mark:]
+        if not rows:
+            continue
+        stamps = np.array([r[0] for r in rows])
+        errors = np.array([np.max(np.abs(r[1])) for r in rows])
+        worst = max(worst, float(np.max(errors)))
+        late = errors[stamps > stamps[0] + MOVE_TIME + SETTLE]
+        if late.size and float(np.max(late)) > OSCILLATING:
+            oscillations += 1
+    probe.node.destroy_publisher(publisher)
+    return worst, oscillations
+
+
+def run_ros2_control(args):
+    """Run the latency and tracking measurements; return the result dict."""
+    sys.path.insert(0, str(args.test_dir))
+    import ros2_control_stack as stack
+    why = stack.missing()
+    if why:
+        return {'skipped': why}
+    chain = ['shoulder_pan_joint', 'shoulder_lift_joint', 'elbow_joint', 'wrist_1_joint',
+             'wrist_2_joint', 'wrist_3_joint']
+    latency_rows, tracking_rows = [], []
+    loads = [0] + ([args.load] if args.load else [])
+    for load in loads:
+        burners = _burners(load)
+        try:
+            for rate in args.r2c_rates:
+                for priority in (50, 0):
+                    s = stack.Stack(chain, f'rate:={rate}', f'realtime_priority:={priority}')
+                    try:
+                        s.wait_commanding()
+                        with s.probe.lock:
+                            s.probe.tracking.clear()
+                            s.probe.commands.clear()
+                        time.sleep(args.r2c_hold)
+                        with s.probe.lock:
+                            states = [(t, tuple(e)) for t, _, e in s.probe.tracking]
+                            writes = [(t, tuple(e)) for t, e in s.probe.commands]
+                        row = summary(cycle_latency(states, writes, 1.0 / rate))
+                        row.update(rate=rate, realtime_priority=priority, load=load)
+                        latency_rows.append(row)
+                    finally:
+                        s.close()
+            for label, arguments, launch in (
+                    ('through controller_manager (states at 0.8 x rate)', (), None),
+                    ('through controller_manager (states at the rate)',
+                     ('sim_rate:=500',), None),
+                    ('direct topic (ur5e_sim.launch.py)', (), 'ur5e_sim.launch.py')):
+                s = stack.Stack(chain, *arguments, launch=launch or 'ros2_control.launch.py')
+                try:
+                    s.wait_commanding()
+                    worst, oscillations = _moves(s.probe, args.r2c_runs, chain)
+                    values = s.probe.diagnostic_values()[0] if s.probe.diagnostics else {}
+                    tracking_rows.append({'wiring': label, 'load': load, 'worst_rad': worst,
+                                          'oscillations': oscillations,
+                                          'runs': args.r2c_runs,
+                                          'state_age_p99_ms': values.get(
+                                              'state age p99 [ms]', '')})
+                finally:
+                    s.close()
+        finally:
+            _stop(burners)
+    return {'latency': latency_rows, 'tracking': tracking_rows}
+
+
+def print_ros2_control(result):
+    """Print the tables beside the issue's goals."""
+    if 'skipped' in result:
+        print(f'ros2_control: not run: {result["skipped"]}')
+        return
+    print('Latency chain (controller_manager stamps: broadcaster state -> hardware write); '
+          'goal: >= 95 % at the next cycle, <= 0.1 % later than two, at 500 Hz')
+    print(f'{"rate":>6}{"rt prio":>9}{"load":>6}{"commands":>10}{"next":>8}{"+2":>8}'
+          f'{"later":>8}{"never":>8}{"p50 ms":>9}{"p99 ms":>9}')
+    for r in result['latency']:
+        print(f'{r["rate"]:>6}{r["realtime_priority"]:>9}{r["load"]:>6}{r["commands"]:>10}'
+              f'{100 * r["next_cycle"]:>7.1f}%{100 * r["two"]:>7.1f}%{100 * r["later"]:>7.2f}%'
+              f'{100 * r["never"]:>7.1f}%{r["p50_ms"]:>9.2f}{r["p99_ms"]:>9.2f}')
+    print('\nTracking, 0.3 rad quintic moves on three joints (goal: 0 oscillations; worst '
+          'within 1.5x the direct topic)')
+    for r in result['tracking']:
+        print(f'  {r["wiring"]:<52} load {r["load"]}: worst {r["worst_rad"]:.3e} rad, '
+              f'{r["oscillations"]} of {r["runs"]} oscillating, state age p99 '
+              f'{r["state_age_p99_ms"]} ms')
+
+
+__all__ = ['cycle_latency', 'print_ros2_control', 'run_ros2_control', 'summary']
