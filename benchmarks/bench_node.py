@@ -62,7 +62,8 @@ ros2_control (``--ros2-control [--load 4] [--r2c-runs 10]``): the loop through t
 controller_manager (:mod:`ros2_control_loop`): commands written 1, 2 or more update
 cycles after their state, from controller_manager's own stamps, at 500 Hz and 1 kHz,
 with and without ``realtime_priority``; 0.3 rad moves through the stack (shipped wiring
-and states at the update rate) beside the direct topic.
+and states at the update rate) beside the direct topic. ``--r2c-starts N`` instead: N
+starts with the node together with, after and before the controllers.
 
 Usage: python benchmarks/bench_node.py [--duration 30] [--rate 1000] [--with-diagnostics]
        [--json]
@@ -157,10 +158,13 @@ def parse_args(argv=None):
                         'update cycles, tracking beside the direct topic (--load N too)')
     parser.add_argument('--r2c-rates', type=int, nargs='+', default=[500, 1000],
                         metavar='HZ', help='--ros2-control: update rates (default 500 1000)')
-    parser.add_argument('--r2c-hold', type=float, default=10.0, metavar='S',
-                        help='--ros2-control: seconds of latency per configuration')
+    parser.add_argument('--r2c-moves', type=int, default=4, metavar='N',
+                        help='--ros2-control: moves per latency configuration (default 4)')
     parser.add_argument('--r2c-runs', type=int, default=10, metavar='N',
                         help='--ros2-control: moves per wiring (default 10)')
+    parser.add_argument('--r2c-starts', type=int, default=0, metavar='N',
+                        help='--ros2-control: instead, N starts in each order (the node '
+                        'with, after and before the controllers)')
     parser.add_argument('--json', action='store_true', help='print the result as JSON')
     return parser.parse_args(argv)
 

@@ -6,8 +6,9 @@ the effort controller, the hold controller, effort_guard, the UR5e on Pinocchio 
 topic_based_ros2_control), started once per configuration on a private domain.
 
 **Latency** (per ``--r2c-rates`` and with/without the node's ``realtime_priority``,
-quiet and beside ``--load`` CPU-bound processes): the arm held for ``--r2c-hold`` s. The
-measurement uses controller_manager's own stamps:
+quiet and beside ``--load`` CPU-bound processes): ``--r2c-moves`` moves (below), so that
+every command differs from the one before (a held arm repeats its command, and a repeated
+value cannot be told apart). The measurement uses controller_manager's own stamps:
 
 - each state is joint_state_broadcaster's ``/joint_states``, stamped at its cycle;
 - the node's ``~/tracking_error`` carries that stamp and the command it computed from
@@ -131,6 +132,65 @@ def _moves(probe, runs, joint_names):
     return worst, oscillations
 
 
+def _node_process(domain_id):
+    """Start computed_torque_node by hand (the UR5e, beside ros2_control) on a domain."""
+    import ros2_control_stack as stack
+    from ne_dynamics_ros.resources import find_resource
+    return subprocess.Popen(
+        [sys.executable, '-m', 'ne_dynamics_ros.nodes.computed_torque_node', '--ros-args',
+         '--params-file', str(find_resource('config/ur5e_sim.yaml')),
+         '-p', f'urdf_path:={find_resource("config/ur5e.urdf")}',
+         '-p', 'ros2_control.controller_manager:=/controller_manager',
+         '-p', 'ros2_control.hold_controller:=hold_controller'],
+        env=stack._python_environment(domain_id), stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL, start_new_session=True)
+
+
+def run_starts(count, chain):
+    """Start the stack ``count`` times in each order; return the arm's motion per start.
+
+    Rows of the order, the motion (rad) before the first computed command, and in all
+    until a second after it.
+    """
+    import signal
+    import ros2_control_stack as stack
+    rows = []
+    for order in ('together', 'node after', 'node before'):
+        for _ in range(count):
+            node = None
+            if order == 'together':
+                s = stack.Stack(chain)
+            else:
+                s = stack.Stack(chain, 'node:=false')
+                if order == 'node before':
+                    node = _node_process(s.domain)
+                else:
+                    s.probe.wait(lambda: s.probe.is_active('hold_controller'), 60.0,
+                                 'hold_controller up')
+                    node = _node_process(s.domain)
+            try:
+                s.wait_commanding()
+                first = s.probe.first_nonzero_command()
+                with s.probe.lock:
+                    stamp = s.probe.commands[first][0]
+                    before = np.array([q for t, _, q in s.probe.truth if t <= stamp])
+                    start = s.probe.truth[0][1]
+                time.sleep(1.0)
+                rows.append({'order': order,
+                             'before': float(np.max(np.abs(before - before[0])))
+                             if len(before) else 0.0,
+                             'total': s.probe.motion_since(start)})
+            finally:
+                if node is not None:
+                    node.send_signal(signal.SIGINT)
+                    try:
+                        node.wait(timeout=20)
+                    except subprocess.TimeoutExpired:
+                        node.kill()
+                s.close()
+    return rows
+
+
 def run_ros2_control(args):
     """Run the latency and tracking measurements; return the result dict."""
     sys.path.insert(0, str(args.test_dir))
@@ -141,6 +201,8 @@ def run_ros2_control(args):
     chain = ['shoulder_pan_joint', 'shoulder_lift_joint', 'elbow_joint', 'wrist_1_joint',
              'wrist_2_joint', 'wrist_3_joint']
     latency_rows, tracking_rows = [], []
+    if args.r2c_starts:
+        return {'starts': run_starts(args.r2c_starts, chain)}
     loads = [0] + ([args.load] if args.load else [])
     for load in loads:
         burners = _burners(load)
@@ -153,7 +215,9 @@ def run_ros2_control(args):
                         with s.probe.lock:
                             s.probe.tracking.clear()
                             s.probe.commands.clear()
-                        time.sleep(args.r2c_hold)
+                        # moving: every command differs from the one before (a held arm
+                        # repeats its command, and a repeated value cannot be told apart)
+                        _moves(s.probe, args.r2c_moves, chain)
                         with s.probe.lock:
                             states = [(t, tuple(e)) for t, _, e in s.probe.tracking]
                             writes = [(t, tuple(e)) for t, e in s.probe.commands]
@@ -188,6 +252,19 @@ def print_ros2_control(result):
     """Print the tables beside the issue's goals."""
     if 'skipped' in result:
         print(f'ros2_control: not run: {result["skipped"]}')
+        return
+    if 'starts' in result:
+        print('Starts (goal: the arm moves < 1 mrad before the first computed command; '
+              '0 drops)')
+        for order in ('together', 'node after', 'node before'):
+            rows = [r for r in result['starts'] if r['order'] == order]
+            if rows:
+                before = max(r['before'] for r in rows)
+                total = max(r['total'] for r in rows)
+                drops = sum(r['before'] >= 1e-3 for r in rows)
+                print(f'  {order:<12} {len(rows)} starts: before the first command at most '
+                      f'{before * 1e3:.3f} mrad, in the first second after at most '
+                      f'{total * 1e3:.2f} mrad; {drops} drops')
         return
     print('Latency chain (controller_manager stamps: broadcaster state -> hardware write); '
           'goal: >= 95 % at the next cycle, <= 0.1 % later than two, at 500 Hz')

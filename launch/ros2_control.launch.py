@@ -102,6 +102,54 @@ def _files(arg, urdf, model, rate, initial, command_joints):
     return described, controllers
 
 
+def _sim(arg, urdf, node_values, initial, rate):
+    """Return sim_arm_node as the robot behind the topic-based hardware."""
+    from ne_dynamics_ros.tools import ros2_control as r2c
+    armature = node_values.get('armature')
+    parameters = {'urdf_path': urdf, 'plant': arg('plant'),
+                  'publish_rate': float(arg('sim_rate') or 0.8 * rate),
+                  'initial_positions': [float(v) for v in initial],
+                  'brakes': arg('brakes').lower() == 'true',
+                  'command_interface': 'joint_state',
+                  # the "robot": its physics above controller_manager (50)
+                  'realtime_priority': 60}
+    if armature:
+        parameters['armature'] = [float(v) for v in armature]
+    return Node(
+        package='ne_dynamics_ros', executable='sim_arm_node', name='sim_arm_node',
+        output='screen', parameters=[parameters],
+        remappings=[('/effort_controller/commands', r2c.HARDWARE_COMMAND_TOPIC),
+                    ('/joint_states', r2c.HARDWARE_STATE_TOPIC)])
+
+
+def _gains_for_delay(loop_delay, model, node_values, rate):
+    """Return kp, kd overrides so that the gains tolerate ``loop_delay`` s ({} if they do).
+
+    Per joint, gains of the parameter file that keep less than 45° of phase margin with
+    that delay (:func:`~ne_dynamics_ros.control.gains.tolerated_delay`) are replaced by
+    the critically damped pair of the rule's delay bound
+    (:func:`~ne_dynamics_ros.control.gains.delay_bandwidth`); the others are kept.
+    """
+    import numpy as np
+    from ne_dynamics_ros.control.gains import delay_bandwidth, tolerated_delay
+    if loop_delay in ('', 'none'):
+        return {}
+    delay = float(loop_delay)
+    kp = np.broadcast_to(np.asarray(node_values.get('kp', 100.0), dtype=float),
+                         (model.n,)).copy()
+    kd = np.broadcast_to(np.asarray(node_values.get('kd', 20.0), dtype=float),
+                         (model.n,)).copy()
+    short = tolerated_delay(kp, kd, rate) < delay
+    if not np.any(short):
+        return {}
+    omega = delay_bandwidth(delay, rate)
+    kp[short], kd[short] = omega ** 2, 2.0 * omega
+    print(f'ros2_control.launch.py: kp, kd of {np.asarray(model.joint_names)[short].tolist()} '
+          f'lowered to {omega ** 2:.4g}, {2 * omega:.4g} (omega {omega:.3g} rad/s) for a '
+          f'{delay * 1e3:g} ms loop delay (loop_delay:=none keeps the file\'s)', flush=True)
+    return {'kp': kp.tolist(), 'kd': kd.tolist()}
+
+
 def _stack(context):
     from ne_dynamics_ros.dynamics.model import load_model
     from ne_dynamics_ros.tools import ros2_control as r2c
@@ -153,6 +201,7 @@ def _stack(context):
             package='ne_dynamics_ros', executable='effort_guard', name='effort_guard',
             output='screen', additional_env=environment,
             parameters=[{'command_timeout': float(arg('guard_timeout'))}]))
+    gains = _gains_for_delay(arg('loop_delay'), model, node_values, rate)
     if arg('node').lower() == 'true':
         actions.append(Node(
             package='ne_dynamics_ros', executable='computed_torque_node',
@@ -161,28 +210,14 @@ def _stack(context):
             parameters=[params_file, {
                 **({'realtime_priority': int(arg('realtime_priority'))}
                    if arg('realtime_priority') else {}),
-                'urdf_path': urdf, 'joints': list(command_joints),
+                **gains, 'urdf_path': urdf, 'joints': list(command_joints),
                 'effort_check_rate': rate,
                 'ros2_control.controller_manager': '/controller_manager',
                 'ros2_control.hold_controller': r2c.HOLD_CONTROLLER,
                 'ros2_control.effort_controller': r2c.EFFORT_CONTROLLER}],
             arguments=['--ros-args', '--log-level', arg('log_level')]))
     if sim:
-        armature = node_values.get('armature')
-        parameters = {'urdf_path': urdf, 'plant': arg('plant'),
-                      'publish_rate': float(arg('sim_rate') or 0.8 * rate),
-                      'initial_positions': [float(v) for v in initial],
-                      'brakes': arg('brakes').lower() == 'true',
-                      'command_interface': 'joint_state',
-                      # the "robot": its physics above controller_manager (50)
-                      'realtime_priority': 60}
-        if armature:
-            parameters['armature'] = [float(v) for v in armature]
-        actions.insert(0, Node(
-            package='ne_dynamics_ros', executable='sim_arm_node', name='sim_arm_node',
-            output='screen', parameters=[parameters],
-            remappings=[('/effort_controller/commands', r2c.HARDWARE_COMMAND_TOPIC),
-                        ('/joint_states', r2c.HARDWARE_STATE_TOPIC)]))
+        actions.insert(0, _sim(arg, urdf, node_values, initial, rate))
     return actions
 
 
@@ -215,6 +250,10 @@ def generate_launch_description():
                                   'robot\'s)'),
         ('sim_rate', '', 'sim: joint state rate, Hz (default 0.8 rate)'),
         ('log_level', 'info', 'computed_torque_node\'s logging level'),
+        ('loop_delay', '0.008', 'the loop delay the node\'s gains must tolerate, s (states '
+                                'to the hardware\'s write: 4 cycles at 500 Hz); gains of '
+                                'params_file that do not are lowered by the rule; none: keep '
+                                'them'),
         ('realtime_priority', '', 'computed_torque_node\'s realtime_priority (default: its '
                                   'parameter file\'s, else 50; 0: the default scheduling)'),
     ]
