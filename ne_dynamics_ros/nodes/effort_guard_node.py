@@ -21,12 +21,9 @@ it is activated (``ros2_control.controller_manager``). What it did is logged. Th
 on an orphaned effort is ``command_timeout`` plus one switch (measured in
 docs/ros2-control.md).
 """
-import signal
 import time
 
-import rclpy
 from rcl_interfaces.msg import ParameterDescriptor
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import QoSDurabilityPolicy, QoSProfile, QoSReliabilityPolicy
 from std_msgs.msg import Float64MultiArray
@@ -34,6 +31,8 @@ from std_msgs.msg import Float64MultiArray
 from controller_manager_msgs.msg import ControllerManagerActivity
 from controller_manager_msgs.srv import SwitchController
 from lifecycle_msgs.msg import State
+
+from ne_dynamics_ros.nodes.spin import init_until_signalled, spin_until_signalled
 
 #: controller_manager's ~/activity: reliable, transient local, depth 1.
 ACTIVITY_QOS = QoSProfile(depth=1, reliability=QoSReliabilityPolicy.RELIABLE,
@@ -155,26 +154,8 @@ class EffortGuard(Node):
 
 def main(args=None):
     """Run ``effort_guard`` until SIGINT/SIGTERM."""
-    from rclpy.signals import SignalHandlerOptions
-    stop = []
-    signal.signal(signal.SIGINT, lambda *_: stop.append(1))
-    signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
-    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
-    node = EffortGuard()
-    executor = SingleThreadedExecutor()
-    executor.add_node(node)
-    try:
-        while not stop and rclpy.ok():
-            executor.spin_once(timeout_sec=0.1)
-    except ExternalShutdownException:
-        pass
-    finally:
-        executor.shutdown()
-        node.destroy_node()
-        rclpy.try_shutdown()
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    return 0
+    stop = init_until_signalled(args)
+    return spin_until_signalled(EffortGuard(), stop)
 
 
 if __name__ == '__main__':

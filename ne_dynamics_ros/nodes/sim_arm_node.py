@@ -60,14 +60,12 @@ subscription (best effort, depth 5) gives ``read()`` one queued message per cycl
 states published at the update rate queue up and arrive up to five cycles late.
 """
 import math
-import signal
 import time
 
 import numpy as np
 from rcl_interfaces.msg import ParameterDescriptor
 import rclpy
 from rclpy.clock import Clock as RclClock, ClockType
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import QoSDurabilityPolicy, QoSProfile, QoSReliabilityPolicy
 from rclpy.time import Time
@@ -76,6 +74,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from ne_dynamics_ros.errors import ModelError
+from ne_dynamics_ros.nodes.spin import init_until_signalled, spin_until_signalled
 from ne_dynamics_ros.simulation.payload_schedule import PayloadSchedule
 from ne_dynamics_ros.simulation.mujoco_arm import MujocoArm
 from ne_dynamics_ros.simulation.simulated_arm import DEFAULT_GRAVITY, SimulatedArm
@@ -435,21 +434,9 @@ class SimArmNode(Node):
 def main(args=None):
     """Run ``sim_arm_node`` until interrupted; exit 1 on a bad configuration.
 
-    SIGINT and SIGTERM end the spin through a flag, never a KeyboardInterrupt: ``ros2
-    launch`` forwards a second SIGINT to a process that already got the terminal's, and a
-    KeyboardInterrupt raised anywhere in the teardown was a traceback (seen in CI); after
-    the teardown both are ignored, so that a late one cannot end the process with -2.
+    SIGINT and SIGTERM end the spin through a flag (:mod:`ne_dynamics_ros.nodes.spin`).
     """
-    from rclpy.signals import SignalHandlerOptions
-
-    stop = []
-
-    def on_signal(signum, frame):
-        stop.append(signum)
-
-    signal.signal(signal.SIGINT, on_signal)
-    signal.signal(signal.SIGTERM, on_signal)
-    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    stop = init_until_signalled(args)
     try:
         node = SimArmNode()
     except SimArmConfigError as exc:
@@ -463,23 +450,7 @@ def main(args=None):
         took = sum(apply(policy, tid) for tid in dds_thread_ids())
         text = text.replace('control and watchdog threads', 'simulation thread')
         node.get_logger().info(f'simulation: {text}; the same for {took} DDS threads')
-    executor = SingleThreadedExecutor()
-    executor.add_node(node)
-    try:
-        while not stop and rclpy.ok():
-            # a finite timeout lets Python run the signal handler between waits
-            executor.spin_once(timeout_sec=0.1)
-    except ExternalShutdownException:
-        pass
-    finally:
-        executor.shutdown()
-        node.destroy_node()
-        rclpy.try_shutdown()
-        # Python resets a handler of its own to the default at exit, and a late SIGINT
-        # would then kill the process (exit code -2); an ignored signal stays ignored
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    return 0
+    return spin_until_signalled(node, stop)
 
 
 if __name__ == '__main__':
