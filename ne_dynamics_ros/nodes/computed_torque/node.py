@@ -50,7 +50,7 @@ from ne_dynamics_ros.nodes.computed_torque import parameters as params
 from ne_dynamics_ros.nodes.computed_torque.goals import GoalLink
 from ne_dynamics_ros.nodes.computed_torque.parameters import NodeConfigurationError
 from ne_dynamics_ros.nodes.computed_torque.readers import (joint_state_fields,
-                                                           read_joint_state, sample, stamp_ns)
+                                                           read_joint_state, sample)
 from ne_dynamics_ros.nodes.computed_torque.support import (FloatingPointErrors, RosLogHandler,
                                                            ThrottledWarnings)
 from ne_dynamics_ros.nodes.computed_torque.outputs import NO_PUBLISHER_EVENTS, Outputs
@@ -497,7 +497,8 @@ class ComputedTorqueNode(LifecycleNode):
         # command can never overtake a command of a state that ended the timeout
         with self._command_lock, self._fp_errors.context():
             now_ns = self._now_ns()
-            out = controller.update(now_ns, sample(state))
+            measured = sample(state)
+            out = controller.update(now_ns, measured)
             commanded = out.__class__ is Command
             if commanded:
                 self._last_command = out
@@ -518,7 +519,7 @@ class ComputedTorqueNode(LifecycleNode):
             self.statistics.seen()
             self._skip(out)
             return
-        stamp = stamp_ns(state)
+        stamp = measured.stamp_ns
         reached = self.statistics.commanded(time.perf_counter_ns() - started,
                                             out.effort_values, controller.law.gain_values[2],
                                             out.position_error_values,

@@ -262,17 +262,23 @@ def hold_measured(controller, out, now_ns):
 def feed_the_hold(node, controller, wait=0.0):
     """Give the hold controller the position last measured and the model's gravity there.
 
-    Zero gravity where the hardware compensates it (``hardware_compensates_gravity``).
+    Zero gravity where the hardware compensates it (``hardware_compensates_gravity``);
+    clamped to the effort limits like every command; nothing is sent if it is not finite.
     """
+    import numpy as np
     out = node._last_command
     if out is None:
         return
     q = measured_chain_q(controller, out)
     if controller.hardware_compensates_gravity:
-        gravity = [0.0] * len(q)
+        gravity = np.zeros(len(q))
     else:
-        gravity = controller.model.gravity_torques(q, controller.settings.gravity).tolist()
-    node.ros2_control.hold_here(controller.model.joint_names, q, gravity, wait=wait)
+        gravity = controller.model.gravity_torques(q, controller.settings.gravity)
+    if not (np.all(np.isfinite(q)) and np.all(np.isfinite(gravity))):
+        return
+    limits = np.asarray(controller.effort_limits, dtype=float)      # chain order
+    gravity = np.clip(gravity, -limits, limits)
+    node.ros2_control.hold_here(controller.model.joint_names, q, gravity.tolist(), wait=wait)
     node.get_logger().info(f'{node.ros2_control.hold} holds the arm: given the position '
                            'last measured and its gravity as feed-forward')
 
