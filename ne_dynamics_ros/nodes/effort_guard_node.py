@@ -42,6 +42,11 @@ PASSIVE_TYPES_PREFIX = ('joint_state_broadcaster',)
 TICK = 0.005
 #: How long nothing may drive the arm before the hold controller is activated, s.
 ORPHAN_GRACE = 0.0
+#: controller_manager's own bound on a switch (the request's ``timeout``), s.
+SWITCH_TIMEOUT = 1.0
+#: A switch whose answer has not come after this long is forgotten (a response can be
+#: lost: the switch is then judged from ``~/activity``), s.
+ANSWER_DEADLINE = SWITCH_TIMEOUT + 0.5
 
 
 class EffortGuard(Node):
@@ -70,7 +75,7 @@ class EffortGuard(Node):
         self.orphaned_since = None    # monotonic s since nothing drives the arm
         self.effort_was_active = False   # the start-up's spawners are done with the arm
         self.last_command = None      # monotonic s of the last command or activation
-        self.pending = False
+        self.pending = None           # (monotonic s sent, activate, deactivate) or None
         self.switches = 0
         self.create_subscription(Float64MultiArray, topic, self._on_command, 10)
         self.create_subscription(ControllerManagerActivity, f'{manager}/activity',
@@ -95,6 +100,11 @@ class EffortGuard(Node):
                        if c.state.id == State.PRIMARY_STATE_ACTIVE
                        and c.name not in (self.effort, self.hold)
                        and not c.name.startswith(PASSIVE_TYPES_PREFIX)]
+        if self.pending is not None:
+            _, activate, deactivate = self.pending
+            if all(self._active(n) for n in activate) and \
+                    not any(self._active(n) for n in deactivate):
+                self.pending = None       # done, whether or not its answer arrives
 
     def _active(self, name):
         return self.states.get(name) == State.PRIMARY_STATE_ACTIVE
@@ -111,15 +121,21 @@ class EffortGuard(Node):
 
     def _tick(self):
         now = time.monotonic()
+        if self.pending is not None and now - self.pending[0] > ANSWER_DEADLINE:
+            self.get_logger().error(
+                f'no answer to the switch to {self.hold} in {ANSWER_DEADLINE:g} s and '
+                'controller_manager\'s activity does not show it: trying again')
+            self.pending = None
         if not self._orphaned():
             self.orphaned_since = None
         elif self.orphaned_since is None:
             self.orphaned_since = now
         if self.orphaned_since is not None and now - self.orphaned_since >= ORPHAN_GRACE \
-                and not self.pending:
+                and self.pending is None:
             self._switch([self.hold], [], f'neither {self.effort} nor another controller '
                          f'has been active for {ORPHAN_GRACE * 1e3:g} ms')
-        if self.pending or not self._active(self.effort) or self.last_command is None:
+        if self.pending is not None or not self._active(self.effort) or \
+                self.last_command is None:
             return
         silence = now - self.last_command
         if silence > self.timeout:
@@ -127,19 +143,20 @@ class EffortGuard(Node):
                          f'no effort command for {silence * 1e3:.0f} ms')
 
     def _switch(self, activate, deactivate, reason):
-        if self.pending or not self.client.service_is_ready():
+        if self.pending is not None or not self.client.service_is_ready():
             return
-        self.pending = True
+        started = time.monotonic()
+        self.pending = (started, list(activate), list(deactivate))
         request = SwitchController.Request(
             activate_controllers=activate, deactivate_controllers=deactivate,
             strictness=SwitchController.Request.BEST_EFFORT, activate_asap=True)
-        request.timeout.sec = 1
-        started = time.monotonic()
+        request.timeout.sec = int(SWITCH_TIMEOUT)
         self.get_logger().warning(f'{reason}: activating {activate}, deactivating '
                                   f'{deactivate}')
 
         def done(future):
-            self.pending = False
+            if self.pending is not None and self.pending[0] == started:
+                self.pending = None
             self.switches += 1
             result = future.result()
             elapsed = (time.monotonic() - started) * 1e3

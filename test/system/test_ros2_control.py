@@ -156,7 +156,9 @@ def test_sigkill_the_hold_controller_takes_over_within_the_guards_timeout(arm):
     assert pid is not None
     killed = time.monotonic()
     os.kill(pid, 9)
-    probe.wait(lambda: probe.is_active('hold_controller'), 1.0, 'hold_controller active')
+    probe.wait(lambda: probe.is_active('hold_controller'), 1.0,
+               lambda: 'hold_controller active; the stack printed:\n'
+               + stack.output(arm.process)[-4000:])
     taken = time.monotonic() - killed
     time.sleep(2.0)
     assert taken < 0.5
