@@ -150,6 +150,11 @@ def _gains_for_delay(loop_delay, model, node_values, rate):
     return {'kp': kp.tolist(), 'kd': kd.tolist()}
 
 
+def _compensation(value):
+    """Return the node's ``delay_compensation`` override ({} to keep the file's)."""
+    return {} if value in ('', 'none') else {'delay_compensation': float(value)}
+
+
 def _stack(context):
     from ne_dynamics_ros.dynamics.model import load_model
     from ne_dynamics_ros.tools import ros2_control as r2c
@@ -210,7 +215,7 @@ def _stack(context):
             parameters=[params_file, {
                 **({'realtime_priority': int(arg('realtime_priority'))}
                    if arg('realtime_priority') else {}),
-                **gains, 'urdf_path': urdf, 'joints': list(command_joints),
+                **gains, **_compensation(arg('delay_compensation')), 'urdf_path': urdf, 'joints': list(command_joints),
                 'effort_check_rate': rate,
                 'ros2_control.controller_manager': '/controller_manager',
                 'ros2_control.hold_controller': r2c.HOLD_CONTROLLER,
@@ -254,6 +259,9 @@ def generate_launch_description():
                                 'to the hardware\'s write: 4 cycles at 500 Hz); gains of '
                                 'params_file that do not are lowered by the rule; none: keep '
                                 'them'),
+        ('delay_compensation', '', 'computed_torque_node\'s delay_compensation, s: the loop '
+                                   'delay its law predicts across (default: its parameter '
+                                   'file\'s, else 0)'),
         ('realtime_priority', '', 'computed_torque_node\'s realtime_priority (default: its '
                                   'parameter file\'s, else 50; 0: the default scheduling)'),
     ]

@@ -63,6 +63,7 @@ from ne_dynamics_ros.control.measured_state import (  # noqa: F401 - the control
     StateReader)
 from ne_dynamics_ros.control.cartesian_law import target_pose, TargetError
 from ne_dynamics_ros.control.sensing import Sensing
+from ne_dynamics_ros.control.prediction import predict_across_delay
 from ne_dynamics_ros.control.run_state import (
     Command, NoCommand, PreparedTrajectory, RunState, SkipReason, Timeout)
 from ne_dynamics_ros.control.settings import ControllerSettings, DEFAULT_SETTINGS  # noqa: F401
@@ -628,9 +629,15 @@ class ComputedTorqueController:
         if self._integrating and law.integrates:
             integral, extra = integral_step(run.integral, run.integral_time, position_error,
                                             now, *self._integral_gains)
+        delay = self.settings.delay_compensation
+        if delay:
+            q_law, qd_law, reference = predict_across_delay(
+                run.trajectory.sample_values, t, delay, q, qd, (q_d, qd_d))
+        else:
+            q_law, qd_law, reference = q, qd, (q_d, qd_d, qdd_d)
         try:
             tau = law.effort(LawStep(
-                now, t, q, qd, (q_d, qd_d, qdd_d),
+                now, t, q_law, qd_law, reference,
                 reader.efforts(joint_names, efforts) if law.needs_efforts else None, extra))
         except (NonFiniteEffortError, StateError) as err:
             self.dropped_joint_states += 1

@@ -84,6 +84,20 @@ def checked_non_negative(value, n, name):
     return value
 
 
+#: The longest loop delay the controller predicts across, s: beyond it the state is older
+#: than the default state_timeout and no prediction is worth making.
+MAX_DELAY_COMPENSATION = 0.1
+
+
+def checked_delay(value, n, name):
+    """Check a delay in s: finite, 0 <= value <= :data:`MAX_DELAY_COMPENSATION`."""
+    value = scalar(value, name)
+    if not (math.isfinite(value) and 0.0 <= value <= MAX_DELAY_COMPENSATION):
+        raise ControlParameterError(
+            f'{name} must be >= 0 and <= {MAX_DELAY_COMPENSATION} s, got {value!r}')
+    return value
+
+
 def checked_fraction(value, n, name):
     """Check one number in [0, 1)."""
     value = scalar(value, name)
@@ -255,7 +269,8 @@ __all__ = ['checked_byte_count', 'checked_cutoff', 'checked_debounce', 'checked_
            'checked_effort_limits', 'checked_flag', 'checked_fraction',
            'checked_friction_offset', 'checked_friction_velocity', 'checked_gains',
            'checked_gravity', 'checked_integral_limit', 'checked_joint_names',
-           'checked_joint_values', 'checked_ki', 'checked_mode', 'checked_non_negative',
+           'checked_delay', 'checked_joint_values', 'checked_ki', 'checked_mode',
+           'checked_non_negative',
            'checked_non_negative_or_inf', 'checked_one_of', 'checked_positive',
            'checked_posture', 'checked_priority', 'checked_six', 'checked_speeds',
            'checked_text', 'checked_thresholds', 'numbers', 'per_joint', 'scalar']

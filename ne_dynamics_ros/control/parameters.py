@@ -20,7 +20,8 @@ from typing import Any, Callable, Optional
 
 from ne_dynamics_ros.control.laws import ControlParameterError
 from ne_dynamics_ros.control.parameter_checks import (
-    checked_byte_count, checked_cutoff, checked_debounce, checked_drive_values,
+    checked_byte_count, checked_cutoff, checked_debounce, checked_delay,
+    checked_drive_values,
     checked_effort_limits, checked_flag, checked_fraction, checked_friction_offset,
     checked_friction_velocity, checked_gains, checked_gravity, checked_integral_limit,
     checked_joint_names, checked_ki, checked_mode, checked_non_negative,
@@ -290,6 +291,15 @@ PARAMETERS = (
                   'identified by ne-dynamics identify: a drive\'s or torque sensor\'s offset); '
                   'unset = zero.', unit='N*m or N', constraints='finite',
                   check=checked_friction_offset),
+    ParameterSpec('delay_compensation', 'double', 0.0,
+                  'Loop delay T the control law predicts across: from a state stamped t the '
+                  'command is computed for t + T (the reference sampled there, the state '
+                  'carried forward with its tracking error growing at its present rate), '
+                  'for a loop whose commands act T after the state was measured (through '
+                  'controller_manager: the node\'s "loop delay" on /diagnostics). The '
+                  'published error and the goal\'s tolerances stay those of the state. '
+                  '0: no prediction.', unit='s', constraints='0 <= value <= 0.1',
+                  runtime=True, check=checked_delay),
     ParameterSpec('state_timeout', 'double', 0.1,
                   'Seconds without a valid joint_states message after which the node stops '
                   'following the reference: it aborts the goal and commands what '

@@ -872,3 +872,48 @@ def test_configure_applies_settings_inactive_and_refuses_bad_ones():
     np.testing.assert_array_equal(c.settings.kp, np.full(6, 50.0))
     c.activate()
     assert isinstance(c.update(MS, JointStateSample(PUMA_JOINTS, Q0, QD0)), Command)
+
+
+# ---- delay_compensation ---------------------------------------------------------------------
+
+def _moving(delay):
+    c = make(delay_compensation=delay)
+    c.update(0, PUMA_JOINTS, Q0, np.zeros(6), stamp_ns=0)
+    c.set_trajectory(PUMA_JOINTS, [TrajectoryPoint(0.0, Q0), TrajectoryPoint(1.0, Q0 + 0.3)],
+                     0, 0)
+    return c
+
+
+@pytest.mark.parametrize('delay', [0.004, 0.012])
+def test_delay_compensation_acts_on_the_reference_and_the_state_at_t_plus_the_delay(
+        puma_ref, delay):
+    t, step = 400 * MS, int(round(delay * S))
+    # the reference at t and at t + T, as the plain controller samples it
+    plain = _moving(0.0)
+    now = check_command(plain.update(t, PUMA_JOINTS, Q0, np.zeros(6), stamp_ns=t)).desired
+    later = check_command(plain.update(t + step, PUMA_JOINTS, Q0, np.zeros(6),
+                                       stamp_ns=t + step)).desired
+    assert np.max(np.abs(np.asarray(later.q) - now.q)) > 1e-4     # it moves over T
+    c = _moving(delay)
+    # on the reference at t: the command is the model's effort on the reference at t + T
+    out = check_command(c.update(t, PUMA_JOINTS, now.q, now.qd, stamp_ns=t))
+    np.testing.assert_allclose(out.effort, puma_ref.rnea(later.q, later.qd, later.qdd),
+                               atol=1e-9)
+    # the published reference and error stay those of the state's instant
+    np.testing.assert_allclose(out.desired.q, now.q, atol=1e-12)
+    np.testing.assert_allclose(out.position_error, 0.0, atol=1e-12)
+    # off the reference: the error carried forward at its present rate
+    e, ed = 0.01 * np.arange(1, 7) / 6, -0.05 * np.ones(6)
+    q, qd = np.asarray(now.q) - e, np.asarray(now.qd) - ed
+    out = check_command(c.update(t + MS, PUMA_JOINTS, q, qd, stamp_ns=t))
+    q_hat, qd_hat = np.asarray(later.q) - (e + delay * ed), np.asarray(later.qd) - ed
+    raw, clamped = expected(puma_ref, 'computed_torque', q_hat, qd_hat, later.q, later.qd,
+                            later.qdd)
+    np.testing.assert_allclose(out.effort, clamped, atol=1e-9)
+    np.testing.assert_allclose(out.position_error, e, atol=1e-12)
+
+
+@pytest.mark.parametrize('value', [-0.001, 0.2, math.nan, math.inf, 'soon'])
+def test_delay_compensation_out_of_range_is_refused_by_name(value):
+    with pytest.raises(ControlParameterError, match='delay_compensation'):
+        make(delay_compensation=value)
