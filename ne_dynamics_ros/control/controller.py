@@ -63,7 +63,7 @@ from ne_dynamics_ros.control.measured_state import (  # noqa: F401 - the control
     StateReader)
 from ne_dynamics_ros.control.cartesian_law import target_pose, TargetError
 from ne_dynamics_ros.control.sensing import Sensing
-from ne_dynamics_ros.control.prediction import predict_across_delay
+from ne_dynamics_ros.control.prediction import predict_across_delay, RepeatedStates
 from ne_dynamics_ros.control.run_state import (
     Command, NoCommand, PreparedTrajectory, RunState, SkipReason, Timeout)
 from ne_dynamics_ros.control.settings import ControllerSettings, DEFAULT_SETTINGS  # noqa: F401
@@ -182,6 +182,10 @@ class ComputedTorqueController:
         self._apply(settings)
         self.dropped_joint_states = 0
         self.rejected_trajectories = 0
+        #: states that repeated the previous measurement under a newer stamp (sampled
+        #: at the measurement's own stamp, :class:`~ne_dynamics_ros.control.prediction.
+        #: RepeatedStates`)
+        self.repeats = RepeatedStates()
         self._epoch_ns = None
         #: Everything one run changes (:class:`~ne_dynamics_ros.control.run_state.
         #: RunState`): replaced whole on every restart, never reset field by field.
@@ -583,6 +587,7 @@ class ComputedTorqueController:
                 steady_ns):
         now = self._seconds(now_ns)
         reader, sensing = self._reader, self._run.sensing
+        stamp_ns, repeated = self.repeats.stamp(positions, velocities, stamp_ns)
         state = reader.usual(joint_names, positions, velocities, efforts)
         if state is None:
             # anything unusual (new names, a fault, velocities to estimate): checked
@@ -600,8 +605,10 @@ class ComputedTorqueController:
         # the state's instant (its stamp when on our clock): the observer's time step is
         # the time between measurements, whenever they were delivered
         t = self._sample_time(stamp_ns, now_ns, now)
-        external, contact = self._contact.observe(sensing, t, q, qd,
-                                                  self._context.adaptive_law)
+        # a repeated measurement is no new information for the observer (its step would
+        # be dt = 0)
+        external, contact = (None, None) if repeated else self._contact.observe(
+            sensing, t, q, qd, self._context.adaptive_law)
         if contact is not None:
             react = CONTACT_REACTIONS[ContactReaction(self._contact.reaction)][0]
             if react is not None:

@@ -1,4 +1,7 @@
-"""Prediction across the loop's delay. Pure module (no ROS)."""
+"""The timing of the measurements: prediction across the loop's delay, repeated states.
+
+Pure module (no ROS).
+"""
 
 
 def predict_across_delay(sample_values, t, delay, q, qd, reference_at_t):
@@ -35,4 +38,60 @@ def predict_across_delay(sample_values, t, delay, q, qd, reference_at_t):
     return q_hat, qd_hat, (q_d, qd_d, qdd_d)
 
 
-__all__ = ['predict_across_delay']
+#: A repeat is recognised only this long after the measurement it repeats, ns: longer,
+#: identical readings are taken as the arm's own (a slow joint between encoder counts).
+MAX_REPEAT_AGE_NS = 20_000_000
+
+
+class RepeatedStates:
+    """Recognise a state that repeats the previous measurement under a newer stamp.
+
+    A hardware interface read more often than its source updates hands the same
+    measurement on under the new cycle's stamp: controller_manager's
+    joint_state_broadcaster stamps each cycle's read, and topic_based_ros2_control reads
+    the newest message it has, old or not. Compared with the reference at the new stamp,
+    such a state shows an error of ``qd * (age)`` that the arm does not have, and the
+    feedback kicks at it. A moving arm (some reported velocity non-zero) cannot give the
+    same positions and velocities, bit for bit, twice: such a state within
+    :data:`MAX_REPEAT_AGE_NS` of the measurement it repeats keeps that measurement's stamp.
+
+    Attributes:
+        repeated: how many states were recognised as repeats.
+    """
+
+    def __init__(self):
+        self._last = None           # (positions, velocities, stamp_ns) of the measurement
+        self.repeated = 0
+
+    def reset(self):
+        """Forget the last measurement (a new run, a timeout)."""
+        self._last = None
+
+    def stamp(self, positions, velocities, stamp_ns):
+        """Return ``(stamp_ns, repeated)``: the stamp of the measurement this state carries.
+
+        Args:
+            positions, velocities: the state as received (any sequences of floats; an
+                empty ``velocities``: never a repeat).
+            stamp_ns: its ``header.stamp``, ns (0: unstamped, never a repeat).
+
+        Returns:
+            ``(the first stamp of the measurement, True)`` for a repeat, else
+            ``(stamp_ns, False)``.
+        """
+        last = self._last
+        if (stamp_ns and last is not None and stamp_ns > last[2]
+                and stamp_ns - last[2] <= MAX_REPEAT_AGE_NS
+                and velocities is not None and len(velocities) == len(last[1]) > 0
+                and any(v != 0.0 for v in velocities)
+                and len(positions) == len(last[0])
+                and all(a == b for a, b in zip(positions, last[0]))
+                and all(a == b for a, b in zip(velocities, last[1]))):
+            self.repeated += 1
+            return last[2], True
+        self._last = (list(positions), [] if velocities is None else list(velocities),
+                      stamp_ns)
+        return stamp_ns, False
+
+
+__all__ = ['MAX_REPEAT_AGE_NS', 'RepeatedStates', 'predict_across_delay']

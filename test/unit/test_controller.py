@@ -917,3 +917,39 @@ def test_delay_compensation_acts_on_the_reference_and_the_state_at_t_plus_the_de
 def test_delay_compensation_out_of_range_is_refused_by_name(value):
     with pytest.raises(ControlParameterError, match='delay_compensation'):
         make(delay_compensation=value)
+
+
+# ---- repeated measurements ------------------------------------------------------------------
+
+def test_a_moving_state_repeated_under_a_newer_stamp_keeps_its_own_instant():
+    # what joint_state_broadcaster publishes when the hardware read no new state: the
+    # last measurement, stamped with the new cycle
+    c = _moving(0.0)
+    t = 400 * MS
+    first = check_command(c.update(t, PUMA_JOINTS, Q0 + 0.05, QD0, stamp_ns=t))
+    again = check_command(c.update(t + 2 * MS, PUMA_JOINTS, Q0 + 0.05, QD0,
+                                   stamp_ns=t + 2 * MS))
+    np.testing.assert_array_equal(again.desired.q, first.desired.q)
+    np.testing.assert_array_equal(again.position_error, first.position_error)
+    np.testing.assert_array_equal(again.effort, first.effort)
+    assert c.repeats.repeated == 1
+    # the reference moves over 2 ms: a state taken as new shows a different error
+    fresh = _moving(0.0)
+    fresh.update(t, PUMA_JOINTS, Q0 + 0.05, QD0, stamp_ns=t)
+    other = check_command(fresh.update(t + 2 * MS, PUMA_JOINTS, Q0 + 0.05 + 1e-9, QD0,
+                                       stamp_ns=t + 2 * MS))
+    assert np.max(np.abs(np.asarray(other.desired.q) - first.desired.q)) > 1e-5
+    assert fresh.repeats.repeated == 0
+
+
+@pytest.mark.parametrize('case', ['at rest', 'old', 'unstamped', 'no velocities'])
+def test_identical_states_that_are_no_repeat_take_their_own_stamp(case):
+    c = _moving(0.0)
+    t = 400 * MS
+    qd = np.zeros(6) if case == 'at rest' else () if case == 'no velocities' else QD0
+    later = t + (30 * MS if case == 'old' else 2 * MS)
+    stamps = (0, 0) if case == 'unstamped' else (t, later)
+    first = check_command(c.update(t, PUMA_JOINTS, Q0, qd, stamp_ns=stamps[0]))
+    again = check_command(c.update(later, PUMA_JOINTS, Q0, qd, stamp_ns=stamps[1]))
+    assert c.repeats.repeated == 0
+    assert np.max(np.abs(np.asarray(again.desired.q) - first.desired.q)) > 1e-5

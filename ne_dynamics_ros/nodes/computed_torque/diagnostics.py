@@ -294,6 +294,9 @@ def node_facts(node, c, description_source, action):
             'dynamics backend': c.dynamics_backend if c else '',
             'robot description': description_source,
             'state timeouts': node.statistics.timeouts,
+            # handled (sampled at their measurement's stamp), so no warning: through
+            # controller_manager a hardware read without a new state repeats the last
+            'joint_states repeating the last measurement': c.repeats.repeated if c else 0,
             'trajectories accepted': node.accepted_trajectories,
             'follow_joint_trajectory': action,
             'active goal': (c.goal_id or '') if c else '',
