@@ -45,6 +45,13 @@ MOVE = np.array([0.3, -0.3, 0.3, 0.0, 0.0, 0.0])
 MOVE_TIME = 1.5
 SETTLE = 0.6
 OSCILLATING = 2e-3
+UR5E = ['shoulder_pan_joint', 'shoulder_lift_joint', 'elbow_joint', 'wrist_1_joint',
+        'wrist_2_joint', 'wrist_3_joint']
+PUMA = [f'joint_{k}' for k in range(1, 7)]
+#: robot:= -> (its joints, its direct-topic launch file).
+ARMS = {'ur5e': (UR5E, 'ur5e_sim.launch.py'), 'puma560': (PUMA, 'puma560.launch.py')}
+#: Lee et al. (1982)'s worst tracking error of the PUMA 560 at 100 Hz, rad.
+LEE_BOUND = 4.26e-4
 
 
 def cycle_latency(states, writes, period):
@@ -74,6 +81,31 @@ def cycle_latency(states, writes, period):
         cycles.append(int(round((written - stamp) / period)))
         latency.append((written - stamp) * 1e3)
     return {'cycles': cycles, 'latency_ms': latency, 'never': never}
+
+
+def state_ages(truth, broadcast, joints):
+    """Return how old the states joint_state_broadcaster publishes really are.
+
+    Each broadcast state is found among the simulated arm's own states (``truth``: stamp,
+    receipt, positions in ``joints`` order) by its exact positions; its age is the
+    broadcast stamp less the arm's stamp (both the system clock). Returns ``{'p50_ms',
+    'p99_ms', 'max_ms', 'repeated'}`` (repeated: the share of broadcast states that carry
+    the same measurement as the one before), or None when none matched.
+    """
+    index = {tuple(q.tolist()): stamp for stamp, _, q in truth}
+    ages, sources = [], []
+    for stamp, names, positions in broadcast:
+        order = {name: k for k, name in enumerate(names)}
+        source = index.get(tuple(positions[order[j]] for j in joints))
+        if source is not None:
+            ages.append(stamp - source)
+            sources.append(source)
+    if not ages:
+        return None
+    ages = np.array(ages) * 1e3
+    repeated = float(np.mean(np.diff(sources) == 0)) if len(sources) > 1 else 0.0
+    return {'p50_ms': float(np.percentile(ages, 50)), 'p99_ms': float(np.percentile(ages, 99)),
+            'max_ms': float(ages.max()), 'repeated': repeated}
 
 
 def summary(result):
@@ -198,8 +230,7 @@ def run_ros2_control(args):
     why = stack.missing()
     if why:
         return {'skipped': why}
-    chain = ['shoulder_pan_joint', 'shoulder_lift_joint', 'elbow_joint', 'wrist_1_joint',
-             'wrist_2_joint', 'wrist_3_joint']
+    chain = UR5E
     latency_rows, tracking_rows = [], []
     if args.r2c_starts:
         return {'starts': run_starts(args.r2c_starts, chain)}
@@ -226,23 +257,40 @@ def run_ros2_control(args):
                         latency_rows.append(row)
                     finally:
                         s.close()
-            for label, arguments, launch in (
-                    ('through controller_manager (states at 0.8 x rate)', (), None),
-                    ('through controller_manager (states at the rate)',
-                     ('sim_rate:=500',), None),
-                    ('direct topic (ur5e_sim.launch.py)', (), 'ur5e_sim.launch.py')):
-                s = stack.Stack(chain, *arguments, launch=launch or 'ros2_control.launch.py')
-                try:
-                    s.wait_commanding()
-                    worst, oscillations = _moves(s.probe, args.r2c_runs, chain)
-                    values = s.probe.diagnostic_values()[0] if s.probe.diagnostics else {}
-                    tracking_rows.append({'wiring': label, 'load': load, 'worst_rad': worst,
-                                          'oscillations': oscillations,
-                                          'runs': args.r2c_runs,
-                                          'state_age_p99_ms': values.get(
-                                              'state age p99 [ms]', '')})
-                finally:
-                    s.close()
+            for arm in args.r2c_arms:
+                robot, plant = arm.split(':')
+                joints, direct = ARMS[robot]
+                wirings = [('through controller_manager (states at 0.8 x rate)', (), None)]
+                if arm == 'ur5e:pinocchio':
+                    wirings.append(('through controller_manager (states at the rate)',
+                                    ('sim_rate:=500',), None))
+                wirings.append((f'direct topic ({direct})', (), direct))
+                for label, arguments, launch in wirings:
+                    s = stack.Stack(joints, f'plant:={plant}', *arguments,
+                                    *(() if launch else (f'robot:={robot}',)),
+                                    launch=launch or 'ros2_control.launch.py')
+                    try:
+                        s.wait_commanding()
+                        with s.probe.lock:
+                            marks = len(s.probe.truth), len(s.probe.broadcast)
+                        worst, oscillations = _moves(s.probe, args.r2c_runs, joints)
+                        with s.probe.lock:
+                            ages = None if launch else state_ages(
+                                s.probe.truth[marks[0]:], s.probe.broadcast[marks[1]:],
+                                joints)
+                        values = s.probe.diagnostic_values()[0] if s.probe.diagnostics \
+                            else {}
+                        tracking_rows.append({'arm': arm, 'wiring': label, 'load': load,
+                                              'worst_rad': worst,
+                                              'oscillations': oscillations,
+                                              'runs': args.r2c_runs,
+                                              'state_age_p99_ms': values.get(
+                                                  'state age p99 [ms]', ''),
+                                              'loop_delay_ms': values.get(
+                                                  'loop delay [ms]', ''),
+                                              'true_state_age': ages})
+                    finally:
+                        s.close()
         finally:
             _stop(burners)
     return {'latency': latency_rows, 'tracking': tracking_rows}
@@ -275,11 +323,23 @@ def print_ros2_control(result):
               f'{100 * r["next_cycle"]:>7.1f}%{100 * r["two"]:>7.1f}%{100 * r["later"]:>7.2f}%'
               f'{100 * r["never"]:>7.1f}%{r["p50_ms"]:>9.2f}{r["p99_ms"]:>9.2f}')
     print('\nTracking, 0.3 rad quintic moves on three joints (goal: 0 oscillations; worst '
-          'within 1.5x the direct topic)')
-    for r in result['tracking']:
-        print(f'  {r["wiring"]:<52} load {r["load"]}: worst {r["worst_rad"]:.3e} rad, '
-              f'{r["oscillations"]} of {r["runs"]} oscillating, state age p99 '
-              f'{r["state_age_p99_ms"]} ms')
+          f'within 1.5x the direct topic; Lee et al. (1982): {LEE_BOUND:.3g} rad)')
+    rows = result['tracking']
+    for r in rows:
+        direct = [d['worst_rad'] for d in rows if d['arm'] == r['arm']
+                  and d['load'] == r['load'] and d['wiring'].startswith('direct')]
+        ratio = f'{r["worst_rad"] / direct[0]:7.1f}x direct' if direct and direct[0] > 0 \
+            else ''
+        print(f'  {r["arm"]:<18}{r["wiring"]:<50} load {r["load"]}: worst '
+              f'{r["worst_rad"]:.3e} rad {ratio}, {r["oscillations"]} of {r["runs"]} '
+              f'oscillating, state age p99 {r["state_age_p99_ms"]} ms, loop delay '
+              f'{r["loop_delay_ms"]} ms')
+        age = r.get('true_state_age')
+        if age:
+            print(f'  {"":<18}  the broadcaster\'s states, by the arm\'s own stamps: age '
+                  f'p50 {age["p50_ms"]:.2f} ms, p99 {age["p99_ms"]:.2f} ms, max '
+                  f'{age["max_ms"]:.2f} ms; {100 * age["repeated"]:.0f} % repeat the one '
+                  'before')
 
 
 __all__ = ['cycle_latency', 'print_ros2_control', 'run_ros2_control', 'summary']

@@ -112,7 +112,7 @@ def _sim(arg, urdf, node_values, initial, rate):
                   'brakes': arg('brakes').lower() == 'true',
                   'command_interface': 'joint_state',
                   # the "robot": its physics above controller_manager (50)
-                  'realtime_priority': 60}
+                  'realtime_priority': int(arg('sim_realtime_priority'))}
     if armature:
         parameters['armature'] = [float(v) for v in armature]
     return Node(
@@ -254,6 +254,8 @@ def generate_launch_description():
         ('initial_positions', '', 'sim: start positions (YAML list, rad; default: the '
                                   'robot\'s)'),
         ('sim_rate', '', 'sim: joint state rate, Hz (default 0.8 rate)'),
+        ('sim_realtime_priority', '60', 'sim: SCHED_FIFO priority of the simulated arm '
+                                        '(0: the default scheduling)'),
         ('log_level', 'info', 'computed_torque_node\'s logging level'),
         ('loop_delay', '0.008', 'the loop delay the node\'s gains must tolerate, s (states '
                                 'to the hardware\'s write: 4 cycles at 500 Hz); gains of '

@@ -323,7 +323,8 @@ class Stack:
         from dds import next_domain_id
         self.domain = next_domain_id()
         self.direct = launch != 'ros2_control.launch.py'
-        extra = () if self.direct else ('robot:=ur5e',)
+        extra = () if self.direct or any(a.startswith('robot:=') for a in arguments) \
+            else ('robot:=ur5e',)
         self.process = start_stack(self.domain, *extra, *arguments, launch=launch)
         self.context = rclpy.context.Context()
         rclpy.init(context=self.context, domain_id=self.domain)
