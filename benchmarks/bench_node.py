@@ -156,8 +156,8 @@ def parse_args(argv=None):
     parser.add_argument('--ros2-control', action='store_true',
                         help='the loop through the real controller_manager: latency in '
                         'update cycles, tracking beside the direct topic (--load N too)')
-    parser.add_argument('--r2c-arms', nargs='*', default=['ur5e:pinocchio', 'ur5e:mujoco',
-                                                           'puma560:pinocchio'],
+    parser.add_argument('--r2c-arms', nargs='*',
+                        default=['ur5e:pinocchio', 'ur5e:mujoco', 'puma560:pinocchio'],
                         metavar='ROBOT:PLANT', help='arms of the tracking comparison')
     parser.add_argument('--r2c-rates', type=int, nargs='*', default=[500, 1000],
                         metavar='HZ', help='--ros2-control: update rates (default 500 1000)')

@@ -215,7 +215,8 @@ def _stack(context):
             parameters=[params_file, {
                 **({'realtime_priority': int(arg('realtime_priority'))}
                    if arg('realtime_priority') else {}),
-                **gains, **_compensation(arg('delay_compensation')), 'urdf_path': urdf, 'joints': list(command_joints),
+                **gains, **_compensation(arg('delay_compensation')), 'urdf_path': urdf,
+                'joints': list(command_joints),
                 'effort_check_rate': rate,
                 'ros2_control.controller_manager': '/controller_manager',
                 'ros2_control.hold_controller': r2c.HOLD_CONTROLLER,
