@@ -156,8 +156,8 @@ def parse_args(argv=None):
     parser.add_argument('--ros2-control', action='store_true',
                         help='the loop through the real controller_manager: latency in '
                         'update cycles, tracking beside the direct topic (--load N too)')
-    parser.add_argument('--r2c-arms', nargs='*', default=['ur5e:pinocchio', 'ur5e:mujoco',
-                                                           'puma560:pinocchio'],
+    parser.add_argument('--r2c-arms', nargs='*',
+                        default=['ur5e:pinocchio', 'ur5e:mujoco', 'puma560:pinocchio'],
                         metavar='ROBOT:PLANT', help='arms of the tracking comparison')
     parser.add_argument('--r2c-rates', type=int, nargs='*', default=[500, 1000],
                         metavar='HZ', help='--ros2-control: update rates (default 500 1000)')
@@ -295,12 +295,12 @@ def match_efforts(args, receipts, states, q_hold, window=2000):
     import yaml
 
     from ne_dynamics_ros import load_model
-    from ne_dynamics_ros.control.laws import ControlLawConfig, ControlMode, compute_effort
+    from ne_dynamics_ros.control.laws import compute_effort, ControlMode, JointGains
 
     params = yaml.safe_load(pathlib.Path(args.params_file).read_text())[
         'computed_torque_node']['ros__parameters']
     model = load_model(args.urdf, armature=params.get('armature'))
-    config = ControlLawConfig(
+    config = JointGains(
         mode=ControlMode(params.get('mode', 'computed_torque')),
         kp=np.full(model.n, float(params.get('kp', 100.0))),
         kd=np.full(model.n, float(params.get('kd', 20.0))),

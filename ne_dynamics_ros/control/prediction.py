@@ -10,8 +10,8 @@ def predict_across_delay(sample_values, t, delay, q, qd, reference_at_t):
     For a loop whose command reaches the arm ``T = delay`` after the state was measured:
     the idea of Smith's (1957) predictor without its plant model. The reference is sampled
     at ``t + T`` and the measured state carried to ``t + T`` on the assumption that the
-    tracking error keeps its present rate, ``e(t + T) = e(t) + T de/dt(t)``, i.e. that the arm accelerates as
-    the reference does over the delay::
+    tracking error keeps its present rate, ``e(t + T) = e(t) + T de/dt(t)``, i.e. that
+    the arm accelerates as the reference does over the delay::
 
         q(t + T)  ~ q(t)  + (q_d(t + T)  - q_d(t))  + T (qd(t) - qd_d(t))
         qd(t + T) ~ qd(t) + (qd_d(t + T) - qd_d(t))
