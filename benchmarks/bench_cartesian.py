@@ -44,7 +44,7 @@ sys.path.insert(0, str(REPO / 'benchmarks'))
 from ne_dynamics_ros import load_model  # noqa: E402
 from ne_dynamics_ros.control import ComputedTorqueController  # noqa: E402
 from ne_dynamics_ros.control.gains import recommended_gains  # noqa: E402
-from ne_dynamics_ros.control.cartesian_law import TargetError  # noqa: E402
+from ne_dynamics_ros.control.laws.cartesian import TargetError  # noqa: E402
 from ne_dynamics_ros.dynamics.kinematics import (jacobian, matrix_to_quaternion,  # noqa: E402
                                                  tip_pose)
 from ne_dynamics_ros.simulation.mujoco_arm import MujocoArm  # noqa: E402

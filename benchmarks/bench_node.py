@@ -295,12 +295,12 @@ def match_efforts(args, receipts, states, q_hold, window=2000):
     import yaml
 
     from ne_dynamics_ros import load_model
-    from ne_dynamics_ros.control.laws import ControlLawConfig, ControlMode, compute_effort
+    from ne_dynamics_ros.control.laws import compute_effort, ControlMode, JointGains
 
     params = yaml.safe_load(pathlib.Path(args.params_file).read_text())[
         'computed_torque_node']['ros__parameters']
     model = load_model(args.urdf, armature=params.get('armature'))
-    config = ControlLawConfig(
+    config = JointGains(
         mode=ControlMode(params.get('mode', 'computed_torque')),
         kp=np.full(model.n, float(params.get('kp', 100.0))),
         kd=np.full(model.n, float(params.get('kd', 20.0))),

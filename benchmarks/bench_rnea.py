@@ -350,13 +350,13 @@ def print_goals(rows, rigid_total, generated, repeats):
 def print_safety_costs(repeats):
     """Print what the momentum observer adds per control cycle and the effort check costs.
 
-    The observer: one :meth:`ContactMode.observe` on plain floats (the control path),
+    The observer: one :meth:`ContactSupervisor.observe` on plain floats (the control path),
     against the computed-torque command it rides along (``compute_effort_values``); the
     check: :func:`~ne_dynamics_ros.control.effort_check.check_trajectory` per sample of a
     trajectory, on the node's trajectory thread.
     """
     from ne_dynamics_ros.control import ComputedTorqueController
-    from ne_dynamics_ros.control.contact_mode import ContactMode
+    from ne_dynamics_ros.control.contact import ContactSupervisor
     from ne_dynamics_ros.control.effort_check import check_trajectory
     from ne_dynamics_ros.control.laws import compute_effort_values
     from ne_dynamics_ros.control.trajectory import (DesiredState, trajectory_from_points,
@@ -369,8 +369,8 @@ def print_safety_costs(repeats):
         n = c.n
         rng = np.random.default_rng(0)
         q, qd = rng.normal(0, 0.5, n).tolist(), rng.normal(0, 0.5, n).tolist()
-        contact = ContactMode(c.model, c.dynamics)
-        contact.apply(c.settings, c.law)
+        contact = ContactSupervisor(c.model, c.dynamics)
+        contact.apply(c.settings, c.gains)
         contact.applied = [0.0] * n
         clock = [0.0]
 
@@ -378,7 +378,7 @@ def print_safety_costs(repeats):
             clock[0] += 0.002
             contact.observe(clock[0], q, qd)
 
-        law = median_time(lambda: compute_effort_values(c.dynamics, c.law, q, qd, q, qd,
+        law = median_time(lambda: compute_effort_values(c.dynamics, c.gains, q, qd, q, qd,
                                                         qd), repeats, 2000)
         observer = median_time(observe, repeats, 2000)
         t = np.arange(1, 5001) * 1e-3

@@ -51,6 +51,14 @@ class IdentificationError(ValueError):
     """
 
 
+class ControlParameterError(ValueError):
+    """A control parameter (mode, gains, limits, gravity, ...) has an invalid value."""
+
+
+class NonFiniteEffortError(ValueError):
+    """The control law produced NaN or inf (e.g. overflow); nothing may be commanded."""
+
+
 def shorten(text, limit=80, one_line=False):
     """Return ``text`` (anything ``str`` takes) cut to ``limit`` characters for a message.
 

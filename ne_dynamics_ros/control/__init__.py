@@ -17,7 +17,7 @@ Pure Python + NumPy (no ROS import); imports only :mod:`ne_dynamics_ros.dynamics
 * :mod:`.controller`: :class:`ComputedTorqueController`, every decision of the node.
 """
 from .controller import ComputedTorqueController
-from .laws import ControlMode
+from .laws.registry import ControlMode
 from .measured_state import JointStateSample
 from .run_state import Command, NoCommand, SkipReason, Timeout
 from .settings import ControllerSettings

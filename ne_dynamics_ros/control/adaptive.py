@@ -198,6 +198,15 @@ class SlotineLi:
         Y = reference_regressor(self.model, q, qd, qd, qdd, self.gravity)
         return (Y @ self._fixed).tolist(), (Y @ self._mapping).tolist()
 
+    def model_parameters(self) -> np.ndarray:
+        """Return the standard inertial parameters of the model with the estimate, (13 n,).
+
+        Khalil's order per joint (:mod:`~ne_dynamics_ros.dynamics.parameters`): what
+        :meth:`~ne_dynamics_ros.dynamics.model.RobotModel.with_parameters` builds the
+        arm with the load from.
+        """
+        return self._fixed + self._mapping @ self.estimate
+
     def reset(self):
         """Forget what was learned (back to :attr:`initial`)."""
         self.estimate = self.initial.copy()

@@ -36,6 +36,7 @@ from typing import NamedTuple, Optional, Sequence
 
 import numpy as np
 
+from ne_dynamics_ros.dynamics.friction import drive_friction
 from ne_dynamics_ros.errors import StateError
 from ne_dynamics_ros.control.trajectory import (prepare_waypoints, PreparedWaypoints,
                                                 Trajectory, TrajectoryError, WaypointArrays)
@@ -96,7 +97,7 @@ def effort_terms(model, q, qd, qdd, gravity, friction=True, with_gravity=True,
         friction: include the model's ``damping`` (Fv) and ``friction`` (Fc).
         with_gravity: include g(q) (False where the hardware compensates gravity).
         coulomb_velocity: v_s of ``Fc tanh(q̇ / v_s)`` at the reference, rad/s (m/s), > 0
-            (the controller's, as :func:`~ne_dynamics_ros.control.laws.reference_friction`).
+            (the controller's, as :func:`~ne_dynamics_ros.control.laws.base.reference_friction`).
 
     Returns:
         ``(a, b, d)``, each (N, n) N·m (N): ``a = M q̈ + C q̇ + armature q̈`` (scales as
@@ -110,7 +111,8 @@ def effort_terms(model, q, qd, qdd, gravity, friction=True, with_gravity=True,
     d = model.gravity_torques(q, gravity=gravity) if with_gravity else np.zeros_like(a)
     if friction:
         b = model.damping * qd
-        d = d + model.friction * np.tanh(qd / coulomb_velocity) + model.friction_offset
+        d = d + drive_friction(qd, 0.0, model.friction, coulomb_velocity,
+                               model.friction_offset)
     else:
         b = np.zeros_like(a)
     return a, b, d

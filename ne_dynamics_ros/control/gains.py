@@ -154,6 +154,30 @@ def workspace_configurations(model, count: int = 200, seed: int = 0) -> np.ndarr
     return np.random.default_rng(seed).uniform(low, high, size=(count, model.n))
 
 
+def _checked_rule_inputs(model, rate, delay, effort_limits, position_noise):
+    """Return ``(limits, noise)``, (n,) each, of :func:`recommended_gains`'s arguments.
+
+    Raises:
+        ModelError: as :func:`recommended_gains` says.
+    """
+    if not (isinstance(rate, (int, float)) and 0 < rate < math.inf):
+        raise ModelError(f'rate must be a frequency > 0 Hz, got {rate!r}')
+    if not (isinstance(delay, (int, float)) and 0 <= delay < math.inf):
+        raise ModelError(f'delay must be >= 0 s, got {delay!r}')
+    limits = np.asarray(model.effort_limits if effort_limits is None else effort_limits,
+                        dtype=float).reshape(-1)
+    if limits.shape != (model.n,):
+        raise ModelError(f'effort_limits needs {model.n} values, got {limits.size}')
+    bad = [name for name, v in zip(model.joint_names, limits) if not 0 < v < math.inf]
+    if bad:
+        raise ModelError(f'joints {bad} have no finite effort limit > 0 to size gains by')
+    noise = np.zeros(model.n) if position_noise is None else np.broadcast_to(
+        np.asarray(position_noise, dtype=float), (model.n,)).copy()
+    if not np.all(noise >= 0) or not np.all(np.isfinite(noise)):
+        raise ModelError(f'position_noise must be >= 0 rad, got {noise.tolist()}')
+    return limits, noise
+
+
 def recommended_gains(model, rate: float, effort_limits=None,
                       position_noise: Optional[float] = None,
                       configurations: int = CONFIGURATIONS, seed: int = 0,
@@ -179,21 +203,7 @@ def recommended_gains(model, rate: float, effort_limits=None,
         ModelError: a rate that is not > 0, a joint without a finite effort limit > 0
             (named), a negative or NaN noise or delay.
     """
-    if not (isinstance(rate, (int, float)) and 0 < rate < math.inf):
-        raise ModelError(f'rate must be a frequency > 0 Hz, got {rate!r}')
-    if not (isinstance(delay, (int, float)) and 0 <= delay < math.inf):
-        raise ModelError(f'delay must be >= 0 s, got {delay!r}')
-    limits = np.asarray(model.effort_limits if effort_limits is None else effort_limits,
-                        dtype=float).reshape(-1)
-    if limits.shape != (model.n,):
-        raise ModelError(f'effort_limits needs {model.n} values, got {limits.size}')
-    bad = [name for name, v in zip(model.joint_names, limits) if not 0 < v < math.inf]
-    if bad:
-        raise ModelError(f'joints {bad} have no finite effort limit > 0 to size gains by')
-    noise = np.zeros(model.n) if position_noise is None else np.broadcast_to(
-        np.asarray(position_noise, dtype=float), (model.n,)).copy()
-    if not np.all(noise >= 0) or not np.all(np.isfinite(noise)):
-        raise ModelError(f'position_noise must be >= 0 rad, got {noise.tolist()}')
+    limits, noise = _checked_rule_inputs(model, rate, delay, effort_limits, position_noise)
     diagonal = np.array([np.diag(model.mass_matrix(q))
                          for q in workspace_configurations(model, configurations, seed)])
     inertia_max = diagonal.max(axis=0)

@@ -248,6 +248,34 @@ class GoalOptions(NamedTuple):
     allow_nonzero_velocity_at_trajectory_end: bool = False
 
 
+def _limit_problem(checked, given, chain, lower, upper) -> str:
+    """Say which point leaves its joint's position limits first ('' if none)."""
+    index = [chain.index(name) for name in given]
+    low = np.asarray(lower, dtype=float)[index]
+    high = np.asarray(upper, dtype=float)[index]
+    with np.errstate(invalid='ignore'):
+        outside = (checked.positions < low) | (checked.positions > high)
+    if not outside.any():
+        return ''
+    point, joint = np.argwhere(outside)[0]
+    value = checked.positions[point, joint]
+    return (f'point {point}: {given[joint]} position {value:.6g} is beyond its limits '
+            f'[{low[joint]:.6g}, {high[joint]:.6g}]')
+
+
+def _end_problem(checked, given, options) -> str:
+    """Say which joint still moves at the last point, where it may not ('' if none)."""
+    if options.allow_nonzero_velocity_at_trajectory_end or not checked.has_velocities[-1]:
+        return ''
+    end = checked.velocities[-1]
+    moving = np.flatnonzero(end != 0.0)
+    if not moving.size:
+        return ''
+    j = int(moving[0])
+    return (f'the last point gives {given[j]} velocity {end[j]:.6g}, not zero '
+            '(allow_nonzero_velocity_at_trajectory_end is false)')
+
+
 def check_goal(joint_names: Sequence[str], waypoints: WaypointArrays,
                chain: Sequence[str], lower: Sequence[float], upper: Sequence[float],
                options: GoalOptions = GoalOptions(), multi_dof_points: int = 0,
@@ -293,25 +321,10 @@ def check_goal(joint_names: Sequence[str], waypoints: WaypointArrays,
         return (ResultCode.OLD_HEADER_TIMESTAMP,
                 f'the trajectory ends {now - stamp - float(checked.times[-1]):.3f} s in the '
                 'past (header.stamp + last time_from_start < now)', None)
-    index = [chain.index(name) for name in given]
-    low = np.asarray(lower, dtype=float)[index]
-    high = np.asarray(upper, dtype=float)[index]
-    with np.errstate(invalid='ignore'):
-        outside = (checked.positions < low) | (checked.positions > high)
-    if outside.any():
-        point, joint = np.argwhere(outside)[0]
-        value = checked.positions[point, joint]
-        return (ResultCode.INVALID_GOAL,
-                f'point {point}: {given[joint]} position {value:.6g} is beyond its limits '
-                f'[{low[joint]:.6g}, {high[joint]:.6g}]', None)
-    if not options.allow_nonzero_velocity_at_trajectory_end and checked.has_velocities[-1]:
-        end = checked.velocities[-1]
-        moving = np.flatnonzero(end != 0.0)
-        if moving.size:
-            j = int(moving[0])
-            return (ResultCode.INVALID_GOAL,
-                    f'the last point gives {given[j]} velocity {end[j]:.6g}, not zero '
-                    '(allow_nonzero_velocity_at_trajectory_end is false)', None)
+    problem = _limit_problem(checked, given, chain, lower, upper) or _end_problem(
+        checked, given, options)
+    if problem:
+        return ResultCode.INVALID_GOAL, problem, None
     return None, '', checked
 
 

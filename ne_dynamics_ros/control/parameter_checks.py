@@ -1,18 +1,87 @@
 """The checks of the parameter table's values (:mod:`~ne_dynamics_ros.control.parameters`).
 
 Each ``check(value, n, name)`` returns the value normalised or raises
-:class:`~ne_dynamics_ros.control.laws.ControlParameterError` naming the parameter; ``n``
+:class:`~ne_dynamics_ros.errors.ControlParameterError` naming the parameter; ``n``
 is the number of joints, or None before the model is known. Pure module (no ROS).
 """
 import math
 
 import numpy as np
 
-from ne_dynamics_ros.control.laws import (check_effort_limits, check_gravity,
-                                          ControlParameterError, expand_gain, parse_mode)
+from ne_dynamics_ros.control.laws.registry import parse_mode
 from ne_dynamics_ros.control.velocity_estimator import check_cutoff
+from ne_dynamics_ros.errors import ControlParameterError
 
 _SEQUENCES = (list, tuple, np.ndarray)
+
+
+def expand_gain(value, n: int, name: str) -> np.ndarray:
+    """Turn a gain given as one value or one value per joint into an (n,) array.
+
+    Args:
+        value: a number, or a sequence of ``n`` numbers (chain order).
+        n: number of joints.
+        name: parameter name used in error messages (``'kp'``, ``'kd'``).
+
+    Raises:
+        ControlParameterError: wrong length, NaN/inf, or a negative gain.
+    """
+    arr = np.atleast_1d(np.asarray(value, dtype=float))
+    if arr.ndim != 1 or arr.size not in (1, n):
+        raise ControlParameterError(
+            f'{name} must be one value or {n} values (one per joint), got {arr.size}')
+    if not np.all(np.isfinite(arr)):
+        raise ControlParameterError(f'{name} contains NaN or inf')
+    if np.any(arr < 0.0):
+        raise ControlParameterError(f'{name} must be >= 0, got {arr.tolist()}')
+    return np.broadcast_to(arr, (n,)).copy()
+
+
+def check_effort_limits(value, n: int) -> np.ndarray:
+    """Validate effort limits (N*m or N), one positive value per joint, inf allowed.
+
+    Raises:
+        ControlParameterError: wrong length, NaN, or a value <= 0.
+    """
+    arr = np.asarray(value, dtype=float).reshape(-1)
+    if arr.size != n:
+        raise ControlParameterError(f'effort_limits needs {n} values, got {arr.size}')
+    if np.any(np.isnan(arr)) or np.any(arr <= 0.0):
+        raise ControlParameterError(f'effort_limits must all be > 0, got {arr.tolist()}')
+    return arr
+
+
+def check_gravity(value) -> np.ndarray:
+    """Validate a gravity vector: three finite numbers in m/s^2 (base frame).
+
+    Raises:
+        ControlParameterError: not three finite numbers.
+    """
+    arr = np.asarray(value, dtype=float).reshape(-1)
+    if arr.size != 3 or not np.all(np.isfinite(arr)):
+        raise ControlParameterError(
+            f'gravity must be 3 finite numbers (m/s^2), got {arr.tolist()}')
+    arr = arr.copy()
+    arr.flags.writeable = False         # shared by the settings and the law: constant
+    return arr
+
+
+def checked_joints(joints, chain):
+    """Return ``(joints, order)``: the command order and its indices into ``chain``.
+
+    ``joints``: the command order (e.g. the effort controller's ``joints``), each chain
+    joint exactly once, or None (the chain's order); ``order`` is None when it is the
+    chain's order (nothing to reorder).
+
+    Raises:
+        ControlParameterError: ``joints`` does not list each chain joint exactly once.
+    """
+    chain = list(chain)
+    joints = chain if joints is None else list(joints)
+    if not all(isinstance(j, str) for j in joints) or sorted(joints) != sorted(chain):
+        raise ControlParameterError(f'joints {joints} must list each chain joint {chain} '
+                                    'exactly once')
+    return joints, (None if joints == chain else [chain.index(j) for j in joints])
 
 
 def numbers(value, name) -> np.ndarray:

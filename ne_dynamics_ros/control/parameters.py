@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import math
 from typing import Any, Callable, Optional
 
-from ne_dynamics_ros.control.laws import ControlParameterError
+from ne_dynamics_ros.errors import ControlParameterError
 from ne_dynamics_ros.control.parameter_checks import (
     checked_byte_count, checked_cutoff, checked_debounce, checked_delay,
     checked_drive_values,

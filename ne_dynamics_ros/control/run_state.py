@@ -19,6 +19,7 @@ Units: q in rad (m for prismatic joints), qd in rad/s, qdd in rad/s^2, efforts i
 """
 from dataclasses import dataclass, field
 import enum
+import threading
 from typing import NamedTuple, Optional
 
 import numpy as np
@@ -26,6 +27,9 @@ import numpy as np
 from ne_dynamics_ros.control.goals import GoalMonitor
 from ne_dynamics_ros.control.sensing import Sensing
 from ne_dynamics_ros.control.trajectory import DesiredState, Trajectory
+
+#: A state stamped within this many nanoseconds of ``now`` is taken to be on our clock.
+STAMP_TOLERANCE_NS = 500_000_000
 
 #: Why the next valid state is held, as the refusal of a trajectory sent meanwhile says.
 NO_STATE_YET = 'no valid joint_states yet'
@@ -49,7 +53,7 @@ class RunState:
             reference (an action goal), or None.
         integral: (n,) list, the integral of ``q_d - q``, rad*s (m*s).
         integral_time: when ``integral`` was last advanced, s; None: not yet.
-        law: the run's control law (:class:`~ne_dynamics_ros.control.law.Law`: what it
+        law: the run's control law (:class:`~ne_dynamics_ros.control.laws.base.Law`: what it
             keeps between states is this run's), or None: the law of the settings in
             force, made on the next state.
         idle_sample: ``(steady ns, JointStateSample)`` of the last state seen while
@@ -98,12 +102,65 @@ class RunState:
         self.integral_time = None
 
 
+class Runs:
+    """The run in force, the lock every change of it takes, and the clock's origin.
+
+    One per controller, shared by the parts that change the run (the update, the
+    references and goals, the state timeout). ``current`` is replaced whole, never reset
+    field by field.
+
+    Args:
+        n: the number of joints.
+        sensing: the first run's :class:`~ne_dynamics_ros.control.sensing.Sensing`.
+    """
+
+    def __init__(self, n: int, sensing: Optional[Sensing] = None):
+        self.n = n
+        #: guards :attr:`current` (re-entrant: a public call may make another)
+        self.lock = threading.RLock()
+        #: the :class:`RunState` in force
+        self.current = RunState(n, sensing=sensing)
+        #: the controller's clock at its first reading, ns; None before
+        self.epoch_ns = None
+
+    def seconds(self, now_ns: int) -> float:
+        """``now_ns`` as float seconds from the first ``now_ns`` seen."""
+        if self.epoch_ns is None:
+            self.epoch_ns = now_ns
+        return (now_ns - self.epoch_ns) * 1e-9
+
+    def sample_time(self, stamp_ns: int, now_ns: int, now: float) -> float:
+        """Return the stamp (s) when on our clock (within :data:`STAMP_TOLERANCE_NS`), else now.
+
+        Sampling at the stamp compares q_d and q of the same instant, also under
+        simulated time, where /clock and /joint_states arrive separately.
+        """
+        if stamp_ns == 0 or abs(stamp_ns - now_ns) > STAMP_TOLERANCE_NS:
+            return now
+        return (stamp_ns - self.epoch_ns) * 1e-9
+
+    def restart(self, waiting: str) -> RunState:
+        """Start a new run, still active: the next valid state is held (``waiting``: why)."""
+        run = self.current
+        self.current = RunState(self.n, waiting=waiting,
+                                last_valid_steady_ns=run.last_valid_steady_ns,
+                                sensing=run.sensing)
+        return self.current
+
+    def hold(self, q, now: float) -> RunState:
+        """Start a run holding the measured ``q`` (a list) from ``now`` (s); return it."""
+        run = self.current
+        self.current = RunState.holding(q, now, run.last_valid_steady_ns, run.sensing)
+        return self.current
+
+
 class Command:
-    """The controller's answer to a valid state (``update``): the command and its parts.
+    """The controller's answer to a valid state (``update``): everything said about it.
 
     Every vector is (n,) in the command order :attr:`ComputedTorqueController.joints`,
     held as a list of floats (the ``*_values`` attributes: what a message is filled
-    from); the array properties build a new (n,) array on each access.
+    from); the array properties build a new (n,) array on each access. The node
+    publishes from it alone: it never asks the controller again about this state.
 
     Attributes:
         effort_values: the command, N*m (N); finite and within the effort limits.
@@ -113,31 +170,46 @@ class Command:
         velocity_error_values: ``qd_d - qd``, rad/s (m/s).
         resumed: True when this state ended a state timeout (the reference now holds the
             position it measured; the previous trajectory was discarded).
-        goal_end: the :class:`~ne_dynamics_ros.control.goals.GoalEnd` of the action goal
-            this state judged finished (reached, or a tolerance broken: then the
-            reference now holds the position measured), else None.
+        goal_ends: the :class:`~ne_dynamics_ros.control.goals.GoalEnd` items of the goals
+            ended since the last command (reached, a tolerance broken, a contact, or off
+            the control path: :mod:`~ne_dynamics_ros.control.references`), oldest first.
         external_effort_values: the momentum observer's estimate of the external effort
             on each joint at this state, N*m (N) (:mod:`~ne_dynamics_ros.control.
             observer`), or None.
         contact: the :class:`~ne_dynamics_ros.control.observer.Contact` this state
             started (the command already reacts to it), else None.
+        at_limit: n bools: the command sits at the joint's effort limit.
+        contact_in_force: a contact is in force (detected, not yet over).
+        contact_reaction: with ``contact``, what ``contact.reaction`` does (text).
+        report: what the law reports for the node's outputs, ``{output: value}`` (e.g.
+            ``'current_pose'``, ``'payload'``: :meth:`~.laws.base.Law.report`), or None.
     """
 
     __slots__ = ('effort_values', 'desired_values', 'position_error_values',
-                 'velocity_error_values', 'resumed', 'goal_end', 'external_effort_values',
-                 'contact')
+                 'velocity_error_values', 'resumed', 'goal_ends', 'external_effort_values',
+                 'contact', 'at_limit', 'contact_in_force', 'contact_reaction', 'report')
 
     def __init__(self, effort_values, desired_values, position_error_values,
-                 velocity_error_values, resumed=False, goal_end=None,
-                 external_effort_values=None, contact=None):
+                 velocity_error_values, resumed=False, goal_ends=(),
+                 external_effort_values=None, contact=None, at_limit=None,
+                 contact_in_force=False, contact_reaction=None, report=None):
         self.effort_values = effort_values
         self.desired_values = desired_values
         self.position_error_values = position_error_values
         self.velocity_error_values = velocity_error_values
         self.resumed = resumed
-        self.goal_end = goal_end
+        self.goal_ends = goal_ends
         self.external_effort_values = external_effort_values
         self.contact = contact
+        self.at_limit = at_limit
+        self.contact_in_force = contact_in_force
+        self.contact_reaction = contact_reaction
+        self.report = report
+
+    @property
+    def goal_end(self):
+        """The last of :attr:`goal_ends`, or None."""
+        return self.goal_ends[-1] if self.goal_ends else None
 
     @property
     def effort(self) -> np.ndarray:
@@ -237,5 +309,5 @@ class PreparedTrajectory(NamedTuple):
     stretch: float = 1.0
 
 
-__all__ = ['Command', 'NO_STATE_YET', 'NoCommand', 'PreparedTrajectory', 'RunState',
-           'SkipReason', 'Timeout']
+__all__ = ['Command', 'NO_STATE_YET', 'NoCommand', 'PreparedTrajectory', 'Runs', 'RunState',
+           'SkipReason', 'STAMP_TOLERANCE_NS', 'Timeout']

@@ -14,7 +14,7 @@ from typing import Mapping, Optional
 import numpy as np
 
 from ne_dynamics_ros.control import parameters
-from ne_dynamics_ros.control.laws import ControlParameterError
+from ne_dynamics_ros.errors import ControlParameterError
 
 #: ``{name: default}`` of the run-time settings: the parameters of the table that may
 #: change while the node runs (:data:`ne_dynamics_ros.control.parameters.RUNTIME`).
@@ -82,4 +82,23 @@ ControllerSettings.__doc__ = (
     'ControlMode`, per-joint values (n,) arrays). Build it with :meth:`from_values`.\n\n'
     'Attributes:\n' + _attributes() + '\n')
 
-__all__ = ['ControllerSettings', 'DEFAULT_SETTINGS']
+
+def for_joints(settings, n: int):
+    """Return ``settings`` checked for ``n`` joints: a :class:`ControllerSettings`.
+
+    ``settings``: a :class:`ControllerSettings` (checked again when its per-joint values
+    are not n long, e.g. made before the model was known), a mapping of plain values, or
+    None (the defaults).
+
+    Raises:
+        ControlParameterError: as :meth:`ControllerSettings.from_values`.
+    """
+    if not isinstance(settings, ControllerSettings):
+        return ControllerSettings.from_values(settings or {}, n)
+    per_joint = (settings.kp, settings.kd, settings.ki, settings.integral_limit)
+    if any(v is None or np.size(v) != n for v in per_joint):
+        return ControllerSettings.from_values(settings.as_values(), n)
+    return settings
+
+
+__all__ = ['ControllerSettings', 'DEFAULT_SETTINGS', 'for_joints']

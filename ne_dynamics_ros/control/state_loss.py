@@ -10,13 +10,19 @@ Pure module (no ROS). The controller's
   ``zero`` nothing; then zero effort until states return (an effort controller keeps
   applying its last command forever; zero effort adds no energy: ``docs/safety.md``).
 * :func:`loss_text`, :func:`timeout_text`: the words the node logs and an aborted goal
-  carries.
+  carries;
+* :func:`check_timeout`: the check itself, on the controller's run.
 
 Units: q in rad (m for prismatic joints), efforts in N*m (N), times in s.
 """
 from typing import Callable, Optional, Sequence
 
-from ne_dynamics_ros.control.laws import clamp_effort, NonFiniteEffortError
+import numpy as np
+
+from ne_dynamics_ros.control.goals import GoalStatus
+from ne_dynamics_ros.control.laws.base import clamp
+from ne_dynamics_ros.control.run_state import RunState, Timeout
+from ne_dynamics_ros.errors import NonFiniteEffortError
 
 
 def loss_effort(settings, last_q: Optional[list], last_effort: Optional[list],
@@ -45,7 +51,7 @@ def loss_effort(settings, last_q: Optional[list], last_effort: Optional[list],
     if policy == 'hold_last':
         return list(last_effort)
     try:
-        return clamp_effort(gravity_at(last_q), effort_limits).tolist()
+        return clamp(np.asarray(gravity_at(last_q), dtype=float).tolist(), list(effort_limits))
     except NonFiniteEffortError:
         return None
 
@@ -67,4 +73,44 @@ def timeout_text(settings, silence: float, holding: bool) -> str:
             f'{loss_text(settings, holding)}')
 
 
-__all__ = ['loss_effort', 'loss_text', 'timeout_text']
+def check_timeout(runs, references, settings, steady_ns: int, gravity_at, effort_limits,
+                  order=None) -> Optional[Timeout]:
+    """Check the silence since the last valid state; a :class:`Timeout` or None (all well).
+
+    Nothing is reported before the first valid state. From ``state_timeout`` of silence
+    on, the goal is aborted (its end queued on ``references``), the reference dropped and
+    a timed-out run starts; the effort is what ``state_loss_policy`` holds
+    (:func:`loss_effort`) until ``state_timeout + state_loss_hold``, then zeros.
+
+    Args:
+        runs: the controller's :class:`~ne_dynamics_ros.control.run_state.Runs` (its lock
+            held by the caller). references: its :class:`~ne_dynamics_ros.control.
+            references.References`. settings: the settings in force.
+        steady_ns: the steady clock now, ns.
+        gravity_at, effort_limits: as :func:`loss_effort` (chain order).
+        order: the command order as indices into the chain, or None (the chain's).
+    """
+    run = runs.current
+    if run.last_valid_steady_ns is None:
+        return None
+    silence = (steady_ns - run.last_valid_steady_ns) * 1e-9
+    if silence <= settings.state_timeout:
+        return None
+    started = not run.timed_out
+    if started:
+        hold = loss_effort(settings, run.last_q, run.last_effort, gravity_at, effort_limits)
+        references.end_goal(run, GoalStatus.ABORTED, f'Aborted: no valid joint_states for '
+                            f'{silence:.3f} s (state_timeout {settings.state_timeout} s): '
+                            f'{loss_text(settings, hold is not None)}')
+        runs.current = run = RunState(
+            runs.n, waiting='no valid joint_states (state timeout)', timed_out=True,
+            last_valid_steady_ns=run.last_valid_steady_ns, loss_effort=hold,
+            sensing=run.sensing)
+    if run.loss_effort is None or silence > settings.state_timeout + settings.state_loss_hold:
+        ended, run.loss_effort = run.loss_effort is not None, None
+        return Timeout(np.zeros(runs.n), silence, started, False, ended)
+    effort = run.loss_effort if order is None else [run.loss_effort[i] for i in order]
+    return Timeout(np.array(effort), silence, started, True)
+
+
+__all__ = ['check_timeout', 'loss_effort', 'loss_text', 'timeout_text']

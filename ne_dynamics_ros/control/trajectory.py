@@ -196,6 +196,17 @@ def interpolate_segment(t, t_a, state_a, t_b, state_b):
     return DesiredState(*(np.array(v) for v in evaluate_rows(segment_rows(coefficients, 0), s)))
 
 
+def _given_rows(values, given, shape):
+    """Return (m, n) ``values`` (zeros where not ``given``; None: none) and (m,) ``given``."""
+    if values is None:
+        return np.zeros(shape), np.zeros(shape[0], dtype=bool)
+    given = np.ones(shape[0], bool) if given is None else np.asarray(given, dtype=bool)
+    values = np.asarray(values, dtype=float)
+    if not given.all():              # rows of waypoints that do not give them: zeros
+        values = np.where(given[:, None], values, 0.0)
+    return values, given
+
+
 class Trajectory:
     """A validated joint trajectory in chain order, sampled like joint_trajectory_controller.
 
@@ -230,23 +241,12 @@ class Trajectory:
         self.start_time = float(start_time)
         self.times = np.asarray(times, dtype=float)
         self.positions = np.asarray(positions, dtype=float)
-        m, n = self.positions.shape
-        columns = []
-        for values, given in ((velocities, has_velocities),
-                              (accelerations, has_accelerations)):
-            if values is None:
-                columns += [np.zeros((m, n)), np.zeros(m, dtype=bool)]
-            else:
-                given = (np.ones(m, dtype=bool) if given is None
-                         else np.asarray(given, dtype=bool))
-                values = np.asarray(values, dtype=float)
-                if not given.all():      # rows of waypoints that do not give them: zeros
-                    values = np.where(given[:, None], values, 0.0)
-                columns += [values, given]
         #: (m, n) velocities and accelerations (zeros where not given) and (m,) bool masks
         #: of the waypoints that give them
-        self.velocities, self.has_velocities, self.accelerations, self.has_accelerations = \
-            columns
+        self.velocities, self.has_velocities = _given_rows(velocities, has_velocities,
+                                                           self.positions.shape)
+        self.accelerations, self.has_accelerations = _given_rows(
+            accelerations, has_accelerations, self.positions.shape)
         self.has_accelerations = self.has_accelerations & self.has_velocities
         self.time_before = float(time_before)
         self.state_before = DesiredState(*(np.array(a, dtype=float) for a in state_before))

@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from ne_dynamics_ros.control.laws import ControlParameterError
+from ne_dynamics_ros.errors import ControlParameterError
 
 
 def check_cutoff(value) -> float:

@@ -10,6 +10,7 @@ import math
 import numpy as np
 
 from .dh import Convention, dh_frames, JointType, link_transform
+from .friction import drive_friction
 from ..errors import ModelError, StateError, URDFError
 from .rnea import LinkDynamics, rnea_dh, rnea_mdh
 from .parameters import model_with_parameters, standard_parameters
@@ -413,12 +414,11 @@ class RobotModel:
     def friction_torques(self, qd):
         """Joint friction efforts from URDF ``<dynamics damping friction>``.
 
-        ``tau_f = damping * q̇ + friction * tanh(q̇ / v_s) + friction_offset``: viscous as in
-        Sasaki (1990), eq. 2.39 (b_i q̇_i), plus Coulomb friction smoothed by
-        tanh with velocity scale ``v_s = coulomb_velocity`` (given to :func:`load_model`;
-        tanh reaches 76 % of the Coulomb level at q̇ = v_s and is continuous at rest, so
-        compensation does not chatter).  Positive values oppose motion when subtracted
-        from the applied effort, i.e. the arm needs ``tau + tau_f`` to move at q̇.
+        ``tau_f = damping * q̇ + friction * tanh(q̇ / v_s) + friction_offset``
+        (:func:`~ne_dynamics_ros.dynamics.friction.drive_friction`, with velocity scale
+        ``v_s = coulomb_velocity`` given to :func:`load_model`). Positive values oppose
+        motion when subtracted from the applied effort, i.e. the arm needs
+        ``tau + tau_f`` to move at q̇.
 
         Args:
             qd: (n,) or (N, n) joint velocities.
@@ -427,8 +427,8 @@ class RobotModel:
             same shape as ``qd``, N·m / N.
         """
         qd = self.checked_vector(qd, 'qd')
-        return (self.damping * qd + self.friction * np.tanh(qd / self.coulomb_velocity)
-                + self.friction_offset)
+        return drive_friction(qd, self.damping, self.friction, self.coulomb_velocity,
+                              self.friction_offset)
 
     # ---- kinematics and tables ----------------------------------------------------------
 

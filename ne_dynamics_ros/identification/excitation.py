@@ -40,6 +40,7 @@ from typing import Optional
 
 import numpy as np
 
+from ne_dynamics_ros.control.laws.feedforward import FeedforwardLaw
 from ne_dynamics_ros.dynamics.base_parameters import numeric_base
 from ne_dynamics_ros.errors import ModelError, require
 
@@ -119,7 +120,7 @@ class FourierTrajectory:
         if play is None:
             return FourierTrajectory(joints, duration, q0, a, b)
         try:
-            if play.get('mode') != 'feedforward':
+            if play.get('mode') != FeedforwardLaw.name:         # its kp, kd are N*m/rad
                 raise ValueError(f'mode must be feedforward, got {play.get("mode")!r}')
             kp, kd = (np.asarray(play[k], dtype=float) for k in ('kp', 'kd'))
         except (AttributeError, KeyError, TypeError, ValueError) as exc:

@@ -16,6 +16,7 @@ import argparse
 import pathlib
 import sys
 
+from ne_dynamics_ros.control.laws.registry import law_class
 from ne_dynamics_ros.control.profiles import PROFILES
 from ne_dynamics_ros.tools.experiment import (  # noqa: F401 - the exit codes are the CLI's
     analyse, DemoError, EXIT_CRASH, EXIT_NO_COMMANDS, EXIT_NO_STATES, EXIT_OK, EXIT_START,
@@ -230,8 +231,8 @@ def _cartesian(args):
 def main(argv=None):
     """Entry point of ``ne-dynamics-demo``; returns the exit status."""
     args = parse_args(argv)
-    if args.mode == 'cartesian_impedance':
-        return _cartesian(args)
+    if args.mode is not None and law_class(args.mode).takes_target:
+        return _cartesian(args)             # a target-pose law: its own experiment
     try:
         if args.identify and args.arm != 'sim':
             raise DemoError('--identify needs the simulated arm (--arm sim)', EXIT_USAGE)

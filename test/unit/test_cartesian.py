@@ -16,8 +16,8 @@ from references import UR5E_URDF
 from random_urdf import PinocchioReference
 
 from ne_dynamics_ros.control import ComputedTorqueController
-from ne_dynamics_ros.control.cartesian_law import CartesianImpedanceLaw, TargetError
-from ne_dynamics_ros.control.law import ComplyLaw, LAWS, make_law
+from ne_dynamics_ros.control.laws.cartesian import CartesianImpedanceLaw, TargetError
+from ne_dynamics_ros.control.laws import ComplyLaw, LAWS, make_law
 from ne_dynamics_ros.control.laws import ControlMode
 from ne_dynamics_ros.control.trajectory import TrajectoryError, TrajectoryPoint
 from ne_dynamics_ros.dynamics.kinematics import jacobian, matrix_to_quaternion, tip_pose
@@ -71,7 +71,7 @@ class Loop:
 def test_every_mode_has_a_law_and_a_restart_is_a_new_object():
     assert set(LAWS) == set(ControlMode)
     c = ur5e_controller()
-    law = make_law(c._context)
+    law = make_law(c.context)
     assert isinstance(law, CartesianImpedanceLaw) and not law.follows_trajectory
     again = law.restarted()
     assert again is not law and again.goal is None
@@ -200,7 +200,7 @@ def test_a_contact_with_hold_holds_the_pose_measured_and_comply_yields():
     loop.run(0.5)
     arm.push('tool0', (0.0, 0.0, 0.0), (60.0, 0.0, 0.0))
     loop.run(0.3)
-    assert isinstance(c._run.law, ComplyLaw)
+    assert isinstance(c.law, ComplyLaw)
 
 
 def test_at_a_wrist_singularity_the_command_stays_finite_and_says_so():
@@ -313,7 +313,9 @@ def test_a_stiffness_above_the_rule_at_the_rate_seen_is_reported():
     """[1000, 1000, 1000, 250, 250, 250] at 500 Hz on the UR5e (armature 0.1 kg*m^2) is
     above the sampling rule about the rotation axes, not along x, y, z; /diagnostics says
     which (WARN); [500 ... 50] is within it."""
-    from ne_dynamics_ros.nodes.computed_torque.diagnostics import cartesian_facts
+    from types import SimpleNamespace
+
+    from ne_dynamics_ros.nodes.computed_torque.diagnostics import law_facts
     reports = []
     for stiffness in ([1000.0] * 3 + [250.0] * 3, STIFFNESS):
         c = ur5e_controller(**{'cartesian.stiffness': stiffness})
@@ -323,5 +325,5 @@ def test_a_stiffness_above_the_rule_at_the_rate_seen_is_reported():
     assert reports[1] == []
     c = ur5e_controller(**{'cartesian.stiffness': [1000.0] * 3 + [250.0] * 3})
     Loop(c, ur5e_arm()).run(0.1)
-    facts = cartesian_facts(c.cartesian_state)
+    facts = law_facts(SimpleNamespace(report=c.cartesian_state.report()))   # as a Command
     assert 'above the sampling rule' in facts['stiffness'] and float(facts['manipulability']) > 0

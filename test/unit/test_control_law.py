@@ -13,8 +13,10 @@ import pytest
 
 from ne_dynamics_ros import load_model
 from ne_dynamics_ros.control.laws import (
-    check_effort_limits, check_gravity, clamp_effort, compute_effort, ControlLawConfig,
-    ControlMode, ControlParameterError, expand_gain, NonFiniteEffortError, parse_mode)
+    clamp, compute_effort, ControlMode, ControlParameterError, JointGains,
+    NonFiniteEffortError, parse_mode)
+from ne_dynamics_ros.control.parameter_checks import (check_effort_limits, check_gravity,
+                                                      expand_gain)
 from ne_dynamics_ros.control.velocity_estimator import VelocityEstimator
 from ne_dynamics_ros.errors import StateError
 from references import PinocchioArm, urdf_joint_values
@@ -47,7 +49,7 @@ def random_states(n, count=5, seed=0):
 
 
 def config(mode, n, kp=PAPER_KP, kd=PAPER_KD, limits=None, friction=False, gravity=GRAVITY):
-    return ControlLawConfig(
+    return JointGains(
         mode=ControlMode(mode), kp=expand_gain(kp, n, 'kp'), kd=expand_gain(kd, n, 'kd'),
         gravity=np.asarray(gravity, dtype=float),
         effort_limits=np.full(n, np.inf) if limits is None else np.asarray(limits),
@@ -134,7 +136,7 @@ def test_friction_compensation_adds_urdf_damping_and_friction():
 
     # the reference's sign is sharper (its own v_s, 0.003 rad/s by default): slow desired
     # velocities, where the two scales differ, among the random ones
-    reference = ControlLawConfig.__dataclass_fields__['coulomb_velocity'].default
+    reference = JointGains.__dataclass_fields__['coulomb_velocity'].default
     assert reference == 0.003 and np.all(model.coulomb_velocity == 0.01)
     for k, (q, qd, q_d, qd_d, qdd_d) in enumerate(random_states(model.n, seed=6)):
         if k % 2:
@@ -171,7 +173,7 @@ def test_identified_friction_shape_is_used_at_measured_velocities_and_offsets_ev
     def friction(v, scale):
         return damping * v + coulomb * np.tanh(v / scale) + offsets
 
-    reference = ControlLawConfig.__dataclass_fields__['coulomb_velocity'].default
+    reference = JointGains.__dataclass_fields__['coulomb_velocity'].default
     for q, qd, q_d, qd_d, qdd_d in random_states(model.n, seed=7):
         qd, qd_d = qd * 0.05, qd_d * 0.05          # slow: where the scales matter
         tau = compute_effort(model, config('feedforward', model.n, 0.0, 0.0, friction=True),
@@ -199,13 +201,13 @@ def test_overflowing_gains_never_return_a_non_finite_effort():
                        q)
 
 
-def test_clamp_effort_guards_against_nan_and_inf():
+def test_clamp_guards_against_nan_and_inf():
     limits = np.array([1.0, 2.0])
-    np.testing.assert_array_equal(clamp_effort([5.0, -5.0], limits), [1.0, -2.0])
-    np.testing.assert_array_equal(clamp_effort([0.5, -1.5], np.full(2, np.inf)), [0.5, -1.5])
+    np.testing.assert_array_equal(clamp([5.0, -5.0], limits), [1.0, -2.0])
+    np.testing.assert_array_equal(clamp([0.5, -1.5], np.full(2, np.inf)), [0.5, -1.5])
     for bad in ([np.nan, 0.0], [0.0, np.inf], [-np.inf, 0.0]):
         with pytest.raises(NonFiniteEffortError):
-            clamp_effort(bad, limits)
+            clamp(bad, limits)
 
 
 @pytest.mark.parametrize('value, expected', [
@@ -270,7 +272,7 @@ def test_velocity_estimator_low_pass_converges_on_a_ramp():
 
 def test_generated_program_takes_the_plain_float_path_with_the_same_results(arm):
     """With a generated program (CompiledDynamics) the computed-torque law runs on plain
-    floats; it must match Pinocchio, clamp like clamp_effort, and refuse what the
+    floats; it must match Pinocchio, clamp like clamp, and refuse what the
     checked path refuses."""
     from ne_dynamics_ros.codegen import CompiledDynamics
     model, ref, _ = arm

@@ -953,3 +953,19 @@ def test_identical_states_that_are_no_repeat_take_their_own_stamp(case):
     again = check_command(c.update(later, PUMA_JOINTS, Q0, qd, stamp_ns=stamps[1]))
     assert c.repeats.repeated == 0
     assert np.max(np.abs(np.asarray(again.desired.q) - first.desired.q)) > 1e-5
+
+
+def test_the_command_says_which_joints_sit_at_their_limit_in_the_command_order():
+    """Command.at_limit: the joints whose command is at its effort limit, in the command
+    order (the effort controller's joints, here reversed), as the node reports them."""
+    limits = np.array([500.0, 5.0, 500.0, 500.0, 500.0, 500.0])     # the shoulder: 5 N*m
+    c = ComputedTorqueController.from_urdf(PUMA_URDF, joints=PUMA_JOINTS[::-1],
+                                           effort_limits=limits,
+                                           settings={'kp': 100.0, 'kd': 20.0})
+    q = np.array([0.3, -0.6, 0.4, 0.1, 0.2, 0.0])
+    out = c.update(0, PUMA_JOINTS, q, np.zeros(6))
+    effort = np.array(out.effort_values)
+    at_limit_now = (np.abs(effort) >= limits[::-1]).tolist()
+    # the shoulder holds its gravity (far over 5 N*m): at its limit, listed fifth
+    assert out.at_limit == at_limit_now == [False, False, False, False, True, False]
+    assert out.goal_ends == () and out.report is None and not out.contact_in_force

@@ -13,13 +13,16 @@ LIMITS = [10.0, 10.0]
 
 def test_a_joint_reaching_its_limit_is_an_event_once_until_it_leaves_it():
     stats = ControlStatistics(2)
-    assert stats.commanded(1000, [1.0, 2.0], LIMITS, [0.0, 0.0]) == []
-    assert stats.commanded(1000, [10.0, 2.0], LIMITS, [0.0, 0.0]) == [0]
-    assert stats.commanded(1000, [10.0, -10.0], LIMITS, [0.0, 0.0]) == [1]
+
+    def at(effort):                   # Command.at_limit of these efforts
+        return [abs(e) >= h for e, h in zip(effort, LIMITS)]
+    assert stats.commanded(1000, at([1.0, 2.0]), [0.0, 0.0]) == []
+    assert stats.commanded(1000, at([10.0, 2.0]), [0.0, 0.0]) == [0]
+    assert stats.commanded(1000, at([10.0, -10.0]), [0.0, 0.0]) == [1]
     stats.take(2)                                  # a new period: still at the limit
-    assert stats.commanded(1000, [10.0, -10.0], LIMITS, [0.0, 0.0]) == []
-    assert stats.commanded(1000, [9.0, -10.0], LIMITS, [0.0, 0.0]) == []
-    assert stats.commanded(1000, [-10.0, -10.0], LIMITS, [0.0, 0.0]) == [0]
+    assert stats.commanded(1000, at([10.0, -10.0]), [0.0, 0.0]) == []
+    assert stats.commanded(1000, at([9.0, -10.0]), [0.0, 0.0]) == []
+    assert stats.commanded(1000, at([-10.0, -10.0]), [0.0, 0.0]) == [0]
 
 
 def test_events_come_first_in_the_message_and_under_their_own_key():

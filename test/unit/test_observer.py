@@ -15,7 +15,7 @@ from random_urdf import PinocchioReference
 
 from ne_dynamics_ros.control import ComputedTorqueController
 from ne_dynamics_ros.control.goals import default_tolerances, GoalStatus
-from ne_dynamics_ros.control.law import ComplyLaw
+from ne_dynamics_ros.control.laws import ComplyLaw
 from ne_dynamics_ros.control.laws import ControlParameterError
 from ne_dynamics_ros.control.observer import ContactDetector, MomentumObserver
 from ne_dynamics_ros.control.settings import ControllerSettings
@@ -166,14 +166,16 @@ def test_hold_aborts_the_goal_and_holds_where_the_contact_was():
     tau_ext = np.array([0.0, -10.0, 0.0, 0.0, 0.0, 0.0])
     arm.step(np.asarray(c.update(0, names, arm.position, arm.velocity, steady_ns=0).effort),
              DT)
-    contact_q = None
+    contact_q, ends = None, []
     for k in range(1, int(1.5 * RATE)):
         ns = round(k * DT * 1e9)
         out = c.update(ns, names, arm.position, arm.velocity, steady_ns=ns)
+        ends += out.goal_ends            # the command of a state carries the ends it made
         if out.contact is not None:
             contact_q = arm.position.copy()
+            assert out.goal_ends and out.contact_in_force
         arm.step(np.asarray(out.effort) + tau_ext * (k * DT >= 0.5), DT)
-    ends = c.take_goal_ends()
+    assert c.take_goal_ends() == []      # one channel: nothing left for the off-path one
     assert contact_q is not None
     assert [e.status for e in ends] == [GoalStatus.ABORTED]
     assert 'contact on shoulder_lift_joint' in ends[0].error_string
@@ -205,7 +207,7 @@ def test_comply_commands_gravity_and_friction_only():
     # a new trajectory ends the compliance: the arm is driven again
     c.set_trajectory(names, [TrajectoryPoint(1.0, q, np.zeros(6), np.zeros(6))], 0,
                      6_000_000)
-    assert not isinstance(c._run.law, ComplyLaw)
+    assert not isinstance(c.law, ComplyLaw)
 
 
 def test_the_detector_debounces_and_releases_with_hysteresis():
@@ -325,7 +327,8 @@ def test_a_declared_payload_is_the_estimate_and_no_contact():
 
 def test_a_declared_payload_needs_adaptive_mode_and_a_load():
     c = ComputedTorqueController.from_urdf(str(UR5E_URDF))
-    with pytest.raises(ControlParameterError, match='modes adaptive and cartesian_impedance'):
+    with pytest.raises(ControlParameterError,
+                       match=r'modes that carry a load \(adaptive, cartesian_impedance'):
         c.declare_payload(1.0)
     c.reconfigure(mode='adaptive')
     with pytest.raises(ControlParameterError, match='declared load'):

@@ -6,10 +6,10 @@ joint_trajectory_controller does. :func:`declared_payload_subscription` subscrib
 about it kg·m², in ``adaptation_link``'s frame): a gripper driver that closed on a load
 (or opened) says so, and in adaptive mode the load estimate becomes it at once, so that
 the motion and the momentum observer carry it without the law's learning transient
-(:meth:`~ne_dynamics_ros.control.controller.ComputedTorqueController.declare_payload`).
+(:meth:`~ne_dynamics_ros.control.law_inputs.LawInputs.declare_payload`).
 Both run on the executor, off the control path.
 """
-from ne_dynamics_ros.control.laws import ControlParameterError
+from ne_dynamics_ros.errors import ControlParameterError
 
 
 def query_state(controller, request, response):

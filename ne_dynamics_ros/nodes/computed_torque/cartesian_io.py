@@ -1,6 +1,7 @@
 """The node's Cartesian topics: ``~/target_pose`` in, ``~/current_pose`` out.
 
-Mode ``cartesian_impedance`` (:mod:`~ne_dynamics_ros.control.cartesian_law`):
+The topics of a law that follows a target pose (``cartesian_impedance``:
+:mod:`~ne_dynamics_ros.control.laws.cartesian`; its ``inputs`` and ``outputs``):
 
 * ``~/target_pose`` (``geometry_msgs/PoseStamped``): the pose the tip is held at, in the
   chain's base link frame (``header.frame_id`` empty or the base link's name). A target
@@ -17,7 +18,7 @@ The node only converts messages here; the checks are the controller's.
 """
 from geometry_msgs.msg import PoseStamped
 
-from ne_dynamics_ros.control.cartesian_law import TargetError
+from ne_dynamics_ros.control.laws.cartesian import TargetError
 from ne_dynamics_ros.dynamics.kinematics import matrix_to_quaternion
 
 
@@ -37,6 +38,11 @@ class CartesianTopics:
                                                      self._on_target, 10)
         #: somebody subscribes to ~/current_pose (refreshed off the control path)
         self.wanted = False
+        self._base_link = ''
+
+    def configure(self, base_link: str):
+        """Take the chain's base link (the frame of ``~/current_pose``)."""
+        self._base_link = base_link
 
     def refresh(self):
         """Look up who subscribes (the watchdog thread)."""
@@ -53,17 +59,18 @@ class CartesianTopics:
         except TargetError as err:
             self._node.warn_throttled('target_pose', f'dropped a target pose: {err}')
 
-    def publish(self, controller, state):
-        """Publish the tip pose of the last command (stamped like ``state``) if wanted."""
-        if not self.wanted:
+    def publish(self, report, state):
+        """Publish the tip pose of a command's report (stamped like ``state``) if wanted.
+
+        ``report``: the law's :class:`~ne_dynamics_ros.control.laws.cartesian.
+        CartesianReport`, or None (nothing to publish).
+        """
+        if not self.wanted or report is None:
             return
-        law = controller.cartesian_state
-        if law is None or law.pose is None:
-            return
-        T = law.pose
+        T = report.pose
         message = PoseStamped()
         message.header.stamp.sec, message.header.stamp.nanosec = state.sec, state.nanosec
-        message.header.frame_id = controller.model.base_link
+        message.header.frame_id = self._base_link
         position, orientation = message.pose.position, message.pose.orientation
         position.x, position.y, position.z = (float(v) for v in T[:3, 3])
         orientation.x, orientation.y, orientation.z, orientation.w = (

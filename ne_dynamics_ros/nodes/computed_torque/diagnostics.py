@@ -40,8 +40,6 @@ PERIOD = 1.0
 #: Least seconds between two /diagnostics messages forced by events: a chattering event
 #: (a contact that comes and goes) cannot publish more than 50 a second.
 EVENT_INTERVAL = 0.02
-#: Modes whose kp (1/s²), kd (1/s) set the error dynamics the delay rule is about.
-DELAY_CHECKED_MODES = ('computed_torque', 'adaptive')
 
 
 class ControlStatistics:
@@ -60,11 +58,12 @@ class ControlStatistics:
         self.max_error = 0.0
         self._at_limit = [False] * n_joints
 
-    def commanded(self, latency_ns, effort, limits, position_error, age_ns=None):
+    def commanded(self, latency_ns, at_limit, position_error, age_ns=None):
         """Record one answered state: its latency, age, saturation and tracking error.
 
-        ``age_ns``: the node's clock less the state's stamp when it was taken (None: the
-        state had no stamp).
+        ``at_limit``: n bools, the command at the joint's effort limit (the command's
+        :attr:`~ne_dynamics_ros.control.run_state.Command.at_limit`); ``age_ns``: the
+        node's clock less the state's stamp when it was taken (None: no stamp).
 
         Returns the indices of the joints whose command reached the effort limit with this
         state and was under it with the previous one (an event for ``/diagnostics``).
@@ -74,12 +73,11 @@ class ControlStatistics:
             self.latencies_ns.append(latency_ns)
             if age_ns is not None:
                 self.ages_ns.append(age_ns)
-            if len(self.saturated) != len(effort):
-                self.saturated = [False] * len(effort)
-                self._at_limit = [False] * len(effort)
+            if len(self.saturated) != len(at_limit):
+                self.saturated = [False] * len(at_limit)
+                self._at_limit = [False] * len(at_limit)
             reached = []
-            for j, (t, limit) in enumerate(zip(effort, limits)):
-                at = t >= limit or t <= -limit
+            for j, at in enumerate(at_limit):
                 if at:
                     self.saturated[j] = True
                     if not self._at_limit[j]:
@@ -130,16 +128,16 @@ class Events:
         with self._lock:
             self._texts.append(text)
 
-    def note(self, controller, out, reached, logger):
+    def note(self, joints, out, reached, logger):
         """Queue (and log) what the answered state ``out`` changed; return True if any.
 
         ``reached``: the joints that just reached their effort limit
-        (:meth:`ControlStatistics.commanded`). Events: states again after a timeout, a
-        contact and its end, a goal aborted, an effort limit reached.
+        (:meth:`ControlStatistics.commanded`); ``joints``: the command order (names).
+        Events: states again after a timeout, a contact and its end, a goal aborted, an
+        effort limit reached.
         """
-        in_force = controller.contact is not None
-        end = out.goal_end
-        aborted = end is not None and end.status.name == 'ABORTED'
+        in_force = out.contact_in_force
+        aborted = [end for end in out.goal_ends if end.status.name == 'ABORTED']
         if not (reached or out.resumed or out.contact is not None or aborted
                 or in_force != self._contact_shown):
             return False
@@ -148,16 +146,15 @@ class Events:
                         '(the previous trajectory is discarded)')
             self.add('joint_states again: resumed')
         if out.contact is not None:
-            logger.warning(f'{out.contact.text()}: {controller.contact_reaction_text}')
+            logger.warning(f'{out.contact.text()}: {out.contact_reaction}')
             self.add(out.contact.text())
         if self._contact_shown and not in_force:
             self.add('contact over')
         self._contact_shown = in_force
-        if aborted:
+        for end in aborted:
             self.add(f'goal {end.goal_id} aborted: {end.error_string}')
         if reached:
-            self.add('effort limit reached: ' + ', '.join(controller.joints[j]
-                                                          for j in reached))
+            self.add('effort limit reached: ' + ', '.join(joints[j] for j in reached))
         return True
 
     def due(self, now):
@@ -286,8 +283,12 @@ def status(name, hardware_id, facts, statistics, elapsed, previous, current, sta
     return DiagnosticArray(status=[diagnostic])
 
 
-def node_facts(node, c, description_source, action):
-    """Return the node's facts for :func:`status`: {key: value} (``c`` its controller)."""
+def node_facts(node, c, description_source, action, last=None):
+    """Return the node's facts for :func:`status`: {key: value} (``c`` its controller).
+
+    ``last``: the last :class:`~ne_dynamics_ros.control.run_state.Command`, or None: its
+    law's report gives the law's own facts (e.g. the Cartesian law's manipulability).
+    """
     goals = node.goals
     contact = c.contact if c else None
     return {'lifecycle state': node.lifecycle_state,
@@ -306,26 +307,21 @@ def node_facts(node, c, description_source, action):
             'contact': contact.text() if contact is not None else '',
             'commands': command_problem(node),
             'ros2_control': node.ros2_control.describe() if node.ros2_control else '',
-            **cartesian_facts(c.cartesian_state if c else None)}
+            **law_facts(last)}
 
 
-def cartesian_facts(law):
-    """Return the Cartesian law's facts ({} outside mode cartesian_impedance).
+def law_facts(out):
+    """Return the facts of the law's report in the command ``out`` ({} without one).
 
-    ``manipulability`` (Yoshikawa 1985); ``singularity``: non-empty (a problem: WARN)
-    while the task-space inertia is inverted damped near a singularity; ``stiffness``:
-    non-empty (WARN) while ``cartesian.stiffness`` is above the sampling rule of
-    :mod:`~ne_dynamics_ros.control.gains` at the rate the states arrive.
+    Each report the law gives says its own lines (e.g. :meth:`~ne_dynamics_ros.control.
+    laws.cartesian.CartesianReport.facts`: the manipulability, a singularity, a stiffness
+    above the sampling rule; the last two WARN when non-empty).
     """
-    if law is None:
-        return {}
-    above = law.stiffness_above_rule()
-    return {'manipulability': f'{law.manipulability:.4g}',
-            'singularity': ('near a singularity: the task-space inertia is inverted damped'
-                            if law.near_singularity else ''),
-            'stiffness': ('cartesian.stiffness above the sampling rule at this rate: '
-                          + ', '.join(f'{a} {k:.4g} > {b:.4g}' for a, k, b in above)
-                          if above else '')}
+    facts = {}
+    report = None if out is None else out.report
+    for value in (report or {}).values():
+        facts.update(value.facts())
+    return facts
 
 
 def command_problem(node):
@@ -348,6 +344,6 @@ def payload_text(estimate):
     return f'{mass:.3f} kg at ({com[0]:.3f}, {com[1]:.3f}, {com[2]:.3f}) m'
 
 
-__all__ = ['cartesian_facts', 'ControlStatistics', 'counts', 'drop_summary', 'ERROR',
+__all__ = ['ControlStatistics', 'counts', 'drop_summary', 'ERROR',
            'EVENT_INTERVAL', 'Events',
-           'node_facts', 'OK', 'payload_text', 'PERIOD', 'status', 'WARN']
+           'law_facts', 'node_facts', 'OK', 'payload_text', 'PERIOD', 'status', 'WARN']

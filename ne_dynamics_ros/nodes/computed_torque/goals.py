@@ -60,12 +60,10 @@ class GoalLink:
     # ---- the control path -------------------------------------------------------------------
 
     def record(self, state, out):
-        """Control path: keep the last command for feedback; queue a goal's end."""
+        """Control path: keep the last command for feedback; queue the goals it ended."""
         self._last = (state.sec, state.nanosec, out)
-        if out.goal_end is not None:
-            self._queue.put(out.goal_end)
-        elif out.contact is not None:
-            self._queue.put(None)        # a contact ended the goal off the Command: send it
+        for end in out.goal_ends:
+            self._queue.put(end)
 
     def wake(self):
         """Have the link thread look for goals the controller ended (any thread)."""

@@ -132,8 +132,8 @@ class ComputedTorqueNode(LifecycleNode):
         self.control_policy = None     # the control threads' scheduling, set by main()
         #: the Ros2ControlLink while configured with ros2_control.controller_manager
         self.ros2_control = None
-        self._effort_lost = False      # the effort controller went away while active
-        self._last_command = None      # the last Command (the hold's feed-forward)
+        self.effort_lost = False      # the effort controller went away while active
+        self.last_command = None      # the last Command (the hold's feed-forward)
         try:
             params.declare(self)
         except Exception as err:  # a value of the wrong ROS type
@@ -409,7 +409,8 @@ class ComputedTorqueNode(LifecycleNode):
         controller.deactivate()                  # commands start with activation
         params.declare_joint_constraints(self, controller.model.joint_names)
         self.outputs.configure(controller.joints,
-                               self.get_parameter('controller_state_rate').value)
+                               self.get_parameter('controller_state_rate').value,
+                               controller.model.base_link)
         self.statistics = diagnostics.ControlStatistics(controller.n)
         # the observer runs for contact detection, or while ~/external_effort is read
         controller.external_effort_wanted = self.outputs.wanted[3]
@@ -501,13 +502,13 @@ class ComputedTorqueNode(LifecycleNode):
             out = controller.update(now_ns, measured)
             commanded = out.__class__ is Command
             if commanded:
-                self._last_command = out
+                self.last_command = out
                 link = self.ros2_control
                 if link is not None and link.effort_active is False and not link.switching:
                     # nobody applies it: hold nothing (the reference follows the arm), and
                     # send on, so that the effort controller has a command the cycle it
                     # returns (its buffer is emptied on activation)
-                    self._effort_lost = True
+                    self.effort_lost = True
                     ros2_control_link.hold_measured(controller, out, now_ns)
                 self._effort_pub.publish(float64_multi_array_bytes(out.effort_values))
                 self._answered_ns = time.monotonic_ns()
@@ -520,16 +521,15 @@ class ComputedTorqueNode(LifecycleNode):
             self._skip(out)
             return
         stamp = measured.stamp_ns
-        reached = self.statistics.commanded(time.perf_counter_ns() - started,
-                                            out.effort_values, controller.law.gain_values[2],
+        reached = self.statistics.commanded(time.perf_counter_ns() - started, out.at_limit,
                                             out.position_error_values,
                                             now_ns - stamp if stamp else None)
-        if self.events.note(controller, out, reached, self.get_logger()):
+        if self.events.note(controller.joints, out, reached, self.get_logger()):
             self.watchdog.wake()
         goals = self.goals
         if goals is not None:
             goals.record(state, out)
-        self.outputs.publish(state, out, controller)
+        self.outputs.publish(state, out)
 
     def hand_to_hold(self):
         """Hand the arm to ``ros2_control.hold_controller``; True if it holds now.
@@ -625,15 +625,15 @@ class ComputedTorqueNode(LifecycleNode):
         facts = diagnostics.node_facts(
             self, c, self._description_source,
             f'not served: {CONTROL_MSGS_MISSING}' if CONTROL_MSGS_MISSING else
-            self.intake.action or 'not ready')
+            self.intake.action or 'not ready',
+            self.last_command if c is not None and c.active else None)
         events = self.events.take()
         message = diagnostics.status(
             self.get_name(), f'{c.model.base_link} -> {c.model.tip_link}' if c else '',
             facts, self.statistics.take(c.n if c else 0), elapsed, self._diagnostics_counts,
             counts, float(self.get_parameter('state_timeout').value),
             c.joints if c else [], bool(c and c.timed_out), self.configure_error, events,
-            c.law.gain_values[:2] if c and c.settings.mode.value in
-            diagnostics.DELAY_CHECKED_MODES else None)
+            c.delay_checked_gains if c else None)
         message.header.stamp = self.get_clock().now().to_msg()
         self._diagnostics_counts = counts
         self._diagnostics_pub.publish(message)

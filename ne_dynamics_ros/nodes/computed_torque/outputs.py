@@ -9,13 +9,14 @@ costs a DDS write per command, so each is written only while somebody subscribes
 watchdog thread refreshes who does (:meth:`Outputs.refresh`), off the control path.
 ``~/external_effort`` (``sensor_msgs/JointState``, effort only: the momentum observer's
 external effort per joint, N·m or N, stamped with the state it answers) likewise. Every
-vector is in the command order (the controller's ``joints``). In adaptive mode
-``~/payload`` (``geometry_msgs/Inertia``: the learned load's mass, centre of mass and
-inertia about it, in ``adaptation_link``'s frame) is written after a command at most
+vector is in the command order (the controller's ``joints``). The law's own outputs come
+with the command's report (:attr:`~ne_dynamics_ros.control.run_state.Command.report`):
+``~/payload`` (``geometry_msgs/Inertia``: the load an adaptive law learned, mass, centre
+of mass and inertia about it, in ``adaptation_link``'s frame) is written at most
 :data:`PAYLOAD_RATE` times per second of the states' stamps (:meth:`Outputs.
 publish_payload_when_due`), for rqt_plot: under simulated time as often per simulated
-second as on a real arm. ``~/target_pose`` and ``~/current_pose`` (mode
-``cartesian_impedance``): :mod:`~ne_dynamics_ros.nodes.computed_torque.cartesian_io`.
+second as on a real arm. ``~/target_pose`` and ``~/current_pose`` (a law that follows a
+target pose): :mod:`~ne_dynamics_ros.nodes.computed_torque.cartesian_io`.
 """
 import time
 
@@ -72,8 +73,13 @@ class Outputs:
         self._state_due_ns = 0
         self._payload_due_ns = None
 
-    def configure(self, joints, controller_state_rate: float):
-        """Take the command order ``joints`` (names) and ``controller_state_rate`` (Hz)."""
+    def configure(self, joints, controller_state_rate: float, base_link: str = ''):
+        """Take the command order, ``controller_state_rate`` (Hz) and the base link.
+
+        ``joints``: names; ``base_link``: the chain's base (the frame of
+        ``~/current_pose``).
+        """
+        self.cartesian.configure(base_link)
         self._joints = list(joints)
         self._joints_block = joint_names_block(self._joints)
         self._state_rate = float(controller_state_rate)
@@ -96,20 +102,22 @@ class Outputs:
             and self._controller_state.get_subscription_count() > 0,
             wanted_external)
 
-    def publish_payload_when_due(self, state, controller):
-        """In adaptive mode, publish ``~/payload`` if :data:`PAYLOAD_RATE` says it is due.
+    def publish_payload_when_due(self, state, load):
+        """Publish ``~/payload`` of ``load`` if :data:`PAYLOAD_RATE` says it is due.
 
-        Due by the stamp of ``state`` (the steady clock for a state without one); a
-        stamp that went back (a simulation restarted) makes it due at once.
+        ``load``: the command's report of the load (a :class:`~ne_dynamics_ros.control.
+        laws.adaptive.LoadReport`), or None (no payload law: nothing). Due by the stamp
+        of ``state`` (the steady clock for a state without one); a stamp that went back
+        (a simulation restarted) makes it due at once.
         """
-        if controller.settings.mode.value != 'adaptive':
+        if load is None:
             return
         stamp = state.sec * 1_000_000_000 + state.nanosec or time.monotonic_ns()
         due = self._payload_due_ns
         if due is not None and due - int(1e9 / PAYLOAD_RATE) <= stamp < due:
             return
         self._payload_due_ns = stamp + int(1e9 / PAYLOAD_RATE)
-        self.publish_payload(controller.payload_estimate)
+        self.publish_payload(load.inertial())
 
     def publish_payload(self, estimate):
         """Publish the adaptive law's load estimate ``(mass, com (3,), inertia (6,))``."""
@@ -122,13 +130,16 @@ class Outputs:
          message.izz) = (float(v) for v in inertia)
         self._payload.publish(message)
 
-    def publish(self, state, out, controller):
-        """Publish the outputs of the command ``out`` of ``controller`` answering ``state``.
+    def publish(self, state, out):
+        """Publish the outputs of the command ``out`` answering ``state``.
 
-        Stamped like ``state``; ``~/payload`` and ``~/current_pose`` when due and wanted.
+        Stamped like ``state``; the law's outputs (``~/payload``, ``~/current_pose``) from
+        ``out.report`` when due and wanted.
         """
-        self.publish_payload_when_due(state, controller)
-        self.cartesian.publish(controller, state)
+        report = out.report
+        if report is not None:
+            self.publish_payload_when_due(state, report.get('payload'))
+            self.cartesian.publish(report.get('current_pose'), state)
         tracking_error, desired, controller_state, external_effort = self.wanted
         if external_effort and out.external_effort_values is not None:
             self._external_effort.publish(joint_state_bytes(

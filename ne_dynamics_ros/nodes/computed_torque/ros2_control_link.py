@@ -20,6 +20,9 @@ import time
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.qos import QoSDurabilityPolicy, QoSProfile, QoSReliabilityPolicy
 
+from ne_dynamics_ros.control.laws.base import clamp
+from ne_dynamics_ros.errors import NonFiniteEffortError, StateError
+
 #: Longest wait (s) for ~/activity to confirm a switch to the effort controller.
 SWITCH_SETTLE = 0.5
 #: controller_manager's ~/activity QoS.
@@ -262,23 +265,20 @@ def hold_measured(controller, out, now_ns):
 def feed_the_hold(node, controller, wait=0.0):
     """Give the hold controller the position last measured and the model's gravity there.
 
-    Zero gravity where the hardware compensates it (``hardware_compensates_gravity``);
-    clamped to the effort limits like every command; nothing is sent if it is not finite.
+    The gravity of the law's model (with the load it carries; zero where the hardware
+    compensates gravity), clamped to the effort limits like every command; nothing is
+    sent if it is not finite.
     """
-    import numpy as np
-    out = node._last_command
+    out = node.last_command
     if out is None:
         return
     q = measured_chain_q(controller, out)
-    if controller.hardware_compensates_gravity:
-        gravity = np.zeros(len(q))
-    else:
-        gravity = controller.model.gravity_torques(q, controller.settings.gravity)
-    if not (np.all(np.isfinite(q)) and np.all(np.isfinite(gravity))):
+    try:
+        gravity = clamp(controller.context.gravity_values(q),       # chain order
+                        controller.effort_limits.tolist())
+    except (NonFiniteEffortError, StateError):
         return
-    limits = np.asarray(controller.effort_limits, dtype=float)      # chain order
-    gravity = np.clip(gravity, -limits, limits)
-    node.ros2_control.hold_here(controller.model.joint_names, q, gravity.tolist(), wait=wait)
+    node.ros2_control.hold_here(controller.model.joint_names, q, gravity, wait=wait)
     node.get_logger().info(f'{node.ros2_control.hold} holds the arm: given the position '
                            'last measured and its gravity as feed-forward')
 
@@ -318,12 +318,12 @@ def on_effort_controller(node, active, hold_active=False):
             node.events.add(f'{link.effort} not active: not commanding')
             node.watchdog.wake()
         return
-    if node._effort_lost and controller is not None and controller.active:
+    if node.effort_lost and controller is not None and controller.active:
         node.get_logger().warning(f'{link.effort} active again: holding the position '
                                   'measured when it returned')
         node.events.add(f'{link.effort} back: holding the position measured')
         node.watchdog.wake()
-    node._effort_lost = False
+    node.effort_lost = False
 
 
 __all__ = ['ACTIVITY_QOS', 'attach', 'feed_the_hold', 'hand_to_hold', 'hold_measured',

@@ -1,6 +1,6 @@
 """The controller's contact supervision: the momentum observer on every state, contacts.
 
-Pure module (no ROS). :class:`ContactMode` feeds the
+Pure module (no ROS). :class:`ContactSupervisor` feeds the
 :class:`~ne_dynamics_ros.control.observer.MomentumObserver` and the
 :class:`~ne_dynamics_ros.control.observer.ContactDetector` of the run (its
 :class:`~ne_dynamics_ros.control.sensing.Sensing`), on each valid state, from the model
@@ -8,20 +8,52 @@ the control law uses: its generated recursion
 (or, in adaptive mode, Slotine & Li's law with the load it learned), gravity and friction
 left out where the hardware compensates them (as the command leaves them out), and the
 last command (clamped) as the effort that acted since the previous state. What a contact
-does (``contact.reaction``) is the controller's: it ends the goal and restarts the run;
-:meth:`ContactMode.comply_effort` is what ``comply`` commands.
+does is ``contact.reaction``'s (:data:`CONTACT_REACTIONS`): the controller ends the goal
+and restarts the run with the law the reaction gives.
 """
-import dataclasses
-import math
-from typing import List, Optional, Tuple
+import enum
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ne_dynamics_ros.control.laws import compute_effort_values, ControlMode
+from ne_dynamics_ros.control.laws.base import Law
+from ne_dynamics_ros.control.laws.comply import ComplyLaw
 from ne_dynamics_ros.control.observer import Contact
+from ne_dynamics_ros.dynamics.friction import drive_friction
 
 
-class ContactMode:
+class ContactReaction(str, enum.Enum):
+    """What a contact the observer reports does to the run (``contact.reaction``)."""
+
+    #: the goal is aborted and the run restarts holding the position (pose) measured
+    HOLD = 'hold'
+    #: the goal is aborted and the run restarts with :class:`~.laws.comply.ComplyLaw`
+    COMPLY = 'comply'
+    #: reported only
+    IGNORE = 'ignore'
+
+
+def _hold(law: Law) -> Law:
+    return law.restarted()
+
+
+def _comply(law: Law) -> Law:
+    return ComplyLaw(law.context)
+
+
+#: ``CONTACT_REACTIONS[reaction](law)``: the law of the run that starts at a contact
+#: (None: the run goes on), and the words the node logs with the contact.
+CONTACT_REACTIONS: Dict[ContactReaction, tuple] = {
+    ContactReaction.HOLD: (_hold, 'goal aborted, trajectory dropped, holding the position '
+                                  'measured then; a new goal or trajectory resumes'),
+    ContactReaction.COMPLY: (_comply, 'goal aborted, trajectory dropped, gravity and '
+                                      'friction compensation only (the arm yields); a new '
+                                      'goal or trajectory resumes'),
+    ContactReaction.IGNORE: (None, 'reported only (contact.reaction ignore)'),
+}
+
+
+class ContactSupervisor:
     """How the observer and detector of a run are fed; the contacts counted.
 
     Chain order throughout.
@@ -41,27 +73,33 @@ class ContactMode:
         #: contacts detected since configured
         self.contacts = 0
         self._zeros = [0.0] * model.n
-        self._comply_law = None
         #: compute r while contact detection is off too (somebody reads it: scripts,
         #: run_lockstep); False skips the observer then, and it restarts when wanted again
         self.reading = True
 
-    def apply(self, settings, control_law):
-        """Take ``contact.reaction`` and the controller's law configuration.
+    def apply(self, settings, gains):
+        """Take ``contact.reaction`` and the gains in force (gravity, compensation flags).
 
         The run's observer and detector take their settings in
         :meth:`~ne_dynamics_ros.control.sensing.Sensing.configure`.
         """
         self.reaction = settings.contact_reaction
-        self._law = control_law
-        self._comply_law = dataclasses.replace(
-            control_law, mode=ControlMode.GRAVITY_COMPENSATION, friction_compensation=True)
-        self._friction = not control_law.hardware_compensates_friction
+        self._friction = not gains.hardware_compensates_friction
         self._friction_values = (self.model.damping.tolist(), self.model.friction.tolist(),
                                  self.model.coulomb_velocity.tolist(),
                                  self.model.friction_offset.tolist())
-        self._gravity = ([0.0, 0.0, 0.0] if control_law.hardware_compensates_gravity
-                         else control_law.gravity.tolist())
+        self._gravity = ([0.0, 0.0, 0.0] if gains.hardware_compensates_gravity
+                         else gains.gravity.tolist())
+
+    @property
+    def reaction_text(self) -> str:
+        """Say what ``contact.reaction`` does (the node logs it with a contact)."""
+        return CONTACT_REACTIONS[ContactReaction(self.reaction)][1]
+
+    def react(self, law: Law) -> Optional[Law]:
+        """Return the law of the run a contact starts from ``law``'s, or None (go on)."""
+        reaction = CONTACT_REACTIONS[ContactReaction(self.reaction)][0]
+        return None if reaction is None else reaction(law)
 
     @staticmethod
     def declared(sensing, adaptive_law):
@@ -77,14 +115,12 @@ class ContactMode:
     def friction_values(self, qd) -> List[float]:
         """Return the model's friction effort at the measured ``qd`` (n floats), or zeros.
 
-        :meth:`~ne_dynamics_ros.dynamics.model.RobotModel.friction_torques` in plain
-        floats (a NumPy call per state costs more than the loop): keep the two in step.
+        :func:`~ne_dynamics_ros.dynamics.friction.drive_friction` on plain floats, as
+        :meth:`~ne_dynamics_ros.dynamics.model.RobotModel.friction_torques` on arrays.
         """
         if not self._friction:
             return self._zeros
-        damping, coulomb, scales, offsets = self._friction_values
-        return [b * v + c * math.tanh(v / vs) + off
-                for b, c, v, vs, off in zip(damping, coulomb, qd, scales, offsets)]
+        return drive_friction(qd if isinstance(qd, list) else list(qd), *self._friction_values)
 
     def observe(self, sensing, now: float, q, qd,
                 adaptive_law=None) -> Tuple[List[float], Optional[Contact]]:
@@ -139,19 +175,5 @@ class ContactMode:
             return tau
         return inverse_dynamics
 
-    def comply_effort(self, q, qd, adaptive_law=None) -> List[float]:
-        """Return what ``comply`` commands (n floats, clamped).
 
-        Gravity (the learned load's too) and friction at the measured velocity, nothing
-        else.
-        """
-        if adaptive_law is not None:
-            tau = adaptive_law.values(q, self._zeros, q, self._zeros, self._zeros)[0]
-            tau = [a + f for a, f in zip(tau, self.friction_values(qd))]
-            limits = self._law.gain_values[2]
-            return [-h if t < -h else h if t > h else t for t, h in zip(tau, limits)]
-        return compute_effort_values(self.dynamics, self._comply_law, q, qd, q, qd,
-                                     self._zeros)
-
-
-__all__ = ['ContactMode']
+__all__ = ['CONTACT_REACTIONS', 'ContactReaction', 'ContactSupervisor']

@@ -1,11 +1,11 @@
-"""The controller's adaptive mode: Slotine & Li's law, its settings, the composite term.
+"""Mode ``adaptive``: Slotine & Li's adaptive computed torque, and the load it learns.
 
-Pure module (no ROS). :class:`AdaptiveMode` is what
-:class:`~ne_dynamics_ros.control.controller.ComputedTorqueController` owns for
-``mode: adaptive``: it turns the settings into a law
+Pure module (no ROS). :class:`AdaptiveLaw` is the mode's law (one object per run: its
+step clock); :class:`LoadEstimate` is what the controller keeps across runs and modes:
+the adaptation law the settings make
 (:class:`~ne_dynamics_ros.control.adaptive.PayloadAdaptation` or
-:class:`~ne_dynamics_ros.control.adaptive.BaseAdaptation`), answers a state with the
-clamped effort, and adapts:
+:class:`~ne_dynamics_ros.control.adaptive.BaseAdaptation`) and what it learned or was
+declared, which other laws that carry a load (Cartesian impedance, joint impedance) use.
 
 * the gradient update ``p̂ += dt Γ Yᵀ s`` (Slotine & Li, IJRR 6(3), 1987), frozen while
   any joint's command sits at its effort limit, on the first state of a run (a hold, a
@@ -18,6 +18,8 @@ clamped effort, and adapts:
   successive rates), both through the same first-order filter at ``composite_cutoff`` so
   that ``y_f = W_f p`` holds for constant p. F is the model's drive friction at the
   measured rate (Fv q̇ + Fc tanh(q̇ / v_s)), which a measured joint torque includes.
+
+Units: q in rad (m), qd in rad/s, efforts in N·m (N); the load in kg, m, kg·m².
 """
 import math
 
@@ -26,8 +28,8 @@ import numpy as np
 from ne_dynamics_ros.control.adaptive import (adaptation_gains, BaseAdaptation,
                                               load_inertia_ratio, LOAD_INERTIA_RATIO_WARNING,
                                               PayloadAdaptation)
-from ne_dynamics_ros.control.laws import (ControlParameterError, NonFiniteEffortError,
-                                          reference_friction)
+from ne_dynamics_ros.control.laws.base import clamp, Law, reference_friction
+from ne_dynamics_ros.errors import ControlParameterError, ModelError
 
 
 class _Composite:
@@ -59,8 +61,8 @@ class _Composite:
         return weight * (self.W.T @ (self.y - self.W @ law.estimate))
 
 
-class AdaptiveMode:
-    """Adaptive mode for one arm (module docstring); built on first use of the mode.
+class LoadEstimate:
+    """The adaptation law and the load it holds, for one arm (module docstring).
 
     Args:
         model: the arm's :class:`~ne_dynamics_ros.dynamics.model.RobotModel`.
@@ -161,18 +163,18 @@ class AdaptiveMode:
         if self.law is not None:
             self.law.reset()
 
-    def effort(self, run, now, state, reference, efforts, control_law, extra):
+    def effort(self, run, now, state, reference, efforts, gains, extra):
         """Return the clamped command for one state as a list, after adapting.
 
         As the module docstring says.
 
         Args:
-            run: the run's :class:`~ne_dynamics_ros.control.law.AdaptiveLaw` (its
+            run: the run's :class:`AdaptiveLaw` (its
                 ``adaptation_time``, s: None on the run's first state).
             now: the controller's clock, s. state: (q, qd) lists; reference: (q_d, qd_d,
                 qdd_d) lists, chain order.
             efforts: the measured efforts in chain order, or None.
-            control_law: the controller's :class:`~ne_dynamics_ros.control.laws.ControlLawConfig`.
+            gains: the :class:`~ne_dynamics_ros.control.laws.base.JointGains` in force.
             extra: n efforts added before the limits (the integral action), or None.
 
         Raises:
@@ -181,16 +183,12 @@ class AdaptiveMode:
         law = self.law
         q, qd = state
         tau, power = law.values(q, qd, *reference)
-        if control_law.friction_compensation and not control_law.hardware_compensates_friction:
-            friction = reference_friction(self.model, reference[1], control_law.coulomb_velocity)
+        if gains.compensates_friction:
+            friction = reference_friction(self.model, reference[1], gains.coulomb_velocity)
             tau = [a + b for a, b in zip(tau, friction)]
         if extra is not None:
             tau = [a + b for a, b in zip(tau, extra)]
-        if not math.isfinite(sum(tau)):
-            raise NonFiniteEffortError(f'control law produced a non-finite effort {tau}')
-        limits = control_law.gain_values[2]
-        clamped = [-limit if t < -limit else limit if t > limit else t
-                   for t, limit in zip(tau, limits)]
+        clamped = clamp(tau, gains.limit_values)
         first = run.adaptation_time is None
         dt = 0.0 if first else now - run.adaptation_time
         run.adaptation_time = now
@@ -200,7 +198,7 @@ class AdaptiveMode:
         if composite and efforts is not None:
             extra_power = self._composite.power(
                 law, law.rows, now, qd, q, efforts,
-                reference_friction(self.model, qd, control_law.coulomb_velocity),
+                reference_friction(self.model, qd, gains.coulomb_velocity),
                 cutoff, weight)
             if extra_power is not None:
                 power = [a + b for a, b in zip(power, extra_power.tolist())]
@@ -215,6 +213,32 @@ class AdaptiveMode:
         self.law.declare(mass, com, inertia)
         return True
 
+    def declare(self, context, mass, com, inertia, modes=''):
+        """Take a declared load in the law of ``context`` (a :class:`~.base.LawContext`).
+
+        A law that carries a load, with ``adaptation: payload``: the estimate becomes the
+        load at once (the payload law is built first if no adaptive law was set yet).
+        ``mass`` kg, ``com`` (3,) m and ``inertia`` (6,) kg·m² about the centre of mass,
+        in the load link's frame; ``modes``: the modes that carry a load, for the message.
+
+        Raises:
+            ControlParameterError: the law carries no load, ``adaptation`` is not
+                ``payload``, or the values are not a load (the message says which).
+        """
+        settings = context.settings
+        carries = context.law_class.carries_load
+        if carries and self.law is None and settings.adaptation == 'payload':
+            self.apply(settings, context.gains.law_gravity)
+        try:
+            taken = carries and self.declare_payload(mass, com, inertia)
+        except ModelError as err:
+            raise ControlParameterError(str(err)) from None
+        if not taken:
+            raise ControlParameterError(
+                f'a declared payload is taken in the modes that carry a load ({modes}) with '
+                f'adaptation: payload (mode is {settings.mode.value}, adaptation '
+                f'{settings.adaptation})')
+
     @property
     def payload_estimate(self):
         """The learned load in ``adaptation_link``'s frame, or None (no payload law).
@@ -225,11 +249,91 @@ class AdaptiveMode:
         law = self.law
         if not isinstance(law, PayloadAdaptation):
             return None
-        p = law.estimate.copy()
-        mass, com = float(p[9]), law.center_of_mass
-        J = np.array([[p[0], p[1], p[2]], [p[1], p[3], p[4]], [p[2], p[4], p[5]]])
-        Ic = J - mass * ((com @ com) * np.eye(3) - np.outer(com, com))
-        return mass, com, Ic[np.triu_indices(3)]
+        return inertial_of(law.estimate)
 
 
-__all__ = ['AdaptiveMode']
+class LoadReport:
+    """The load an adaptive law holds at one state, for ``~/payload`` (made when read).
+
+    ``estimate``: a copy of the law's parameters at that state.
+    """
+
+    __slots__ = ('estimate',)
+
+    def __init__(self, estimate):
+        self.estimate = estimate
+
+    def facts(self):
+        """No lines of its own on ``/diagnostics`` (the node says the payload estimate)."""
+        return {}
+
+    def inertial(self):
+        """``(mass kg, centre of mass (3,) m, inertia (6,) kg·m²)`` in the load link's frame.
+
+        The inertia is about the centre of mass: ixx, ixy, ixz, iyy, iyz, izz.
+        """
+        return inertial_of(self.estimate)
+
+
+def inertial_of(p):
+    """Return ``(mass, com (3,), inertia (6,))`` of a payload law's parameters ``p`` (10,).
+
+    ``p``: XX, XY, XZ, YY, YZ, ZZ, MX, MY, MZ, M (Khalil's order, about the link's
+    origin); the inertia returned is about the centre of mass (parallel-axis theorem).
+    """
+    p = np.asarray(p, dtype=float)
+    mass = float(p[9])
+    com = p[6:9] / mass if mass > 0 else np.zeros(3)
+    J = np.array([[p[0], p[1], p[2]], [p[1], p[3], p[4]], [p[2], p[4], p[5]]])
+    Ic = J - mass * ((com @ com) * np.eye(3) - np.outer(com, com))
+    return mass, com, Ic[np.triu_indices(3)]
+
+
+class AdaptiveLaw(Law):
+    """Slotine & Li's (1987) adaptive computed torque; its step clock this run's.
+
+    The estimate is the controller's :class:`LoadEstimate` (kept across runs and modes).
+    """
+
+    name = 'adaptive'
+    adapts = True
+    carries_load = True
+    needs_efforts = True
+    acceleration_gains = True
+    outputs = ('payload',)
+
+    def __init__(self, context):
+        super().__init__(context)
+        #: when the estimate was last advanced, s; None: not yet in this run
+        self.adaptation_time = None
+
+    @classmethod
+    def check(cls, settings):
+        """Raise ControlParameterError if ``settings`` cannot make an adaptive law."""
+        LoadEstimate.check(settings)
+
+    @classmethod
+    def apply_settings(cls, context):
+        """Build (or re-gain) the adaptation law of the settings; the estimate is kept."""
+        context.load.apply(context.settings, context.gains.law_gravity)
+
+    @classmethod
+    def caveats(cls, context):
+        """Warnings about the adaptive settings on this arm (:meth:`LoadEstimate.caveats`)."""
+        return context.load.caveats(context.settings)
+
+    def effort(self, step):
+        """Return the n clamped efforts of one state, after adapting."""
+        context = self.context
+        return context.load.effort(self, step.now, (step.q, step.qd), step.reference,
+                                   step.efforts, context.gains, step.extra)
+
+    def report(self):
+        """``{'payload': LoadReport}`` with a payload law, else nothing."""
+        law = self.context.load.law
+        if not isinstance(law, PayloadAdaptation):
+            return {}
+        return {'payload': LoadReport(law.estimate.copy())}
+
+
+__all__ = ['AdaptiveLaw', 'inertial_of', 'LoadEstimate', 'LoadReport']

@@ -1,7 +1,7 @@
 """Cartesian impedance of the tip with a posture in the null space (no ROS).
 
-Mode ``cartesian_impedance`` (:class:`CartesianImpedanceLaw`, one of the law objects of
-:mod:`~ne_dynamics_ros.control.law`)::
+Mode ``cartesian_impedance`` (:class:`CartesianImpedanceLaw`, one of the laws of
+:mod:`~ne_dynamics_ros.control.laws`)::
 
     tau = J^T (K e + D e') + C(q, qd) qd + g(q) + tau_f(qd) + (I - J^T Jbar^T) tau_0
 
@@ -49,8 +49,8 @@ import math
 
 import numpy as np
 
-from ne_dynamics_ros.control.law_base import clamped, Law
-from ne_dynamics_ros.control.laws import ControlMode
+from ne_dynamics_ros.control.laws.base import clamp, Law
+from ne_dynamics_ros.dynamics.friction import drive_friction
 from ne_dynamics_ros.dynamics.kinematics import (chain_kinematics, manipulability,
                                                  pose_error, quaternion_to_matrix,
                                                  rotation_exp)
@@ -122,9 +122,13 @@ class CartesianImpedanceLaw(Law):
         nullspace_effort: (n,) ``(I - J^T Jbar^T) tau_0`` at the last state, N·m (N).
     """
 
-    mode = ControlMode.CARTESIAN_IMPEDANCE
+    name = 'cartesian_impedance'
     follows_trajectory = False
+    takes_target = True
+    carries_load = True
     integrates = False
+    inputs = ('target_pose',)
+    outputs = ('current_pose',)
     refusal = ('mode cartesian_impedance follows ~/target_pose: trajectories and goals are '
                'refused (set mode to a joint-space mode to follow them)')
 
@@ -155,8 +159,10 @@ class CartesianImpedanceLaw(Law):
         self._zeros = [0.0] * n
         self._units = [[1.0 if i == j else 0.0 for i in range(n)] for j in range(n)]
         #: the configured gravity is the generated program's (0, 0, -9.81)
-        self._program_gravity = tuple(float(g) for g in context.config.gravity) == \
+        self._program_gravity = tuple(float(g) for g in context.gains.gravity) == \
             (0.0, 0.0, -9.81)
+        self._friction = (model.damping.tolist(), model.friction.tolist(),
+                          model.coulomb_velocity.tolist(), model.friction_offset.tolist())
         if carried is not None:
             self.goal, self.target, self._time = carried.goal, carried.target, carried._time
             self._approaching_until = carried._approaching_until
@@ -178,13 +184,12 @@ class CartesianImpedanceLaw(Law):
     def _dynamics(self):
         """Return the model (or generated program) of M, C and g: the load's when held."""
         context = self.context
-        law = context.adaptive_law
+        law = context.load_law
         if law is None:
             return context.dynamics
         key = law.estimate.tobytes()
         if self._loaded[0] != key:
-            self._loaded = (key, context.model.with_parameters(
-                law._fixed + law._mapping @ law.estimate))
+            self._loaded = (key, context.model.with_parameters(law.model_parameters()))
         return self._loaded[1]
 
     def _inertia(self, dynamics, q, J):
@@ -218,14 +223,14 @@ class CartesianImpedanceLaw(Law):
 
     def _bias(self, dynamics, q, qd):
         """Return ``C(q, qd) qd + g(q)`` (n,), gravity as configured (0 if compensated)."""
-        config = self.context.config
+        gains = self.context.gains
         run = getattr(dynamics, 'rnea_values', None)
         if run is not None and self._program_gravity and \
-                not config.hardware_compensates_gravity:
+                not gains.hardware_compensates_gravity:
             bias = run(q, qd, self._zeros)
             if bias is not None and math.isfinite(sum(bias)):
                 return np.array(bias)
-        gravity = (0.0, 0.0, 0.0) if config.hardware_compensates_gravity else config.gravity
+        gravity = (0.0, 0.0, 0.0) if gains.hardware_compensates_gravity else gains.gravity
         return dynamics.rnea(np.asarray(q, dtype=float), np.asarray(qd, dtype=float),
                              np.zeros(len(q)), gravity)
 
@@ -293,33 +298,28 @@ class CartesianImpedanceLaw(Law):
         self.nullspace_effort = posture_torque - J.T @ (Lambda @ (JMinv @ posture_torque))
         pull = J.T @ force + self.nullspace_effort
         tau = pull + bias
-        context = self.context
-        config = context.config
-        if config.friction_compensation and not config.hardware_compensates_friction:
+        gains = self.context.gains
+        if gains.compensates_friction:
             velocity = qd_a
             if step.now < self._approaching_until:
                 # toward the target being approached: at the velocity the pull is about
                 # to give (dry friction compensated from the moment the impedance pulls)
                 velocity = qd_a + FRICTION_HORIZON * (Minv @ pull)
-            tau = tau + context.contact.friction_values(velocity.tolist())
-        return clamped(tau.tolist(), context)
+            tau = tau + drive_friction(velocity.tolist(), *self._friction)
+        return clamp(tau.tolist(), gains.limit_values)
+
+    def report(self):
+        """``{'current_pose': CartesianReport}`` of the last state (none before it)."""
+        if self.pose is None:
+            return {}
+        return {'current_pose': CartesianReport(self.pose, self._jacobian,
+                                                self.near_singularity, self._k,
+                                                self._inverse_inertia, self._period)}
 
     def stiffness_above_rule(self) -> list:
-        """Return the axes whose stiffness is above the sampling rule at the rate seen.
-
-        ``(axis, stiffness, bound)`` for each axis where ``cartesian.stiffness`` exceeds
-        :func:`~ne_dynamics_ros.control.gains.stiffness_bound` of the inertia the tip shows
-        along it now, at the rate the states arrive (``ne-dynamics gains --cartesian``
-        gives the bound over the workspace); [] before two states.
-        """
-        from ne_dynamics_ros.control.gains import CARTESIAN_AXES, stiffness_bound
-        if self._inverse_inertia is None or not self._period:
-            return []
-        with np.errstate(divide='ignore'):
-            bound = stiffness_bound(1.0 / self._inverse_inertia.diagonal(),
-                                    1.0 / self._period)
-        return [(axis, float(k), float(b)) for axis, k, b in zip(CARTESIAN_AXES, self._k, bound)
-                if k > b]
+        """:meth:`CartesianReport.stiffness_above_rule` at the last state ([] before it)."""
+        report = self.report().get('current_pose')
+        return [] if report is None else report.stiffness_above_rule()
 
     @property
     def manipulability(self) -> float:
@@ -327,5 +327,69 @@ class CartesianImpedanceLaw(Law):
         J = self._jacobian
         return math.nan if J is None else manipulability(J)
 
+    def facts(self):
+        """:meth:`CartesianReport.facts` at the last state ({} before it)."""
+        report = self.report().get('current_pose')
+        return {} if report is None else report.facts()
 
-__all__ = ['CartesianImpedanceLaw', 'SINGULAR_DAMPING', 'target_pose', 'TargetError']
+
+class CartesianReport:
+    """What the Cartesian law reports with one command; its facts made when read.
+
+    Attributes:
+        pose: (4, 4) the tip pose measured, base link frame (``~/current_pose``).
+        jacobian: (6, n) the tip's geometric Jacobian there.
+        near_singularity: ``J M^-1 J^T`` was inverted damped.
+    """
+
+    __slots__ = ('pose', 'jacobian', 'near_singularity', '_stiffness', '_inverse_inertia',
+                 '_period')
+
+    def __init__(self, pose, jacobian, near_singularity, stiffness, inverse_inertia,
+                 period):
+        self.pose, self.jacobian, self.near_singularity = pose, jacobian, near_singularity
+        self._stiffness, self._inverse_inertia, self._period = (stiffness, inverse_inertia,
+                                                                period)
+
+    @property
+    def manipulability(self) -> float:
+        """``sqrt(det(J J^T))`` (Yoshikawa 1985)."""
+        return manipulability(self.jacobian)
+
+    def stiffness_above_rule(self) -> list:
+        """Return the axes whose stiffness is above the sampling rule at the rate seen.
+
+        ``(axis, stiffness, bound)`` for each axis where ``cartesian.stiffness`` exceeds
+        :func:`~ne_dynamics_ros.control.gains.stiffness_bound` of the inertia the tip shows
+        along it, at the rate the states arrive (``ne-dynamics gains --cartesian`` gives
+        the bound over the workspace); [] before two states.
+        """
+        from ne_dynamics_ros.control.gains import CARTESIAN_AXES, stiffness_bound
+        if self._inverse_inertia is None or not self._period:
+            return []
+        with np.errstate(divide='ignore'):
+            bound = stiffness_bound(1.0 / self._inverse_inertia.diagonal(),
+                                    1.0 / self._period)
+        return [(axis, float(k), float(b))
+                for axis, k, b in zip(CARTESIAN_AXES, self._stiffness, bound) if k > b]
+
+    def facts(self):
+        """Return the lines for ``/diagnostics``.
+
+        ``manipulability`` (Yoshikawa 1985); ``singularity``: non-empty (a problem: WARN)
+        while the task-space inertia is inverted damped near a singularity;
+        ``stiffness``: non-empty (WARN) while ``cartesian.stiffness`` is above the
+        sampling rule of :mod:`~ne_dynamics_ros.control.gains` at the rate the states
+        arrive.
+        """
+        above = self.stiffness_above_rule()
+        return {'manipulability': f'{self.manipulability:.4g}',
+                'singularity': ('near a singularity: the task-space inertia is inverted '
+                                'damped' if self.near_singularity else ''),
+                'stiffness': ('cartesian.stiffness above the sampling rule at this rate: '
+                              + ', '.join(f'{a} {k:.4g} > {b:.4g}' for a, k, b in above)
+                              if above else '')}
+
+
+__all__ = ['CartesianImpedanceLaw', 'CartesianReport', 'SINGULAR_DAMPING', 'target_pose',
+           'TargetError']

@@ -1,0 +1,25 @@
+"""The control laws: one module per law, one protocol, one registry (no ROS).
+
+* :mod:`.base`: the protocol (:class:`~.base.Law`, :class:`~.base.JointLaw`), what a law
+  is built from and sees (:class:`~.base.LawContext`, :class:`~.base.LawStep`), the
+  gains in force (:class:`~.base.JointGains`), the one clamp;
+* :mod:`.registry`: the modes and their laws, the only place that names a mode;
+* one module per law: :mod:`.computed_torque` (Lee, Chung, Mudge & Turney 1982),
+  :mod:`.feedforward`, :mod:`.gravity`, :mod:`.adaptive` (Slotine & Li 1987),
+  :mod:`.cartesian` (Cartesian impedance, Albu-Schäffer et al. 2003), and
+  :mod:`.comply` (what a contact's ``comply`` reaction commands; not a mode).
+
+Units: q in rad (m for prismatic joints), qd in rad/s, qdd in rad/s², efforts in N·m (N).
+"""
+from ne_dynamics_ros.control.laws.base import (clamp, JointGains, JointLaw, Law, LawContext,
+                                               LawStep, reference_friction)
+from ne_dynamics_ros.control.laws.comply import ComplyLaw
+from ne_dynamics_ros.control.laws.registry import (compute_effort, compute_effort_values,
+                                                   ControlMode, LAW_CLASSES, law_class, LAWS,
+                                                   make_law, parse_mode)
+from ne_dynamics_ros.errors import ControlParameterError, NonFiniteEffortError
+
+__all__ = ['clamp', 'ComplyLaw', 'compute_effort', 'compute_effort_values',
+           'ControlMode', 'ControlParameterError', 'JointGains', 'JointLaw', 'Law',
+           'LAW_CLASSES', 'law_class', 'LawContext', 'LAWS', 'LawStep', 'make_law',
+           'NonFiniteEffortError', 'parse_mode', 'reference_friction']

@@ -1,0 +1,353 @@
+"""The protocol of a control law, what it is built from, and the one clamp (no ROS).
+
+A law is one class in one module of this package (:mod:`.registry` lists them):
+
+:class:`Law`
+    the protocol: what the law needs and gives (class attributes), its checks, its
+    effort for one state, what it reports with each command and on ``/diagnostics``;
+:class:`JointLaw`
+    the base of the laws that are a function of the state and the reference (computed
+    torque, feedforward, gravity compensation, joint impedance): the effort with the
+    hardware's compensation, the friction, the integral action and the clamp around the
+    law's own torque;
+:class:`JointGains`
+    the gains, gravity, limits and friction flags of the settings in force;
+:class:`LawContext`
+    what a law object is built from; :class:`LawStep` one state as a law sees it.
+
+Units: q in rad (m for prismatic joints), qd in rad/s, qdd in rad/s², efforts in N·m (N);
+gravity in m/s², in the chain's base frame.
+"""
+from dataclasses import dataclass
+import math
+from typing import Dict, List
+
+import numpy as np
+
+from ne_dynamics_ros.dynamics.friction import drive_friction
+from ne_dynamics_ros.errors import NonFiniteEffortError
+
+#: Zero gravity, for hardware that compensates gravity itself (constant).
+NO_GRAVITY = np.zeros(3)
+NO_GRAVITY.flags.writeable = False
+
+
+def clamp(tau, limits):
+    """Return ``tau`` checked finite and clamped into ``[-limits, limits]``.
+
+    The one clamp of every command. ``tau``: n floats (a list, as the control path holds
+    them) or an (n,) array; ``limits``: n values > 0, N·m (N), ``inf`` allowed. Returns a
+    list for a list, an (n,) array otherwise.
+
+    Raises:
+        NonFiniteEffortError: ``tau`` holds NaN or inf (checked before clamping, so an
+            overflow is never turned into a full-limit command).
+    """
+    values = tau if isinstance(tau, list) else np.asarray(tau, dtype=float).tolist()
+    if not math.isfinite(sum(values)):
+        raise NonFiniteEffortError(f'control law produced a non-finite effort {values}')
+    clamped = [-h if t < -h else h if t > h else t for t, h in zip(values, limits)]
+    return clamped if isinstance(tau, list) else np.array(clamped)
+
+
+def reference_friction(model, qd_d, coulomb_velocity):
+    """Friction efforts at the desired velocity: ``Fv qd_d + Fc tanh(qd_d / v_s) + offset``.
+
+    :func:`~ne_dynamics_ros.dynamics.friction.drive_friction` with the model's drive
+    values (URDF or identified) and the law's ``coulomb_velocity`` as v_s. The reference
+    is noise-free, so its sign can be sharper than the identified
+    ``model.friction_velocity``, which describes the friction against *measured*
+    (filtered) velocities: on the MuJoCo UR5e with dry friction the identified v_s at the
+    reference left 6.9e-4 rad of tracking error, 0.003 rad/s 1.1e-4 rad
+    (``benchmarks/bench_mujoco.py``).
+
+    Args:
+        model: a :class:`~ne_dynamics_ros.dynamics.model.RobotModel`.
+        qd_d: (n,) rad/s (m/s): an array, or a list of n floats (then a list is returned).
+        coulomb_velocity: v_s > 0, rad/s (m/s).
+
+    Returns:
+        (n,) N·m (N), to be added to the command.
+    """
+    if isinstance(qd_d, list):
+        return drive_friction(qd_d, model.damping.tolist(), model.friction.tolist(),
+                              float(coulomb_velocity), model.friction_offset.tolist())
+    qd_d = model.checked_vector(qd_d, 'qd_d')
+    return drive_friction(qd_d, model.damping, model.friction, coulomb_velocity,
+                          model.friction_offset)
+
+
+@dataclass(frozen=True)
+class JointGains:
+    """The gains, gravity, limits and friction flags of the settings in force.
+
+    Attributes:
+        mode: the mode these are for (a :class:`~.registry.ControlMode`).
+        kp: (n,) position gains: 1/s² where the law's gains are accelerations (computed
+            torque), N·m/rad where they are efforts (feedforward).
+        kd: (n,) velocity gains, 1/s or N·m·s/rad likewise.
+        gravity: (3,) gravity acceleration in the chain's base frame, m/s².
+        effort_limits: (n,) symmetric limits ``|tau_i| <= effort_limits[i]``, N·m or N.
+        friction_compensation: add the model's drive friction: at the desired velocity
+            in laws that follow a reference, at the measured one otherwise.
+        coulomb_velocity: v_s of ``Fc tanh(qd_d / v_s)`` at the desired velocity, rad/s
+            (m/s), > 0.
+        hardware_compensates_gravity: leave g(q) out (the hardware adds it).
+        hardware_compensates_friction: leave the friction model out (the hardware adds it).
+    """
+
+    mode: object
+    kp: np.ndarray
+    kd: np.ndarray
+    gravity: np.ndarray
+    effort_limits: np.ndarray
+    friction_compensation: bool = False
+    coulomb_velocity: float = 0.003
+    hardware_compensates_gravity: bool = False
+    hardware_compensates_friction: bool = False
+
+    @property
+    def gain_values(self):
+        """(kp, kd, effort_limits) as lists of floats, made once (for the control path)."""
+        cached = self.__dict__.get('_gain_values')
+        if cached is None:
+            cached = (np.asarray(self.kp, dtype=float).tolist(),
+                      np.asarray(self.kd, dtype=float).tolist(),
+                      np.asarray(self.effort_limits, dtype=float).tolist())
+            object.__setattr__(self, '_gain_values', cached)
+        return cached
+
+    @property
+    def limit_values(self) -> List[float]:
+        """The effort limits, n floats, N·m (N)."""
+        return self.gain_values[2]
+
+    @property
+    def law_gravity(self) -> np.ndarray:
+        """The gravity the law's model uses: zero where the hardware compensates it."""
+        return NO_GRAVITY if self.hardware_compensates_gravity else self.gravity
+
+    @property
+    def compensates_friction(self) -> bool:
+        """The command carries the friction model (asked for, not done by the hardware)."""
+        return self.friction_compensation and not self.hardware_compensates_friction
+
+
+@dataclass(frozen=True)
+class LawContext:
+    """What a law object is built from: the controller's fixed parts and the settings.
+
+    Attributes:
+        model: the :class:`~ne_dynamics_ros.dynamics.model.RobotModel`.
+        dynamics: what the law calls for M, C, g: the model or its generated program
+            (:class:`~ne_dynamics_ros.codegen.CompiledDynamics`).
+        gains: the :class:`JointGains` in force.
+        settings: the :class:`~ne_dynamics_ros.control.settings.ControllerSettings` in
+            force (immutable: new settings are a new context).
+        load: the controller's :class:`~.adaptive.LoadEstimate` (what the adaptive law
+            learned or was declared: kept across modes and runs).
+        law_class: the class of the settings' mode (what it carries, :class:`Law`).
+    """
+
+    model: object
+    dynamics: object
+    gains: JointGains
+    settings: object
+    load: object
+    law_class: type
+
+    @property
+    def load_law(self):
+        """The adaptive law whose load the model carries now, else None.
+
+        In a law that adapts, its law; in a law that carries a load, the load held
+        (learned before, or declared), once it holds a mass.
+        """
+        law_class, law = self.law_class, self.load.law
+        if law_class.adapts or (law_class.carries_load and getattr(law, 'mass', 0.0) > 0.0):
+            return law
+        return None
+
+    def gravity_values(self, q) -> List[float]:
+        """Return g(q) of the law's model (the load's too; zero where compensated), n floats."""
+        rest = [0.0] * len(q)
+        load = self.load_law
+        if load is not None:
+            return load.values(list(q), rest, list(q), rest, rest)[0]
+        return self.model.gravity_torques(np.array(q, dtype=float),
+                                          self.gains.law_gravity).tolist()
+
+
+class LawStep:
+    """One state as a law sees it (lists of n floats, chain order).
+
+    ``now``: the controller's clock, s; ``t``: the state's instant (its stamp), s; ``q``,
+    ``qd``: the measured positions and velocities; ``reference``: ``(q_d, qd_d, qdd_d)``
+    of the run's reference at ``t``; ``efforts``: the measured efforts, or None;
+    ``extra``: efforts added before the limits (the integral action), or None.
+    """
+
+    __slots__ = ('now', 't', 'q', 'qd', 'reference', 'efforts', 'extra')
+
+    def __init__(self, now, t, q, qd, reference, efforts, extra):
+        self.now, self.t, self.q, self.qd = now, t, q, qd
+        self.reference, self.efforts, self.extra = reference, efforts, extra
+
+
+class Law:
+    """The protocol of a control law; one object per run (the controller's ``RunState``).
+
+    What a law declares (class attributes):
+
+    ``name``
+        its mode's name, the value of the ``mode`` parameter (None: not a mode, e.g. the
+        contact reaction ``comply``);
+    ``follows_trajectory``
+        True: the run's reference (a trajectory, a goal, or the hold) is what it tracks;
+        False: trajectories and goals are refused with :attr:`refusal`;
+    ``takes_target``
+        it follows a target pose (``set_goal``) given on ``~/target_pose``;
+    ``carries_load``, ``adapts``
+        its model carries the load the adaptive part holds; it learns that load;
+    ``integrates``
+        the integral action (``ki``) adds to its effort;
+    ``needs_efforts``
+        the measured efforts are read for it (:attr:`LawStep.efforts`);
+    ``acceleration_gains``
+        its ``kp``, ``kd`` are the error dynamics' own (1/s², 1/s): the delay rule of
+        ``ne-dynamics gains`` applies to them;
+    ``holds_on_exit``
+        leaving it (another mode) holds the position measured then (the arm may have
+        been moved by hand);
+    ``inputs``, ``outputs``
+        the node's topics it uses (``~/`` names) beside the joint-space ones.
+
+    What it does: :meth:`check` (its settings), :meth:`apply_settings` (on entry and on
+    new settings), :meth:`caveats`, :meth:`effort` (one state, clamped), :meth:`report`
+    (what the command carries for the node: its ``outputs``), :meth:`facts` (its lines on
+    ``/diagnostics``), :meth:`reconfigured` and :meth:`restarted` (new settings, a new
+    run).
+
+    Args:
+        context: the :class:`LawContext` in force.
+    """
+
+    name = None
+    follows_trajectory = True
+    takes_target = False
+    carries_load = False
+    adapts = False
+    integrates = True
+    needs_efforts = False
+    acceleration_gains = False
+    holds_on_exit = False
+    inputs = ()
+    outputs = ()
+    #: why a trajectory is refused when ``follows_trajectory`` is False
+    refusal = ''
+
+    def __init__(self, context: LawContext):
+        self.context = context
+
+    @classmethod
+    def check(cls, settings) -> None:
+        """Raise ControlParameterError if ``settings`` cannot make this law (default: can)."""
+
+    @classmethod
+    def apply_settings(cls, context: LawContext) -> None:
+        """Prepare the controller's shared parts for this law's settings (default: none)."""
+
+    @classmethod
+    def caveats(cls, context: LawContext) -> List[str]:
+        """Return warnings (text) about the settings on this arm (default: none)."""
+        return []
+
+    def effort(self, step: LawStep) -> List[float]:
+        """Return the n efforts of one state, clamped and finite.
+
+        Raises:
+            NonFiniteEffortError: the law produced NaN or inf.
+            ne_dynamics_ros.errors.StateError: the model refused the state.
+        """
+        raise NotImplementedError
+
+    def report(self) -> Dict[str, object]:
+        """Return what the command carries for the node's :attr:`outputs` (default: none)."""
+        return {}
+
+    def facts(self) -> Dict[str, str]:
+        """Return the law's lines for ``/diagnostics``, ``{key: value}`` (default: none)."""
+        return {}
+
+    def reconfigured(self, context: LawContext) -> 'Law':
+        """Return this law under new settings of the same mode (default: a new object)."""
+        return type(self)(context)
+
+    def restarted(self) -> 'Law':
+        """Return the law for a new run (a hold, a resume): a new object, nothing kept."""
+        return type(self)(self.context)
+
+
+class JointLaw(Law):
+    """A law that is a function of the state and the reference (no state of its own).
+
+    A subclass gives :meth:`torque`, the law's own effort on arrays; this class adds the
+    drive friction (at the desired velocity if :attr:`friction_at_reference`, else at the
+    measured one) where ``friction_compensation`` asks for it, the integral action, and
+    the clamp. :meth:`fast_values` may answer on plain floats first (the usual control
+    path).
+    """
+
+    #: the friction is compensated at the reference's velocity (else at the measured)
+    friction_at_reference = True
+
+    @classmethod
+    def torque(cls, model, gains: JointGains, gravity, q, qd, q_d, qd_d, qdd_d):
+        """Return the law's effort (n,) before friction and limits; arrays in, array out."""
+        raise NotImplementedError
+
+    @classmethod
+    def fast_values(cls, model, gains, gravity, q, qd, q_d, qd_d, qdd_d, extra):
+        """Return the clamped effort on lists, or None to take the checked path."""
+        return None
+
+    @classmethod
+    def joint_effort(cls, model, gains: JointGains, q, qd, q_d, qd_d, qdd_d, extra=None):
+        """Return the clamped effort (a list) of the law on lists of n floats.
+
+        ``extra``: n efforts added before the limits (the integral action), or None.
+
+        Raises:
+            NonFiniteEffortError, ne_dynamics_ros.errors.StateError: as :meth:`Law.effort`.
+        """
+        gravity = gains.law_gravity
+        tau = cls.fast_values(model, gains, gravity, q, qd, q_d, qd_d, qdd_d, extra)
+        if tau is not None:
+            return tau
+        arrays = [np.array(v, dtype=float) for v in (q, qd, q_d, qd_d, qdd_d)]
+        return cls.checked_effort(model, gains, gravity, *arrays, extra=extra).tolist()
+
+    @classmethod
+    def checked_effort(cls, model, gains, gravity, q, qd, q_d, qd_d, qdd_d, extra=None):
+        """Apply the law on (n,) arrays, each step checked; return the clamped (n,) array."""
+        # Overflow (absurd gains) is caught below as a non-finite value or by the model.
+        with np.errstate(over='ignore', invalid='ignore'):
+            tau = cls.torque(model, gains, gravity, q, qd, q_d, qd_d, qdd_d)
+            if gains.compensates_friction:
+                if cls.friction_at_reference:
+                    tau = tau + reference_friction(model, qd_d, gains.coulomb_velocity)
+                else:
+                    tau = tau + model.friction_torques(qd)
+            if extra is not None:
+                tau = tau + np.asarray(extra, dtype=float)
+        return clamp(tau, gains.limit_values)
+
+    def effort(self, step):
+        """Return the n clamped efforts of one state (:class:`Law`)."""
+        context = self.context
+        return self.joint_effort(context.dynamics, context.gains, step.q, step.qd,
+                                 *step.reference, step.extra)
+
+
+__all__ = ['clamp', 'JointGains', 'JointLaw', 'Law', 'LawContext', 'LawStep', 'NO_GRAVITY',
+           'reference_friction']
