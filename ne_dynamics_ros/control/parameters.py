@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import math
 from typing import Any, Callable, Optional
 
+from ne_dynamics_ros.control.laws.registry import LAW_CLASSES
 from ne_dynamics_ros.errors import ControlParameterError
 from ne_dynamics_ros.control.parameter_checks import (
     checked_byte_count, checked_cutoff, checked_debounce, checked_delay,
@@ -108,16 +109,10 @@ PARAMETERS = (
                   'set configure / activate (a real arm, after switching its controllers).',
                   check=checked_flag),
     ParameterSpec('mode', 'string', 'computed_torque',
-                  'Control law: computed_torque (tau = RNEA(q, qd, qdd_d + kd*(qd_d - qd) + '
-                  'kp*(q_d - q)), Lee et al. 1982 eqs 4.1, 4.4), feedforward (tau = '
-                  'RNEA(q_d, qd_d, qdd_d) + kp*e + kd*de), gravity_compensation (tau = '
-                  'G(q)), adaptive (Slotine & Li: a load at adaptation_link learned on '
-                  'line; kp, kd set its Lambda = K = kd/2 unless adaptation_lambda is set) or '
-                  'cartesian_impedance (the tip held at ~/target_pose by cartesian.stiffness, '
-                  'a posture in the null space; trajectories refused; Khatib 1987, '
-                  'Albu-Schaeffer et al. 2003).',
-                  constraints='one of: computed_torque, feedforward, gravity_compensation, '
-                  'adaptive, cartesian_impedance', runtime=True, check=checked_mode),
+                  'Control law: ' + '; '.join(f'{law.name} ({law.summary})'
+                                              for law in LAW_CLASSES) + '.',
+                  constraints='one of: ' + ', '.join(law.name for law in LAW_CLASSES),
+                  runtime=True, check=checked_mode),
     ParameterSpec('kp', 'double_array', 100.0,
                   'Position gain, one value or one per joint (chain order); 1/s^2 in '
                   'computed_torque mode, N*m/rad (N/m) in feedforward mode.',

@@ -296,6 +296,8 @@ class AdaptiveLaw(Law):
     """
 
     name = 'adaptive'
+    summary = ('Slotine & Li: a load at adaptation_link learned on line; kp, kd set its '
+               'Lambda = K = kd/2 unless adaptation_lambda is set')
     adapts = True
     carries_load = True
     needs_efforts = True

@@ -199,9 +199,10 @@ class Law:
 
     What a law declares (class attributes):
 
-    ``name``
+    ``name``, ``summary``
         its mode's name, the value of the ``mode`` parameter (None: not a mode, e.g. the
-        contact reaction ``comply``);
+        contact reaction ``comply``), and what it commands in a line (the parameter's
+        description lists them);
     ``follows_trajectory``
         True: the run's reference (a trajectory, a goal, or the hold) is what it tracks;
         False: trajectories and goals are refused with :attr:`refusal`;
@@ -233,6 +234,7 @@ class Law:
     """
 
     name = None
+    summary = ''
     follows_trajectory = True
     takes_target = False
     carries_load = False

@@ -123,6 +123,8 @@ class CartesianImpedanceLaw(Law):
     """
 
     name = 'cartesian_impedance'
+    summary = ('the tip held at ~/target_pose by cartesian.stiffness, a posture in the '
+               'null space; trajectories refused; Khatib 1987, Albu-Schaeffer et al. 2003')
     follows_trajectory = False
     takes_target = True
     carries_load = True

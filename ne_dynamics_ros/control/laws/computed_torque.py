@@ -39,6 +39,8 @@ class ComputedTorqueLaw(JointLaw):
     """Computed torque on the run's reference (module docstring)."""
 
     name = 'computed_torque'
+    summary = ('tau = RNEA(q, qd, qdd_d + kd*(qd_d - qd) + kp*(q_d - q)), Lee et al. 1982 '
+               'eqs 4.1, 4.4')
     acceleration_gains = True
 
     @classmethod

@@ -24,6 +24,7 @@ class FeedforwardLaw(JointLaw):
     """Feedforward plus PD on the run's reference (module docstring)."""
 
     name = 'feedforward'
+    summary = 'tau = RNEA(q_d, qd_d, qdd_d) + kp*e + kd*de'
 
     @classmethod
     def torque(cls, model, gains, gravity, q, qd, q_d, qd_d, qdd_d):

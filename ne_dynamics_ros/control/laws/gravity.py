@@ -21,6 +21,7 @@ class GravityCompensationLaw(JointLaw):
     """``tau = g(q)`` (and friction at the measured velocity): the arm floats."""
 
     name = 'gravity_compensation'
+    summary = 'tau = G(q)'
     integrates = False
     friction_at_reference = False
     holds_on_exit = True
