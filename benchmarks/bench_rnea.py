@@ -359,6 +359,7 @@ def print_safety_costs(repeats):
     from ne_dynamics_ros.control.contact import ContactSupervisor
     from ne_dynamics_ros.control.effort_check import check_trajectory
     from ne_dynamics_ros.control.laws import compute_effort_values
+    from ne_dynamics_ros.control.sensing import Sensing
     from ne_dynamics_ros.control.trajectory import (DesiredState, trajectory_from_points,
                                                     TrajectoryPoint)
     print('safety costs (issue 33): per control cycle, one state; check per sample')
@@ -371,12 +372,13 @@ def print_safety_costs(repeats):
         q, qd = rng.normal(0, 0.5, n).tolist(), rng.normal(0, 0.5, n).tolist()
         contact = ContactSupervisor(c.model, c.dynamics)
         contact.apply(c.settings, c.gains)
-        contact.applied = [0.0] * n
+        sensing = Sensing.new(c.model.joint_names, c.settings)
+        sensing.applied = [0.0] * n
         clock = [0.0]
 
         def observe():
             clock[0] += 0.002
-            contact.observe(clock[0], q, qd)
+            contact.observe(sensing, clock[0], q, qd)
 
         law = median_time(lambda: compute_effort_values(c.dynamics, c.gains, q, qd, q, qd,
                                                         qd), repeats, 2000)
