@@ -630,7 +630,7 @@ def _modes():
 #: every mode of the registry (a new law is measured as soon as it is registered)
 MODES = _modes()
 #: the bound of each mode's cost per control step, as a ratio to computed_torque's
-COST_GOALS = {'adaptive': 1.30, 'cartesian_impedance': 1.50}
+COST_GOALS = {'adaptive': 1.30, 'cartesian_impedance': 1.50, 'joint_impedance': 1.10}
 
 
 def step_cost(mode, rate=500.0, duration=4.0, observer_read=False):

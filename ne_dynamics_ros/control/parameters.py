@@ -155,6 +155,16 @@ PARAMETERS = (
                   'position per joint); unset: the position when the mode is entered.',
                   unit='rad', constraints='n finite values', runtime=True,
                   check=checked_posture),
+    ParameterSpec('joint_impedance.stiffness', 'double_array', 100.0,
+                  'joint_impedance mode: the stiffness K of each joint, one value or one per '
+                  'joint (chain order): tau = K (q_d - q) + D (qd_d - qd) + g(q); a force F '
+                  'at the tip moves it by J K^-1 J^T F. Keep sqrt(K / M_ii) within rate / 10 '
+                  'rad/s on the joint of least inertia (ne-dynamics gains: kp * M_ii).',
+                  unit='N*m/rad', constraints='>= 0', runtime=True, check=checked_gains),
+    ParameterSpec('joint_impedance.damping_ratio', 'double', 1.0,
+                  'joint_impedance mode: zeta of D = 2 zeta sqrt(K M_ii(q)), each joint '
+                  'damped with its own inertia (1: critically).', constraints='> 0',
+                  runtime=True, check=checked_positive),
     ParameterSpec('adaptation_lambda', 'double_array', 0.0,
                   'adaptive mode: Lambda of Slotine & Li (q_dot_r = qd_d + Lambda e), one value '
                   'or one per joint; K = kd - Lambda (K_D = K M(q)). 0: Lambda = K = kd/2, '

@@ -17,6 +17,7 @@ from ne_dynamics_ros.control.laws.cartesian import CartesianImpedanceLaw
 from ne_dynamics_ros.control.laws.computed_torque import ComputedTorqueLaw
 from ne_dynamics_ros.control.laws.feedforward import FeedforwardLaw
 from ne_dynamics_ros.control.laws.gravity import GravityCompensationLaw
+from ne_dynamics_ros.control.laws.joint_impedance import JointImpedanceLaw
 from ne_dynamics_ros.errors import ControlParameterError
 
 #: Every law that is a mode, in the order the parameter's description lists them.
@@ -26,6 +27,7 @@ LAW_CLASSES = (
     GravityCompensationLaw,
     AdaptiveLaw,
     CartesianImpedanceLaw,
+    JointImpedanceLaw,
 )
 
 #: The control law applied on every joint state: the ``mode`` parameter's values.
