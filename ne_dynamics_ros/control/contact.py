@@ -19,6 +19,8 @@ import numpy as np
 from ne_dynamics_ros.control.laws.base import Law
 from ne_dynamics_ros.control.laws.comply import ComplyLaw
 from ne_dynamics_ros.control.observer import Contact
+from ne_dynamics_ros.control.wrench import tip_wrench, TipWrench
+from ne_dynamics_ros.dynamics.kinematics import chain_kinematics
 from ne_dynamics_ros.dynamics.friction import drive_friction
 
 
@@ -76,6 +78,9 @@ class ContactSupervisor:
         #: compute r while contact detection is off too (somebody reads it: scripts,
         #: run_lockstep); False skips the observer then, and it restarts when wanted again
         self.reading = True
+        #: map r to the tip's wrench on every state (somebody reads ~/external_wrench)
+        self.wrench_wanted = False
+        self._kinematics = None
 
     def apply(self, settings, gains):
         """Take ``contact.reaction`` and the gains in force (gravity, compensation flags).
@@ -100,6 +105,19 @@ class ContactSupervisor:
         """Return the law of the run a contact starts from ``law``'s, or None (go on)."""
         reaction = CONTACT_REACTIONS[ContactReaction(self.reaction)][0]
         return None if reaction is None else reaction(law)
+
+    def wrench(self, q, r, frame: str) -> TipWrench:
+        """Return the tip's external wrench whose joint image is ``r`` at ``q`` (lists).
+
+        :func:`~ne_dynamics_ros.control.wrench.tip_wrench` with the tip's Jacobian at
+        ``q``; ``frame``: ``'tip'`` (the tip link's frame) or ``'base'`` (the base link's).
+        """
+        if self._kinematics is None:
+            self._kinematics = chain_kinematics(self.model)
+        T, J = self._kinematics.pose_and_jacobian(q)
+        tip = frame == 'tip'
+        return tip_wrench(J, r, T[:3, :3] if tip else None)._replace(
+            frame_id=self.model.tip_link if tip else self.model.base_link)
 
     @staticmethod
     def declared(sensing, adaptive_law):

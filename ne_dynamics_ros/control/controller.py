@@ -374,13 +374,15 @@ class ComputedTorqueController(LawInputs, FollowsReferences):
         if run.goal is not None and self.references.judge(run, t, position_error,
                                                           velocity_error):
             self.runs.hold(q, now)              # as JTC: hold the position measured now
-        return self._command(run, law, tau, reference, position_error, velocity_error,
+        return self._command(run, law, q, tau, reference, position_error, velocity_error,
                              resumed, external, contact)
 
-    def _command(self, run, law, tau, reference, position_error, velocity_error, resumed,
+    def _command(self, run, law, q, tau, reference, position_error, velocity_error, resumed,
                  external, contact) -> Command:
         """Return the :class:`Command` of one state, its vectors in the command order."""
-        limits = self.context.gains.limit_values
+        supervisor, limits = self.contact_supervisor, self.context.gains.limit_values
+        wrench = None if external is None or not supervisor.wrench_wanted else \
+            supervisor.wrench(q, external, self.settings.external_wrench_frame)
         at_limit = [e >= h or e <= -h for e, h in zip(tau, limits)]
         vectors = (tau, *reference, position_error, velocity_error, at_limit)
         order = self._command_order
@@ -393,8 +395,8 @@ class ComputedTorqueController(LawInputs, FollowsReferences):
                        self.references.take_ends() if self.references.ends else (),
                        external, contact, at_limit,
                        run.sensing.detector.contact is not None,
-                       None if contact is None else self.contact_supervisor.reaction_text,
-                       law.report() if law.outputs else None)
+                       None if contact is None else supervisor.reaction_text,
+                       law.report() if law.outputs else None, wrench)
 
     # ---- lifecycle ------------------------------------------------------------------------
 

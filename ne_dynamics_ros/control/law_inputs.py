@@ -93,6 +93,20 @@ class LawInputs:
         self.contact_supervisor.reading = bool(wanted)
 
     @property
+    def external_wrench_wanted(self) -> bool:
+        """Map the observer's r to the tip's wrench on every state (default False).
+
+        True: each :class:`~ne_dynamics_ros.control.run_state.Command` whose observer ran
+        carries ``external_wrench`` (:mod:`~ne_dynamics_ros.control.wrench`); the node sets
+        it from ``~/external_wrench``'s subscribers, with :attr:`external_effort_wanted`.
+        """
+        return self.contact_supervisor.wrench_wanted
+
+    @external_wrench_wanted.setter
+    def external_wrench_wanted(self, wanted: bool):
+        self.contact_supervisor.wrench_wanted = bool(wanted)
+
+    @property
     def contacts(self) -> int:
         """How many contacts were detected since the controller was built."""
         return self.contact_supervisor.contacts

@@ -341,6 +341,12 @@ PARAMETERS = (
                   'K_O, the momentum observer\'s bandwidth: r follows the external effort '
                   'with a first-order lag of 1/K_O s (60: 90 % in 38 ms).', unit='1/s',
                   constraints='> 0', runtime=True, check=checked_positive),
+    ParameterSpec('external_wrench_frame', 'string', 'tip',
+                  'The frame ~/external_wrench is published in: tip (the tip link\'s: the '
+                  'wrench a sensor at the flange would read) or base (the base link\'s). '
+                  'Either way the force acts at the tip link\'s origin and the moment is '
+                  'about it.', constraints='one of: tip, base', runtime=True,
+                  check=checked_one_of(('tip', 'base'))),
     ParameterSpec('position_limit_margin', 'double', 0.2,
                   'A joint_states position beyond a URDF joint limit by more than this is '
                   'dropped as a glitch (.inf: no check).', unit='rad or m',

@@ -183,16 +183,20 @@ class Command:
         contact_reaction: with ``contact``, what ``contact.reaction`` does (text).
         report: what the law reports for the node's outputs, ``{output: value}`` (e.g.
             ``'current_pose'``, ``'payload'``: :meth:`~.laws.base.Law.report`), or None.
+        external_wrench: the :class:`~ne_dynamics_ros.control.wrench.TipWrench` the
+            observer's external effort is the joint image of, while it is wanted, or None.
     """
 
     __slots__ = ('effort_values', 'desired_values', 'position_error_values',
                  'velocity_error_values', 'resumed', 'goal_ends', 'external_effort_values',
-                 'contact', 'at_limit', 'contact_in_force', 'contact_reaction', 'report')
+                 'contact', 'at_limit', 'contact_in_force', 'contact_reaction', 'report',
+                 'external_wrench')
 
     def __init__(self, effort_values, desired_values, position_error_values,
                  velocity_error_values, resumed=False, goal_ends=(),
                  external_effort_values=None, contact=None, at_limit=None,
-                 contact_in_force=False, contact_reaction=None, report=None):
+                 contact_in_force=False, contact_reaction=None, report=None,
+                 external_wrench=None):
         self.effort_values = effort_values
         self.desired_values = desired_values
         self.position_error_values = position_error_values
@@ -205,6 +209,7 @@ class Command:
         self.contact_in_force = contact_in_force
         self.contact_reaction = contact_reaction
         self.report = report
+        self.external_wrench = external_wrench
 
     @property
     def goal_end(self):

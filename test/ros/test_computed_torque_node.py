@@ -379,6 +379,44 @@ def test_a_publish_that_blocks_is_no_state_loss(make_harness, monkeypatch):
     assert reports[0].started and reports[0].silence >= 0.5
 
 
+@pytest.mark.parametrize('frame', ['tip', 'base'])
+def test_external_wrench_is_published_while_subscribed(make_harness, frame):
+    """~/external_wrench: the observer's r as a wrench at the tip, stamped like the state,
+    in the frame external_wrench_frame names; J^T [F; M] (our kinematics at the state,
+    rotated back from the tip's frame) is the r of ~/external_effort of that state."""
+    from geometry_msgs.msg import WrenchStamped
+
+    from ne_dynamics_ros.dynamics.kinematics import jacobian, tip_pose
+    h = make_harness(puma_params(external_wrench_frame=frame))
+    wrenches, external = {}, {}
+    h.peer.create_subscription(WrenchStamped, '/computed_torque_node/external_wrench',
+                               lambda m: wrenches.__setitem__(key(m.header.stamp), m), 100)
+    h.peer.create_subscription(JointState, '/computed_torque_node/external_effort',
+                               lambda m: external.__setitem__(key(m.header.stamp), m), 100)
+    h.spin_until(lambda: h.node.outputs.wrench_wanted and h.node.outputs.wanted[3],
+                 what='the ~/external_wrench reader')
+    base = h.node.get_clock().now().nanoseconds
+    for k, qd in enumerate([np.zeros(6)] * 3 + [np.array([0.5, 0, -0.5, 0, 0.3, 0])]):
+        ns = base + k * 2_000_000
+        at = Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
+        h.exchange(PUMA_JOINTS, Q0, qd, header_stamp=at)
+    h.spin_until(lambda: key(at) in wrenches and key(at) in external,
+                 what='the wrench and the external effort of the last state')
+    model = h.node.controller.model
+    message = wrenches[key(at)]
+    assert message.header.frame_id == (model.tip_link if frame == 'tip' else model.base_link)
+    w = message.wrench
+    f = np.array([w.force.x, w.force.y, w.force.z])
+    m = np.array([w.torque.x, w.torque.y, w.torque.z])
+    if frame == 'tip':
+        R = tip_pose(model, Q0)[:3, :3]
+        f, m = R @ f, R @ m
+    r = np.array(external[key(at)].effort)
+    assert np.abs(r).max() > 0.1                     # the velocity jump: something to map
+    np.testing.assert_allclose(jacobian(model, Q0).T @ np.r_[f, m], r, rtol=1e-4,
+                               atol=1e-4 * np.abs(r).max())
+
+
 def test_external_effort_is_published_and_a_contact_is_logged_and_diagnosed(make_harness):
     """~/external_effort carries the observer's r stamped like the state it answers; a
     velocity jump nothing commanded is a contact: counted, in /diagnostics, and the

@@ -307,7 +307,17 @@ def node_facts(node, c, description_source, action, last=None):
             'contact': contact.text() if contact is not None else '',
             'commands': command_problem(node),
             'ros2_control': node.ros2_control.describe() if node.ros2_control else '',
+            'external wrench': wrench_text(last),
             **law_facts(last)}
+
+
+def wrench_text(out):
+    """Say which directions ``~/external_wrench`` cannot be told along ('' if none)."""
+    wrench = None if out is None else out.external_wrench
+    if wrench is None or not wrench.flagged:
+        return ''
+    return (f'{wrench.flagged} of 6 directions near a singularity or not felt by the '
+            'joints: damped, not amplified (the wrench along them is underestimated)')
 
 
 def law_facts(out):
@@ -344,6 +354,6 @@ def payload_text(estimate):
     return f'{mass:.3f} kg at ({com[0]:.3f}, {com[1]:.3f}, {com[2]:.3f}) m'
 
 
-__all__ = ['ControlStatistics', 'counts', 'drop_summary', 'ERROR',
-           'EVENT_INTERVAL', 'Events',
-           'law_facts', 'node_facts', 'OK', 'payload_text', 'PERIOD', 'status', 'WARN']
+__all__ = ['ControlStatistics', 'counts', 'drop_summary', 'ERROR', 'EVENT_INTERVAL',
+           'Events', 'law_facts', 'node_facts', 'OK', 'payload_text', 'PERIOD', 'status',
+           'WARN', 'wrench_text']

@@ -412,8 +412,10 @@ class ComputedTorqueNode(LifecycleNode):
                                self.get_parameter('controller_state_rate').value,
                                controller.model.base_link)
         self.statistics = diagnostics.ControlStatistics(controller.n)
-        # the observer runs for contact detection, or while ~/external_effort is read
-        controller.external_effort_wanted = self.outputs.wanted[3]
+        # the observer runs for contact detection, or while ~/external_effort or
+        # ~/external_wrench is read
+        controller.external_effort_wanted = self.outputs.wanted[3] or self.outputs.wrench_wanted
+        controller.external_wrench_wanted = self.outputs.wrench_wanted
         self.controller = controller
         model = controller.model
         for note in model.warnings:
@@ -620,7 +622,8 @@ class ComputedTorqueNode(LifecycleNode):
         self._diagnostics_due = now + diagnostics.PERIOD
         c = self.controller
         if c is not None:
-            c.external_effort_wanted = self.outputs.wanted[3]
+            c.external_effort_wanted = self.outputs.wanted[3] or self.outputs.wrench_wanted
+            c.external_wrench_wanted = self.outputs.wrench_wanted
         counts = diagnostics.counts(self)
         facts = diagnostics.node_facts(
             self, c, self._description_source,

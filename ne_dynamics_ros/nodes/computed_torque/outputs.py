@@ -8,7 +8,10 @@ joint_trajectory_controller publishes it, at most at ``controller_state_rate``).
 costs a DDS write per command, so each is written only while somebody subscribes: the
 watchdog thread refreshes who does (:meth:`Outputs.refresh`), off the control path.
 ``~/external_effort`` (``sensor_msgs/JointState``, effort only: the momentum observer's
-external effort per joint, N·m or N, stamped with the state it answers) likewise. Every
+external effort per joint, N·m or N, stamped with the state it answers) likewise, and
+``~/external_wrench`` (``geometry_msgs/WrenchStamped``: that effort as a wrench at the
+tip link's origin, in the frame ``external_wrench_frame`` says:
+:mod:`~ne_dynamics_ros.control.wrench`), in every mode. Every
 vector is in the command order (the controller's ``joints``). The law's own outputs come
 with the command's report (:attr:`~ne_dynamics_ros.control.run_state.Command.report`):
 ``~/payload`` (``geometry_msgs/Inertia``: the load an adaptive law learned, mass, centre
@@ -21,6 +24,7 @@ target pose): :mod:`~ne_dynamics_ros.nodes.computed_torque.cartesian_io`.
 import time
 
 from rclpy.event_handler import PublisherEventCallbacks
+from geometry_msgs.msg import WrenchStamped
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
@@ -63,6 +67,10 @@ class Outputs:
             Inertia, '~/payload', 10, event_callbacks=NO_PUBLISHER_EVENTS)
         self._external_effort = node.create_publisher(
             JointState, '~/external_effort', 10, event_callbacks=NO_PUBLISHER_EVENTS)
+        self._external_wrench = node.create_publisher(
+            WrenchStamped, '~/external_wrench', 10, event_callbacks=NO_PUBLISHER_EVENTS)
+        #: somebody subscribes to ~/external_wrench (refreshed with ~/external_effort)
+        self.wrench_wanted = False
         #: ``~/target_pose`` and ``~/current_pose`` (mode cartesian_impedance)
         self.cartesian = CartesianTopics(node, NO_PUBLISHER_EVENTS)
         #: (tracking_error, desired, controller_state, external_effort): somebody
@@ -95,6 +103,7 @@ class Outputs:
                            if external_effort else self.wanted[3])
         if external_effort:
             self.cartesian.refresh()
+            self.wrench_wanted = self._external_wrench.get_subscription_count() > 0
         self.wanted = (
             self._tracking_error.get_subscription_count() > 0,
             self._desired.get_subscription_count() > 0,
@@ -141,6 +150,8 @@ class Outputs:
             self.publish_payload_when_due(state, report.get('payload'))
             self.cartesian.publish(report.get('current_pose'), state)
         tracking_error, desired, controller_state, external_effort = self.wanted
+        if self.wrench_wanted and out.external_wrench is not None:
+            self._publish_wrench(state, out.external_wrench)
         if external_effort and out.external_effort_values is not None:
             self._external_effort.publish(joint_state_bytes(
                 state.sec, state.nanosec, state.frame_id, self._joints_block, (), (),
@@ -160,6 +171,16 @@ class Outputs:
             message.points = [JointTrajectoryPoint(positions=q_d, velocities=qd_d,
                                                    accelerations=qdd_d)]
             self._desired.publish(message)
+
+    def _publish_wrench(self, state, wrench):
+        """Publish ``~/external_wrench`` of a command's wrench, stamped like ``state``."""
+        message = WrenchStamped()
+        message.header.stamp.sec, message.header.stamp.nanosec = state.sec, state.nanosec
+        message.header.frame_id = wrench.frame_id
+        force, torque = message.wrench.force, message.wrench.torque
+        force.x, force.y, force.z = (float(v) for v in wrench.force)
+        torque.x, torque.y, torque.z = (float(v) for v in wrench.moment)
+        self._external_wrench.publish(message)
 
     def _publish_controller_state(self, state, out):
         """``~/controller_state`` as JTC publishes it, at ``controller_state_rate``."""
