@@ -41,6 +41,12 @@ contiguous time blocks of the recording the model is fitted on (never the held-o
    largest λ whose cross-validated error is within :data:`SIMPLER_TOLERANCE` of the best
    (the "one-standard-error" rule of Hastie, Tibshirani & Friedman, *The Elements of
    Statistical Learning*, 2009, §7.10: the simplest model about as good as the best).
+
+A URDF whose inertials are placeholders (:mod:`~ne_dynamics_ros.identification.
+placeholder`: none, all equal, all under 1 g) gives no nominal model to lean on: the
+prior's J⁰ is then the data's own physically consistent fit (``own_prior``). Over 600
+lines because the programme, its candidates and that prior are one fit, each step
+reading the others' columns and margins.
 """
 from dataclasses import dataclass, field
 import itertools
@@ -224,6 +230,7 @@ class PhysicalFit:
         link_notes: (n,) per link: mass nominal → identified, centre-of-mass shift, why.
         min_margin: smallest eigenvalue of ``J⁰^-½ J J⁰^-½`` over the links (≥ MARGIN).
         solver: the cvxpy solver used.
+        own_prior: the prior was the data's own fit (placeholder inertials).
     """
 
     parameters: np.ndarray
@@ -236,6 +243,7 @@ class PhysicalFit:
     link_notes: List[str] = field(default_factory=list)
     min_margin: float = math.nan
     solver: str = ''
+    own_prior: bool = False
 
     def model(self, nominal):
         """Return ``nominal`` (a RobotModel) with these parameters and friction shape."""
@@ -468,8 +476,14 @@ def relative_margins(parameters, J0s, n):
     return out
 
 
-def select_model(equations, weights, nominal, n, allowed, names=None, progress=None):
+def select_model(equations, weights, nominal, n, allowed, names=None, progress=None,
+                 own_prior=False):
     """Fit the physical model with the drive terms and prior weight the data support.
+
+    ``own_prior``: the nominal inertials are placeholders
+    (:func:`~ne_dynamics_ros.identification.placeholder.placeholder_inertials`): the
+    prior's J⁰ is then the data's own, the physically consistent least-squares fit
+    (λ = 0, every link only ``J ⪰ MARGIN · 1e-6 I``), not the nominal one.
 
     Args:
         equations: :class:`~ne_dynamics_ros.identification.normal_equations.
@@ -496,12 +510,16 @@ def select_model(equations, weights, nominal, n, allowed, names=None, progress=N
     J0s = nominal_pseudo_inertias(nominal, n)
     say = progress or (lambda text: None)
     say('choosing the drive terms of each joint by cross-validation')
-    drives, drive_notes = select_drives(equations, weights, nominal, n, allowed)
+    drives, drive_notes = select_drives(equations, weights, nominal, n, allowed,
+                                        lam=0.0 if own_prior else 1e-2)
     cols = drives.columns(n)
     negative = np.zeros(len(cols), dtype=bool)
     offset_start = (PER_JOINT + len(VELOCITY_SCALES)) * n
     negative[[k for k, c in enumerate(cols) if c >= offset_start]] = True
     F = equations.AtA.shape[0]
+    if own_prior:
+        say('the prior from the data: the physically consistent least-squares fit')
+        nominal, J0s = _own_prior(cp, equations, weights, nominal, n, cols, negative, solvers)
     programme = _Programme(cp, J0s, n, cols, negative, solvers)
     cv = {}
     for lam in PRIOR_WEIGHTS:
@@ -528,7 +546,21 @@ def select_model(equations, weights, nominal, n, allowed, names=None, progress=N
     margins = relative_margins(parameters, J0s, n)
     link_notes = _link_notes(parameters, nominal, M / rows, lam, J0s, n, names, cols)
     return PhysicalFit(parameters, friction_velocity, friction_offset, drives, lam, cv,
-                       drive_notes, link_notes, float(margins.min()), solver)
+                       drive_notes, link_notes, float(margins.min()), solver, own_prior)
+
+
+def _own_prior(cp, equations, weights, nominal, n, cols, negative, solvers):
+    """Return (nominal, J⁰s) with the links' inertials of the prior-free consistent fit."""
+    floor = np.array([1e-6 * np.eye(4)] * n)
+    M, b, _, rows = equations.totals(list(range(equations.AtA.shape[0])), weights, cols)
+    x, _ = _Programme(cp, floor, n, cols, negative, solvers).solve(M, b, rows, 0.0)
+    if x is None:
+        raise IdentificationError('no physically consistent parameter set found for the '
+                                  f'prior (the convex programme failed with {solvers})')
+    own = np.array(nominal, dtype=float)
+    for i in range(n):
+        own[PER_JOINT * i:PER_JOINT * i + 10] = x[10 * i:10 * i + 10]
+    return own, nominal_pseudo_inertias(own, n)
 
 
 def _standard(x, cols, nominal, n, drives, allowed):

@@ -24,6 +24,7 @@ import numpy as np
 from ne_dynamics_ros.errors import IdentificationError, require
 from ne_dynamics_ros.identification.estimation import Identification, identify, STICTION_BAND
 from ne_dynamics_ros.identification.physical_fit import DriveModel, FOLDS, select_model
+from ne_dynamics_ros.identification.placeholder import placeholder_inertials
 from ne_dynamics_ros.identification.conditioning import (check_positions, drop_jumps, joined,
                                                          locate, resampled)
 from ne_dynamics_ros.identification.thresholds import contact_thresholds, observed_effort
@@ -158,7 +159,13 @@ def identify_model(urdf_text, model, recording, cutoff=None, effort_delay=0.0,
                           efforts_exclude_friction=efforts_exclude_friction)
     result.warnings[:0] = list(dict.fromkeys(n for n in notes if n not in result.warnings))
     _check_fit(result, ' + '.join(one.source for one in fits))
-    physical = physical_model(model, result, say)
+    placeholder = placeholder_inertials(model)
+    if placeholder:
+        result.warnings.append(
+            f'the URDF\'s inertials are placeholders ({placeholder}): the physical model '
+            'takes no prior toward them, but one from the data (the physically '
+            'consistent least-squares fit); its link masses are the data\'s')
+    physical = physical_model(model, result, say, own_prior=bool(placeholder))
     identified = physical.model(model)
     with_gravity, with_friction = not efforts_exclude_gravity, not efforts_exclude_friction
     say('contact thresholds from the momentum observer over the fitted part')
@@ -293,17 +300,19 @@ def regular(recording):
     return recording
 
 
-def physical_model(model, result, progress=None):
+def physical_model(model, result, progress=None, own_prior=False):
     """Return the physical model of ``result``: select_model on its fold equations.
 
     :func:`~ne_dynamics_ros.identification.physical_fit.select_model`, each joint
     weighted by its least-squares residual variance; the drive terms a joint may have:
     none on a joint that did not move, no friction terms where the efforts were recorded
     without friction. ``result``: an :class:`~ne_dynamics_ros.identification.estimation.
-    Identification` of ``model``; ``progress``: None or a callable taking a line of text.
+    Identification` of ``model``; ``progress``: None or a callable taking a line of text;
+    ``own_prior``: the model's inertials are placeholders (no prior toward them).
     """
     return select_model(result.folds, _weights(result.sigma), model.standard_parameters(),
-                        model.n, _allowed(model, result), model.joint_names, progress)
+                        model.n, _allowed(model, result), model.joint_names, progress,
+                        own_prior=own_prior)
 
 
 def _weights(sigma):

@@ -2,9 +2,8 @@
 
 ``ne-dynamics dh URDF [--convention dh|mdh] [--base LINK] [--tip LINK] [--json]`` prints
 the DH or MDH table as the papers tabulate link parameters (e.g. Sasaki 1990, Table 1:
-joint, type, a, alpha, d, theta offset; m and rad), the constant base and tool
-transforms, and the measured forward-kinematics residual between the DH chain and the
-URDF.
+joint, type, a, alpha, d, theta offset; m and rad), the constant base and tool transforms,
+and the measured forward-kinematics residual between the DH chain and the URDF.
 
 ``ne-dynamics base-params URDF [--base LINK] [--tip LINK] [--json]`` prints the base
 (minimal) inertial parameters: each one's name, its expression in Khalil's standard
@@ -321,8 +320,9 @@ def _print_identification(found, model):
         print(f'{name:<16} {e:>11.4g} {before:>11.4g} ({100 * before / max(e, 1e-300):5.1f}%) '
               f'{after:>12.4g} ({100 * after / max(e, 1e-300):5.1f}%)')
     physical = found.physical
+    toward = 'the data\'s consistent fit' if physical.own_prior else 'the nominal one\'s'
     print(f'\nphysical model (prior weight {physical.prior_weight:g}, every link\'s '
-          f'pseudo-inertia at least {physical.min_margin:.3g} of the nominal one\'s):')
+          f'pseudo-inertia at least {physical.min_margin:.3g} of {toward}):')
     for line in physical.link_notes:
         print(f'  {line}')
     print('drive terms per joint (chosen by cross-validation on the fitted part):')
