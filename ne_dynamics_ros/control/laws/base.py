@@ -178,6 +178,31 @@ class LawContext:
                                           self.gains.law_gravity).tolist()
 
 
+class LoadedDynamics:
+    """What a law calls for M, C, g: the context's, or a model with the load it carries.
+
+    A law that carries a load (:attr:`Law.carries_load`) keeps one of these: the model
+    with the load's parameters is built once per estimate (the estimate's bytes are the
+    key), not once per state.
+    """
+
+    __slots__ = ('_key', '_model')
+
+    def __init__(self):
+        self._key, self._model = None, None
+
+    def of(self, context: 'LawContext'):
+        """Return ``context.dynamics``, or the model with the load ``context`` holds."""
+        law = context.load_law
+        if law is None:
+            return context.dynamics
+        key = law.estimate.tobytes()
+        if self._key != key:
+            self._key = key
+            self._model = context.model.with_parameters(law.model_parameters())
+        return self._model
+
+
 class LawStep:
     """One state as a law sees it (lists of n floats, chain order).
 
@@ -351,5 +376,5 @@ class JointLaw(Law):
                                  *step.reference, step.extra)
 
 
-__all__ = ['clamp', 'JointGains', 'JointLaw', 'Law', 'LawContext', 'LawStep', 'NO_GRAVITY',
-           'reference_friction']
+__all__ = ['clamp', 'JointGains', 'JointLaw', 'Law', 'LawContext', 'LawStep', 'LoadedDynamics',
+           'NO_GRAVITY', 'reference_friction']

@@ -49,7 +49,7 @@ import math
 
 import numpy as np
 
-from ne_dynamics_ros.control.laws.base import clamp, Law
+from ne_dynamics_ros.control.laws.base import clamp, Law, LoadedDynamics
 from ne_dynamics_ros.dynamics.friction import drive_friction
 from ne_dynamics_ros.dynamics.kinematics import (chain_kinematics, manipulability,
                                                  pose_error, quaternion_to_matrix,
@@ -156,7 +156,7 @@ class CartesianImpedanceLaw(Law):
         self._period = None
         #: the clock until which friction is compensated toward the target (an approach)
         self._approaching_until = -math.inf
-        self._loaded = (None, None)
+        self._loaded = LoadedDynamics()
         n = context.model.n
         self._zeros = [0.0] * n
         self._units = [[1.0 if i == j else 0.0 for i in range(n)] for j in range(n)]
@@ -185,14 +185,7 @@ class CartesianImpedanceLaw(Law):
 
     def _dynamics(self):
         """Return the model (or generated program) of M, C and g: the load's when held."""
-        context = self.context
-        law = context.load_law
-        if law is None:
-            return context.dynamics
-        key = law.estimate.tobytes()
-        if self._loaded[0] != key:
-            self._loaded = (key, context.model.with_parameters(law.model_parameters()))
-        return self._loaded[1]
+        return self._loaded.of(self.context)
 
     def _inertia(self, dynamics, q, J):
         """Return ``(M, M^-1, J M^-1, Lambda, Lambda^1/2)`` at ``q`` (a list).

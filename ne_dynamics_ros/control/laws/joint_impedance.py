@@ -32,7 +32,7 @@ import math
 
 import numpy as np
 
-from ne_dynamics_ros.control.laws.base import clamp, Law, reference_friction
+from ne_dynamics_ros.control.laws.base import clamp, Law, LoadedDynamics, reference_friction
 
 #: M_ii is computed again once a joint moved this far from where it last was, rad (m).
 INERTIA_TOLERANCE = 0.05
@@ -59,20 +59,13 @@ class JointImpedanceLaw(Law):
         self._zeta = float(settings.joint_impedance_damping_ratio)
         self._zeros = [0.0] * n
         self._units = [[1.0 if i == j else 0.0 for i in range(n)] for j in range(n)]
-        self._loaded = (None, None)
+        self._loaded = LoadedDynamics()
         #: (dynamics, q where M_ii was computed, D) of the last damping computed
         self._damping = None
 
     def _dynamics(self):
-        """Return the model (or generated program) the law uses: the load's when held."""
-        context = self.context
-        law = context.load_law
-        if law is None:
-            return context.dynamics
-        key = law.estimate.tobytes()
-        if self._loaded[0] != key:
-            self._loaded = (key, context.model.with_parameters(law.model_parameters()))
-        return self._loaded[1]
+        """Return the model (or generated program) of M, C and g: the load's when held."""
+        return self._loaded.of(self.context)
 
     def _damping_at(self, dynamics, q):
         """Return D (n floats), from M_ii at ``q`` or where last computed, if near."""
