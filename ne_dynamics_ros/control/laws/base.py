@@ -178,6 +178,24 @@ class LawContext:
                                           self.gains.law_gravity).tolist()
 
 
+def mass_matrix_at(dynamics, q) -> np.ndarray:
+    """Return M(q), (n, n) kg·m² (kg), of ``dynamics`` at ``q`` (n floats, rad or m).
+
+    With a generated program (:class:`~ne_dynamics_ros.codegen.CompiledDynamics`) column by
+    column from n + 1 runs of it, ``M e_j = rnea(q, 0, e_j) - rnea(q, 0, 0)`` (gravity
+    cancels; Walker & Orin 1982, method 1); otherwise, or where the program cannot run on
+    ``q``, the model's ``mass_matrix``.
+    """
+    run = getattr(dynamics, 'rnea_values', None)
+    n = len(q)
+    zero = [0.0] * n
+    base = None if run is None else run(q, zero, zero)
+    if base is None or not math.isfinite(sum(base)):
+        return dynamics.mass_matrix(np.asarray(q, dtype=float))
+    units = [[1.0 if i == j else 0.0 for i in range(n)] for j in range(n)]
+    return np.array([run(q, zero, unit) for unit in units]).T - np.asarray(base)[:, None]
+
+
 class LoadedDynamics:
     """What a law calls for M, C, g: the context's, or a model with the load it carries.
 
@@ -377,4 +395,4 @@ class JointLaw(Law):
 
 
 __all__ = ['clamp', 'JointGains', 'JointLaw', 'Law', 'LawContext', 'LawStep', 'LoadedDynamics',
-           'NO_GRAVITY', 'reference_friction']
+           'mass_matrix_at', 'NO_GRAVITY', 'reference_friction']

@@ -49,7 +49,7 @@ import math
 
 import numpy as np
 
-from ne_dynamics_ros.control.laws.base import clamp, Law, LoadedDynamics
+from ne_dynamics_ros.control.laws.base import clamp, Law, LoadedDynamics, mass_matrix_at
 from ne_dynamics_ros.dynamics.friction import drive_friction
 from ne_dynamics_ros.dynamics.kinematics import (chain_kinematics, manipulability,
                                                  pose_error, quaternion_to_matrix,
@@ -159,7 +159,6 @@ class CartesianImpedanceLaw(Law):
         self._loaded = LoadedDynamics()
         n = context.model.n
         self._zeros = [0.0] * n
-        self._units = [[1.0 if i == j else 0.0 for i in range(n)] for j in range(n)]
         #: the configured gravity is the generated program's (0, 0, -9.81)
         self._program_gravity = tuple(float(g) for g in context.gains.gravity) == \
             (0.0, 0.0, -9.81)
@@ -201,14 +200,7 @@ class CartesianImpedanceLaw(Law):
         if (cached is not None and cached[0] is dynamics
                 and max(abs(a - b) for a, b in zip(q, cached[1])) <= INERTIA_TOLERANCE):
             return cached[2]
-        run = getattr(dynamics, 'rnea_values', None)
-        zero = self._zeros
-        base = None if run is None else run(q, zero, zero)
-        if base is None or not math.isfinite(sum(base)):
-            M = dynamics.mass_matrix(np.asarray(q, dtype=float))
-        else:
-            M = np.array([run(q, zero, unit) for unit in self._units]).T \
-                - np.asarray(base)[:, None]
+        M = mass_matrix_at(dynamics, q)
         Minv = np.linalg.inv(M)
         JMinv = J @ Minv
         self._inverse_inertia = JMinv @ J.T

@@ -32,7 +32,8 @@ import math
 
 import numpy as np
 
-from ne_dynamics_ros.control.laws.base import clamp, Law, LoadedDynamics, reference_friction
+from ne_dynamics_ros.control.laws.base import (clamp, Law, LoadedDynamics, mass_matrix_at,
+                                               reference_friction)
 
 #: M_ii is computed again once a joint moved this far from where it last was, rad (m).
 INERTIA_TOLERANCE = 0.05
@@ -58,7 +59,6 @@ class JointImpedanceLaw(Law):
                                   (n,)).tolist()
         self._zeta = float(settings.joint_impedance_damping_ratio)
         self._zeros = [0.0] * n
-        self._units = [[1.0 if i == j else 0.0 for i in range(n)] for j in range(n)]
         self._loaded = LoadedDynamics()
         #: (dynamics, q where M_ii was computed, D) of the last damping computed
         self._damping = None
@@ -73,13 +73,7 @@ class JointImpedanceLaw(Law):
         if (cached is not None and cached[0] is dynamics
                 and max(abs(a - b) for a, b in zip(q, cached[1])) <= INERTIA_TOLERANCE):
             return cached[2]
-        run = getattr(dynamics, 'rnea_values', None)
-        zero = self._zeros
-        base = None if run is None else run(q, zero, zero)
-        if base is None or not math.isfinite(sum(base)):
-            diagonal = np.diag(dynamics.mass_matrix(np.asarray(q, dtype=float))).tolist()
-        else:       # M e_i = rnea(q, 0, e_i) - rnea(q, 0, 0) (Walker & Orin 1982, method 1)
-            diagonal = [run(q, zero, unit)[i] - base[i] for i, unit in enumerate(self._units)]
+        diagonal = np.diag(mass_matrix_at(dynamics, q)).tolist()
         damping = [2.0 * self._zeta * math.sqrt(max(k * m, 0.0))
                    for k, m in zip(self._k, diagonal)]
         self._damping = (dynamics, list(q), damping)
