@@ -104,13 +104,15 @@ def exact_plant(**extra):
     return MujocoArm(str(UR5E), armature=[0.1] * 6, initial_positions=Q0, **extra)
 
 
-def hidden_plant(schedule=None):
+def hidden_plant(schedule=None, friction_scale=1.0):
     """Return ``bench_mujoco.py``'s hidden UR5e (its drive model, 1.2 kg at the flange).
 
-    ``schedule``: loads picked on top of that 1.2 kg.
+    ``schedule``: loads picked on top of that 1.2 kg; ``friction_scale``: the drives'
+    dry friction times this (the model identified at 1 then holds it only approximately).
     """
     from bench_adaptive import hidden_plant as hidden
     values = hidden()
+    values['friction'] = [friction_scale * f for f in values['friction']]
     if schedule is not None:
         hidden_mass = values['payload_mass']
         entries = [(t, hidden_mass + m, tuple(m * np.asarray(com) / (hidden_mass + m)))
@@ -120,13 +122,24 @@ def hidden_plant(schedule=None):
     return MujocoArm(str(UR5E), initial_positions=Q0, payload_link='tool0', **values)
 
 
-def compliance(make_controller, make_plant, seconds=(1.0, 3.0, 2.0)):
-    """Per axis: (along mm, F/K mm, across mm, back mm) of a 20 N push and its release."""
+def compliance(make_controller, make_plant, seconds=(1.0, 3.0, 2.0), moved=False):
+    """Per axis: (along mm, F/K mm, across mm, back mm) of a 20 N push and its release.
+
+    ``moved``: the tip first stepped 5 cm up and back (1.5 s each): the drives have slid,
+    as on an arm in use, so what the law learns while joints slide is learned.
+    """
     rows = []
     for axis in range(3):
         c, arm = make_controller(), make_plant()
         loop = Loop(c, arm)
         start = loop.run(seconds[0])[-1]
+        if moved:
+            T = tip_pose(c.model, arm.position)
+            for height in (0.05, 0.0):
+                c.set_target_pose(T[:3, 3] + [0.0, 0.0, height],
+                                  matrix_to_quaternion(T[:3, :3]))
+                loop.run(1.5)
+            start = loop.run(seconds[0])[-1]
         force = np.zeros(3)
         force[axis] = FORCE
         arm.push('tool0', (0.0, 0.0, 0.0), force)
@@ -174,7 +187,11 @@ def picked_load(make_controller, make_plant, way, seconds=3.0):
 
 
 def target_step(make_controller, make_plant, height, stiffness, seconds=2.5):
-    """Step the target ``height`` m along z: (time to within 2 mm s, overshoot %, speed at 2 s)."""
+    """Step the target ``height`` m along z.
+
+    Returns (time to within 2 mm s, overshoot %, speed at 2 s m/s, distance at 1.5 s mm,
+    contacts the observer reported).
+    """
     c = make_controller(**{'cartesian.stiffness': stiffness, 'cartesian.max_speed': [1.0, 1.0]})
     arm = make_plant()
     loop = Loop(c, arm)
@@ -189,7 +206,8 @@ def target_step(make_controller, make_plant, height, stiffness, seconds=2.5):
     overshoot = 100 * max(0.0, (tips[:, 2] - start[2]).max() / height - 1)
     k = int(2.0 * RATE)
     speed = np.linalg.norm(tips[k:] - tips[k - 1:-1], axis=1).max() * RATE
-    return settle, overshoot, speed
+    return (settle, overshoot, speed, 1e3 * distance[int(1.5 * RATE) - 1],
+            c.contact_supervisor.contacts)
 
 
 def hostile(make_controller, make_plant):
@@ -264,6 +282,37 @@ def identified(scratch):
     return make
 
 
+def friction_scales(make):
+    """The identified model on its plant with the drives' dry friction x0.5, x1, x2.
+
+    Printed: the 5 cm step (time to within 2 mm, its distance at 1.5 s, overshoot,
+    contacts), then the pushes from rest (nothing slid yet) and after the step up and
+    back (the friction learned), beside the goals; and with the learning off
+    (``cartesian.friction_adaptation`` 0).
+    """
+    print('   friction the model holds approximately: the hidden plant\'s dry friction scaled, '
+          'the model identified at x1')
+    for scale in (0.5, 1.0, 2.0):
+        plant = (lambda scale: lambda schedule=None: hidden_plant(schedule, scale))(scale)
+        for adaptation in (10.0, 0.0):
+            def maker(**settings):
+                return make(**dict({'cartesian.friction_adaptation': adaptation}, **settings))
+            settle, overshoot, _, at, contacts = target_step(maker, plant, 0.05, STIFFNESS)
+            print(f'    x{scale:<4g} friction_adaptation {adaptation:4g}: 5 cm step within 2 mm '
+                  f'at {settle:5.3f} s (< 1.5), {at:5.2f} mm off at 1.5 s, overshoot '
+                  f'{overshoot:4.1f} % (< 20), contacts {contacts}', flush=True)
+            if adaptation:
+                print_compliance(f'  x{scale:g}, pushed from rest:', compliance(maker, plant))
+                print_compliance(f'  x{scale:g}, pushed after the step up and back:',
+                                 compliance(maker, plant, moved=True))
+                if scale == 1.0:     # across the force: the rotational stiffness's share?
+                    print_compliance('  x1, pushed from rest, rotational stiffness 250 '
+                                     'N m/rad (5x):', compliance(
+                                         lambda: maker(**{'cartesian.stiffness':
+                                                          STIFFNESS[:3] + [250.0] * 3}),
+                                         plant))
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--identified', action='store_true',
@@ -282,6 +331,7 @@ def main(argv=None):
             print_compliance('hidden plant (drives, 1.2 kg), identified model:',
                              compliance(make, hidden_plant, seconds))
             makers.append(('hidden plant, identified', make, hidden_plant))
+            friction_scales(make)
         print(f'2. {LOAD:g} kg picked at the flange while holding, then 20 N down (F/K = '
               f'{1e3 * FORCE / STIFFNESS[2]:.0f} mm): sag from the pose held (a fixed model: '
               f'{1e3 * LOAD * 9.81 / STIFFNESS[2]:.0f} mm)')
@@ -297,7 +347,7 @@ def main(argv=None):
               'tip speed from 2 s on (< 10 mm/s)')
         for title, make, plant in makers:
             for height, stiffness in ((0.05, STIFFNESS), (0.01, STIFF)):
-                settle, overshoot, speed = target_step(make, plant, height, stiffness)
+                settle, overshoot, speed, _, _ = target_step(make, plant, height, stiffness)
                 print(f'    {title:<26} {100 * height:3.0f} cm at {stiffness[:1] + stiffness[3:4]}'
                       f': {settle:5.3f} s, overshoot {overshoot:4.1f} %, speed '
                       f'{1e3 * speed:6.3f} mm/s')

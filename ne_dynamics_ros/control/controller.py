@@ -28,6 +28,7 @@ import numpy as np
 from ne_dynamics_ros.codegen import CompiledDynamics
 from ne_dynamics_ros.control import parameters, state_loss
 from ne_dynamics_ros.control.contact import ContactSupervisor
+from ne_dynamics_ros.control.friction_estimate import CoulombEstimate
 from ne_dynamics_ros.control.goals import GoalStatus
 from ne_dynamics_ros.control.integral import anti_windup, integral_step
 from ne_dynamics_ros.control.laws.adaptive import LoadEstimate
@@ -114,10 +115,11 @@ class ComputedTorqueController(LawInputs, FollowsReferences):
         self.adaptation_link = parameters.check('adaptation_link', adaptation_link or '') \
             or model.tip_link
         try:
-            #: the load learned or declared (kept across modes and runs)
+            #: the load, ``friction_estimate`` the drives' Coulomb level: kept across runs
             self.load = LoadEstimate(model, self.adaptation_link)
         except ModelError as err:
             raise ControlParameterError(str(err)) from None
+        self.friction_estimate = CoulombEstimate(model.friction, model.coulomb_velocity)
         #: The momentum observer and contact detection (every mode).
         self.contact_supervisor = ContactSupervisor(model, self.dynamics)
         #: The run in force (replaced whole), its lock, the clock's origin.
@@ -208,7 +210,7 @@ class ComputedTorqueController(LawInputs, FollowsReferences):
             hardware_compensates_friction=self.hardware_compensates_friction)
         #: what the run's law is built from (:mod:`~ne_dynamics_ros.control.laws`)
         self.context = LawContext(self.model, self.dynamics, gains, settings, self.load,
-                                  LAWS[settings.mode])
+                                  LAWS[settings.mode], self.friction_estimate)
         self.context.law_class.apply_settings(self.context)
         self.contact_supervisor.apply(settings, gains)
         self.references.apply(self.context.law_class, settings)
@@ -359,7 +361,7 @@ class ComputedTorqueController(LawInputs, FollowsReferences):
             tau = law.effort(LawStep(
                 now, t, q_law, qd_law, law_reference,
                 self._reader.efforts(joint_names, efforts) if law.needs_efforts else None,
-                extra))
+                extra, run.sensing.detector.contact is not None, external))
         except (NonFiniteEffortError, StateError) as err:
             self.dropped_joint_states += 1
             return NoCommand(SkipReason.NO_VALID_EFFORT, str(err))

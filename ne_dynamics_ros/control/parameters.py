@@ -145,6 +145,12 @@ PARAMETERS = (
                   'cartesian_impedance mode: a new target is approached at most this fast: '
                   'along the line (m/s), then about the rotation axis (rad/s).',
                   unit='m/s, rad/s', constraints='> 0', runtime=True, check=checked_speeds),
+    ParameterSpec('cartesian.friction_adaptation', 'double', 10.0,
+                  'cartesian_impedance mode: how fast the drives\' Coulomb friction the '
+                  'law compensates follows what the momentum observer shows while a joint '
+                  'slides and no contact is held (a factor per joint on the model\'s, '
+                  'within 0.25 and 4); 0: the model\'s friction as identified.',
+                  unit='1/s', constraints='>= 0', runtime=True, check=checked_non_negative),
     ParameterSpec('nullspace.stiffness', 'double_array', 10.0,
                   'cartesian_impedance mode: stiffness of the posture in the null space of '
                   'the tip task (one value or one per joint), damped critically by the '

@@ -327,3 +327,36 @@ def test_a_stiffness_above_the_rule_at_the_rate_seen_is_reported():
     Loop(c, ur5e_arm()).run(0.1)
     facts = law_facts(SimpleNamespace(report=c.cartesian_state.report()))   # as a Command
     assert 'above the sampling rule' in facts['stiffness'] and float(facts['manipulability']) > 0
+
+
+@pytest.mark.parametrize('adaptation', [10.0, 0.0])
+def test_a_step_on_drives_with_half_the_model_friction_is_reached_when_it_is_learned(
+        adaptation):
+    """The model's Coulomb friction twice the plant's (MuJoCo's frictionloss): with the
+    friction learned while the joints slide (cartesian.friction_adaptation), a 5 cm step
+    ends within 2 mm after 1.5 s and the factors learned on the joints that slid are the
+    plant's 0.5 within 0.2; with the model's friction the compensation pushes the tip
+    past the target and it hunts, more than 5 mm off."""
+    coulomb, damping = [2.5, 2.5, 1.5, 0.4, 0.4, 0.4], [6.0, 6.0, 4.0, 1.0, 1.0, 1.0]
+    c = ComputedTorqueController.from_urdf(
+        str(UR5E_URDF), tip_link='tool0', armature=ARMATURE, damping=damping,
+        friction=coulomb, settings={
+            'mode': 'cartesian_impedance', 'cartesian.stiffness': STIFFNESS,
+            'friction_compensation': True, 'cartesian.max_speed': [1.0, 1.0],
+            'cartesian.friction_adaptation': adaptation,
+            'contact.threshold': [3.0, 3.0, 2.0, 0.5, 0.5, 0.5]})
+    arm = ur5e_arm(damping=damping, friction=[0.5 * f for f in coulomb])
+    loop = Loop(c, arm)
+    loop.run(0.5)
+    T = tip_pose(c.model, arm.position)
+    goal = T[:3, 3] + [0.0, 0.0, 0.05]
+    c.set_target_pose(goal, matrix_to_quaternion(T[:3, :3]))
+    off = np.linalg.norm(loop.run(1.5)[-1] - goal)
+    assert c.contact_supervisor.contacts == 0
+    if adaptation:
+        assert off < 2e-3
+        slid = c.friction_estimate.scale != 1.0
+        assert slid.sum() >= 2
+        assert c.friction_estimate.scale[slid] == pytest.approx(0.5, abs=0.2)
+    else:
+        assert off > 5e-3

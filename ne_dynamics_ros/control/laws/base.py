@@ -147,6 +147,10 @@ class LawContext:
         load: the controller's :class:`~.adaptive.LoadEstimate` (what the adaptive law
             learned or was declared: kept across modes and runs).
         law_class: the class of the settings' mode (what it carries, :class:`Law`).
+        friction: the controller's
+            :class:`~ne_dynamics_ros.control.friction_estimate.CoulombEstimate` (the
+            drives' Coulomb friction learned while joints slide: kept across modes and
+            runs), or None.
     """
 
     model: object
@@ -155,6 +159,7 @@ class LawContext:
     settings: object
     load: object
     law_class: type
+    friction: object = None
 
     @property
     def load_law(self):
@@ -227,14 +232,19 @@ class LawStep:
     ``now``: the controller's clock, s; ``t``: the state's instant (its stamp), s; ``q``,
     ``qd``: the measured positions and velocities; ``reference``: ``(q_d, qd_d, qdd_d)``
     of the run's reference at ``t``; ``efforts``: the measured efforts, or None;
-    ``extra``: efforts added before the limits (the integral action), or None.
+    ``extra``: efforts added before the limits (the integral action), or None;
+    ``in_contact``: the run's contact detector holds a contact (the observer's external
+    effort over ``contact.threshold``): a law that integrates an error stops while it does.
     """
 
-    __slots__ = ('now', 't', 'q', 'qd', 'reference', 'efforts', 'extra')
+    __slots__ = ('now', 't', 'q', 'qd', 'reference', 'efforts', 'extra', 'in_contact',
+                 'external')
 
-    def __init__(self, now, t, q, qd, reference, efforts, extra):
+    def __init__(self, now, t, q, qd, reference, efforts, extra, in_contact=False,
+                 external=None):
         self.now, self.t, self.q, self.qd = now, t, q, qd
         self.reference, self.efforts, self.extra = reference, efforts, extra
+        self.in_contact, self.external = in_contact, external
 
 
 class Law:

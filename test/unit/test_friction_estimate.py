@@ -1,0 +1,62 @@
+"""The Coulomb friction learned from the observer's residual (control/friction_estimate.py).
+
+The reference is the friction formula itself: an arm whose drives show ``k Fc`` gives, on
+a joint sliding at ``qd`` with no contact, the residual ``r = f_model(qd) - f_arm(qd)``
+(De Luca & Mattone 2005), and the factor learned must be ``k``; a push, a joint at rest,
+a rate of 0 teach nothing.
+"""
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from ne_dynamics_ros.control.friction_estimate import CoulombEstimate, SCALE_RANGE
+from ne_dynamics_ros.dynamics.friction import drive_friction
+
+FC = np.array([2.5, 2.5, 1.5, 0.4, 0.4, 0.0])
+FV = np.array([6.0, 6.0, 4.0, 1.0, 1.0, 1.0])
+VS = np.full(6, 0.003)
+
+
+def residual(qd, factor):
+    """r of an arm whose Coulomb friction is ``factor`` times the model's, no contact."""
+    zeros = np.zeros(6)
+    return (drive_friction(qd, FV, FC, VS, zeros)
+            - drive_friction(qd, FV, factor * FC, VS, zeros))
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.floats(0.3, 3.5), st.lists(st.floats(0.05, 2.0), min_size=6, max_size=6),
+       st.lists(st.booleans(), min_size=6, max_size=6))
+def test_a_sliding_joint_learns_the_factor_its_drive_shows(factor, speed, negative):
+    estimate = CoulombEstimate(FC, VS)
+    qd = np.where(negative, -1.0, 1.0) * np.array(speed)
+    for _ in range(500):                        # 1 s at 500 Hz, rate 10/s
+        assert estimate.update(qd, residual(qd, factor), 0.002, 10.0, False)
+    learns = FC > 0
+    assert estimate.scale[learns] == pytest.approx(factor, rel=1e-3)
+    assert estimate.scale[~learns] == 1.0      # no Coulomb friction: nothing to scale
+    assert estimate.coulomb == pytest.approx((estimate.scale * FC).tolist())
+
+
+def test_a_push_a_joint_at_rest_and_a_rate_of_zero_teach_nothing():
+    estimate = CoulombEstimate(FC, VS)
+    qd = np.full(6, 0.5)
+    r = residual(qd, 2.0)
+    assert not estimate.update(qd, r, 0.002, 10.0, True)            # a contact held
+    assert not estimate.update(np.full(6, 0.004), r, 0.002, 10.0, False)   # below 5 v_s
+    assert not estimate.update(qd, r, 0.002, 0.0, False)            # adaptation off
+    assert not estimate.update(qd, None, 0.002, 10.0, False)        # no observer
+    assert not estimate.update(qd, r, 0.0, 10.0, False)             # a repeated state
+    assert estimate.scale.tolist() == [1.0] * 6
+    assert estimate.coulomb == FC.tolist()
+
+
+def test_the_factor_stays_within_its_range_and_a_reset_forgets_it():
+    estimate = CoulombEstimate(FC, VS)
+    qd = np.full(6, 1.0)
+    for factor, bound in ((10.0, SCALE_RANGE[1]), (-5.0, SCALE_RANGE[0])):
+        for _ in range(200):
+            estimate.update(qd, residual(qd, factor), 0.002, 50.0, False)
+        assert estimate.scale[:5] == pytest.approx(bound)
+    estimate.reset()
+    assert estimate.scale.tolist() == [1.0] * 6 and estimate.coulomb == FC.tolist()
