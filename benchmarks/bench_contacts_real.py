@@ -17,6 +17,7 @@ import pathlib
 import numpy as np
 
 from ne_dynamics_ros import load_model
+from ne_dynamics_ros.control.observer import MAX_GAP, SUSTAINED_LEVEL, SUSTAINED_TIME
 from ne_dynamics_ros.dynamics.urdf_import import read_urdf_text
 from ne_dynamics_ros.identification.pipeline import identify_model
 from ne_dynamics_ros.identification.recording import JointRecording
@@ -33,6 +34,18 @@ def run(folder, model, k):
     return JointRecording(tuple(model.joint_names), d['times'] - d['times'][0],
                           d['positions'], d['velocities'], d['torques'],
                           f'kuka_lwr4/measurements_{k}.npz')
+
+
+def sustained_margin(t, r, thresholds, band):
+    """Per joint: the largest (|r filtered| - b) / (h - b), the second level's measure."""
+    from ne_dynamics_ros.identification.thresholds import _recursion
+    dt = np.diff(t, prepend=t[0])
+    restart = (dt <= 0.0) | (dt > MAX_GAP)
+    restart[0] = True
+    n = r.shape[1]
+    filtered = _recursion(r, dt, restart, np.full(n, 1.0 / SUSTAINED_TIME), np.zeros(n))
+    b = np.minimum(band, thresholds)
+    return ((np.abs(filtered) - b) / (thresholds - b)).max(axis=0), b
 
 
 def main(argv=None):
@@ -53,10 +66,16 @@ def main(argv=None):
         raw = run(folder, model, k)
         steps = np.diff(raw.t)
         r = observed_effort(identified, raw.t, raw.q, raw.qd, raw.effort)
-        contacts, ratio = count_contacts(r, thresholds)
+        contacts, ratio = count_contacts(r, thresholds, t=raw.t, band=identified.friction)
+        first, _ = count_contacts(r, thresholds, sustained_time=0.0)
+        level, band = sustained_margin(raw.t, r, thresholds, identified.friction)
         print(f'  run {k} raw ({raw.t.size} states, steps {1e3 * steps.min():.2f} to '
-              f'{1e3 * steps.max():.2f} ms): contacts {contacts} (goal 0), largest '
-              f'|r|/threshold {ratio.max():.2f} on {model.joint_names[int(ratio.argmax())]}')
+              f'{1e3 * steps.max():.2f} ms): contacts {contacts} (goal 0; the threshold '
+              f'alone {first}), largest |r|/threshold {ratio.max():.2f} on '
+              f'{model.joint_names[int(ratio.argmax())]}; filtered over '
+              f'{SUSTAINED_TIME:g} s, largest share of the margin above the friction band '
+              f'{level.max():.2f} on {model.joint_names[int(level.argmax())]} (the second '
+              f'level: {SUSTAINED_LEVEL:g})')
 
 
 if __name__ == '__main__':

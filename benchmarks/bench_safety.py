@@ -213,6 +213,45 @@ def push_table(label, c, arm, coulomb):
     return t, r, true
 
 
+def held_push(c, arm, joint, effort, seconds):
+    """Hold PUSH_POSE; ``effort`` N·m on ``joint`` (index) for ``seconds`` from 1 s.
+
+    Returns the contacts reported: (time after the push began s, sustained level) each.
+    """
+    names = c.model.joint_names
+    arm.reset(PUSH_POSE)
+    found = []
+    for k in range(int((PUSH_START + seconds + 0.5) * RATE)):
+        t = k / RATE
+        ns = round(t * 1e9)
+        out = c.update(ns, names, arm.position, arm.velocity, steady_ns=ns)
+        if out.contact is not None:
+            found.append((t - PUSH_START, out.contact.sustained))
+        extra = np.zeros(6)
+        if PUSH_START <= t < PUSH_START + seconds:
+            extra[joint] = effort
+        arm.step(np.asarray(out.effort) + extra, 1.0 / RATE)
+    return found
+
+
+def held_push_figures(label, make_controller, make_arm, joint, coulomb):
+    """Print the contacts of pushes at 0.9 of the threshold on one joint, held 0.3-3 s."""
+    c = make_controller()
+    h = c.settings.contact_threshold[joint]
+    print(f'  {label}: {0.9 * h:.2f} N*m (0.9 of the threshold {h:.2f}) on '
+          f'{c.model.joint_names[joint]}, whose Coulomb friction is {coulomb:.2f} N*m')
+    for seconds in (0.3, 1.0, 3.0):
+        found = held_push(make_controller(), make_arm(), joint, 0.9 * h, seconds)
+        during = [(t, s) for t, s in found if 0.0 <= t < seconds]
+        text = (f'flagged {1e3 * during[0][0]:.0f} ms after it began by the '
+                f'{"sustained level" if during[0][1] else "threshold"}' if during
+                else 'not flagged')
+        after = [f'{1e3 * t:.0f} ms ({"sustained" if s else "threshold"})'
+                 for t, s in found if not 0.0 <= t < seconds]
+        print(f'    held {seconds:g} s: {text}; others (goal none): '
+              f'{", ".join(after) or "none"}')
+
+
 def contact_figures(identified):
     D, F = [6.0, 6.0, 4.0, 1.0, 1.0, 1.0], [2.5, 2.5, 1.5, 0.4, 0.4, 0.4]
     print('contacts: the momentum observer, UR5e held at a pose, 500 Hz')
@@ -233,6 +272,15 @@ def contact_figures(identified):
     push_table('MuJoCo, 40 N at the forearm, the plant\'s own model (damping, dry friction)',
                known, MujocoArm(UR5E, armature=ARMATURE, damping=D, friction=F),
                np.array(F))
+    print('pushes held below the threshold (goal: flagged; the second contact level, '
+          'contact.sustained_time 0.2 s, contact.sustained_level 0.6):')
+    held_push_figures(
+        'Pinocchio plant, no friction, thresholds [3, 3, 2, 0.5, 0.5, 0.5]',
+        lambda: ComputedTorqueController.from_urdf(
+            UR5E, armature=ARMATURE, damping=[0.0] * 6, friction=[0.0] * 6,
+            settings={'kp': 400.0, 'kd': 40.0, 'contact.reaction': 'ignore',
+                      'contact.threshold': [3.0, 3.0, 2.0, 0.5, 0.5, 0.5]}),
+        lambda: SimulatedArm(UR5E, armature=ARMATURE), 1, 0.0)
     if identified is not None:
         identified_figures(*identified)
 
@@ -258,6 +306,9 @@ def identified_figures(folder, summary, plot):
     c = controller()
     run = push_table('MuJoCo, the hidden UR5e, identified (thresholds from identify)', c,
                      MujocoArm(UR5E, **hidden), np.array(hidden['friction']))
+    held_push_figures('MuJoCo, the hidden UR5e, identified (its thresholds are mostly its '
+                      'friction)', controller, lambda: MujocoArm(UR5E, **hidden), 1,
+                      hidden['friction'][1])
     false = []
     quintic = profile_trajectory(c.model.joint_names, 'quintic', HOME,
                                  HOME + np.radians([30, -20, 25, 30, 30, 30]), 3.0, 1 / RATE)

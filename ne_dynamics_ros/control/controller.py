@@ -194,7 +194,7 @@ class ComputedTorqueController(LawInputs, FollowsReferences):
 
     def _new_sensing(self) -> Sensing:
         """Return a fresh :class:`~ne_dynamics_ros.control.sensing.Sensing` (a new activation)."""
-        return Sensing.new(self.model.joint_names, self.settings)
+        return Sensing.new(self.model.joint_names, self.settings, self.model.friction)
 
     def _apply(self, settings: ControllerSettings):
         self.settings = settings

@@ -343,6 +343,18 @@ PARAMETERS = (
                   'compensation only: the arm yields) or ignore (report only). Resuming '
                   'takes a new goal or trajectory.', constraints='one of: hold, comply, ignore',
                   runtime=True, check=checked_one_of(('hold', 'comply', 'ignore'))),
+    ParameterSpec('contact.sustained_time', 'double', 0.2,
+                  'The second contact level: the observer\'s r low-pass filtered over this '
+                  'time constant; a joint whose filtered r exceeds its Coulomb friction plus '
+                  'contact.sustained_level of the margin above it (up to contact.threshold) '
+                  'is in contact: a push held 0.3-3 s below the threshold. 0: threshold '
+                  'only.', unit='s', constraints='>= 0', runtime=True,
+                  check=checked_non_negative),
+    ParameterSpec('contact.sustained_level', 'double', 0.6,
+                  'The second contact level\'s share of the margin between a joint\'s '
+                  'Coulomb friction and its contact.threshold (the friction band itself '
+                  'never counts: a stuck joint shows up to that much).',
+                  constraints='>= 0 and < 1', runtime=True, check=checked_fraction),
     ParameterSpec('contact.observer_gain', 'double', 60.0,
                   'K_O, the momentum observer\'s bandwidth: r follows the external effort '
                   'with a first-order lag of 1/K_O s (60: 90 % in 38 ms).', unit='1/s',

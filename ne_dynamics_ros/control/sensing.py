@@ -44,18 +44,23 @@ class Sensing:
     skipped: bool = False
 
     @classmethod
-    def new(cls, joint_names: Sequence[str], settings) -> 'Sensing':
+    def new(cls, joint_names: Sequence[str], settings, band=None) -> 'Sensing':
         """Return a fresh one for ``joint_names`` (chain order) under ``settings``.
 
         ``settings``: the controller's settings (``velocity_filter_cutoff``,
-        ``contact.observer_gain``, ``contact.threshold``, ``contact.debounce``).
+        ``contact.observer_gain``, ``contact.threshold``, ``contact.debounce``,
+        ``contact.sustained_time``, ``contact.sustained_level``); ``band``: (n,) the
+        friction band of the detector's second level (the model's Coulomb friction,
+        N·m or N), or None.
         """
         n = len(joint_names)
         threshold = settings.contact_threshold
         return cls(VelocityEstimator(n, settings.velocity_filter_cutoff),
                    MomentumObserver(n, settings.contact_observer_gain),
                    ContactDetector(joint_names, [] if threshold is None
-                                   else threshold.tolist(), settings.contact_debounce))
+                                   else threshold.tolist(), settings.contact_debounce, band,
+                                   settings.contact_sustained_time,
+                                   settings.contact_sustained_level))
 
     def configure(self, settings):
         """Take new run-time settings.
@@ -67,7 +72,8 @@ class Sensing:
         self.observer.set_gain(settings.contact_observer_gain)
         threshold = settings.contact_threshold
         self.detector.configure([] if threshold is None else threshold.tolist(),
-                                settings.contact_debounce)
+                                settings.contact_debounce, settings.contact_sustained_time,
+                                settings.contact_sustained_level)
         if self.estimator.cutoff_hz != settings.velocity_filter_cutoff:
             self.estimator = VelocityEstimator(self.estimator.n,
                                                settings.velocity_filter_cutoff)

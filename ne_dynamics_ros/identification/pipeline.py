@@ -251,7 +251,9 @@ def _held_out_report(model, identified, held, result, thresholds, effort_delay, 
             'model for it')
     r = observed_effort(identified, held.t, held.q, held.qd, held.effort,
                         with_gravity=with_gravity, with_friction=with_friction)
-    contacts, ratio = count_contacts(r, thresholds.values)
+    contacts, ratio = count_contacts(r, thresholds.values, t=held.t,
+                                     band=None if with_friction is False else
+                                     identified.friction)
     return dataclasses.replace(report, false_contacts=contacts, largest_ratio=ratio)
 
 

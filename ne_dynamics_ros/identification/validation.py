@@ -15,6 +15,8 @@ from typing import List
 
 import numpy as np
 
+from ne_dynamics_ros.control.observer import (MAX_GAP, RELEASE, SUSTAINED_LEVEL,
+                                              SUSTAINED_TIME)
 from ne_dynamics_ros.dynamics.model import STANDARD_GRAVITY
 from ne_dynamics_ros.errors import IdentificationError
 from ne_dynamics_ros.identification.signals import (aligned_efforts, decimation_index,
@@ -164,19 +166,65 @@ def validate(nominal, identified, recording, cutoff, effort_delay=0.0, with_grav
     return ValidationReport(source, count, effort, before, after, worse)
 
 
-def count_contacts(r, threshold, debounce=3):
+def _run_lengths(flags):
+    """Return, per sample, the length of the run of True that ends there (0 if False)."""
+    flags = np.asarray(flags, dtype=bool)
+    index = np.arange(flags.size)
+    last_false = np.maximum.accumulate(np.where(flags, -1, index))
+    return np.where(flags, index - last_false, 0)
+
+
+def count_contacts(r, threshold, debounce=3, t=None, band=None,
+                   sustained_time=SUSTAINED_TIME, sustained_level=SUSTAINED_LEVEL):
     """Return (contacts, largest ``|r|`` / threshold per joint) of ``r`` (N, n).
 
-    A contact is ``debounce`` samples in a row with some ``|r_j| > threshold_j``
-    (:class:`~ne_dynamics_ros.control.observer.ContactDetector`'s rule; one count per
-    such run, all joints together).
+    :class:`~ne_dynamics_ros.control.observer.ContactDetector`'s rule over a recording:
+    a contact starts where ``debounce`` samples in a row have some ``|r_j| >
+    threshold_j``, or, given the samples' times ``t`` (N,) s, where ``r`` filtered over
+    ``sustained_time`` (first order, started again after a gap over
+    :data:`~ne_dynamics_ros.control.observer.MAX_GAP`) exceeds ``b_j + sustained_level
+    (threshold_j - b_j)`` with ``b`` the friction ``band`` (n,) (None: 0); it ends once
+    every ``|r_j|`` and filtered ``r_j`` has been under
+    :data:`~ne_dynamics_ros.control.observer.RELEASE` of its level for ``debounce``
+    samples (the detector's hysteresis), and the next one may start after.
     """
+    from ne_dynamics_ros.identification.thresholds import _recursion
+    r = np.asarray(r, dtype=float)
     threshold = np.asarray(threshold, dtype=float)
-    over = (np.abs(r) > threshold).any(axis=1)
     ratio = (np.abs(r) / threshold).max(axis=0) if r.size else np.zeros(threshold.size)
-    edges = np.diff(np.concatenate([[0], over.astype(np.int8), [0]]))
-    lengths = np.flatnonzero(edges == -1) - np.flatnonzero(edges == 1)
-    return int(np.count_nonzero(lengths >= debounce)), ratio
+    over = _run_lengths((np.abs(r) > threshold).any(axis=1))
+    under = (np.abs(r) < RELEASE * threshold).all(axis=1)
+    sustained = np.zeros(len(r), dtype=bool)
+    if t is not None and sustained_time > 0.0 and r.size:
+        t = np.asarray(t, dtype=float)
+        dt = np.diff(t, prepend=t[0])
+        restart = (dt <= 0.0) | (dt > MAX_GAP)
+        restart[0] = True
+        n = threshold.size
+        filtered = np.abs(_recursion(r, dt, restart, np.full(n, 1.0 / sustained_time),
+                                     np.zeros(n)))
+        b = np.minimum(np.zeros(n) if band is None else np.asarray(band, dtype=float),
+                       threshold)
+        level = b + sustained_level * (threshold - b)
+        sustained = (filtered > level).any(axis=1)
+        under &= (filtered < RELEASE * level).all(axis=1)
+    first_over = np.flatnonzero(over >= debounce)       # a debounced run of the threshold
+    starts_sustained = np.flatnonzero(sustained)
+    released = np.flatnonzero(_run_lengths(under) >= debounce)
+    contacts, free_from = 0, 0      # the detector's counts start again after a release
+    while True:
+        candidates = [i[np.searchsorted(i, k)] for i, k in (
+            (first_over, free_from + debounce - 1), (starts_sustained, free_from))
+            if np.searchsorted(i, k) < i.size]
+        if not candidates:
+            break
+        start = min(candidates)
+        contacts += 1
+        end = np.searchsorted(released, start + debounce)
+        if end == released.size:
+            break
+        free_from = released[end] + 1
+    return contacts, ratio
 
 
 __all__ = ['count_contacts', 'DEFAULT_FRACTION', 'predicted', 'prediction_rms', 'split',

@@ -227,6 +227,63 @@ def test_the_detector_debounces_and_releases_with_hysteresis():
     assert not off.enabled and off.update(0, [1e9]) is None
 
 
+def test_the_second_level_flags_a_held_push_below_the_threshold_never_the_friction_band():
+    """Joint a (no friction, h = 2): 1.8 N*m held crosses the filtered level 0.6 h at
+    t = 0.2 ln 3 s (first order: 1.8 (1 - e^{-t/0.2}) = 1.2); a 50 ms spike of 1.9 does
+    not (it reaches 1.9 (1 - e^{-0.25}) = 0.42). Joint b (Coulomb band 0.9 of h = 1): its
+    level is 0.9 + 0.6 x 0.1 = 0.96, so a stuck joint's residual at its band, held for
+    ever, is never a contact. After the push ends no second contact starts."""
+    d = ContactDetector(['a', 'b'], [2.0, 1.0], 3, band=[0.0, 0.9], sustained_time=0.2,
+                        sustained_level=0.6)
+    assert d.level == pytest.approx([1.2, 0.96])
+    t = 0.0
+    for _ in range(25):                                    # 50 ms spike, under h
+        t += DT
+        assert d.update(t, [1.9, 0.95]) is None
+    for _ in range(1500):                                  # the band held 3 s
+        t += DT
+        assert d.update(t, [0.0, 0.95]) is None
+    start, found = t, []
+    for _ in range(500):                                   # 1.8 held 1 s
+        t += DT
+        contact = d.update(t, [1.8, 0.95])
+        if contact is not None:
+            found.append((t - start, contact))
+    assert len(found) == 1
+    when, contact = found[0]
+    assert contact.sustained and contact.joint == 'a' and contact.threshold == 1.2
+    assert 0.2 * math.log(3.0) <= when <= 0.2 * math.log(3.0) + DT
+    assert 'sustained' in contact.text()
+    for _ in range(1000):                                  # released: no second contact
+        t += DT
+        assert d.update(t, [0.0, 0.0]) is None
+    assert d.contact is None
+    off = ContactDetector(['a'], [2.0], 3, sustained_time=0.0)
+    assert all(off.update(k * DT, [1.8]) is None for k in range(1, 1000))
+
+
+@pytest.mark.parametrize('seed', [0, 1, 2])
+def test_the_offline_count_is_the_detectors_on_clean_pushes(seed):
+    """identify's count of contacts over a recording (vectorised, irregular steps) and the
+    node's detector (state by state) agree on pushes held 0.1-1 s at 0.5-1.5 of the
+    threshold on random joints, with the friction band in both."""
+    from ne_dynamics_ros.identification.validation import count_contacts
+    rng = np.random.default_rng(seed)
+    threshold, band = np.array([2.0, 1.0, 0.5]), np.array([0.5, 0.0, 0.2])
+    t = np.cumsum(rng.uniform(0.0015, 0.0025, 20000))
+    r = rng.normal(0.0, 0.02, (t.size, 3))
+    for start in np.arange(1.0, t[-1] - 2.0, 2.5):
+        on = (t >= start) & (t < start + rng.uniform(0.1, 1.0))
+        j = rng.integers(3)
+        r[on, j] += rng.uniform(0.5, 1.5) * threshold[j] * rng.choice([-1, 1])
+    d = ContactDetector(['a', 'b', 'c'], threshold, 3, band=band, sustained_time=0.2,
+                        sustained_level=0.6)
+    streamed = sum(d.update(tk, rk.tolist()) is not None for tk, rk in zip(t, r))
+    counted, _ = count_contacts(r, threshold, 3, t=t, band=band, sustained_time=0.2,
+                                sustained_level=0.6)
+    assert counted == streamed and streamed > 3
+
+
 def test_the_observer_restarts_after_a_gap_and_takes_any_gain():
     obs = MomentumObserver(1, 60.0)
     tau = lambda qdd: [2.0]  # noqa: E731 - a model that always needs 2 N*m
@@ -260,7 +317,9 @@ def test_in_adaptive_mode_the_learned_load_is_no_contact():
     ('contact.threshold', [float('nan')] * 6), ('contact.threshold', [-1.0] * 6),
     ('contact.threshold', [0.0] * 6), ('contact.threshold', [1.0, 2.0]),
     ('contact.debounce', 0), ('contact.debounce', 1.5), ('contact.reaction', 'stop'),
-    ('contact.observer_gain', 0.0), ('contact.observer_gain', float('inf'))])
+    ('contact.observer_gain', 0.0), ('contact.observer_gain', float('inf')),
+    ('contact.sustained_time', -0.1), ('contact.sustained_time', float('nan')),
+    ('contact.sustained_level', 1.0), ('contact.sustained_level', -0.1)])
 def test_hostile_contact_settings_are_refused_with_their_name(name, value):
     with pytest.raises(ControlParameterError, match=name.replace('.', r'\.')):
         ControllerSettings.from_values({name: value}, 6)
