@@ -283,7 +283,7 @@ def identified(scratch):
 
 
 def friction_scales(make):
-    """The identified model on its plant with the drives' dry friction x0.5, x1, x2.
+    """Run the identified model on its plant with the drives' dry friction x0.5, x1, x2.
 
     Printed: the 5 cm step (time to within 2 mm, its distance at 1.5 s, overshoot,
     contacts), then the pushes from rest (nothing slid yet) and after the step up and

@@ -17,11 +17,11 @@ import pathlib
 import numpy as np
 
 from ne_dynamics_ros import load_model
-from ne_dynamics_ros.control.observer import MAX_GAP, SUSTAINED_LEVEL, SUSTAINED_TIME
+from ne_dynamics_ros.control.observer import SUSTAINED_LEVEL, SUSTAINED_TIME
 from ne_dynamics_ros.dynamics.urdf_import import read_urdf_text
 from ne_dynamics_ros.identification.pipeline import identify_model
 from ne_dynamics_ros.identification.recording import JointRecording
-from ne_dynamics_ros.identification.thresholds import observed_effort
+from ne_dynamics_ros.identification.thresholds import first_order_lag, observed_effort
 from ne_dynamics_ros.identification.validation import count_contacts
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -38,12 +38,7 @@ def run(folder, model, k):
 
 def sustained_margin(t, r, thresholds, band):
     """Per joint: the largest (|r filtered| - b) / (h - b), the second level's measure."""
-    from ne_dynamics_ros.identification.thresholds import _recursion
-    dt = np.diff(t, prepend=t[0])
-    restart = (dt <= 0.0) | (dt > MAX_GAP)
-    restart[0] = True
-    n = r.shape[1]
-    filtered = _recursion(r, dt, restart, np.full(n, 1.0 / SUSTAINED_TIME), np.zeros(n))
+    filtered = first_order_lag(r, t, 1.0 / SUSTAINED_TIME)
     b = np.minimum(band, thresholds)
     return ((np.abs(filtered) - b) / (thresholds - b)).max(axis=0), b
 

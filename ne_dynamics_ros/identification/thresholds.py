@@ -198,6 +198,24 @@ def observed_effort(model, t, q, qd, effort, gain=DEFAULT_GAIN, with_gravity=Tru
     return r
 
 
+def first_order_lag(x, t, gain) -> np.ndarray:
+    """Return ``x`` (N, n) through a first-order lag of bandwidth ``gain`` (n,) 1/s.
+
+    ``r_k = r_{k-1} + (1 - e^{-K dt_k}) (x_k - r_{k-1})`` at the samples' times ``t``
+    (N,) s, exactly for any steps; 0 at the first sample and after a step over
+    :data:`~ne_dynamics_ros.control.observer.MAX_GAP` or not forward (where the streaming
+    filters of the control path start again). The contact detector's second level
+    (:class:`~ne_dynamics_ros.control.observer.ContactDetector`) over a recording.
+    """
+    x = np.asarray(x, dtype=float)
+    t = np.asarray(t, dtype=float)
+    dt = np.diff(t, prepend=t[:1])
+    restart = (dt <= 0.0) | (dt > MAX_GAP)
+    restart[:1] = True
+    gain = np.broadcast_to(np.asarray(gain, dtype=float), (x.shape[1],))
+    return _recursion(x, dt, restart, gain, np.zeros(x.shape[1]))
+
+
 def _recursion(x, dt, restart, gain, r_in):
     """Return r (m, n): ``r_k = r_{k−1} + (1 − e^{−K dt_k}) (x_k − r_{k−1})``, 0 at restarts.
 
@@ -528,5 +546,5 @@ def _largest_excluded(t, r, size, kept, level, left_out, j):
 
 
 __all__ = ['BLOCK', 'contact_thresholds', 'ContactThresholds', 'DEFAULT_GAIN',
-           'EFFORT_FRACTION', 'Excluded', 'FLOOR', 'MARGIN', 'MIN_KEPT', 'observed_effort',
-           'QUANTILE', 'SPIKE', 'STOP_BAND', 'STOP_WINDOW', 'transients', 'Transients']
+           'EFFORT_FRACTION', 'Excluded', 'first_order_lag', 'FLOOR', 'MARGIN', 'MIN_KEPT',
+           'observed_effort', 'QUANTILE', 'SPIKE', 'STOP_BAND', 'STOP_WINDOW', 'transients', 'Transients']

@@ -15,8 +15,7 @@ from typing import List
 
 import numpy as np
 
-from ne_dynamics_ros.control.observer import (MAX_GAP, RELEASE, SUSTAINED_LEVEL,
-                                              SUSTAINED_TIME)
+from ne_dynamics_ros.control.observer import RELEASE, SUSTAINED_LEVEL, SUSTAINED_TIME
 from ne_dynamics_ros.dynamics.model import STANDARD_GRAVITY
 from ne_dynamics_ros.errors import IdentificationError
 from ne_dynamics_ros.identification.signals import (aligned_efforts, decimation_index,
@@ -188,7 +187,7 @@ def count_contacts(r, threshold, debounce=3, t=None, band=None,
     :data:`~ne_dynamics_ros.control.observer.RELEASE` of its level for ``debounce``
     samples (the detector's hysteresis), and the next one may start after.
     """
-    from ne_dynamics_ros.identification.thresholds import _recursion
+    from ne_dynamics_ros.identification.thresholds import first_order_lag
     r = np.asarray(r, dtype=float)
     threshold = np.asarray(threshold, dtype=float)
     ratio = (np.abs(r) / threshold).max(axis=0) if r.size else np.zeros(threshold.size)
@@ -196,13 +195,8 @@ def count_contacts(r, threshold, debounce=3, t=None, band=None,
     under = (np.abs(r) < RELEASE * threshold).all(axis=1)
     sustained = np.zeros(len(r), dtype=bool)
     if t is not None and sustained_time > 0.0 and r.size:
-        t = np.asarray(t, dtype=float)
-        dt = np.diff(t, prepend=t[0])
-        restart = (dt <= 0.0) | (dt > MAX_GAP)
-        restart[0] = True
         n = threshold.size
-        filtered = np.abs(_recursion(r, dt, restart, np.full(n, 1.0 / sustained_time),
-                                     np.zeros(n)))
+        filtered = np.abs(first_order_lag(r, t, 1.0 / sustained_time))
         b = np.minimum(np.zeros(n) if band is None else np.asarray(band, dtype=float),
                        threshold)
         level = b + sustained_level * (threshold - b)
