@@ -547,4 +547,5 @@ def _largest_excluded(t, r, size, kept, level, left_out, j):
 
 __all__ = ['BLOCK', 'contact_thresholds', 'ContactThresholds', 'DEFAULT_GAIN',
            'EFFORT_FRACTION', 'Excluded', 'first_order_lag', 'FLOOR', 'MARGIN', 'MIN_KEPT',
-           'observed_effort', 'QUANTILE', 'SPIKE', 'STOP_BAND', 'STOP_WINDOW', 'transients', 'Transients']
+           'observed_effort', 'QUANTILE', 'SPIKE', 'STOP_BAND', 'STOP_WINDOW', 'transients',
+           'Transients']
