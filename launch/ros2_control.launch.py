@@ -205,7 +205,8 @@ def _stack(context):
         actions.append(Node(
             package='ne_dynamics_ros', executable='effort_guard', name='effort_guard',
             output='screen', additional_env=environment,
-            parameters=[{'command_timeout': float(arg('guard_timeout'))}]))
+            parameters=[{'command_timeout': float(arg('guard_timeout')),
+                         'realtime_priority': int(arg('guard_realtime_priority'))}]))
     gains = _gains_for_delay(arg('loop_delay'), model, node_values, rate)
     if arg('node').lower() == 'true':
         actions.append(Node(
@@ -246,6 +247,9 @@ def generate_launch_description():
         ('node', 'true', 'start computed_torque_node'),
         ('guard', 'true', 'start effort_guard (switches to hold_controller when the node\'s '
                           'commands stop)'),
+        ('guard_realtime_priority', '55', 'effort_guard: SCHED_FIFO priority, above the '
+                                          'node\'s and controller_manager\'s (0: the '
+                                          'default scheduling)'),
         ('guard_timeout', '0.1', 'effort_guard: silence on the command topic after which '
                                  'it switches to hold_controller, s (the node\'s own '
                                  'state_timeout)'),
