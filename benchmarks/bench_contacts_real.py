@@ -40,7 +40,7 @@ def sustained_margin(t, r, thresholds, band):
     """Per joint: the largest (|r filtered| - b) / (h - b), the second level's measure."""
     filtered = first_order_lag(r, t, 1.0 / SUSTAINED_TIME)
     b = np.minimum(band, thresholds)
-    return ((np.abs(filtered) - b) / (thresholds - b)).max(axis=0), b
+    return ((np.abs(filtered) - b) / (thresholds - b)).max(axis=0)
 
 
 def main(argv=None):
@@ -63,7 +63,7 @@ def main(argv=None):
         r = observed_effort(identified, raw.t, raw.q, raw.qd, raw.effort)
         contacts, ratio = count_contacts(r, thresholds, t=raw.t, band=identified.friction)
         first, _ = count_contacts(r, thresholds, sustained_time=0.0)
-        level, band = sustained_margin(raw.t, r, thresholds, identified.friction)
+        level = sustained_margin(raw.t, r, thresholds, identified.friction)
         print(f'  run {k} raw ({raw.t.size} states, steps {1e3 * steps.min():.2f} to '
               f'{1e3 * steps.max():.2f} ms): contacts {contacts} (goal 0; the threshold '
               f'alone {first}), largest |r|/threshold {ratio.max():.2f} on '

@@ -73,6 +73,20 @@ RELEASE = 0.8
 SUSTAINED_TIME, SUSTAINED_LEVEL = 0.2, 0.6
 
 
+def sustained_levels(threshold, band, sustained_level) -> List[float]:
+    """Return the second level per joint, ``b + level (h - b)`` with ``b = min(band, h)``.
+
+    ``threshold``: (n,) ``h``, N·m (N); ``band``: (n,) the friction band (the model's
+    Coulomb friction); ``sustained_level``: the share of the margin ``h - b``, in [0, 1).
+    An infinite ``h`` gives inf (the joint's detection off).
+    """
+    levels = []
+    for b, h in zip(band, threshold):
+        b = min(float(b), float(h))
+        levels.append(b + sustained_level * (h - b) if math.isfinite(h) else math.inf)
+    return levels
+
+
 class Contact(NamedTuple):
     """A contact just detected.
 
@@ -179,7 +193,7 @@ class ContactDetector:
         band: (n,) the friction band ``b`` per joint, N·m (N) (the model's Coulomb
             friction), or None (0).
         sustained_time: ``tau`` of the second level's filter, s; 0: no second level.
-        sustained_level: the second level's share of the margin ``h - b``, in (0, 1].
+        sustained_level: the second level's share of the margin ``h - b``, in [0, 1).
     """
 
     def __init__(self, joints: Sequence[str], threshold, debounce: int, band=None,
@@ -196,10 +210,9 @@ class ContactDetector:
         self.debounce = int(debounce)
         self.enabled = any(math.isfinite(v) for v in self.threshold)
         self.sustained_time = float(sustained_time)
-        #: the second level per joint, ``b + level (h - b)`` (inf: off)
-        self.level = [min(b, h) + sustained_level * (h - min(b, h)) if
-                      self.sustained_time > 0.0 and math.isfinite(h) else math.inf
-                      for b, h in zip(self.band, self.threshold)]
+        #: the second level per joint (:func:`sustained_levels`; inf: off)
+        self.level = (sustained_levels(self.threshold, self.band, sustained_level)
+                      if self.sustained_time > 0.0 else [math.inf] * len(self.joints))
         self.clear()
 
     def _filtered(self, t: float, r: Sequence[float]) -> Optional[int]:
@@ -255,4 +268,4 @@ class ContactDetector:
 
 
 __all__ = ['Contact', 'ContactDetector', 'MAX_GAP', 'MomentumObserver', 'RELEASE',
-           'SUSTAINED_LEVEL', 'SUSTAINED_TIME']
+           'SUSTAINED_LEVEL', 'sustained_levels', 'SUSTAINED_TIME']

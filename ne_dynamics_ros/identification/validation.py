@@ -15,7 +15,8 @@ from typing import List
 
 import numpy as np
 
-from ne_dynamics_ros.control.observer import RELEASE, SUSTAINED_LEVEL, SUSTAINED_TIME
+from ne_dynamics_ros.control.observer import (RELEASE, SUSTAINED_LEVEL, sustained_levels,
+                                              SUSTAINED_TIME)
 from ne_dynamics_ros.dynamics.model import STANDARD_GRAVITY
 from ne_dynamics_ros.errors import IdentificationError
 from ne_dynamics_ros.identification.signals import (aligned_efforts, decimation_index,
@@ -195,11 +196,9 @@ def count_contacts(r, threshold, debounce=3, t=None, band=None,
     under = (np.abs(r) < RELEASE * threshold).all(axis=1)
     sustained = np.zeros(len(r), dtype=bool)
     if t is not None and sustained_time > 0.0 and r.size:
-        n = threshold.size
         filtered = np.abs(first_order_lag(r, t, 1.0 / sustained_time))
-        b = np.minimum(np.zeros(n) if band is None else np.asarray(band, dtype=float),
-                       threshold)
-        level = b + sustained_level * (threshold - b)
+        level = np.array(sustained_levels(threshold, np.zeros(threshold.size) if band is
+                                          None else band, sustained_level))
         sustained = (filtered > level).any(axis=1)
         under &= (filtered < RELEASE * level).all(axis=1)
     first_over = np.flatnonzero(over >= debounce)       # a debounced run of the threshold

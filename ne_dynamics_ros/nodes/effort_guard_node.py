@@ -188,12 +188,8 @@ def main(args=None):
     stop = init_until_signalled(args)
     guard = EffortGuard()
     if guard.realtime_priority > 0:
-        from ne_dynamics_ros.nodes.computed_torque.priority import (apply, dds_thread_ids,
-                                                                    raise_priority)
-        text, policy = raise_priority(guard.realtime_priority, [0])
-        took = sum(apply(policy, tid) for tid in dds_thread_ids())
-        text = text.replace('control and watchdog threads', 'checks')
-        guard.get_logger().info(f'{text}; the same for {took} DDS threads')
+        from ne_dynamics_ros.nodes.computed_torque.priority import raise_process
+        guard.get_logger().info(raise_process(guard.realtime_priority, 'checks'))
     return spin_until_signalled(guard, stop)
 
 

@@ -444,12 +444,9 @@ def main(args=None):
         rclpy.try_shutdown()
         return 1
     if int(node._realtime_priority) > 0:
-        from ne_dynamics_ros.nodes.computed_torque.priority import (apply, dds_thread_ids,
-                                                                    raise_priority)
-        text, policy = raise_priority(int(node._realtime_priority), [0])
-        took = sum(apply(policy, tid) for tid in dds_thread_ids())
-        text = text.replace('control and watchdog threads', 'simulation thread')
-        node.get_logger().info(f'simulation: {text}; the same for {took} DDS threads')
+        from ne_dynamics_ros.nodes.computed_torque.priority import raise_process
+        text = raise_process(node._realtime_priority, 'simulation thread')
+        node.get_logger().info(f'simulation: {text}')
     return spin_until_signalled(node, stop)
 
 

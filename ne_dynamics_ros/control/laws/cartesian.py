@@ -304,6 +304,9 @@ class CartesianImpedanceLaw(Law):
     def _drive_friction(self, step, qd, acceleration):
         """Return ``tau_f`` (n,): the drive friction, at the arm's learned Coulomb level.
 
+        The controller's
+        :class:`~ne_dynamics_ros.control.friction_estimate.CoulombEstimate` learns from
+        this state first (it is learned where it is used: with friction compensation on).
         While a target is approached at ``qd + h acceleration`` (the velocity the pull is
         about to give, h :data:`FRICTION_HORIZON`: dry friction compensated from the
         moment the impedance pulls), else at the measured ``qd``.

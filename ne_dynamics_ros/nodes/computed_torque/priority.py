@@ -147,6 +147,20 @@ def raise_node_threads(node):
             f'{len(helpers)} threads sharing the GIL (trajectory intake, goal link)')
 
 
+def raise_process(priority, what):
+    """Give the calling thread and this process's DDS threads ``priority``; say what.
+
+    For a process whose one executor thread is its work (``sim_arm_node``'s simulation,
+    ``effort_guard``'s checks): :func:`raise_priority` on the caller, then its policy on
+    :func:`dds_thread_ids`. ``what``: the caller's work, for the line returned (the
+    start-up log).
+    """
+    text, policy = raise_priority(int(priority), [0])
+    took = sum(apply(policy, tid) for tid in dds_thread_ids())
+    return (f"{text.replace('control and watchdog threads', what)}; the same for {took} "
+            'DDS threads')
+
+
 def apply(policy, tid=0):
     """Give thread ``tid`` a policy :func:`raise_priority` returned (None: nothing).
 
@@ -167,4 +181,4 @@ def apply(policy, tid=0):
 
 
 __all__ = ['apply', 'DDS_THREAD_PREFIXES', 'dds_thread_ids', 'helper_policy', 'NICE_FLOOR',
-           'raise_node_threads', 'raise_priority']
+           'raise_node_threads', 'raise_priority', 'raise_process']
