@@ -7,7 +7,10 @@
    gives. Computed torque with the gains the rule gives (``ne-dynamics gains``: kp, kd for
    500 Hz) beside joint_impedance with the stiffest K the same rule allows, ``K_i = M_ii,max
    (rate / 10)²``, damping ratio 1. Goal: joint_impedance's worst ``|q_d - q|`` within 2x
-   computed torque's.
+   computed torque's; the same law without the feed-forward
+   (``joint_impedance.feedforward`` false: the PD with gravity alone) printed beside it.
+   With ``--identified`` the model is judged also on the hidden plant with its drives' dry
+   friction halved and doubled (the model identified at x1).
 2. Compliance: the arm holding its pose, 20 N at the flange along x, y, then z for 2.5 s:
    the tip's motion along the force beside ``J K^-1 J^T F`` (goal within 15 %), and
    across it.
@@ -68,13 +71,18 @@ def exact_plant():
     return MujocoArm(str(URDF), armature=ARMATURE)
 
 
-def hidden():
-    return MujocoArm(str(URDF), payload_link=TIP, **hidden_plant())
+def hidden(friction_scale=1.0):
+    """Return the hidden plant, its drives' dry friction scaled by ``friction_scale``."""
+    plant = hidden_plant()
+    plant['friction'] = [friction_scale * f for f in plant['friction']]
+    return MujocoArm(str(URDF), payload_link=TIP, **plant)
 
 
-def tracking(make_controller, make_plant, mode):
+def tracking(make_controller, make_plant, mode, **settings):
     """Return (worst |q_d - q| per joint during the moves (n,), µs per update median)."""
     c = make_controller(mode)
+    if settings:
+        c.reconfigure(**settings)
     arm = make_plant()
     arm.reset(A)
     spent, update = [], c.update
@@ -128,11 +136,14 @@ def print_plant(title, make_controller, make_plant):
     print(f'{title}')
     ct, ct_cost = tracking(make_controller, make_plant, 'computed_torque')
     ji, ji_cost = tracking(make_controller, make_plant, 'joint_impedance')
+    pd, _ = tracking(make_controller, make_plant, 'joint_impedance',
+                     **{'joint_impedance.feedforward': False})
     print(f'  1. tracking, worst |q_d - q| during the moves [rad]: computed torque '
           f'{ct.max():.3e}, joint_impedance {ji.max():.3e}, ratio {ji.max() / ct.max():.2f} '
-          f'(goal <= 2)')
-    print('     per joint: ' + ', '.join(f'{a:.2e}/{b:.2e}' for a, b in zip(ct, ji))
-          + ' (computed torque/joint_impedance)')
+          f'(goal <= 2); without the feed-forward {pd.max():.3e}, ratio '
+          f'{pd.max() / ct.max():.2f}')
+    print('     per joint: ' + ', '.join(f'{a:.2e}/{b:.2e}/{c:.2e}' for a, b, c in zip(
+        ct, ji, pd)) + ' (computed torque/joint_impedance/without the feed-forward)')
     print('  2. 20 N at the flange, 2.5 s (goal: along the force within 15 % of '
           'J K^-1 J^T F)')
     for axis, along, predicted, across in compliance(make_controller, make_plant):
@@ -167,6 +178,9 @@ def main(argv=None):
             return configured(c, mode)
         print_plant('hidden plant (drives, dry friction, 1.2 kg), identified model:', make,
                     hidden)
+        for scale in (0.5, 2.0):
+            print_plant(f'the same model on the hidden plant with its dry friction x{scale:g} '
+                        '(not identified on):', make, lambda: hidden(scale))
 
 
 if __name__ == '__main__':

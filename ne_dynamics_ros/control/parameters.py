@@ -171,6 +171,12 @@ PARAMETERS = (
                   'joint_impedance mode: zeta of D = 2 zeta sqrt(K M_ii(q)), each joint '
                   'damped with its own inertia (1: critically).', constraints='> 0',
                   runtime=True, check=checked_positive),
+    ParameterSpec('joint_impedance.feedforward', 'bool', True,
+                  'joint_impedance mode: add the reference\'s inertia and velocity forces '
+                  'M(q) qdd_d + C(q, qd_d) qd_d (one recursion at (q, qd_d, qdd_d) in place of '
+                  'the gravity\'s), so the joints follow a moving reference without lagging '
+                  'it by M_ii qdd_d / K; at rest nothing changes. false: the PD with gravity '
+                  'alone (Takegaki & Arimoto 1981).', runtime=True, check=checked_flag),
     ParameterSpec('adaptation_lambda', 'double_array', 0.0,
                   'adaptive mode: Lambda of Slotine & Li (q_dot_r = qd_d + Lambda e), one value '
                   'or one per joint; K = kd - Lambda (K_D = K M(q)). 0: Lambda = K = kd/2, '
