@@ -64,7 +64,7 @@ class Case:
             self.torque[HELD_JOINT] = 0.9 * HELD_THRESHOLDS[HELD_JOINT]
 
     def settings(self):
-        """The node's parameters (also the in-process controller's runtime settings)."""
+        """Return the node's parameters (the in-process controller's runtime settings)."""
         return {'kp': 400.0, 'kd': 40.0, 'contact.reaction': 'ignore',
                 'contact.threshold': list(self.thresholds)}
 
@@ -85,7 +85,7 @@ class Case:
         self.pushing = on
 
     def effort(self, command):
-        """The effort the plant takes: the command, plus the held push's joint torque."""
+        """Return the effort the plant takes: the command, plus the held push's torque."""
         return command + self.torque if self.held and self.pushing else command
 
     def describe(self):

@@ -18,7 +18,7 @@ import numpy as np
 
 from ne_dynamics_ros.control.laws.base import Law
 from ne_dynamics_ros.control.laws.comply import ComplyLaw
-from ne_dynamics_ros.control.observer import Contact
+from ne_dynamics_ros.control.observer import AT_REST, Contact, STICTION_RANGE
 from ne_dynamics_ros.control.wrench import tip_wrench, TipWrench
 from ne_dynamics_ros.dynamics.kinematics import chain_kinematics
 from ne_dynamics_ros.dynamics.friction import drive_friction
@@ -174,7 +174,22 @@ class ContactSupervisor:
         contact = sensing.detector.update(now, r)
         if contact is not None:
             self.contacts += 1
+            contact = sensing.detector.contact = self._stiction_told(contact, qd)
         return r, contact
+
+    def _stiction_told(self, contact: Contact, qd) -> Contact:
+        """Return ``contact`` with :attr:`~.observer.Contact.friction` set where it applies.
+
+        The joint at rest (``|qd| <`` :data:`~.observer.AT_REST`) and ``|r|`` within
+        :data:`~.observer.STICTION_RANGE` times its Coulomb friction (the model's).
+        """
+        if not self._friction:
+            return contact
+        j = self.model.joint_names.index(contact.joint)
+        coulomb = self._friction_values[1][j]
+        if abs(qd[j]) < AT_REST and 0.0 < abs(contact.effort) <= STICTION_RANGE * coulomb:
+            return contact._replace(friction=float(coulomb))
+        return contact
 
     @staticmethod
     def _adaptive_dynamics(law, q, qd):

@@ -87,12 +87,25 @@ def sustained_levels(threshold, band, sustained_level) -> List[float]:
     return levels
 
 
+#: A contact on a joint at rest whose ``|r|`` is within this many times the joint's
+#: Coulomb friction may be stiction beyond the model's (:attr:`Contact.friction`): the
+#: upper bound of the Coulomb factor the Cartesian law learns
+#: (:data:`~ne_dynamics_ros.control.friction_estimate.SCALE_RANGE`).
+STICTION_RANGE = 4.0
+#: ... at rest: ``|qd|`` below this, rad/s (m/s)
+AT_REST = 0.01
+
+
 class Contact(NamedTuple):
     """A contact just detected.
 
     ``joint`` (name), ``effort`` (r there, N·m or N; filtered if sustained),
     ``threshold`` (N·m or N: the one it passed), ``time`` (s, the controller's clock),
-    ``sustained``: found by the second level (the filtered ``r``), not the first.
+    ``sustained``: found by the second level (the filtered ``r``), not the first;
+    ``friction``: the joint's Coulomb friction (model) when the joint was at rest and
+    ``|effort|`` within :data:`STICTION_RANGE` times it, else 0: then the "contact" may be
+    the drive's stiction beyond what the model holds (a cold or worn drive, another arm
+    of the type), which a joint's own data cannot tell from a push, and the text says so.
     """
 
     joint: str
@@ -100,14 +113,22 @@ class Contact(NamedTuple):
     threshold: float
     time: float
     sustained: bool = False
+    friction: float = 0.0
 
     def text(self) -> str:
         """Return the contact as a sentence (for logs, diagnostics, a goal's result)."""
         if self.sustained:
-            return (f'contact on {self.joint}: a sustained external effort {self.effort:+.2f} '
+            text = (f'contact on {self.joint}: a sustained external effort {self.effort:+.2f} '
                     f'N*m (filtered) over its level {self.threshold:.2f} N*m')
-        return (f'contact on {self.joint}: external effort {self.effort:+.2f} N*m over its '
-                f'threshold {self.threshold:.2f} N*m')
+        else:
+            text = (f'contact on {self.joint}: external effort {self.effort:+.2f} N*m over '
+                    f'its threshold {self.threshold:.2f} N*m')
+        if self.friction > 0.0:
+            text += (f'; the joint was at rest and this is within {STICTION_RANGE:g}x its '
+                     f'Coulomb friction {self.friction:.2f} N*m: if nothing touched the '
+                     'arm, its friction is above the model\'s (identify it again, or raise '
+                     'contact.threshold)')
+        return text
 
 
 class MomentumObserver:
@@ -267,5 +288,5 @@ class ContactDetector:
         self.contact = None
 
 
-__all__ = ['Contact', 'ContactDetector', 'MAX_GAP', 'MomentumObserver', 'RELEASE',
-           'SUSTAINED_LEVEL', 'sustained_levels', 'SUSTAINED_TIME']
+__all__ = ['AT_REST', 'Contact', 'ContactDetector', 'MAX_GAP', 'MomentumObserver', 'RELEASE',
+           'STICTION_RANGE', 'SUSTAINED_LEVEL', 'sustained_levels', 'SUSTAINED_TIME']

@@ -152,6 +152,41 @@ def test_free_motion_on_mujoco_raises_no_contact():
     assert c.contacts == 0
 
 
+def test_a_stuck_joint_whose_friction_is_above_the_models_is_said_to_be_maybe_stiction():
+    """MuJoCo's UR5e with wrist 1's dry friction twice the model's (0.8 against 0.4 N·m),
+    its threshold 0.5 N·m: a goal that starts wrist 1 from rest is stopped by a contact
+    found while the joint sticks, within 4x its Coulomb friction, and the contact says
+    that it may be the drive's friction; a 40 N push at the forearm (far above the
+    shoulder's friction) carries no such words."""
+    plant_friction = list(FRICTION)
+    plant_friction[3] = 0.8
+    arm = MujocoArm(str(UR5E_URDF), armature=[0.1] * 6, damping=DAMPING,
+                    friction=plant_friction)
+    arm.reset(UR5E_POSE)
+    c = ComputedTorqueController.from_urdf(
+        str(UR5E_URDF), armature=[0.1] * 6, damping=DAMPING, friction=FRICTION,
+        settings={'kp': 400.0, 'kd': 40.0, 'friction_compensation': True,
+                  'contact.threshold': [6.0, 6.0, 4.0, 0.5, 1.5, 1.5]})
+    goal = [TrajectoryPoint(1.5, UR5E_POSE + np.array([0.0, 0.0, 0.0, 0.3, 0.0, 0.0]),
+                            np.zeros(6), np.zeros(6))]
+    _, r, _, outs = run(c, arm, 1.0, goal=goal)
+    contacts = [o.contact for o in outs if o.contact is not None]
+    assert contacts and contacts[0].joint == 'wrist_1_joint', np.abs(r).max(axis=0)
+    assert contacts[0].friction == pytest.approx(0.4, rel=1e-6)
+    assert 'friction is above the model' in contacts[0].text()
+    pushed = ComputedTorqueController.from_urdf(
+        str(UR5E_URDF), armature=[0.1] * 6, damping=DAMPING, friction=FRICTION,
+        settings={'kp': 400.0, 'kd': 40.0, 'contact.reaction': 'ignore',
+                  'contact.threshold': [6.0, 6.0, 4.0, 1.5, 1.5, 1.5]})
+    arm = MujocoArm(str(UR5E_URDF), armature=[0.1] * 6, damping=DAMPING, friction=FRICTION)
+    arm.reset(UR5E_POSE)
+    _, _, _, outs = run(pushed, arm, 1.0, push=lambda t: (
+        'forearm_link', (0.0, 0.0, 0.0), (40.0, 0.0, 0.0)) if t >= 0.5 else None)
+    contacts = [o.contact for o in outs if o.contact is not None]
+    assert contacts and contacts[0].friction == 0.0
+    assert 'friction' not in contacts[0].text()
+
+
 def test_hold_aborts_the_goal_and_holds_where_the_contact_was():
     arm = SimulatedArm(str(UR5E_URDF), armature=[0.1] * 6)
     arm.reset(UR5E_POSE)
