@@ -21,6 +21,20 @@ with the observer's residual as the error signal; unlike an integral of the posi
 error it never acts against a push while the joint rests (the estimate changes only
 while the joint slides), so the compliance a law asks for stays what it asked.
 
+While a contact is held the factor only ever falls, and only for a joint that shows it is
+over-compensated: it keeps turning back. A critically damped impedance under a steady
+push does not oscillate; a Coulomb compensation above the drive's friction acts as a
+relay in phase with the velocity, a negative friction that keeps a limit cycle going
+(measured on the identified UR5e with its drives' friction halved: the tip swung between
+32 and 50 mm along a 20 N push and ±7 mm across it at ~1 Hz,
+``benchmarks/bench_cartesian.py --identified``). From the :data:`REVERSALS`-th reversal
+of a joint's sliding direction within one contact on (a joint may turn back once or twice
+as the posture changes under a push or when it is released; a limit cycle turns back
+again and again), each reversal halves its factor (:data:`REVERSAL_FACTOR`), down to the
+range's lower bound. Lowering the compensation only takes energy out, so a varying push
+(a person's) can only make the law more passive; once the contact ends, learning resumes
+both ways.
+
 Viscous friction and the offset are the model's: a viscous error shows in ``r`` as a
 velocity-proportional part that the factor averages over the velocities seen.
 """
@@ -34,6 +48,11 @@ SLIDING_SCALES = 5.0
 #: ... and above this velocity, rad/s (m/s): a velocity scale identified near 0 would
 #: count noise at rest as sliding
 SLIDING_VELOCITY = 0.01
+#: while a contact is held, a joint's factor is multiplied by this at each reversal of
+#: its sliding direction from the :data:`REVERSALS`-th on (module docstring)
+REVERSAL_FACTOR = 0.5
+#: ... the reversal (within one contact) from which the factor falls
+REVERSALS = 3
 
 
 class CoulombEstimate:
@@ -56,11 +75,15 @@ class CoulombEstimate:
                                    SLIDING_VELOCITY)
         self.scale = np.ones(self._coulomb.shape)
         self._values = self._coulomb.tolist()
+        #: while a contact is held: each joint's last sliding direction (0: none yet) and
+        #: its reversals; None out of contact
+        self._held = None
 
     def reset(self):
         """Forget what was learned (``s = 1``)."""
         self.scale[:] = 1.0
         self._values = self._coulomb.tolist()
+        self._held = None
 
     @property
     def coulomb(self) -> list:
@@ -75,12 +98,16 @@ class CoulombEstimate:
             r: (n,) the observer's residual at this state, N·m (N), or None (no observer).
             dt: the time since the last state, s (<= 0: nothing learned).
             rate: how fast ``s`` follows the measurement, 1/s (0: never).
-            in_contact: a contact is held (the residual holds a push: nothing learned).
+            in_contact: a contact is held (the residual holds a push): the factor only
+                falls, for a joint that keeps turning back (module docstring).
         """
-        if r is None or in_contact or dt <= 0.0 or rate <= 0.0:
+        if r is None or dt <= 0.0 or rate <= 0.0:
             return False
         qd = np.asarray(qd, dtype=float)
         sliding = (np.abs(qd) > self._sliding) & (self._coulomb > 0.0)
+        if in_contact:
+            return self._reversed(qd, sliding)
+        self._held = None
         if not sliding.any():
             return False
         coulomb = self._coulomb[sliding]
@@ -91,5 +118,21 @@ class CoulombEstimate:
         self._values = (self._coulomb * self.scale).tolist()
         return True
 
+    def _reversed(self, qd, sliding) -> bool:
+        """Halve the factor of joints that keep turning back in a contact; return if any."""
+        if self._held is None:
+            self._held = (np.zeros(qd.shape), np.zeros(qd.shape, dtype=int))
+        direction, count = self._held
+        sign = np.sign(qd)
+        reversed_ = sliding & (direction != 0.0) & (sign != direction)
+        count[reversed_] += 1
+        halved = reversed_ & (count >= REVERSALS) & (self.scale > SCALE_RANGE[0])
+        if halved.any():
+            self.scale[halved] = np.maximum(self.scale[halved] * REVERSAL_FACTOR,
+                                            SCALE_RANGE[0])
+            self._values = (self._coulomb * self.scale).tolist()
+        direction[sliding] = sign[sliding]
+        return bool(halved.any())
 
-__all__ = ['CoulombEstimate', 'SCALE_RANGE']
+
+__all__ = ['CoulombEstimate', 'REVERSAL_FACTOR', 'REVERSALS', 'SCALE_RANGE']

@@ -149,7 +149,9 @@ PARAMETERS = (
                   'cartesian_impedance mode: how fast the drives\' Coulomb friction the '
                   'law compensates follows what the momentum observer shows while a joint '
                   'slides and no contact is held (a factor per joint on the model\'s, '
-                  'within 0.25 and 4); 0: the model\'s friction as identified.',
+                  'within 0.25 and 4; in a contact it only falls, halved at each reversal '
+                  'of a joint that keeps turning back under the push, from the third); 0: '
+                  'the model\'s friction as identified.',
                   unit='1/s', constraints='>= 0', runtime=True, check=checked_non_negative),
     ParameterSpec('nullspace.stiffness', 'double_array', 10.0,
                   'cartesian_impedance mode: stiffness of the posture in the null space of '

@@ -3,13 +3,15 @@
 The reference is the friction formula itself: an arm whose drives show ``k Fc`` gives, on
 a joint sliding at ``qd`` with no contact, the residual ``r = f_model(qd) - f_arm(qd)``
 (De Luca & Mattone 2005), and the factor learned must be ``k``; a push, a joint at rest,
-a rate of 0 teach nothing.
+a rate of 0 teach nothing; while a contact is held the factor only falls, for a joint that
+keeps turning back (a limit cycle), never for one a push moves one way.
 """
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from ne_dynamics_ros.control.friction_estimate import CoulombEstimate, SCALE_RANGE
+from ne_dynamics_ros.control.friction_estimate import (CoulombEstimate, REVERSAL_FACTOR,
+                                                       REVERSALS, SCALE_RANGE)
 from ne_dynamics_ros.dynamics.friction import drive_friction
 
 FC = np.array([2.5, 2.5, 1.5, 0.4, 0.4, 0.0])
@@ -60,3 +62,29 @@ def test_the_factor_stays_within_its_range_and_a_reset_forgets_it():
         assert estimate.scale[:5] == pytest.approx(bound)
     estimate.reset()
     assert estimate.scale.tolist() == [1.0] * 6 and estimate.coulomb == FC.tolist()
+
+
+def test_in_a_contact_only_a_joint_that_keeps_turning_back_loses_compensation():
+    """Joint 0 swings (its velocity reverses every 50 states), joint 1 is pushed one way,
+    joint 2 turns back once: from the REVERSALS-th reversal on each one of joint 0 halves
+    its factor, down to the range's bound; the others keep theirs. A new contact counts
+    from zero, and out of contact learning is as before."""
+    estimate = CoulombEstimate(FC, VS)
+    halvings = 0
+    for k in range(600):
+        swing = 0.2 if (k // 50) % 2 == 0 else -0.2
+        qd = np.array([swing, 0.3, 0.2 if k < 300 else -0.2, 0.0, 0.0, 0.0])
+        changed = estimate.update(qd, residual(qd, 3.0), 0.002, 10.0, True)
+        reversals = k // 50                      # joint 0's reversals so far
+        halvings += changed
+        expected = max(REVERSAL_FACTOR ** max(0, reversals - REVERSALS + 1), SCALE_RANGE[0])
+        assert estimate.scale[0] == pytest.approx(expected), k
+        assert estimate.scale[1:].tolist() == [1.0] * 5
+    assert halvings == 2                         # 1 -> 0.5 -> 0.25, then held at the bound
+    estimate.update(np.full(6, 0.3), residual(np.full(6, 0.3), 1.0), 0.002, 10.0, False)
+    assert estimate.scale[0] > SCALE_RANGE[0]     # learning, out of contact, as before
+    estimate.reset()
+    for k in range(2 * 50 + 1):                  # two reversals in a new contact: nothing
+        swing = 0.2 if (k // 50) % 2 == 0 else -0.2
+        estimate.update(np.array([swing, 0, 0, 0, 0, 0.0]), np.zeros(6), 0.002, 10.0, True)
+    assert estimate.scale.tolist() == [1.0] * 6

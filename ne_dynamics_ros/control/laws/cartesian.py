@@ -39,7 +39,9 @@ Mode ``cartesian_impedance`` (:class:`CartesianImpedanceLaw`, one of the laws of
 * The Coulomb level of ``tau_f`` is the arm's, learned: ``s Fc`` with ``s`` per joint
   from the momentum observer while the joint slides and no contact is held
   (:class:`~ne_dynamics_ros.control.friction_estimate.CoulombEstimate`, at
-  ``cartesian.friction_adaptation`` 1/s; 0: the model's ``Fc``). The compensation toward
+  ``cartesian.friction_adaptation`` 1/s; 0: the model's ``Fc``); while a contact is held
+  it only falls, for a joint that keeps turning back under the push (a compensation
+  above the drive's friction drives a limit cycle there). The compensation toward
   the target is only as good as ``Fc``: too little and the drives' stiction holds the tip
   short, too much and it pushes the tip past the target and adds energy to a push (an
   identified UR5e run on its plant with the drives' friction halved: the tip hunted
