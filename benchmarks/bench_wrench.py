@@ -7,8 +7,11 @@ along z at 0.1 m along the flange's x (a 2 N·m moment), each for 1 s: the contr
 pseudo-inverse of J^T, :mod:`ne_dynamics_ros.control.wrench`), averaged over the push's
 last 0.2 s, beside the push. On the exact plant with its own model; with
 ``--identified`` on the hidden plant of ``bench_mujoco.py`` (drives, dry friction, 1.2
-kg) with its identified model; and at a wrist singularity (wrist 2 at 0: axes 4 and 6
-aligned), where the directions the joints cannot tell apart are flagged, not amplified.
+kg) with its identified model, held by computed torque and then, compliant, in
+``cartesian_impedance`` (K 500 N/m, 50 N·m/rad: the joints slide under the push, so the
+drives' friction is the sliding one the model holds, not the stiction it cannot know);
+and at a wrist singularity (wrist 2 at 0: axes 4 and 6 aligned), where the directions the
+joints cannot tell apart are flagged, not amplified.
 
 Figures are printed, never asserted. Usage::
 
@@ -39,11 +42,15 @@ PUSHES = (('20 N along x', (0, 0, 0), (20.0, 0, 0)), ('20 N along y', (0, 0, 0),
           ('20 N z at 0.1 m', (0.1, 0, 0), (0, 0, 20.0)))
 
 
-def held(c):
-    """Set the rule's gains for RATE on ``c``, the wrench wanted in the base frame."""
+#: the compliant case's Cartesian stiffness (N/m, then N·m/rad)
+COMPLIANT = {'cartesian.stiffness': [500.0, 500.0, 500.0, 50.0, 50.0, 50.0]}
+
+
+def held(c, mode='computed_torque', **settings):
+    """Set ``mode`` with the rule's gains for RATE on ``c``, the wrench wanted in base."""
     rule = recommended_gains(c.model, RATE)
-    c.reconfigure(mode='computed_torque', kp=rule.kp.tolist(), kd=rule.kd.tolist(),
-                  external_wrench_frame='base', state_timeout=10.0)
+    c.reconfigure(mode=mode, kp=rule.kp.tolist(), kd=rule.kd.tolist(),
+                  external_wrench_frame='base', state_timeout=10.0, **settings)
     c.external_wrench_wanted = True
     return c
 
@@ -119,11 +126,13 @@ def main(argv=None):
         summary = identify_ur5e(pathlib.Path(scratch) / 'ur5e_identify')
         files = [REPO / 'config' / 'ur5e_sim.yaml',
                  summary['identified']['identified_params']]
-        c = held(identified_controller(summary['identified']['identified_urdf'], files,
-                                       'computed_torque'))
-        print_rows('hidden plant (drives, dry friction, 1.2 kg), identified model, usual '
-                   'pose:', pushes(c, MujocoArm(str(URDF), payload_link='tool0',
-                                                **hidden_plant()), POSES['usual pose']))
+        for mode, settings in (('computed_torque', {}), ('cartesian_impedance', COMPLIANT)):
+            c = held(identified_controller(summary['identified']['identified_urdf'], files,
+                                           'computed_torque'), mode, **settings)
+            print_rows(f'hidden plant (drives, dry friction, 1.2 kg), identified model, '
+                       f'usual pose, {mode}:',
+                       pushes(c, MujocoArm(str(URDF), payload_link='tool0', **hidden_plant()),
+                              POSES['usual pose']))
 
 
 if __name__ == '__main__':
