@@ -61,6 +61,8 @@ contact is reported once).
 import math
 from typing import List, NamedTuple, Optional, Sequence
 
+from ne_dynamics_ros.control.friction_estimate import SCALE_RANGE
+
 #: After a gap between states longer than this (s), the observer starts again from the
 #: next state (its momentum increment would span the gap).
 MAX_GAP = 0.1
@@ -91,7 +93,7 @@ def sustained_levels(threshold, band, sustained_level) -> List[float]:
 #: Coulomb friction may be stiction beyond the model's (:attr:`Contact.friction`): the
 #: upper bound of the Coulomb factor the Cartesian law learns
 #: (:data:`~ne_dynamics_ros.control.friction_estimate.SCALE_RANGE`).
-STICTION_RANGE = 4.0
+STICTION_RANGE = SCALE_RANGE[1]
 #: ... at rest: ``|qd|`` below this, rad/s (m/s)
 AT_REST = 0.01
 
