@@ -21,7 +21,7 @@ from ne_dynamics_ros.control.laws.comply import ComplyLaw
 from ne_dynamics_ros.control.observer import AT_REST, Contact, STICTION_RANGE
 from ne_dynamics_ros.control.wrench import tip_wrench, TipWrench
 from ne_dynamics_ros.dynamics.kinematics import chain_kinematics
-from ne_dynamics_ros.dynamics.friction import drive_friction
+from ne_dynamics_ros.dynamics.friction import drive_friction, friction_values
 
 
 class ContactReaction(str, enum.Enum):
@@ -90,9 +90,7 @@ class ContactSupervisor:
         """
         self.reaction = settings.contact_reaction
         self._friction = not gains.hardware_compensates_friction
-        self._friction_values = (self.model.damping.tolist(), self.model.friction.tolist(),
-                                 self.model.coulomb_velocity.tolist(),
-                                 self.model.friction_offset.tolist())
+        self._friction_values = friction_values(self.model)
         self._gravity = ([0.0, 0.0, 0.0] if gains.hardware_compensates_gravity
                          else gains.gravity.tolist())
 

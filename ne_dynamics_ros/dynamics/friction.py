@@ -40,4 +40,13 @@ def drive_friction(qd, damping, coulomb, velocity_scale, offset):
     return damping * qd + coulomb * np.tanh(qd / velocity_scale) + offset
 
 
-__all__ = ['drive_friction']
+def friction_values(model):
+    """Return a model's ``(Fv, Fc, v_s, offset)``, each n floats, in its joint order.
+
+    :func:`drive_friction`'s arguments for its list form (one state on the control path).
+    """
+    return (model.damping.tolist(), model.friction.tolist(), model.coulomb_velocity.tolist(),
+            model.friction_offset.tolist())
+
+
+__all__ = ['drive_friction', 'friction_values']

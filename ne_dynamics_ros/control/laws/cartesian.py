@@ -63,7 +63,7 @@ import math
 import numpy as np
 
 from ne_dynamics_ros.control.laws.base import clamp, Law, LoadedDynamics, mass_matrix_at
-from ne_dynamics_ros.dynamics.friction import drive_friction
+from ne_dynamics_ros.dynamics.friction import drive_friction, friction_values
 from ne_dynamics_ros.dynamics.kinematics import (chain_kinematics, manipulability,
                                                  pose_error, quaternion_to_matrix,
                                                  rotation_exp)
@@ -178,8 +178,7 @@ class CartesianImpedanceLaw(Law):
         #: the configured gravity is the generated program's (0, 0, -9.81)
         self._program_gravity = tuple(float(g) for g in context.gains.gravity) == \
             (0.0, 0.0, -9.81)
-        self._friction = (model.damping.tolist(), model.friction.tolist(),
-                          model.coulomb_velocity.tolist(), model.friction_offset.tolist())
+        self._friction = friction_values(model)
         self._dt = 0.0
         self._adaptation = float(settings.cartesian_friction_adaptation)
         if carried is not None:

@@ -12,7 +12,7 @@ import dataclasses
 
 from ne_dynamics_ros.control.laws.base import clamp, Law
 from ne_dynamics_ros.control.laws.gravity import GravityCompensationLaw
-from ne_dynamics_ros.dynamics.friction import drive_friction
+from ne_dynamics_ros.dynamics.friction import drive_friction, friction_values
 
 
 class ComplyLaw(Law):
@@ -25,8 +25,7 @@ class ComplyLaw(Law):
         model = context.model
         #: the gravity law's gains, with friction at the measured velocity
         self._gains = dataclasses.replace(context.gains, friction_compensation=True)
-        self._friction = (model.damping.tolist(), model.friction.tolist(),
-                          model.coulomb_velocity.tolist(), model.friction_offset.tolist())
+        self._friction = friction_values(model)
         self._zeros = [0.0] * model.n
 
     def effort(self, step):
