@@ -69,12 +69,11 @@ def _node_parameters(params_file):
     return merged
 
 
-def _files(arg, urdf, model, rate, initial, command_joints):
+def _files(arg, urdf, model, rate, initial, command_joints, folder):
     """Return (URDF with a <ros2_control> block, controllers YAML): given or generated."""
     from ne_dynamics_ros.tools import ros2_control as r2c
     with open(urdf, encoding='utf-8') as stream:
         text = stream.read()
-    folder = tempfile.mkdtemp(prefix='ne_dynamics_ros2_control_')
     controllers = arg('controllers_file')
     if '<ros2_control' in text:
         if not controllers:
@@ -102,7 +101,7 @@ def _files(arg, urdf, model, rate, initial, command_joints):
     return described, controllers
 
 
-def _sim(arg, urdf, node_values, initial, rate):
+def _sim(arg, urdf, node_values, initial, rate, environment):
     """Return sim_arm_node as the robot behind the topic-based hardware."""
     from ne_dynamics_ros.tools import ros2_control as r2c
     armature = node_values.get('armature')
@@ -117,7 +116,7 @@ def _sim(arg, urdf, node_values, initial, rate):
         parameters['armature'] = [float(v) for v in armature]
     return Node(
         package='ne_dynamics_ros', executable='sim_arm_node', name='sim_arm_node',
-        output='screen', parameters=[parameters],
+        output='screen', parameters=[parameters], additional_env=environment,
         remappings=[('/effort_controller/commands', r2c.HARDWARE_COMMAND_TOPIC),
                     ('/joint_states', r2c.HARDWARE_STATE_TOPIC)])
 
@@ -157,7 +156,7 @@ def _compensation(value):
 
 def _stack(context):
     from ne_dynamics_ros.dynamics.model import load_model
-    from ne_dynamics_ros.tools import ros2_control as r2c
+    from ne_dynamics_ros.tools import fast_dds, ros2_control as r2c
 
     def arg(name):
         return LaunchConfiguration(name).perform(context)
@@ -181,7 +180,10 @@ def _stack(context):
                        armature=node_values.get('armature') or None)
     command_joints = yaml.safe_load(arg('controller_joints')) or \
         node_values.get('joints') or model.joint_names
-    described, controllers = _files(arg, urdf, model, rate, initial, command_joints)
+    folder = tempfile.mkdtemp(prefix='ne_dynamics_ros2_control_')
+    described, controllers = _files(arg, urdf, model, rate, initial, command_joints, folder)
+    if arg('shared_memory').lower() != 'true':
+        environment = {**environment, **fast_dds.udp_only_environment(folder)}
     lib = os.path.join(str(prefix), 'lib', 'controller_manager')
     python = r2c.python_program()
 
@@ -193,7 +195,7 @@ def _stack(context):
 
     actions = [
         Node(package='ne_dynamics_ros', executable='robot_description_publisher',
-             name='robot_description_publisher', output='screen',
+             name='robot_description_publisher', output='screen', additional_env=environment,
              parameters=[{'urdf_path': described}]),
         ExecuteProcess(cmd=[os.path.join(lib, 'ros2_control_node'), '--ros-args',
                             '--params-file', controllers],
@@ -224,7 +226,7 @@ def _stack(context):
                 'ros2_control.effort_controller': r2c.EFFORT_CONTROLLER}],
             arguments=['--ros-args', '--log-level', arg('log_level')]))
     if sim:
-        actions.insert(0, _sim(arg, urdf, node_values, initial, rate))
+        actions.insert(0, _sim(arg, urdf, node_values, initial, rate, environment))
     return actions
 
 
@@ -261,6 +263,10 @@ def generate_launch_description():
         ('sim_rate', '', 'sim: joint state rate, Hz (default 0.8 rate)'),
         ('sim_realtime_priority', '60', 'sim: SCHED_FIFO priority of the simulated arm '
                                         '(0: the default scheduling)'),
+        ('shared_memory', 'false', 'let the stack\'s processes use Fast DDS\'s shared '
+                                   'memory; false: UDP only (a SIGKILLed process\'s '
+                                   'shared memory stalled its peers 1 s: '
+                                   'docs/ros2-control.md)'),
         ('log_level', 'info', 'computed_torque_node\'s logging level'),
         ('loop_delay', '0.008', 'the loop delay the node\'s gains must tolerate, s (states '
                                 'to the hardware\'s write: 4 cycles at 500 Hz); gains of '
