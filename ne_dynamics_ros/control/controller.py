@@ -305,7 +305,7 @@ class ComputedTorqueController(LawInputs, FollowsReferences):
             return None, None
         supervisor = self.contact_supervisor
         external, contact = supervisor.observe(self.runs.current.sensing, t, q, qd,
-                                               self.context.load_law)
+                                               self.context.load_law, self.runs.current.law)
         if contact is not None:
             law = supervisor.react(self.runs.current.law
                                    or self.context.law_class(self.context))

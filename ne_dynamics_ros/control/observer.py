@@ -238,8 +238,8 @@ class ContactDetector:
                       if self.sustained_time > 0.0 else [math.inf] * len(self.joints))
         self.clear()
 
-    def _filtered(self, t: float, r: Sequence[float]) -> Optional[int]:
-        """Advance the filter of ``r`` to ``t``; the joint most over its level, or None."""
+    def _filtered(self, t: float, r: Sequence[float], level) -> Optional[int]:
+        """Advance the filter of ``r`` to ``t``; the joint most over ``level``, or None."""
         last, self._t = self._t, t
         if last is None or not 0.0 < t - last <= MAX_GAP:
             self._rf = [0.0] * len(self.joints)     # a new start: the filter charges again
@@ -247,16 +247,26 @@ class ContactDetector:
         blend = 1.0 - math.exp(-(t - last) / self.sustained_time)
         self._rf = rf = [a + blend * (x - a) for a, x in zip(self._rf, r)]
         found = None
-        for j, (x, h) in enumerate(zip(rf, self.level)):
-            if abs(x) > h and (found is None or abs(x) / h > abs(rf[found]) / self.level[found]):
+        for j, (x, h) in enumerate(zip(rf, level)):
+            if abs(x) > h and (found is None or abs(x) / h > abs(rf[found]) / level[found]):
                 found = j
         return found
 
-    def update(self, t: float, r: Sequence[float]) -> Optional[Contact]:
-        """Judge one state's ``r``; return a :class:`Contact` when one starts, else None."""
+    def update(self, t: float, r: Sequence[float], floor=None) -> Optional[Contact]:
+        """Judge one state's ``r``; return a :class:`Contact` when one starts, else None.
+
+        ``floor``: (n,) N·m (N) or None: for this state, neither level of a joint is
+        below its floor (the stiction a joint pulled from rest may show:
+        :meth:`~ne_dynamics_ros.control.contact.ContactSupervisor.observe`). The release
+        keeps the levels as configured.
+        """
         if not self.enabled:
             return None
-        sustained = self._filtered(t, r) if self.sustained_time > 0.0 else None
+        threshold, level = self.threshold, self.level
+        if floor is not None:
+            threshold = [max(h, f) for h, f in zip(threshold, floor)]
+            level = [max(h, f) for h, f in zip(level, floor)]
+        sustained = self._filtered(t, r, level) if self.sustained_time > 0.0 else None
         if self.contact is not None:
             under = all(abs(x) < RELEASE * h for x, h in zip(r, self.threshold)) and \
                 all(abs(x) < RELEASE * h for x, h in zip(self._rf, self.level))
@@ -265,17 +275,16 @@ class ContactDetector:
                 self.contact, self._under = None, 0
             return None
         found = None
-        for j, (x, h) in enumerate(zip(r, self.threshold)):
+        for j, (x, h) in enumerate(zip(r, threshold)):
             self._over[j] = self._over[j] + 1 if abs(x) > h else 0
             if self._over[j] >= self.debounce and (
-                    found is None or abs(x) / h > abs(r[found]) / self.threshold[found]):
+                    found is None or abs(x) / h > abs(r[found]) / threshold[found]):
                 found = j
         if found is not None:
-            self.contact = Contact(self.joints[found], float(r[found]),
-                                   self.threshold[found], t)
+            self.contact = Contact(self.joints[found], float(r[found]), threshold[found], t)
         elif sustained is not None:
             self.contact = Contact(self.joints[sustained], float(self._rf[sustained]),
-                                   self.level[sustained], t, True)
+                                   level[sustained], t, True)
         else:
             return None
         self._over = [0] * len(self.joints)

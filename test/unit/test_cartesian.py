@@ -425,3 +425,38 @@ def test_after_a_push_the_tip_is_pulled_back_through_the_drives_stiction():
     arm.push(None)
     back = loop.run(2.0)[-1] - start
     assert np.linalg.norm(back) < 3e-3, back
+
+
+def test_a_step_that_starts_wrist_1_against_twice_the_model_friction_is_no_contact():
+    """MuJoCo's UR5e with wrist 1's dry friction twice the model's (0.8 against 0.4 N·m),
+    its threshold 0.5 N·m: a 5 cm step along y pulls wrist 1 from rest, and while it
+    sticks the observer shows its stiction, over 0.5 N·m 60 ms in. While the law breaks
+    away (Law.breaking_away) a joint at rest is in contact only beyond 4x its Coulomb
+    friction: the step is reached within 2 mm with no contact (measured without the
+    rule: a contact on wrist 1 stopped the tip 44.9 mm short)."""
+    coulomb, damping = [2.5, 2.5, 1.5, 0.4, 0.4, 0.4], [6.0, 6.0, 4.0, 1.0, 1.0, 1.0]
+    plant = list(coulomb)
+    plant[3] = 0.8
+    c = ComputedTorqueController.from_urdf(
+        str(UR5E_URDF), tip_link='tool0', armature=ARMATURE, damping=damping,
+        friction=coulomb, settings={
+            'mode': 'cartesian_impedance', 'cartesian.stiffness': STIFFNESS,
+            'friction_compensation': True, 'cartesian.max_speed': [1.0, 1.0],
+            'contact.threshold': [3.0, 3.0, 2.0, 0.5, 0.5, 0.5]})
+    arm = ur5e_arm(damping=damping, friction=plant)
+    loop = Loop(c, arm)
+    loop.run(0.5)
+    law = c.runs.current.law
+    assert not law.breaking_away(loop.t)                   # holding: no pull from rest
+    T = tip_pose(c.model, arm.position)
+    goal = T[:3, 3] + [0.0, 0.05, 0.0]
+    c.set_target_pose(goal, matrix_to_quaternion(T[:3, :3]))
+    pulled, start = [], len(loop.commands)
+    loop.run(1.5, each=lambda t: pulled.append(c.runs.current.law.breaking_away(t)))
+    assert c.contact_supervisor.contacts == 0
+    assert np.linalg.norm(tip_pose(c.model, arm.position)[:3, 3] - goal) < 2e-3
+    stuck = [(abs(out.external_effort_values[3]), abs(q[3] - q0[3]))
+             for (q, out), (q0, _) in zip(loop.commands[start:], [loop.commands[start]] * 750)]
+    assert max(r for r, moved in stuck if moved < 1e-3) > 0.5     # over its threshold
+    # approached (50 ms at max_speed), then FRICTION_SETTLE after it, then no more
+    assert all(pulled[1:500]) and not any(pulled[-100:])

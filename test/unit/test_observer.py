@@ -262,6 +262,27 @@ def test_the_detector_debounces_and_releases_with_hysteresis():
     assert not off.enabled and off.update(0, [1e9]) is None
 
 
+def test_a_floor_raises_both_levels_for_one_state_and_leaves_the_release_alone():
+    """Joint a: h = 0.5, a floor of 1.6 (4x a Coulomb friction of 0.4): 1.2 held is no
+    contact while the floor is given, on either level; 1.7 is, with the floor as its
+    threshold; without the floor 1.2 is a contact after the debounce; the release is
+    judged on the configured h (80 % of 0.5)."""
+    d = ContactDetector(['a', 'b'], [0.5, 2.0], 3, band=[0.4, 0.0], sustained_time=0.2)
+    t = 0.0
+    for _ in range(500):
+        t += DT
+        assert d.update(t, [1.2, 0.0], floor=[1.6, 0.0]) is None
+    found = [d.update(t + k * DT, [1.7, 0.0], floor=[1.6, 0.0]) for k in range(1, 4)]
+    assert found[:2] == [None, None] and found[2].joint == 'a'
+    assert found[2].threshold == 1.6
+    for k in range(4, 7):
+        d.update(t + k * DT, [0.45, 0.0], floor=[1.6, 0.0])
+    assert d.contact is not None                           # 0.45 > 0.8 x 0.5: held
+    d.clear()
+    found = [d.update(k * DT, [1.2, 0.0]) for k in range(1, 4)]
+    assert found[2] is not None and found[2].threshold == 0.5
+
+
 def test_the_second_level_flags_a_held_push_below_the_threshold_never_the_friction_band():
     """Joint a (no friction, h = 2): 1.8 N*m held crosses the filtered level 0.6 h at
     t = 0.2 ln 3 s (first order: 1.8 (1 - e^{-t/0.2}) = 1.2); a 50 ms spike of 1.9 does

@@ -279,8 +279,8 @@ class Law:
     What it does: :meth:`check` (its settings), :meth:`apply_settings` (on entry and on
     new settings), :meth:`caveats`, :meth:`effort` (one state, clamped), :meth:`report`
     (what the command carries for the node: its ``outputs``), :meth:`facts` (its lines on
-    ``/diagnostics``), :meth:`reconfigured` and :meth:`restarted` (new settings, a new
-    run).
+    ``/diagnostics``), :meth:`breaking_away` (pulling joints from rest),
+    :meth:`reconfigured` and :meth:`restarted` (new settings, a new run).
 
     Args:
         context: the :class:`LawContext` in force.
@@ -329,6 +329,17 @@ class Law:
     def report(self) -> Dict[str, object]:
         """Return what the command carries for the node's :attr:`outputs` (default: none)."""
         return {}
+
+    def breaking_away(self, now: float) -> bool:
+        """Say whether the law pulls the arm from rest toward a reference it set moving.
+
+        True at ``now`` (s, the controller's clock) while the law pulls joints that may
+        still be held by their drives' stiction (a target approached, the return after
+        a contact): the contact supervisor then allows those at rest the stiction range
+        (:meth:`~ne_dynamics_ros.control.contact.ContactSupervisor.observe`). Default:
+        never.
+        """
+        return False
 
     def facts(self) -> Dict[str, str]:
         """Return the law's lines for ``/diagnostics``, ``{key: value}`` (default: none)."""

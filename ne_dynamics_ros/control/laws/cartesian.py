@@ -332,6 +332,10 @@ class CartesianImpedanceLaw(Law):
         return np.array(drive_friction(velocity.tolist(), damping, coulomb, velocity_scale,
                                        offset))
 
+    def breaking_away(self, now):
+        """Say whether friction is compensated toward the target now (approach, return)."""
+        return now < self._approaching_until
+
     def report(self):
         """``{'current_pose': CartesianReport}`` of the last state (none before it)."""
         if self.pose is None:
