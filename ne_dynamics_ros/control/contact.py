@@ -128,15 +128,36 @@ class ContactSupervisor:
         """
         sensing.estimate = adaptive_law.estimate.tolist()
 
-    def friction_values(self, qd) -> List[float]:
+    def friction_values(self, qd, coulomb=None) -> List[float]:
         """Return the model's friction effort at the measured ``qd`` (n floats), or zeros.
 
         :func:`~ne_dynamics_ros.dynamics.friction.drive_friction` on plain floats, as
-        :meth:`~ne_dynamics_ros.dynamics.model.RobotModel.friction_torques` on arrays.
+        :meth:`~ne_dynamics_ros.dynamics.model.RobotModel.friction_torques` on arrays;
+        ``coulomb``: (n,) the Coulomb level to use in place of the model's ``Fc``, or None.
         """
         if not self._friction:
             return self._zeros
-        return drive_friction(qd if isinstance(qd, list) else list(qd), *self._friction_values)
+        damping, model_coulomb, velocity_scale, offset = self._friction_values
+        return drive_friction(qd if isinstance(qd, list) else list(qd), damping,
+                              model_coulomb if coulomb is None else coulomb,
+                              velocity_scale, offset)
+
+    def _friction_in_force(self, sensing, qd, law, shift):
+        """Return (friction at ``qd``, shift): at the Coulomb level the arm was learned at.
+
+        The :class:`~ne_dynamics_ros.control.friction_estimate.CoulombEstimate` of the
+        run's law (``law.context.friction``; the model's ``Fc`` without one). A change of
+        it since the previous state is added to ``shift``, as a learned load is: ``r``
+        stays relative to the friction in force.
+        """
+        estimate = getattr(getattr(law, 'context', None), 'friction', None)
+        coulomb = None if estimate is None else estimate.coulomb
+        friction = self.friction_values(qd, coulomb)
+        last, sensing.coulomb = sensing.coulomb, coulomb
+        if self._friction and last is not None and coulomb is not None and last != coulomb:
+            change = [a - b for a, b in zip(friction, self.friction_values(qd, last))]
+            shift = change if shift is None else [a + b for a, b in zip(shift, change)]
+        return friction, shift
 
     def observe(self, sensing, now: float, q, qd, adaptive_law=None,
                 law=None) -> Tuple[List[float], Optional[Contact]]:
@@ -144,7 +165,8 @@ class ContactSupervisor:
 
         ``sensing``: the run's :class:`~ne_dynamics_ros.control.sensing.Sensing`;
         ``adaptive_law``: the adaptive law in force (its model carries the learned
-        load), or None; ``law``: the run's law, or None. While ``law`` is
+        load), or None; ``law``: the run's law, or None: the observer's friction is at
+        the Coulomb level learned (``law.context.friction``), and while ``law`` is
         :meth:`~ne_dynamics_ros.control.laws.base.Law.breaking_away`, a joint at rest
         (``|qd| <`` :data:`~.observer.AT_REST`) is in contact only beyond
         :data:`~.observer.STICTION_RANGE` times its Coulomb friction (the model's): a
@@ -176,8 +198,9 @@ class ContactSupervisor:
         else:
             inverse_dynamics = self._model_dynamics(q, qd)
             sensing.estimate = None
-        r = sensing.observer.update(now, qd, inverse_dynamics, self.friction_values(qd),
-                                    sensing.applied, shift)
+        friction, shift = self._friction_in_force(sensing, qd, law, shift)
+        r = sensing.observer.update(now, qd, inverse_dynamics, friction, sensing.applied,
+                                    shift)
         contact = sensing.detector.update(now, r, self._breakaway_floor(law, now, qd))
         if contact is not None:
             self.contacts += 1

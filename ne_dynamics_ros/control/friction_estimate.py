@@ -5,12 +5,18 @@ drifts (temperature, wear, another arm of the same type) by a factor that may be
 A law that compensates dry friction with the identified ``Fc`` then either leaves the
 drives stuck (too little) or pushes them past their goal (too much: the compensation
 adds energy). What the arm's friction is, the momentum observer (De Luca & Mattone 2005)
-tells while a joint slides and nothing touches the arm: its residual is then ``r = tau_ext
-+ f_model(qd) - f(qd)`` with ``tau_ext = 0``, and for ``|qd|`` well above ``v_s`` (the
-tanh of :func:`~ne_dynamics_ros.dynamics.friction.drive_friction` is 1 within 1e-4) the
-Coulomb level the joint shows is::
+tells while a joint slides and nothing touches the arm. The observer's friction is the
+one learned (``s Fc``: :meth:`~ne_dynamics_ros.control.contact.ContactSupervisor.
+observe`), so its residual is then ``r = tau_ext + f_s(qd) - f(qd)`` with ``tau_ext =
+0``, and for ``|qd|`` well above ``v_s`` (the tanh of
+:func:`~ne_dynamics_ros.dynamics.friction.drive_friction` is 1 within 1e-4) the Coulomb
+level the joint shows is::
 
-    Fc_measured = Fc - r sign(qd)
+    Fc_measured = s Fc - r sign(qd)
+
+(with the model's ``Fc`` in the observer, ``s = 1`` here: the first version; learning
+then never took the residual of a sliding joint to zero, and doubled friction kept
+sliding joints near their thresholds).
 
 :class:`CoulombEstimate` holds a factor ``s`` per joint (1 until learned) and moves it
 toward ``Fc_measured / Fc`` at ``rate`` (1/s, a first-order filter over the observer's
@@ -95,7 +101,8 @@ class CoulombEstimate:
 
         Args:
             qd: (n,) measured velocities, rad/s (m/s).
-            r: (n,) the observer's residual at this state, N·m (N), or None (no observer).
+            r: (n,) the observer's residual at this state, relative to the friction at
+                ``s`` (as the contact supervisor computes it), N·m (N), or None.
             dt: the time since the last state, s (<= 0: nothing learned).
             rate: how fast ``s`` follows the measurement, 1/s (0: never).
             in_contact: a contact is held (the residual holds a push): the factor only
@@ -111,8 +118,8 @@ class CoulombEstimate:
         if not sliding.any():
             return False
         coulomb = self._coulomb[sliding]
-        measured = 1.0 - np.asarray(r, dtype=float)[sliding] * np.sign(qd[sliding]) / coulomb
         scale = self.scale[sliding]
+        measured = scale - np.asarray(r, dtype=float)[sliding] * np.sign(qd[sliding]) / coulomb
         scale += min(1.0, rate * dt) * (measured - scale)
         self.scale[sliding] = np.clip(scale, *SCALE_RANGE)
         self._values = (self._coulomb * self.scale).tolist()

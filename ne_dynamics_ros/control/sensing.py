@@ -34,6 +34,9 @@ class Sensing:
             model then), or None.
         skipped: the observer was skipped at the last state (nobody read r); it starts
             afresh when wanted again.
+        coulomb: (n,) the Coulomb friction the observer's model held at the previous
+            state (the learned one: :class:`~ne_dynamics_ros.control.friction_estimate.
+            CoulombEstimate`), N·m (N), or None.
     """
 
     estimator: VelocityEstimator
@@ -42,6 +45,7 @@ class Sensing:
     applied: Optional[list] = None
     estimate: Optional[list] = None
     skipped: bool = False
+    coulomb: Optional[list] = None
 
     @classmethod
     def new(cls, joint_names: Sequence[str], settings, band=None) -> 'Sensing':
@@ -83,6 +87,7 @@ class Sensing:
         self.observer.reset()
         self.applied = None
         self.estimate = None
+        self.coulomb = None
 
 
 __all__ = ['Sensing']

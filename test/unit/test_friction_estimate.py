@@ -1,8 +1,9 @@
 """The Coulomb friction learned from the observer's residual (control/friction_estimate.py).
 
 The reference is the friction formula itself: an arm whose drives show ``k Fc`` gives, on
-a joint sliding at ``qd`` with no contact, the residual ``r = f_model(qd) - f_arm(qd)``
-(De Luca & Mattone 2005), and the factor learned must be ``k``; a push, a joint at rest,
+a joint sliding at ``qd`` with no contact, the residual ``r = f_s(qd) - f_arm(qd)`` of an
+observer whose friction is the one learned so far, ``s Fc`` (De Luca & Mattone 2005), and
+the factor learned must be ``k``; a push, a joint at rest,
 a rate of 0 teach nothing; while a contact is held the factor only falls, for a joint that
 keeps turning back (a limit cycle), never for one a push moves one way.
 """
@@ -19,10 +20,13 @@ FV = np.array([6.0, 6.0, 4.0, 1.0, 1.0, 1.0])
 VS = np.full(6, 0.003)
 
 
-def residual(qd, factor):
-    """r of an arm whose Coulomb friction is ``factor`` times the model's, no contact."""
+def residual(qd, factor, scale=1.0):
+    """r of an arm whose Coulomb friction is ``factor`` times the model's, no contact.
+
+    ``scale``: (n,) or a float, the factor the observer's friction holds (``s``).
+    """
     zeros = np.zeros(6)
-    return (drive_friction(qd, FV, FC, VS, zeros)
+    return (drive_friction(qd, FV, scale * FC, VS, zeros)
             - drive_friction(qd, FV, factor * FC, VS, zeros))
 
 
@@ -33,7 +37,7 @@ def test_a_sliding_joint_learns_the_factor_its_drive_shows(factor, speed, negati
     estimate = CoulombEstimate(FC, VS)
     qd = np.where(negative, -1.0, 1.0) * np.array(speed)
     for _ in range(500):                        # 1 s at 500 Hz, rate 10/s
-        assert estimate.update(qd, residual(qd, factor), 0.002, 10.0, False)
+        assert estimate.update(qd, residual(qd, factor, estimate.scale), 0.002, 10.0, False)
     learns = FC > 0
     assert estimate.scale[learns] == pytest.approx(factor, rel=1e-3)
     assert estimate.scale[~learns] == 1.0      # no Coulomb friction: nothing to scale
@@ -58,7 +62,7 @@ def test_the_factor_stays_within_its_range_and_a_reset_forgets_it():
     qd = np.full(6, 1.0)
     for factor, bound in ((10.0, SCALE_RANGE[1]), (-5.0, SCALE_RANGE[0])):
         for _ in range(200):
-            estimate.update(qd, residual(qd, factor), 0.002, 50.0, False)
+            estimate.update(qd, residual(qd, factor, estimate.scale), 0.002, 50.0, False)
         assert estimate.scale[:5] == pytest.approx(bound)
     estimate.reset()
     assert estimate.scale.tolist() == [1.0] * 6 and estimate.coulomb == FC.tolist()
@@ -81,7 +85,8 @@ def test_in_a_contact_only_a_joint_that_keeps_turning_back_loses_compensation():
         assert estimate.scale[0] == pytest.approx(expected), k
         assert estimate.scale[1:].tolist() == [1.0] * 5
     assert halvings == 2                         # 1 -> 0.5 -> 0.25, then held at the bound
-    estimate.update(np.full(6, 0.3), residual(np.full(6, 0.3), 1.0), 0.002, 10.0, False)
+    estimate.update(np.full(6, 0.3), residual(np.full(6, 0.3), 1.0, estimate.scale), 0.002,
+                    10.0, False)
     assert estimate.scale[0] > SCALE_RANGE[0]     # learning, out of contact, as before
     estimate.reset()
     for k in range(2 * 50 + 1):                  # two reversals in a new contact: nothing
