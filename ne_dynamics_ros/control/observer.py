@@ -227,7 +227,14 @@ class ContactDetector:
 
     def configure(self, threshold, debounce: int, sustained_time: float = 0.0,
                   sustained_level: float = SUSTAINED_LEVEL):
-        """Set both levels (checked by the parameter table); clears the counts."""
+        """Set both levels (checked by the parameter table); clears the counts.
+
+        A contact in force stays in force (new settings during a push do not make it a
+        new contact: it ends by the release rule on the new levels), unless detection is
+        now off.
+        """
+        held = getattr(self, 'contact', None)
+        filtered = getattr(self, '_rf', None), getattr(self, '_t', None)
         threshold = list(threshold) if len(threshold) else [math.inf] * len(self.joints)
         self.threshold = [float(v) for v in threshold]
         self.debounce = int(debounce)
@@ -237,6 +244,9 @@ class ContactDetector:
         self.level = (sustained_levels(self.threshold, self.band, sustained_level)
                       if self.sustained_time > 0.0 else [math.inf] * len(self.joints))
         self.clear()
+        if held is not None and self.enabled:
+            self.contact = held
+            self._rf, self._t = filtered
 
     def _filtered(self, t: float, r: Sequence[float], level) -> Optional[int]:
         """Advance the filter of ``r`` to ``t``; the joint most over ``level``, or None."""

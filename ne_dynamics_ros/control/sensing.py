@@ -70,7 +70,8 @@ class Sensing:
         """Take new run-time settings.
 
         The observer's gain, the detector's thresholds and debounce (which clears its
-        counts and the contact in force), and a new estimator if
+        counts; a contact in force stays, unless detection is now off), and a new
+        estimator if
         ``velocity_filter_cutoff`` changed.
         """
         self.observer.set_gain(settings.contact_observer_gain)
