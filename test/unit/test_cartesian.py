@@ -44,6 +44,22 @@ def ur5e_arm(**extra):
     return MujocoArm(str(UR5E_URDF), armature=ARMATURE, initial_positions=UR5E_Q0, **extra)
 
 
+#: the drives' dry and viscous friction the model declares (N·m, N·m·s/rad)
+COULOMB, DAMPING = [2.5, 2.5, 1.5, 0.4, 0.4, 0.4], [6.0, 6.0, 4.0, 1.0, 1.0, 1.0]
+#: thresholds just above the declared Coulomb levels (wrists), as identify sets them
+FRICTION_THRESHOLDS = [3.0, 3.0, 2.0, 0.5, 0.5, 0.5]
+
+
+def friction_controller(**settings):
+    """The Cartesian law on a model with the drives' friction, compensated."""
+    return ComputedTorqueController.from_urdf(
+        str(UR5E_URDF), tip_link='tool0', armature=ARMATURE, damping=DAMPING,
+        friction=COULOMB, settings=dict({
+            'mode': 'cartesian_impedance', 'cartesian.stiffness': STIFFNESS,
+            'friction_compensation': True, 'contact.threshold': FRICTION_THRESHOLDS},
+            **settings))
+
+
 class Loop:
     """The controller and a plant stepped in lockstep at ``rate``; the tip recorded."""
 
@@ -337,15 +353,9 @@ def test_a_step_on_drives_with_half_the_model_friction_is_reached_when_it_is_lea
     ends within 2 mm after 1.5 s and the factors learned on the joints that slid are the
     plant's 0.5 within 0.2; with the model's friction the compensation pushes the tip
     past the target and it hunts, more than 5 mm off."""
-    coulomb, damping = [2.5, 2.5, 1.5, 0.4, 0.4, 0.4], [6.0, 6.0, 4.0, 1.0, 1.0, 1.0]
-    c = ComputedTorqueController.from_urdf(
-        str(UR5E_URDF), tip_link='tool0', armature=ARMATURE, damping=damping,
-        friction=coulomb, settings={
-            'mode': 'cartesian_impedance', 'cartesian.stiffness': STIFFNESS,
-            'friction_compensation': True, 'cartesian.max_speed': [1.0, 1.0],
-            'cartesian.friction_adaptation': adaptation,
-            'contact.threshold': [3.0, 3.0, 2.0, 0.5, 0.5, 0.5]})
-    arm = ur5e_arm(damping=damping, friction=[0.5 * f for f in coulomb])
+    c = friction_controller(**{'cartesian.max_speed': [1.0, 1.0],
+                               'cartesian.friction_adaptation': adaptation})
+    arm = ur5e_arm(damping=DAMPING, friction=[0.5 * f for f in COULOMB])
     loop = Loop(c, arm)
     loop.run(0.5)
     T = tip_pose(c.model, arm.position)
@@ -373,14 +383,8 @@ def test_a_push_from_rest_on_drives_with_half_the_model_friction_keeps_the_compl
     along the force within 10 % of F/K and under 5 mm across, and 2 s after the release
     within 6 mm of the start. With the model's friction (adaptation 0) it keeps swinging:
     more than 5 mm over the push's last second, 2 mm over its last 0.25 s."""
-    coulomb, damping = [2.5, 2.5, 1.5, 0.4, 0.4, 0.4], [6.0, 6.0, 4.0, 1.0, 1.0, 1.0]
-    c = ComputedTorqueController.from_urdf(
-        str(UR5E_URDF), tip_link='tool0', armature=ARMATURE, damping=damping,
-        friction=coulomb, settings={
-            'mode': 'cartesian_impedance', 'cartesian.stiffness': STIFFNESS,
-            'friction_compensation': True, 'cartesian.friction_adaptation': adaptation,
-            'contact.threshold': [3.0, 3.0, 2.0, 0.5, 0.5, 0.5]})
-    arm = ur5e_arm(damping=damping, friction=[0.5 * f for f in coulomb])
+    c = friction_controller(**{'cartesian.friction_adaptation': adaptation})
+    arm = ur5e_arm(damping=DAMPING, friction=[0.5 * f for f in COULOMB])
     loop = Loop(c, arm)
     start = loop.run(1.0)[-1]
     arm.push('tool0', (0.0, 0.0, 0.0), (0.0, 20.0, 0.0))
@@ -412,14 +416,8 @@ def test_after_a_push_the_tip_is_pulled_back_through_the_drives_stiction(reconfi
     New settings during the push (a new law object) keep the contact in force: it is not
     found again (measured before: found again, and ``contact.reaction: hold`` then held
     the pushed pose, 40.5 mm away after the release)."""
-    coulomb, damping = [2.5, 2.5, 1.5, 0.4, 0.4, 0.4], [6.0, 6.0, 4.0, 1.0, 1.0, 1.0]
-    c = ComputedTorqueController.from_urdf(
-        str(UR5E_URDF), tip_link='tool0', armature=ARMATURE, damping=damping,
-        friction=coulomb, settings={
-            'mode': 'cartesian_impedance', 'cartesian.stiffness': STIFFNESS,
-            'friction_compensation': True,
-            'contact.threshold': [3.0, 3.0, 2.0, 0.5, 0.5, 0.5]})
-    arm = MujocoArm(str(UR5E_URDF), armature=ARMATURE, damping=damping, friction=coulomb,
+    c = friction_controller()
+    arm = MujocoArm(str(UR5E_URDF), armature=ARMATURE, damping=DAMPING, friction=COULOMB,
                     initial_positions=np.array([0.9, -1.0, 1.9, -2.3, -1.2, 0.6]))
     loop = Loop(c, arm)
     start = loop.run(1.0)[-1]
@@ -443,16 +441,10 @@ def test_a_step_that_starts_wrist_1_against_twice_the_model_friction_is_no_conta
     away (Law.breaking_away) a joint at rest is in contact only beyond 4x its Coulomb
     friction: the step is reached within 2 mm with no contact (measured without the
     rule: a contact on wrist 1 stopped the tip 44.9 mm short)."""
-    coulomb, damping = [2.5, 2.5, 1.5, 0.4, 0.4, 0.4], [6.0, 6.0, 4.0, 1.0, 1.0, 1.0]
-    plant = list(coulomb)
+    plant = list(COULOMB)
     plant[3] = 0.8
-    c = ComputedTorqueController.from_urdf(
-        str(UR5E_URDF), tip_link='tool0', armature=ARMATURE, damping=damping,
-        friction=coulomb, settings={
-            'mode': 'cartesian_impedance', 'cartesian.stiffness': STIFFNESS,
-            'friction_compensation': True, 'cartesian.max_speed': [1.0, 1.0],
-            'contact.threshold': [3.0, 3.0, 2.0, 0.5, 0.5, 0.5]})
-    arm = ur5e_arm(damping=damping, friction=plant)
+    c = friction_controller(**{'cartesian.max_speed': [1.0, 1.0]})
+    arm = ur5e_arm(damping=DAMPING, friction=plant)
     loop = Loop(c, arm)
     loop.run(0.5)
     law = c.runs.current.law
@@ -478,14 +470,9 @@ def test_the_observer_holds_the_friction_learned_so_a_sliding_joint_shows_no_res
     the model's Coulomb level once learned (0.45-0.6 s in), where it showed the missing
     level, above 0.8 of it, before (the first 0.2 s); with the model's friction in the
     observer it would stay there."""
-    coulomb, damping = [2.5, 2.5, 1.5, 0.4, 0.4, 0.4], [6.0, 6.0, 4.0, 1.0, 1.0, 1.0]
-    c = ComputedTorqueController.from_urdf(
-        str(UR5E_URDF), tip_link='tool0', armature=ARMATURE, damping=damping,
-        friction=coulomb, settings={
-            'mode': 'cartesian_impedance', 'cartesian.stiffness': STIFFNESS,
-            'friction_compensation': True, 'cartesian.max_speed': [0.1, 1.0],
-            'contact.reaction': 'ignore', 'contact.threshold': [5.0] * 6})
-    arm = ur5e_arm(damping=damping, friction=[2.0 * f for f in coulomb])
+    c = friction_controller(**{'cartesian.max_speed': [0.1, 1.0], 'contact.reaction': 'ignore',
+                               'contact.threshold': [5.0] * 6})
+    arm = ur5e_arm(damping=DAMPING, friction=[2.0 * f for f in COULOMB])
     loop = Loop(c, arm)
     loop.run(0.5)
     T = tip_pose(c.model, arm.position)
@@ -499,7 +486,7 @@ def test_the_observer_holds_the_friction_learned_so_a_sliding_joint_shows_no_res
     def sliding_residuals(begin, end):
         states = [(np.asarray(out.external_effort_values), np.asarray(q))
                   for q, out in loop.commands[start + begin:start + end]]
-        return [abs(r[j]) / coulomb[j] for (r, q), (_, q0) in zip(states[1:], states)
+        return [abs(r[j]) / COULOMB[j] for (r, q), (_, q0) in zip(states[1:], states)
                 for j in np.nonzero(slid)[0] if abs(q[j] - q0[j]) * RATE > 0.01]
     early, late = sliding_residuals(0, 100), sliding_residuals(225, 300)   # 0-0.2, 0.45-0.6 s
     assert len(early) > 20 and len(late) > 20
