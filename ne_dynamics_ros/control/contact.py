@@ -167,8 +167,9 @@ class ContactSupervisor:
         ``adaptive_law``: the adaptive law in force (its model carries the learned
         load), or None; ``law``: the run's law, or None: the observer's friction is at
         the Coulomb level learned (``law.context.friction``), and while ``law`` is
-        :meth:`~ne_dynamics_ros.control.laws.base.Law.breaking_away`, a joint at rest
-        (``|qd| <`` :data:`~.observer.AT_REST`) is in contact only beyond
+        :meth:`~ne_dynamics_ros.control.laws.base.Law.breaking_away`, a joint that does
+        not slide yet (``|qd|`` under the friction estimate's sliding velocity, at least
+        :data:`~.observer.AT_REST`) is in contact only beyond
         :data:`~.observer.STICTION_RANGE` times its Coulomb friction (the model's): a
         joint the law pulls from rest shows its drive's stiction in ``r`` until it
         breaks away, up to the friction's true level, which an identified model holds
@@ -208,12 +209,19 @@ class ContactSupervisor:
         return r, contact
 
     def _breakaway_floor(self, law, now, qd):
-        """Return the detector's floor while ``law`` pulls joints from rest, else None."""
+        """Return the detector's floor while ``law`` pulls joints from rest, else None.
+
+        A joint is breaking away until it slides as the friction estimate counts
+        sliding (:attr:`~.friction_estimate.CoulombEstimate.sliding_velocity`; without
+        an estimate :data:`~.observer.AT_REST`): below that its friction is not learned.
+        """
         if law is None or not self._friction or not law.breaking_away(now):
             return None
-        coulomb = self._friction_values[1]
-        return [STICTION_RANGE * c if -AT_REST < v < AT_REST else 0.0
-                for c, v in zip(coulomb, qd)]
+        estimate = getattr(law.context, 'friction', None)
+        rest = ([AT_REST] * len(qd) if estimate is None
+                else estimate.sliding_velocity.tolist())
+        return [STICTION_RANGE * c if -a < v < a else 0.0
+                for c, v, a in zip(self._friction_values[1], qd, rest)]
 
     def _stiction_told(self, contact: Contact, qd) -> Contact:
         """Return ``contact`` with :attr:`~.observer.Contact.friction` set where it applies.

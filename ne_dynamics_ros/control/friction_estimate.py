@@ -73,12 +73,14 @@ class CoulombEstimate:
 
     Attributes:
         scale: (n,) ``s``, 1 until learned.
+        sliding_velocity: (n,) rad/s (m/s): a joint slides (and learns) above it,
+            :data:`SLIDING_SCALES` ``v_s`` and at least :data:`SLIDING_VELOCITY`.
     """
 
     def __init__(self, coulomb, velocity_scale):
         self._coulomb = np.asarray(coulomb, dtype=float).copy()
-        self._sliding = np.maximum(SLIDING_SCALES * np.asarray(velocity_scale, dtype=float),
-                                   SLIDING_VELOCITY)
+        self.sliding_velocity = np.maximum(
+            SLIDING_SCALES * np.asarray(velocity_scale, dtype=float), SLIDING_VELOCITY)
         self.scale = np.ones(self._coulomb.shape)
         self._values = self._coulomb.tolist()
         #: while a contact is held: each joint's last sliding direction (0: none yet) and
@@ -111,7 +113,7 @@ class CoulombEstimate:
         if r is None or dt <= 0.0 or rate <= 0.0:
             return False
         qd = np.asarray(qd, dtype=float)
-        sliding = (np.abs(qd) > self._sliding) & (self._coulomb > 0.0)
+        sliding = (np.abs(qd) > self.sliding_velocity) & (self._coulomb > 0.0)
         if in_contact:
             return self._reversed(qd, sliding)
         self._held = None

@@ -46,6 +46,8 @@ def test_a_sliding_joint_learns_the_factor_its_drive_shows(factor, speed, negati
 
 def test_a_push_a_joint_at_rest_and_a_rate_of_zero_teach_nothing():
     estimate = CoulombEstimate(FC, VS)
+    assert estimate.sliding_velocity.tolist() == [0.015] * 6       # 5 v_s, over 0.01
+    assert CoulombEstimate(FC, np.full(6, 1e-4)).sliding_velocity.tolist() == [0.01] * 6
     qd = np.full(6, 0.5)
     r = residual(qd, 2.0)
     assert not estimate.update(qd, r, 0.002, 10.0, True)            # a contact held
