@@ -20,9 +20,10 @@ It runs at ``realtime_priority`` (SCHED_FIFO where permitted, its executor threa
 DDS threads that bring it the commands: :mod:`~ne_dynamics_ros.nodes.computed_torque.
 priority`): beside a simulated arm, ``controller_manager`` and the node all at SCHED_FIFO
 on two cores, a guard at the default scheduling went up to 648 ms between its 5 ms
-checks with two CPU-bound processes beside the stack (``test_ros2_control.py``), and
-once took 1.0 s instead of 0.1 s to take over from a killed node in a CI run; at 55, no
-gap over 30 ms in two such runs, and the take-over in 0.14 s. The launch gives it 55:
+checks with two CPU-bound processes beside the stack (``test_ros2_control.py``); at 55,
+no gap over 30 ms in two such runs, and the take-over in 0.14 s. (A CI run in which it
+took over 1.0 s after a SIGKILL instead of 0.1 s is more likely Fast DDS's shared memory,
+which the launch now keeps the stack off: docs/ros2-control.md.) The launch gives it 55:
 above the node and controller_manager (50), below the simulated arm (60), which stands
 for the robot.
 
