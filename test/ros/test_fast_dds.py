@@ -77,10 +77,12 @@ PROCESS = textwrap.dedent('''
     heard = []
     node.create_subscription(String, sys.argv[2], heard.append, 10)
     publisher = node.create_publisher(String, sys.argv[1], 10)
-    deadline = time.monotonic() + 20.0
-    while time.monotonic() < deadline and len(heard) < 20:
-        publisher.publish(String(data=sys.argv[1]))
-        rclpy.spin_once(node, timeout_sec=0.02)
+    deadline, linger = time.monotonic() + 20.0, None
+    while time.monotonic() < (deadline if linger is None else linger):
+        publisher.publish(String(data=sys.argv[1]))     # on after hearing: the other
+        rclpy.spin_once(node, timeout_sec=0.02)          # one may still be listening
+        if linger is None and len(heard) >= 20:
+            linger = time.monotonic() + 2.0
     ports = 0
     for fd in os.listdir('/proc/self/fd'):
         try:
@@ -88,7 +90,6 @@ PROCESS = textwrap.dedent('''
         except OSError:
             pass                # listdir's own descriptor, closed since
     print(ports, len(heard))
-    time.sleep(1.0)             # the other one may still need to hear this one
 ''')
 
 
