@@ -142,19 +142,19 @@ class ContactSupervisor:
                               model_coulomb if coulomb is None else coulomb,
                               velocity_scale, offset)
 
-    def _friction_in_force(self, sensing, qd, law, shift):
+    def _friction_in_force(self, sensing, qd, estimate, shift):
         """Return (friction at ``qd``, shift): at the Coulomb level the arm was learned at.
 
-        The :class:`~ne_dynamics_ros.control.friction_estimate.CoulombEstimate` of the
-        run's law (``law.context.friction``; the model's ``Fc`` without one). A change of
-        it since the previous state is added to ``shift``, as a learned load is: ``r``
-        stays relative to the friction in force.
+        ``estimate``: the :class:`~ne_dynamics_ros.control.friction_estimate.
+        CoulombEstimate` of the run's law (``law.context.friction``), or None: the model's
+        ``Fc``. A change of it since the previous state is added to ``shift``, as a
+        learned load is: ``r`` stays relative to the friction in force.
         """
-        estimate = getattr(getattr(law, 'context', None), 'friction', None)
         coulomb = None if estimate is None else estimate.coulomb
         friction = self.friction_values(qd, coulomb)
         last, sensing.coulomb = sensing.coulomb, coulomb
-        if self._friction and last is not None and coulomb is not None and last != coulomb:
+        # the estimate hands out a new list whenever it changes
+        if self._friction and last is not None and coulomb is not None and last is not coulomb:
             change = [a - b for a, b in zip(friction, self.friction_values(qd, last))]
             shift = change if shift is None else [a + b for a, b in zip(shift, change)]
         return friction, shift
@@ -199,16 +199,18 @@ class ContactSupervisor:
         else:
             inverse_dynamics = self._model_dynamics(q, qd)
             sensing.estimate = None
-        friction, shift = self._friction_in_force(sensing, qd, law, shift)
+        estimate = getattr(getattr(law, 'context', None), 'friction', None)
+        friction, shift = self._friction_in_force(sensing, qd, estimate, shift)
         r = sensing.observer.update(now, qd, inverse_dynamics, friction, sensing.applied,
                                     shift)
-        contact = sensing.detector.update(now, r, self._breakaway_floor(law, now, qd))
+        contact = sensing.detector.update(now, r,
+                                          self._breakaway_floor(law, estimate, now, qd))
         if contact is not None:
             self.contacts += 1
             contact = sensing.detector.contact = self._stiction_told(contact, qd)
         return r, contact
 
-    def _breakaway_floor(self, law, now, qd):
+    def _breakaway_floor(self, law, estimate, now, qd):
         """Return the detector's floor while ``law`` pulls joints from rest, else None.
 
         A joint is breaking away until it slides as the friction estimate counts
@@ -217,7 +219,6 @@ class ContactSupervisor:
         """
         if law is None or not self._friction or not law.breaking_away(now):
             return None
-        estimate = getattr(law.context, 'friction', None)
         rest = ([AT_REST] * len(qd) if estimate is None
                 else estimate.sliding_velocity.tolist())
         return [STICTION_RANGE * c if -a < v < a else 0.0

@@ -223,6 +223,7 @@ class ContactDetector:
                  sustained_time: float = 0.0, sustained_level: float = SUSTAINED_LEVEL):
         self.joints = list(joints)
         self.band = [0.0] * len(self.joints) if band is None else [float(b) for b in band]
+        self.clear()
         self.configure(threshold, debounce, sustained_time, sustained_level)
 
     def configure(self, threshold, debounce: int, sustained_time: float = 0.0,
@@ -233,8 +234,7 @@ class ContactDetector:
         new contact: it ends by the release rule on the new levels), unless detection is
         now off.
         """
-        held = getattr(self, 'contact', None)
-        filtered = getattr(self, '_rf', None), getattr(self, '_t', None)
+        held, filtered = self.contact, (self._rf, self._t)
         threshold = list(threshold) if len(threshold) else [math.inf] * len(self.joints)
         self.threshold = [float(v) for v in threshold]
         self.debounce = int(debounce)
