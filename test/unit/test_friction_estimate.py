@@ -5,7 +5,8 @@ a joint sliding at ``qd`` with no contact, the residual ``r = f_s(qd) - f_arm(qd
 observer whose friction is the one learned so far, ``s Fc`` (De Luca & Mattone 2005), and
 the factor learned must be ``k``; a push, a joint at rest,
 a rate of 0 teach nothing; while a contact is held the factor only falls, for a joint that
-keeps turning back (a limit cycle), never for one a push moves one way.
+keeps turning back (a limit cycle), never for one a push moves one way; a joint that never
+slid takes the median of the factors learned over at least one time constant.
 """
 import numpy as np
 import pytest
@@ -68,6 +69,35 @@ def test_the_factor_stays_within_its_range_and_a_reset_forgets_it():
         assert estimate.scale[:5] == pytest.approx(bound)
     estimate.reset()
     assert estimate.scale.tolist() == [1.0] * 6 and estimate.coulomb == FC.tolist()
+
+
+def test_joints_that_never_slid_take_the_median_factor_of_those_learned():
+    """Joints 0-2 slide on drives at 2.4, 1.6 and 2.0 times the model's friction: once
+    they have slid one time constant (1 / rate) joints 3 and 4, at rest, hold the median
+    2.0 (joint 5 has no Coulomb friction: 1); joint 3 then slides on a drive at 1.0 and
+    learns its own factor, and joint 4 the median of the four (1.8)."""
+    estimate = CoulombEstimate(FC, VS)
+    factors = np.array([2.4, 1.6, 2.0, 1.0, 1.0, 1.0])
+    moving = np.array([0.5, -0.5, 0.5, 0.0, 0.0, 0.0])
+
+    def slide(qd, states):
+        for _ in range(states):
+            r = residual(qd, factors, estimate.scale)
+            estimate.update(qd, np.where(qd != 0.0, r, 0.0), 0.002, 10.0, False)
+
+    slide(moving, 45)                                  # 0.09 s: under one time constant
+    assert estimate.scale[3:].tolist() == [1.0] * 3
+    slide(moving, 455)                                 # 1 s in all
+    assert estimate.scale[:3] == pytest.approx([2.4, 1.6, 2.0], rel=1e-3)
+    assert estimate.scale[3:5] == pytest.approx([2.0, 2.0], rel=1e-3)
+    assert estimate.scale[5] == 1.0
+    assert estimate.coulomb == pytest.approx((estimate.scale * FC).tolist())
+    slide(np.array([0.0, 0.0, 0.0, 0.5, 0.0, 0.0]), 500)
+    assert estimate.scale[3] == pytest.approx(1.0, rel=1e-3)
+    assert estimate.scale[4] == pytest.approx(1.8, rel=1e-3)    # median of 2.4, 1.6, 2, 1
+    estimate.reset()
+    slide(np.array([0.5, 0.0, 0.0, 0.0, 0.0, 0.0]), 500)        # forgotten: only joint 0
+    assert estimate.scale[1:5] == pytest.approx([2.4] * 4, rel=1e-3)
 
 
 def test_in_a_contact_only_a_joint_that_keeps_turning_back_loses_compensation():
