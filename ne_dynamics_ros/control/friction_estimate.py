@@ -58,6 +58,8 @@ median says; until it slides the median is a guess for it, as 1 was before.
 Viscous friction and the offset are the model's: a viscous error shows in ``r`` as a
 velocity-proportional part that the factor averages over the velocities seen.
 """
+import statistics
+
 import numpy as np
 
 #: the factor's bounds: the drives' Coulomb friction taken within a quarter and four
@@ -149,9 +151,10 @@ class CoulombEstimate:
     def _share(self, settled: float):
         """Give joints not learned yet the median factor of those learned (``settled`` s)."""
         learned = self._slid >= settled
-        unseen = ~learned & (self._coulomb > 0.0)
-        if unseen.any() and learned.any():
-            self.scale[unseen] = np.median(self.scale[learned])
+        if learned.any():
+            unseen = ~learned & (self._coulomb > 0.0)
+            if unseen.any():
+                self.scale[unseen] = statistics.median(self.scale[learned].tolist())
         self._values = (self._coulomb * self.scale).tolist()
 
     def _reversed(self, qd, sliding) -> bool:

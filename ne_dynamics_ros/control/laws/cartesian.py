@@ -321,7 +321,7 @@ class CartesianImpedanceLaw(Law):
             self._approaching_until = step.now + FRICTION_SETTLE
             self._closing = (step.now, math.inf)
         else:
-            self._closing_in(step.now, float(np.linalg.norm(error[:3])))
+            self._closing_in(step.now, math.sqrt(float(error[:3] @ error[:3])))
         self._in_contact = step.in_contact
         gains = self.context.gains
         if gains.compensates_friction:
