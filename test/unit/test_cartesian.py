@@ -346,14 +346,16 @@ def test_a_stiffness_above_the_rule_at_the_rate_seen_is_reported():
 
 
 @pytest.mark.parametrize('adaptation', [10.0, 0.0])
-def test_a_step_on_drives_with_half_the_model_friction_is_reached_when_it_is_learned(
+def test_a_step_on_drives_with_half_the_model_friction_is_reached_learned_or_not(
         adaptation):
-    """The model's Coulomb friction twice the plant's (MuJoCo's frictionloss): with the
-    friction learned while the joints slide (cartesian.friction_adaptation), a 5 cm step
-    stays within 2 mm from 1 s on (the last 0.5 s of 1.5 s) and the factors learned on the
-    joints that slid are the plant's 0.5 within 0.2; with the model's friction the
-    compensation pushes the tip past the target and it hunts: more than 5 mm off in that
-    last 0.5 s."""
+    """The model's Coulomb friction twice the plant's (MuJoCo's frictionloss): a 5 cm step
+    stays within 2 mm from 1 s on (the last 0.5 s of 1.5 s), with the friction learned
+    while the joints slide (cartesian.friction_adaptation: the factors learned on the
+    joints that slid are the plant's 0.5 within 0.2) and with the model's. Toward the
+    target friction is compensated at the velocity the pull gives within FRICTION_HORIZON
+    (0.1 s, the impedance's time constant), in phase with the pull rather than with the
+    motion, so a compensation above the drives' friction does not feed a swing: with a
+    horizon of 0.02 s the model's friction made the tip hunt, 10.8 mm off at 1.5 s."""
     c = friction_controller(**{'cartesian.max_speed': [1.0, 1.0],
                                'cartesian.friction_adaptation': adaptation})
     arm = ur5e_arm(damping=DAMPING, friction=[0.5 * f for f in COULOMB])
@@ -364,13 +366,13 @@ def test_a_step_on_drives_with_half_the_model_friction_is_reached_when_it_is_lea
     c.set_target_pose(goal, matrix_to_quaternion(T[:3, :3]))
     off = np.linalg.norm(loop.run(1.5)[-250:] - goal, axis=1).max()
     assert c.contact_supervisor.contacts == 0
+    assert off < 2e-3
     if adaptation:
-        assert off < 2e-3
         slid = c.friction_estimate.scale != 1.0
         assert slid.sum() >= 2
         assert c.friction_estimate.scale[slid] == pytest.approx(0.5, abs=0.2)
     else:
-        assert off > 5e-3
+        assert c.friction_estimate.scale.tolist() == [1.0] * 6
 
 
 @pytest.mark.parametrize('adaptation', [10.0, 0.0])
@@ -488,7 +490,8 @@ def test_a_step_on_drives_with_twice_the_model_friction_is_reached_with_no_conta
     tips = loop.run(2.0)[-250:]
     assert c.contact_supervisor.contacts == 0
     assert np.linalg.norm(tips - goal, axis=1).max() < 2e-3
-    assert c.friction_estimate.scale == pytest.approx([2.0] * 6, abs=0.35)
+    scale = c.friction_estimate.scale
+    assert np.median(scale) == pytest.approx(2.0, abs=0.1) and scale.min() > 1.5
 
 
 def test_the_observer_holds_the_friction_learned_so_a_sliding_joint_shows_no_residual():

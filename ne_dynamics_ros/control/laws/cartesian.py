@@ -47,9 +47,9 @@ Mode ``cartesian_impedance`` (:class:`CartesianImpedanceLaw`, one of the laws of
   it only falls, for a joint that keeps turning back under the push (a compensation
   above the drive's friction drives a limit cycle there). The compensation toward
   the target is only as good as ``Fc``: too little and the drives' stiction holds the tip
-  short, too much and it pushes the tip past the target and adds energy to a push (an
-  identified UR5e run on its plant with the drives' friction halved: the tip hunted
-  around a 5 cm step, 9 mm off after 2.5 s; learned: within 2 mm in 0.63 s).
+  short, too much and it adds energy to a push (an identified UR5e on its plant with the
+  drives' friction halved, pushed from rest: the tip swung at ~1 Hz under a 20 N push).
+  A joint not learned yet holds the median factor of those learned.
 
 The target: on the first state of a run (entering the mode, activation, a contact's
 hold) the target is the tip pose measured: no jump. A new target (:meth:`set_goal`) is
@@ -76,7 +76,19 @@ INERTIA_TOLERANCE = 1e-4
 SINGULAR_DAMPING = 1e-5
 #: While a target is approached, friction is compensated at ``qd + h M^-1 tau_pull``: the
 #: velocity the law's pull (stiffness, damping, posture) gives within this horizon, s.
-FRICTION_HORIZON = 0.02
+#: About the impedance's own time constant (``sqrt(Lambda / K)``: 0.11-0.15 s along x, y,
+#: z for the UR5e at 500 N/m), so the compensation follows the pull, not the motion: a
+#: stuck shoulder lift (M_ii 3.2-3.5 kg·m² on the UR5e and a UR5, v_s 0.01 rad/s) gets
+#: tanh(1) = 0.76 of its Coulomb level under a pull of 0.33 N·m (with 0.02 s: 1.7 N·m),
+#: and a compensation above the drives' friction cannot feed a swing the way one in
+#: phase with the velocity does. 0.02 s left a UR5 (example-robot-data) on MuJoCo,
+#: identified, 2.5 mm short of a 5 cm step after 1.5 s (its shoulder stuck under a
+#: 1 N·m pull) and made the nominal UR5e hunt on drives with half its friction (nothing
+#: learned), 10.8 mm off; 0.1 s: 1.03 mm and 0.13 mm. Chosen on those two arms and
+#: ``bench_cartesian.py --identified``'s plant (0.05 and 0.15 s measured too: 0.15 did
+#: as well), judged on the nominal UR5e on MuJoCo with friction x0.35-x2 (steps, pushes,
+#: returns).
+FRICTION_HORIZON = 0.1
 #: ... and for this long after the target reached its goal or a contact ended, s.
 FRICTION_SETTLE = 1.0
 #: ... counted from the last time the tip came closer to the target than before, by this
