@@ -9,7 +9,12 @@ Every run is the controller in process in lockstep with a plant at 500 Hz (the P
    10 %), across it (goal < 5 mm), and the distance from the start 2 s after the release
    (goal < 6 mm). On the exact plant (the model's own), and on ``bench_mujoco.py``'s
    hidden plant (rotor inertia, damping, dry friction and 1.2 kg the nominal model lacks)
-   with the model ``ne-dynamics-demo --identify`` identifies of it (``--identified``).
+   with the model ``ne-dynamics-demo --identify`` identifies of it (``--identified``),
+   also with the drives' dry friction halved and doubled (the steps and the pushes).
+   ``--held-out``: the same on example-robot-data's UR5 (other lengths and inertias)
+   moved by those drives, identified the same way (section 1b). ``--declared``: the
+   nominal UR5e with a declared friction, nothing identified, on MuJoCo with that
+   friction x0.35 to x2 at two poses: 5 cm steps along x, y, z, the pushes (1c).
 2. **A picked load**: 2 kg picked at the flange while the arm holds in mode
    ``adaptive``; after 3 s the mode becomes ``cartesian_impedance``: the sag from the
    pose held (goal: none; a fixed model sags by m g / K = 39 mm) and the compliance
@@ -27,7 +32,8 @@ Every run is the controller in process in lockstep with a plant at 500 Hz (the P
    own figures: ``bench_node.py --modes``).
 
 Figures are printed, never asserted. Usage: ``python benchmarks/bench_cartesian.py``
-[--identified] (also the hidden plant identified first, ~1 min) [--quick] (shorter runs).
+[--identified] (also the hidden plant identified first, ~1 min) [--held-out] (the UR5,
+~2 min) [--declared] (~1 min) [--quick] (shorter runs).
 """
 import argparse
 import math
@@ -41,7 +47,7 @@ import numpy as np
 REPO = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / 'benchmarks'))
 
-from ne_dynamics_ros import load_model  # noqa: E402
+from ne_dynamics_ros import load_model, resources  # noqa: E402
 from ne_dynamics_ros.control import ComputedTorqueController  # noqa: E402
 from ne_dynamics_ros.control.gains import recommended_gains  # noqa: E402
 from ne_dynamics_ros.control.laws.cartesian import TargetError  # noqa: E402
@@ -104,11 +110,12 @@ def exact_plant(**extra):
     return MujocoArm(str(UR5E), armature=[0.1] * 6, initial_positions=Q0, **extra)
 
 
-def hidden_plant(schedule=None, friction_scale=1.0):
+def hidden_plant(schedule=None, friction_scale=1.0, urdf=UR5E):
     """Return ``bench_mujoco.py``'s hidden UR5e (its drive model, 1.2 kg at the flange).
 
     ``schedule``: loads picked on top of that 1.2 kg; ``friction_scale``: the drives'
-    dry friction times this (the model identified at 1 then holds it only approximately).
+    dry friction times this (the model identified at 1 then holds it only approximately);
+    ``urdf``: the arm those drives move (``--held-out``: example-robot-data's UR5).
     """
     from bench_adaptive import hidden_plant as hidden
     values = hidden()
@@ -117,9 +124,9 @@ def hidden_plant(schedule=None, friction_scale=1.0):
         hidden_mass = values['payload_mass']
         entries = [(t, hidden_mass + m, tuple(m * np.asarray(com) / (hidden_mass + m)))
                    for t, m, com in schedule.entries]
-        return MujocoArm(str(UR5E), initial_positions=Q0, payload_link='tool0',
+        return MujocoArm(str(urdf), initial_positions=Q0, payload_link='tool0',
                          payload_schedule=PayloadSchedule(entries), **values)
-    return MujocoArm(str(UR5E), initial_positions=Q0, payload_link='tool0', **values)
+    return MujocoArm(str(urdf), initial_positions=Q0, payload_link='tool0', **values)
 
 
 def compliance(make_controller, make_plant, seconds=(1.0, 3.0, 2.0), moved=False):
@@ -186,8 +193,8 @@ def picked_load(make_controller, make_plant, way, seconds=3.0):
     return sag, 1e3 * (held[2] - pushed[2])
 
 
-def target_step(make_controller, make_plant, height, stiffness, seconds=2.5):
-    """Step the target ``height`` m along z.
+def target_step(make_controller, make_plant, height, stiffness, seconds=2.5, axis=2):
+    """Step the target ``height`` m along ``axis`` (2: z).
 
     Returns (time to within 2 mm s, overshoot %, speed at 2 s m/s, distance at 1.5 s mm,
     contacts the observer reported).
@@ -197,13 +204,14 @@ def target_step(make_controller, make_plant, height, stiffness, seconds=2.5):
     loop = Loop(c, arm)
     start = loop.run(0.5)[-1]
     T = tip_pose(c.model, arm.position)
-    goal = T[:3, 3] + [0.0, 0.0, height]
+    goal = T[:3, 3].copy()
+    goal[axis] += height
     c.set_target_pose(goal, matrix_to_quaternion(T[:3, :3]))
     tips = loop.run(seconds)
     distance = np.linalg.norm(tips - goal, axis=1)
     outside = np.nonzero(distance > 2e-3)[0]
     settle = (outside[-1] + 1) / RATE if outside.size else 0.0
-    overshoot = 100 * max(0.0, (tips[:, 2] - start[2]).max() / height - 1)
+    overshoot = 100 * max(0.0, (tips[:, axis] - start[axis]).max() / height - 1)
     k = int(2.0 * RATE)
     speed = np.linalg.norm(tips[k:] - tips[k - 1:-1], axis=1).max() * RATE
     return (settle, overshoot, speed, 1e3 * distance[int(1.5 * RATE) - 1],
@@ -268,10 +276,22 @@ def cost():
     return figures
 
 
-def identified(scratch):
-    """Identify the hidden UR5e as ``bench_adaptive.py`` does; return a controller maker."""
+def identified(scratch, urdf=None):
+    """Identify the hidden UR5e as ``bench_adaptive.py`` does; return a controller maker.
+
+    ``urdf``: another arm driven by the same hidden drives and load, identified the same
+    way (``ne-dynamics-demo --robot URDF ... --identify``).
+    """
     from bench_adaptive import identified_controller, identify_ur5e
-    summary = identify_ur5e(pathlib.Path(scratch) / 'ur5e_identify')
+    if urdf is None:
+        summary = identify_ur5e(pathlib.Path(scratch) / 'ur5e_identify')
+    else:
+        from bench_mujoco import demo, UR5E_PLANT
+        summary, wall = demo(pathlib.Path(scratch) / 'arm_identify', '--robot', str(urdf),
+                             '--plant', 'mujoco', '--rate', '500', *UR5E_PLANT, '--identify')
+        print(f'identified in {wall:.0f} s wall; 3 s quintic, worst joint: nominal URDF '
+              f'{max(summary["max_abs_error_rad"]):.3e} rad, identified model '
+              f'{max(summary["identified"]["max_abs_error_rad"]):.3e} rad', flush=True)
     files = [REPO / 'config' / 'ur5e_sim.yaml', summary['identified']['identified_params']]
     urdf = summary['identified']['identified_urdf']
 
@@ -282,18 +302,19 @@ def identified(scratch):
     return make
 
 
-def friction_scales(make):
+def friction_scales(make, urdf=UR5E):
     """Run the identified model on its plant with the drives' dry friction x0.5, x1, x2.
 
     Printed: the 5 cm step (time to within 2 mm, its distance at 1.5 s, overshoot,
     contacts), then the pushes from rest (nothing slid yet) and after the step up and
     back (the friction learned), beside the goals; and with the learning off
-    (``cartesian.friction_adaptation`` 0).
+    (``cartesian.friction_adaptation`` 0). ``urdf``: the arm the hidden drives move.
     """
     print('   friction the model holds approximately: the hidden plant\'s dry friction scaled, '
           'the model identified at x1')
     for scale in (0.5, 1.0, 2.0):
-        plant = (lambda scale: lambda schedule=None: hidden_plant(schedule, scale))(scale)
+        plant = (lambda scale: lambda schedule=None: hidden_plant(schedule, scale, urdf))(
+            scale)
         for adaptation in (10.0, 0.0):
             def maker(**settings):
                 return make(**dict({'cartesian.friction_adaptation': adaptation}, **settings))
@@ -313,10 +334,57 @@ def friction_scales(make):
                                          plant))
 
 
+#: ``--declared``: the drives' friction the nominal model declares (N·m; N·m·s/rad), its
+#: contact thresholds (N·m) and a second pose (rad)
+DECLARED_COULOMB, DECLARED_DAMPING = [2.5, 2.5, 1.5, 0.4, 0.4, 0.4], [6.0, 6.0, 4.0, 1.0, 1.0, 1.0]
+DECLARED_THRESHOLDS = [3.0, 3.0, 2.0, 0.5, 0.5, 0.5]
+Q_OTHER = np.array([0.9, -1.0, 1.9, -2.3, -1.2, 0.6])
+
+
+def declared_friction():
+    """Run the nominal UR5e with a declared friction on MuJoCo with that friction scaled.
+
+    Nothing identified: the model is ``config/ur5e.urdf`` with the friction above, the
+    plant the same arm with its drives' dry friction x0.35, x0.5, x1, x2, at two poses.
+    Printed per scale and pose: 5 cm steps along x, y, z (time to within 2 mm,
+    contacts), then the 20 N pushes from rest and after the step up and back.
+    """
+    print('1c. the nominal UR5e with a declared friction (nothing identified) on MuJoCo '
+          'with the drives\' dry friction scaled, two poses')
+
+    def make(**settings):
+        return ComputedTorqueController.from_urdf(
+            str(UR5E), tip_link='tool0', armature=[0.1] * 6, damping=DECLARED_DAMPING,
+            friction=DECLARED_COULOMB, settings=dict({
+                'mode': 'cartesian_impedance', 'cartesian.stiffness': STIFFNESS,
+                'friction_compensation': True, 'contact.threshold': DECLARED_THRESHOLDS,
+                'state_timeout': 10.0}, **settings))
+    for scale in (0.35, 0.5, 1.0, 2.0):
+        for name, q0 in (('pose 1', Q0), ('pose 2', Q_OTHER)):
+            def plant(schedule=None, scale=scale, q0=q0):
+                return MujocoArm(str(UR5E), armature=[0.1] * 6, initial_positions=q0,
+                                 damping=DECLARED_DAMPING,
+                                 friction=[scale * f for f in DECLARED_COULOMB])
+            steps = [target_step(make, plant, 0.05, STIFFNESS, axis=axis) for axis in range(3)]
+            print(f'    x{scale:g} {name}: 5 cm steps along x, y, z within 2 mm at '
+                  + ', '.join(f'{settle:.3f} s' for settle, *_ in steps)
+                  + ' (< 1.5); contacts ' + ', '.join(str(step[4]) for step in steps),
+                  flush=True)
+            print_compliance(f'  x{scale:g} {name}, pushed from rest:', compliance(make, plant))
+            print_compliance(f'  x{scale:g} {name}, pushed after the step up and back:',
+                             compliance(make, plant, moved=True))
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--identified', action='store_true',
                         help='also the hidden plant with its identified model (~1 min more)')
+    parser.add_argument('--held-out', action='store_true',
+                        help='also example-robot-data\'s UR5 (other lengths and inertias) '
+                             'with the hidden drives, identified (~2 min more)')
+    parser.add_argument('--declared', action='store_true',
+                        help='also the nominal UR5e with a declared friction on MuJoCo with '
+                             'that friction x0.35 to x2 (~1 min more)')
     parser.add_argument('--quick', action='store_true', help='shorter runs (a smoke test)')
     args = parser.parse_args(argv)
     seconds = (0.3, 1.0, 0.5) if args.quick else (1.0, 3.0, 2.0)
@@ -332,6 +400,20 @@ def main(argv=None):
                              compliance(make, hidden_plant, seconds))
             makers.append(('hidden plant, identified', make, hidden_plant))
             friction_scales(make)
+        if args.held_out:
+            ur5 = resources.ur5_urdf()
+            if ur5 is None:
+                sys.exit('bench_cartesian: --held-out needs example-robot-data (pip install '
+                         'example-robot-data)')
+            print('1b. example-robot-data\'s UR5 (other lengths and inertias) with the hidden '
+                  'drives and 1.2 kg, its identified model')
+            ur5_make = identified(scratch, ur5)
+            print_compliance('UR5, hidden drives, identified model:',
+                             compliance(ur5_make, lambda schedule=None: hidden_plant(
+                                 schedule, urdf=ur5), seconds))
+            friction_scales(ur5_make, ur5)
+        if args.declared:
+            declared_friction()
         print(f'2. {LOAD:g} kg picked at the flange while holding, then 20 N down (F/K = '
               f'{1e3 * FORCE / STIFFNESS[2]:.0f} mm): sag from the pose held (a fixed model: '
               f'{1e3 * LOAD * 9.81 / STIFFNESS[2]:.0f} mm)')

@@ -57,18 +57,30 @@ def find_resource(relative_path) -> pathlib.Path:
 
 #: Where example-robot-data (PyPI) keeps the Franka Panda's URDF in its distribution.
 PANDA_URDF = 'cmeel.prefix/share/example-robot-data/robots/panda_description/urdf/panda.urdf'
+#: ... and Universal Robots' UR5 (not the UR5e of ``config/``: other lengths and inertias).
+UR5_URDF = 'cmeel.prefix/share/example-robot-data/robots/ur_description/urdf/ur5_robot.urdf'
 
 
-def panda_urdf():
-    """Return the path (``pathlib.Path``) of example-robot-data's Panda URDF, or None.
+def example_robot_data_file(relative: str):
+    """Return the path (``pathlib.Path``) of a file of example-robot-data, or None.
 
+    ``relative``: its path inside the distribution (:data:`PANDA_URDF`, :data:`UR5_URDF`).
     None when example-robot-data is not installed (``pip install example-robot-data``)
     or its distribution holds no such file.
     """
     from importlib import metadata
     try:
-        path = pathlib.Path(metadata.distribution('example-robot-data').locate_file(
-            PANDA_URDF))
+        path = pathlib.Path(metadata.distribution('example-robot-data').locate_file(relative))
     except metadata.PackageNotFoundError:
         return None
     return path if path.is_file() else None
+
+
+def panda_urdf():
+    """Return example-robot-data's Panda URDF, or None (:func:`example_robot_data_file`)."""
+    return example_robot_data_file(PANDA_URDF)
+
+
+def ur5_urdf():
+    """Return example-robot-data's UR5 URDF, or None (:func:`example_robot_data_file`)."""
+    return example_robot_data_file(UR5_URDF)

@@ -267,11 +267,13 @@ def test_the_panda_urdf_is_found_in_example_robot_data_or_none_without_it(monkey
     from ne_dynamics_ros.tools.experiment.setup import EXIT_USAGE
     found = resources.panda_urdf()
     assert found is not None and found.name == 'panda.urdf' and found.is_file()
+    ur5 = resources.ur5_urdf()                  # bench_cartesian --held-out's second arm
+    assert ur5 is not None and ur5.name == 'ur5_robot.urdf' and ur5.is_file()
 
     def missing(name):
         raise metadata.PackageNotFoundError(name)
     monkeypatch.setattr(metadata, 'distribution', missing)
-    assert resources.panda_urdf() is None
+    assert resources.panda_urdf() is None and resources.ur5_urdf() is None
     args = SimpleNamespace(robot='panda', plant='pinocchio', rate=500.0)
     with pytest.raises(cartesian.DemoError, match='needs example-robot-data') as err:
         cartesian.run_cartesian(args, pathlib.Path('unused'))
