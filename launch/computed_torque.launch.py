@@ -105,6 +105,8 @@ def _failed(event, context):
 
 def generate_launch_description():
     """Declare the arguments and the node."""
+    from ne_dynamics_ros.tools.launch_signals import quiet_keyboard_interrupt
+    quiet_keyboard_interrupt()     # Ctrl-C must not break launch's run loop (its docstring)
     return LaunchDescription([
         DeclareLaunchArgument(
             'urdf', default_value='',

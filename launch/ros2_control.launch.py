@@ -232,6 +232,8 @@ def _stack(context):
 
 def generate_launch_description():
     """Declare the arguments and the stack."""
+    from ne_dynamics_ros.tools.launch_signals import quiet_keyboard_interrupt
+    quiet_keyboard_interrupt()     # Ctrl-C must not break launch's run loop (its docstring)
     arguments = [
         ('robot', 'ur5e', f'the arm of config/: {", ".join(sorted(ROBOTS))} (its URDF, '
                           'node parameters and start when urdf/params_file are not given)'),
