@@ -5,12 +5,14 @@ SIGINT through :func:`signal.set_wakeup_fd` and shuts its processes down from it
 handler; the Python-level SIGINT handler stays the default one, so the same Ctrl-C also
 raises :class:`KeyboardInterrupt` wherever the launch process's main thread happens to
 be. Launch catches it and carries on, but at an unlucky instant it interrupts
-``LaunchService.run_async`` between creating its event-processing task and keeping it:
-"Task was destroyed but it is pending! ... LaunchService._process_one_event", and from
-then on nothing consumes launch's event queue. Seen here 2 times in about 90 Ctrl-C's of
+``LaunchService.run_async`` so that its event-processing task is lost ("Task was
+destroyed but it is pending! ... LaunchService._process_one_event", and "coroutine
+'LaunchService._process_one_event' was never awaited" at its ``except
+KeyboardInterrupt: continue``). Seen here 2 times in about 90 Ctrl-C's of
 a launch whose node had just printed a line (``test/system/test_launch.py``): once
-``ros2 launch`` exited 1 after its node had finished cleanly, once it never exited (its
-node's last lines and its own "sending signal" never printed; killed after 20 s).
+``ros2 launch`` exited 1 after its node had finished cleanly (the message above), once
+it did not exit within 20 s (its node's last lines and its own "sending signal" never
+printed: its events no longer processed, most likely the same).
 
 :func:`quiet_keyboard_interrupt`, called from a launch file's
 ``generate_launch_description``, replaces the default SIGINT handler of the launch
