@@ -274,8 +274,7 @@ class CartesianImpedanceLaw(Law):
                 dt - self._period)
         if self.goal is None or dt == 0.0 or self.target is self.goal:
             return
-        self._approaching_until = now + FRICTION_SETTLE
-        self._closing = (now, math.inf)
+        self._open_window(now)
         step = pose_error(self.goal, self.target)
         linear, angular = np.linalg.norm(step[:3]), np.linalg.norm(step[3:])
         if linear <= self._speed[0] * dt and angular <= self._speed[1] * dt:
@@ -330,8 +329,7 @@ class CartesianImpedanceLaw(Law):
         pull = J.T @ force + self.nullspace_effort
         tau = pull + bias
         if self._in_contact and not step.in_contact:     # released: pulled back to the target
-            self._approaching_until = step.now + FRICTION_SETTLE
-            self._closing = (step.now, math.inf)
+            self._open_window(step.now)
         else:
             self._closing_in(step.now, math.sqrt(float(error[:3] @ error[:3])))
         self._in_contact = step.in_contact
@@ -339,6 +337,11 @@ class CartesianImpedanceLaw(Law):
         if gains.compensates_friction:
             tau = tau + self._drive_friction(step, qd_a, Minv @ pull)
         return clamp(tau.tolist(), gains.limit_values)
+
+    def _open_window(self, now):
+        """Compensate friction toward the target for FRICTION_SETTLE from ``now`` on."""
+        self._approaching_until = now + FRICTION_SETTLE
+        self._closing = (now, math.inf)
 
     def _closing_in(self, now, distance):
         """Keep friction compensated toward the target while the tip still closes in on it.
