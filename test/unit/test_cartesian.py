@@ -471,6 +471,36 @@ def test_a_step_that_starts_wrist_1_against_twice_the_model_friction_is_no_conta
     assert not any(pulled[-250:])
 
 
+def test_new_settings_leave_the_window_toward_the_target_as_it_was():
+    """MuJoCo's UR5e with every drive's dry friction twice the model's: a 5 cm step along
+    x, new settings 0.3 s after it began (the goal reached, the window in which friction
+    is compensated toward the target still open). The window closes at the same state as
+    without them: the new law carries how close the tip came and when it was checked
+    (measured before: the new law checked at once against no distance, and the window
+    closed 26 states, 52 ms, earlier)."""
+    def run(reconfigure):
+        c = friction_controller(**{'cartesian.max_speed': [1.0, 1.0]})
+        arm = ur5e_arm(np.array([0.9, -1.0, 1.9, -2.3, -1.2, 0.6]), damping=DAMPING,
+                       friction=[2.0 * f for f in COULOMB])
+        loop = Loop(c, arm)
+        loop.run(0.5)
+        T = tip_pose(c.model, arm.position)
+        c.set_target_pose(T[:3, 3] + [0.05, 0.0, 0.0], matrix_to_quaternion(T[:3, :3]))
+        loop.run(0.3)
+        law = c.runs.current.law
+        if reconfigure:
+            c.reconfigure(**{'cartesian.max_speed': [0.5, 1.0]})
+            assert c.runs.current.law is not law
+        assert c.runs.current.law.breaking_away(loop.t)
+        pulled = []
+        loop.run(4.0, each=lambda t: pulled.append(c.runs.current.law.breaking_away(t)))
+        assert not any(pulled[-250:])
+        return pulled.index(False), np.array(loop.tips[-1])
+    (closed, tip), (closed_reconfigured, tip_reconfigured) = run(False), run(True)
+    assert closed_reconfigured == closed
+    assert np.linalg.norm(tip_reconfigured - tip) < 1e-6
+
+
 @pytest.mark.parametrize('q0, axis', [((0.9, -1.0, 1.9, -2.3, -1.2, 0.6), 0),
                                       (tuple(UR5E_Q0), 1)])
 def test_a_step_on_drives_with_twice_the_model_friction_is_reached_with_no_contact(q0, axis):

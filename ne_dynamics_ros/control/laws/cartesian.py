@@ -208,11 +208,16 @@ class CartesianImpedanceLaw(Law):
         if carried is not None:
             self.goal, self.target, self._time = carried.goal, carried.target, carried._time
             self._approaching_until = carried._approaching_until
+            self._closing = carried._closing
             if self.posture is None:
                 self.posture = carried.posture
 
     def reconfigured(self, context):
-        """Return the law under new settings, its goal, target and posture carried over."""
+        """Return the law under new settings; its goal, target, posture and window carried.
+
+        The window in which friction is compensated toward the target ends as it would
+        have without the new settings (its end and the tip's closest distance carried).
+        """
         return CartesianImpedanceLaw(context, carried=self)
 
     def set_goal(self, pose):
