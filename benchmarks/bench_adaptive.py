@@ -150,15 +150,19 @@ def hidden_plant():
             'payload_mass': float(options['--payload'])}
 
 
-def identify_ur5e(folder):
-    """Identify the hidden UR5e as ``bench_mujoco.py`` does; return the demo's summary."""
+def identify_ur5e(folder, robot='ur5e'):
+    """Identify the hidden UR5e as ``bench_mujoco.py`` does; return the demo's summary.
+
+    ``robot``: another arm (a URDF path) moved by the same hidden drives and load,
+    identified the same way (its worst joint printed without the UR5e's goal).
+    """
     from bench_mujoco import demo, UR5E_PLANT
-    summary, wall = demo(folder, '--robot', 'ur5e', '--plant', 'mujoco', '--rate', '500',
+    summary, wall = demo(folder, '--robot', str(robot), '--plant', 'mujoco', '--rate', '500',
                          *UR5E_PLANT, '--identify')
+    goal = ' (goal < 4.26e-4)' if robot == 'ur5e' else ''
     print(f'identified in {wall:.0f} s wall; 3 s quintic, worst joint: nominal URDF '
           f'{max(summary["max_abs_error_rad"]):.3e} rad, identified model '
-          f'{max(summary["identified"]["max_abs_error_rad"]):.3e} rad (goal < 4.26e-4)',
-          flush=True)
+          f'{max(summary["identified"]["max_abs_error_rad"]):.3e} rad{goal}', flush=True)
     return summary
 
 

@@ -286,12 +286,7 @@ def identified(scratch, urdf=None):
     if urdf is None:
         summary = identify_ur5e(pathlib.Path(scratch) / 'ur5e_identify')
     else:
-        from bench_mujoco import demo, UR5E_PLANT
-        summary, wall = demo(pathlib.Path(scratch) / 'arm_identify', '--robot', str(urdf),
-                             '--plant', 'mujoco', '--rate', '500', *UR5E_PLANT, '--identify')
-        print(f'identified in {wall:.0f} s wall; 3 s quintic, worst joint: nominal URDF '
-              f'{max(summary["max_abs_error_rad"]):.3e} rad, identified model '
-              f'{max(summary["identified"]["max_abs_error_rad"]):.3e} rad', flush=True)
+        summary = identify_ur5e(pathlib.Path(scratch) / 'arm_identify', urdf)
     files = [REPO / 'config' / 'ur5e_sim.yaml', summary['identified']['identified_params']]
     urdf = summary['identified']['identified_urdf']
 
