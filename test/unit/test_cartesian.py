@@ -48,6 +48,8 @@ def ur5e_arm(q0=UR5E_Q0, **extra):
 COULOMB, DAMPING = [2.5, 2.5, 1.5, 0.4, 0.4, 0.4], [6.0, 6.0, 4.0, 1.0, 1.0, 1.0]
 #: thresholds just above the declared Coulomb levels (wrists), as identify sets them
 FRICTION_THRESHOLDS = [3.0, 3.0, 2.0, 0.5, 0.5, 0.5]
+#: a second pose (rad), where the return after a push is long in the shoulder
+Q_OTHER = (0.9, -1.0, 1.9, -2.3, -1.2, 0.6)
 
 
 def friction_controller(**settings):
@@ -422,8 +424,7 @@ def test_after_a_push_the_tip_is_pulled_back_through_the_drives_stiction(reconfi
     found again (measured before: found again, and ``contact.reaction: hold`` then held
     the pushed pose, 40.5 mm away after the release)."""
     c = friction_controller()
-    arm = MujocoArm(str(UR5E_URDF), armature=ARMATURE, damping=DAMPING, friction=COULOMB,
-                    initial_positions=np.array([0.9, -1.0, 1.9, -2.3, -1.2, 0.6]))
+    arm = ur5e_arm(np.array(Q_OTHER), damping=DAMPING, friction=COULOMB)
     loop = Loop(c, arm)
     start = loop.run(1.0)[-1]
     arm.push('tool0', (0.0, 0.0, 0.0), (20.0, 0.0, 0.0))
@@ -480,7 +481,7 @@ def test_new_settings_leave_the_window_toward_the_target_as_it_was():
     closed 26 states, 52 ms, earlier)."""
     def run(reconfigure):
         c = friction_controller(**{'cartesian.max_speed': [1.0, 1.0]})
-        arm = ur5e_arm(np.array([0.9, -1.0, 1.9, -2.3, -1.2, 0.6]), damping=DAMPING,
+        arm = ur5e_arm(np.array(Q_OTHER), damping=DAMPING,
                        friction=[2.0 * f for f in COULOMB])
         loop = Loop(c, arm)
         loop.run(0.5)
@@ -501,8 +502,7 @@ def test_new_settings_leave_the_window_toward_the_target_as_it_was():
     assert np.linalg.norm(tip_reconfigured - tip) < 1e-6
 
 
-@pytest.mark.parametrize('q0, axis', [((0.9, -1.0, 1.9, -2.3, -1.2, 0.6), 0),
-                                      (tuple(UR5E_Q0), 1)])
+@pytest.mark.parametrize('q0, axis', [(Q_OTHER, 0), (tuple(UR5E_Q0), 1)])
 def test_a_step_on_drives_with_twice_the_model_friction_is_reached_with_no_contact(q0, axis):
     """MuJoCo's UR5e with every drive's dry friction twice the model's, nothing learned: a
     5 cm step stays within 2 mm from 1.5 s on (to 2 s), with no contact. The joints that
