@@ -27,6 +27,25 @@ def _snap_angle(angle):
 
 AXES = [(1, 0, 0), (-1, 0, 0), (0, 1, 0), (0, -1, 0), (0, 0, 1), (0, 0, -1)]
 
+# The strategies the composites below draw from, built once: a strategy built inside a
+# composite is built and validated again at every draw, which cost more than the drawing
+# (the same choices, so the same chains, at a third of the time).
+_BOOLEANS = st.booleans()
+_AXIS = st.sampled_from(AXES)
+_UNIT_CUBE = st.lists(st.floats(-1, 1), min_size=3, max_size=3)
+_ORIGIN_KIND = st.sampled_from(['zero', 'axis', 'random'])
+_COORDINATE_INDEX = st.integers(0, 2)
+_OFFSET = st.floats(-0.6, 0.6)
+_OFFSETS = st.lists(_OFFSET, min_size=3, max_size=3)
+_QUARTER_TURN = st.sampled_from(QUARTER_TURNS)
+_ANGLES = st.lists(st.floats(-math.pi, math.pi), min_size=3, max_size=3)
+_ONE_IN_TEN = st.integers(0, 9)
+_MASS = st.one_of(st.just(0.0), st.floats(0.01, 20.0))
+_SECOND_MOMENTS = st.lists(st.floats(0.0, 0.5), min_size=3, max_size=3)
+_FIXED_BETWEEN = st.integers(0, 2)
+_JOINT_TYPE = st.sampled_from(['revolute', 'continuous', 'prismatic'])
+_SIDE = st.integers(0, 6)
+
 
 def _f(x):
     return repr(float(x))
@@ -35,9 +54,9 @@ def _f(x):
 @st.composite
 def unit_vectors(draw):
     """Axis along ±x/±y/±z or an arbitrary unit vector."""
-    if draw(st.booleans()):
-        return np.array(draw(st.sampled_from(AXES)), dtype=float)
-    v = np.array(draw(st.lists(st.floats(-1, 1), min_size=3, max_size=3)))
+    if draw(_BOOLEANS):
+        return np.array(draw(_AXIS), dtype=float)
+    v = np.array(draw(_UNIT_CUBE))
     v[np.abs(v) < CONDITIONING] = 0.0
     norm = np.linalg.norm(v)
     if norm < 0.1:
@@ -48,35 +67,34 @@ def unit_vectors(draw):
 @st.composite
 def origins(draw):
     """<origin> xyz/rpy: zero, axis-aligned or random offsets; quarter-turn or random angles."""
-    kind = draw(st.sampled_from(['zero', 'axis', 'random']))
+    kind = draw(_ORIGIN_KIND)
     if kind == 'zero':
         xyz = [0.0, 0.0, 0.0]
     elif kind == 'axis':
         xyz = [0.0, 0.0, 0.0]
-        xyz[draw(st.integers(0, 2))] = draw(st.floats(-0.6, 0.6))
+        xyz[draw(_COORDINATE_INDEX)] = draw(_OFFSET)
     else:
-        xyz = draw(st.lists(st.floats(-0.6, 0.6), min_size=3, max_size=3))
-    if draw(st.booleans()):
-        rpy = [draw(st.sampled_from(QUARTER_TURNS)) for _ in range(3)]
+        xyz = draw(_OFFSETS)
+    if draw(_BOOLEANS):
+        rpy = [draw(_QUARTER_TURN) for _ in range(3)]
     else:
-        rpy = [_snap_angle(a) for a in
-               draw(st.lists(st.floats(-math.pi, math.pi), min_size=3, max_size=3))]
+        rpy = [_snap_angle(a) for a in draw(_ANGLES)]
     return xyz, rpy
 
 
 @st.composite
 def inertials(draw):
     """Draw an <inertial> element (or '' for a massless link) with a valid full inertia tensor."""
-    if draw(st.integers(0, 9)) == 0:
+    if draw(_ONE_IN_TEN) == 0:
         return ''
-    mass = draw(st.one_of(st.just(0.0), st.floats(0.01, 20.0)))
+    mass = draw(_MASS)
     # Principal moments from second moments a, b, c >= 0: always physical.
-    a, b, c = draw(st.lists(st.floats(0.0, 0.5), min_size=3, max_size=3))
+    a, b, c = draw(_SECOND_MOMENTS)
     principal = np.diag([b + c, a + c, a + b]) * max(mass, 0.1) + 1e-4 * np.eye(3)
-    angles = draw(st.lists(st.floats(-math.pi, math.pi), min_size=3, max_size=3))
+    angles = draw(_ANGLES)
     R = _rpy(angles)
     inertia = R @ principal @ R.T
-    (cx, cy, cz), rpy = draw(origins())
+    (cx, cy, cz), rpy = draw(_ORIGINS)
     return (f'<inertial><origin xyz="{_f(cx)} {_f(cy)} {_f(cz)}" '
             f'rpy="{" ".join(_f(v) for v in rpy)}"/><mass value="{_f(mass)}"/>'
             f'<inertia ixx="{_f(inertia[0, 0])}" ixy="{_f(inertia[0, 1])}" '
@@ -98,6 +116,11 @@ def _origin_xml(origin):
             f'rpy="{" ".join(_f(v) for v in rpy)}"/>')
 
 
+_UNIT_VECTORS = unit_vectors()
+_ORIGINS = origins()
+_INERTIALS = inertials()
+
+
 @st.composite
 def random_chains(draw, min_joints=1, max_joints=9):
     """Draw a random chain URDF.
@@ -112,7 +135,7 @@ def random_chains(draw, min_joints=1, max_joints=9):
     names, types, locked = [], [], []
 
     def link(name):
-        links.append(f'<link name="{name}">{draw(inertials())}</link>')
+        links.append(f'<link name="{name}">{draw(_INERTIALS)}</link>')
 
     def joint(name, jtype, parent, child, axis=None):
         extra = ''
@@ -121,30 +144,30 @@ def random_chains(draw, min_joints=1, max_joints=9):
         if jtype in ('revolute', 'prismatic'):
             extra += '<limit lower="-3" upper="3" effort="100" velocity="2"/>'
         joints.append(f'<joint name="{name}" type="{jtype}"><parent link="{parent}"/>'
-                      f'<child link="{child}"/>{_origin_xml(draw(origins()))}{extra}</joint>')
+                      f'<child link="{child}"/>{_origin_xml(draw(_ORIGINS))}{extra}</joint>')
 
     link('base')
     parent = 'base'
     for i in range(n):
-        for k in range(draw(st.integers(0, 2))):
+        for k in range(draw(_FIXED_BETWEEN)):
             name = f'fixed_{i}_{k}'
             link(name)
             joint(f'{name}_joint', 'fixed', parent, name)
             parent = name
-        jtype = draw(st.sampled_from(['revolute', 'continuous', 'prismatic']))
+        jtype = draw(_JOINT_TYPE)
         child = f'link_{i}'
         link(child)
-        joint(f'joint_{i}', jtype, parent, child, draw(unit_vectors()))
+        joint(f'joint_{i}', jtype, parent, child, draw(_UNIT_VECTORS))
         names.append(f'joint_{i}')
         types.append(jtype)
         parent = child
-        side = draw(st.integers(0, 6))
+        side = draw(_SIDE)
         if side <= 1:
             link(f'side_{i}')
             joint(f'side_{i}_joint', 'fixed', child, f'side_{i}')
         elif side == 2:
             link(f'finger_{i}')
-            joint(f'finger_{i}_joint', 'revolute', child, f'finger_{i}', draw(unit_vectors()))
+            joint(f'finger_{i}_joint', 'revolute', child, f'finger_{i}', draw(_UNIT_VECTORS))
             locked.append(f'finger_{i}_joint')
     link('tip')
     joint('tip_joint', 'fixed', parent, 'tip')
