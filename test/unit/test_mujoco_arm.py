@@ -225,17 +225,24 @@ HIDDEN = {'armature': [0.1] * 6, 'damping': [6.0, 6.0, 4.0, 1.0, 1.0, 1.0],
           'friction': [2.5, 2.5, 1.5, 0.4, 0.4, 0.4], 'payload_mass': 1.2}
 
 
-def excite_hidden_plant(friction, rate=500.0):
-    """Play an excitation on the MuJoCo UR5e with the issue's hidden plant, as the demo does.
+@pytest.fixture(scope='module')
+def ur5e_excitation():
+    """The nominal UR5e's excitation, designed once for the tests that play it."""
+    from ne_dynamics_ros.identification.excitation import design_excitation
+    nominal = load_model(str(UR5E_URDF), tip_link='tool0')
+    return design_excitation(nominal, 8.0, harmonics=4, starts=1, iterations=150)[0]
+
+
+def excite_hidden_plant(excitation, friction, rate=500.0):
+    """Play ``excitation`` on the MuJoCo UR5e with the issue's hidden plant, as the demo does.
 
     Feedforward of the nominal model + the joint PD sized from the effort limits; returns
     (the nominal model, the recording with the controller's tracking error)."""
     from ne_dynamics_ros.control import ComputedTorqueController
-    from ne_dynamics_ros.identification.excitation import design_excitation, excitation_gains
+    from ne_dynamics_ros.identification.excitation import excitation_gains
     from ne_dynamics_ros.identification.recording import JointRecording
     from ne_dynamics_ros.simulation.closed_loop import excitation_trajectory
     nominal = load_model(str(UR5E_URDF), tip_link='tool0')
-    excitation, _ = design_excitation(nominal, 8.0, harmonics=4, starts=1, iterations=150)
     kp, kd = excitation_gains(nominal)
     start = np.radians([0, -90, 90, -90, -90, 0])
     controller = ComputedTorqueController(nominal, {'mode': 'feedforward', 'kp': kp.tolist(),
@@ -251,7 +258,7 @@ def excite_hidden_plant(friction, rate=500.0):
     return nominal, recording
 
 
-def test_identification_on_the_hidden_mujoco_plant_closes_lees_bound():
+def test_identification_on_the_hidden_mujoco_plant_closes_lees_bound(ur5e_excitation):
     """Issue 19's arm (MuJoCo UR5e, rotor inertia, gearbox damping, dry friction and a
     payload the URDF lacks): excited under feedforward + joint PD, every joint follows (no
     warning); damping and dry friction come back within 5 %, the identifiable armatures
@@ -266,7 +273,7 @@ def test_identification_on_the_hidden_mujoco_plant_closes_lees_bound():
     from ne_dynamics_ros.identification.pipeline import physical_model
     from ne_dynamics_ros.identification.urdf_writer import identified_urdf, parameters_yaml
     from ne_dynamics_ros.simulation.closed_loop import profile_trajectory
-    nominal, recording = excite_hidden_plant(HIDDEN['friction'])
+    nominal, recording = excite_hidden_plant(ur5e_excitation, HIDDEN['friction'])
     found = identify(nominal, recording, effort_delay=0.5 / 500.0)
     assert found.warnings == []
     consistent = physical_model(nominal, found)
@@ -294,11 +301,11 @@ def test_identification_on_the_hidden_mujoco_plant_closes_lees_bound():
     assert np.abs(error).max() < 4.26e-4, np.abs(error).max(axis=0)
 
 
-def test_the_excitation_warning_names_a_joint_held_still_and_only_it():
+def test_the_excitation_warning_names_a_joint_held_still_and_only_it(ur5e_excitation):
     """Wrist 3 with 30 N m of dry friction (over its 28 N m limit) cannot move: identify
     names it, says what to change, and names no other joint."""
     from ne_dynamics_ros.identification.estimation import following_warnings
-    nominal, recording = excite_hidden_plant([2.5, 2.5, 1.5, 0.4, 0.4, 30.0])
+    nominal, recording = excite_hidden_plant(ur5e_excitation, [2.5, 2.5, 1.5, 0.4, 0.4, 30.0])
     still, warnings = following_warnings(nominal, recording)
     assert len(warnings) == 1 and warnings[0].startswith('wrist_3_joint did not follow')
     assert 'feedforward' in warnings[0] and 'kp' in warnings[0]
