@@ -217,8 +217,22 @@ def plant_gravity(arm, q):
     return out
 
 
+@pytest.fixture(scope='module')
+def plant_gravities(setup):
+    """The plant's g(q) along the recording and along the validation run, (N, n) each.
+
+    Computed once for the tests that remove it from the efforts (read-only arrays).
+    """
+    out = tuple(plant_gravity(setup['arm'], run.q)
+                for run in (setup['record'], setup['validation']))
+    for g in out:
+        g.flags.writeable = False
+    return out
+
+
 @pytest.mark.parametrize('exclude_friction', [False, True])
-def test_efforts_without_gravity_identify_a_model_used_the_same_way(setup, exclude_friction):
+def test_efforts_without_gravity_identify_a_model_used_the_same_way(setup, plant_gravities,
+                                                                    exclude_friction):
     """A UR's driver reports efforts with g(q) removed: --efforts-exclude-gravity identifies
     with zero gravity, keeps what only gravity shows at its nominal value, says so in the
     YAML, and the model predicts the gravity-free efforts of another motion within 2 %, as
@@ -227,7 +241,8 @@ def test_efforts_without_gravity_identify_a_model_used_the_same_way(setup, exclu
     from ne_dynamics_ros.identification.recording import JointRecording
     model, arm, record = setup['model'], setup['arm'], setup['record']
     names = model.joint_names
-    effort = record.effort - plant_gravity(arm, record.q)
+    recorded_gravity, validation_gravity = plant_gravities
+    effort = record.effort - recorded_gravity
     if exclude_friction:
         effort -= arm.joint_friction * record.qd
     recording = JointRecording(tuple(names), record.t, record.q, record.qd, effort,
@@ -242,7 +257,7 @@ def test_efforts_without_gravity_identify_a_model_used_the_same_way(setup, exclu
     identified = load_model(found.urdf, tip_link='flange', armature=values['armature'],
                             damping=values['damping'], friction=values['friction'])
     run = setup['validation']
-    measured = run.tau - plant_gravity(arm, run.q)
+    measured = run.tau - validation_gravity
     predicted = identified.rnea(run.q, run.qd, run.qdd, gravity=np.zeros(3))
     if exclude_friction:
         measured = measured - arm.joint_friction * run.qd
