@@ -83,14 +83,16 @@ def cycle_latency(states, writes, period):
     return {'cycles': cycles, 'latency_ms': latency, 'never': never}
 
 
-def state_ages(truth, broadcast, joints):
+def state_ages(truth, broadcast, joints, period=0.002):
     """Return how old the states joint_state_broadcaster publishes really are.
 
     Each broadcast state is found among the simulated arm's own states (``truth``: stamp,
     receipt, positions in ``joints`` order) by its exact positions; its age is the
     broadcast stamp less the arm's stamp (both the system clock). Returns ``{'p50_ms',
-    'p99_ms', 'max_ms', 'repeated'}`` (repeated: the share of broadcast states that carry
-    the same measurement as the one before), or None when none matched.
+    'p99_ms', 'max_ms', 'repeated', 'queued', 'states'}`` (repeated: the share of
+    broadcast states that carry the same measurement as the one before; queued: the share
+    older than one ``period``, s, i.e. read from behind a newer state in the hardware's
+    queue), or None when none matched.
     """
     index = {tuple(q.tolist()): stamp for stamp, _, q in truth}
     ages, sources = [], []
@@ -105,7 +107,8 @@ def state_ages(truth, broadcast, joints):
     ages = np.array(ages) * 1e3
     repeated = float(np.mean(np.diff(sources) == 0)) if len(sources) > 1 else 0.0
     return {'p50_ms': float(np.percentile(ages, 50)), 'p99_ms': float(np.percentile(ages, 99)),
-            'max_ms': float(ages.max()), 'repeated': repeated}
+            'max_ms': float(ages.max()), 'repeated': repeated,
+            'queued': float(np.mean(ages > period * 1e3)), 'states': int(ages.size)}
 
 
 def summary(result):
@@ -260,10 +263,9 @@ def run_ros2_control(args):
             for arm in args.r2c_arms:
                 robot, plant = arm.split(':')
                 joints, direct = ARMS[robot]
-                wirings = [('through controller_manager (states at 0.8 x rate)', (), None)]
-                if arm == 'ur5e:pinocchio':
-                    wirings.append(('through controller_manager (states at the rate)',
-                                    ('sim_rate:=500',), None))
+                wirings = [("through controller_manager, the hardware's clock", (), None),
+                           ('through controller_manager, own timer at 0.8 x rate',
+                            ('sim_clock:=timer',), None)]
                 wirings.append((f'direct topic ({direct})', (), direct))
                 for label, arguments, launch in wirings:
                     s = stack.Stack(joints, f'plant:={plant}', *arguments,
@@ -338,8 +340,9 @@ def print_ros2_control(result):
         if age:
             print(f'  {"":<18}  the broadcaster\'s states, by the arm\'s own stamps: age '
                   f'p50 {age["p50_ms"]:.2f} ms, p99 {age["p99_ms"]:.2f} ms, max '
-                  f'{age["max_ms"]:.2f} ms; {100 * age["repeated"]:.0f} % repeat the one '
-                  'before')
+                  f'{age["max_ms"]:.2f} ms; of {age.get("states", 0)} states '
+                  f'{100 * age["repeated"]:.2f} % repeat the one before, '
+                  f'{100 * age.get("queued", 0.0):.2f} % older than a cycle')
 
 
 __all__ = ['cycle_latency', 'print_ros2_control', 'run_ros2_control', 'summary']

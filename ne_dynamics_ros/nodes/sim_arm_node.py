@@ -38,6 +38,29 @@ How simulated time advances
     No state is published before ``/joint_states`` has a subscriber. In-process users
     (the demo) can hold simulated time with :meth:`SimArmNode.run_until`.
 
+``clock: hardware`` -- behind ros2_control, on the hardware's clock (the default of
+    ``ros2_control.launch.py``; needs ``command_interface: joint_state``). A real arm's
+    driver is paced by the robot: UR's RTDE streams a state every 2 ms and takes the
+    command for the next, libfranka calls its control callback at the robot's 1 kHz,
+    KUKA's FRI answers each monitoring packet; in every case the hardware interface's
+    ``read()`` returns the robot's newest state once per cycle. Here every command the
+    hardware writes (one per controller_manager cycle) advances the arm by the wall time
+    since the previous write, under the command that was in force over that time (zero-
+    order hold: the robot does not wait for a late cycle), takes the new command, and
+    publishes the state it reached at once, stamped with the write's arrival; so each
+    ``read()`` finds exactly one new state. A cycle that runs late leaves the previous
+    command acting for longer, as on the robot (up to ``max_step``: a longer silence is
+    simulated only that long, with a warning, as a driver would stop the arm). No state is
+    published before the hardware writes (the ``<ros2_control>`` block's initial values
+    stand in until then), so nothing queues in the hardware's subscription.
+    ``topic_based_ros2_control`` takes the oldest state it holds, not the newest: after
+    one state came too late for its read, every read would take a state a cycle old.
+    The node therefore watches what each cycle read (``/joint_states_read``, remapped to
+    joint_state_broadcaster's ``/joint_states`` by the launch) and withholds its next
+    state when the hardware read an older one than the newest published before the
+    cycle (:class:`~ne_dynamics_ros.simulation.hardware_reads.ReadBacklog`), so that the
+    queue drains as a driver's newest-state ``read()`` would have it.
+
 Why lockstep matters for a sampled experiment: with Lee et al.'s PUMA run (Kp = 100,
 Kv = 20, 0.01 s), applying each answer one sample late roughly triples the tracking
 error (joint 3: 2.5e-4 -> 7.8e-4 rad, past their 4.26e-4 rad), so a wall-clock loop
@@ -54,11 +77,14 @@ effort command interfaces as ``sensor_msgs/JointState`` (``effort`` by ``name``)
 its ``joint_states_topic`` (remap ``/effort_controller/commands`` and ``/joint_states``
 to them, as ``ros2_control.launch.py`` does). The hardware writes zero before any
 controller commands: the brakes are released by the first command that is not zero, as
-a real arm's driver releases them when its controller starts. ``publish_rate`` below
-controller_manager's ``update_rate`` keeps the hardware's state fresh: the plugin's
-subscription (best effort, depth 5) gives ``read()`` one queued message per cycle, so
-states published at the update rate queue up and arrive up to five cycles late.
+a real arm's driver releases them when its controller starts. With ``clock: timer``
+(the arm on a timer of its own) ``publish_rate`` below controller_manager's
+``update_rate`` keeps the hardware's state fresh: the plugin's subscription (best effort,
+depth 5) gives ``read()`` one queued message per cycle, so states published at the update
+rate queue up and arrive up to five cycles late, and at a lower rate some cycles read
+nothing new (the broadcaster repeats a state).
 """
+import gc
 import math
 import time
 
@@ -75,6 +101,7 @@ from std_msgs.msg import Float64MultiArray
 
 from ne_dynamics_ros.errors import ModelError
 from ne_dynamics_ros.nodes.spin import init_until_signalled, spin_until_signalled
+from ne_dynamics_ros.simulation.hardware_reads import ReadBacklog
 from ne_dynamics_ros.simulation.payload_schedule import PayloadSchedule
 from ne_dynamics_ros.simulation.mujoco_arm import MujocoArm
 from ne_dynamics_ros.simulation.simulated_arm import DEFAULT_GRAVITY, SimulatedArm
@@ -85,8 +112,13 @@ PLANTS = ('pinocchio', 'mujoco')
 #: Values of ``command_interface``: the effort controller's topic, or ros2_control's
 #: topic-based hardware (JointState commands, efforts by name).
 COMMAND_INTERFACES = ('float64_multi_array', 'joint_state')
+#: Values of ``clock``: a timer of the arm's own, or the hardware's writes.
+CLOCKS = ('timer', 'hardware')
 COMMAND_TOPIC = '/effort_controller/commands'
 STATE_TOPIC = '/joint_states'
+#: clock hardware: what the hardware read, as joint_state_broadcaster republishes it
+#: (remapped to its ``/joint_states`` by ``ros2_control.launch.py``).
+READ_TOPIC = '/joint_states_read'
 WARN_PERIOD = 2.0  # seconds between repeats of the same warning
 
 
@@ -130,10 +162,15 @@ class SimArmNode(Node):
         self.states_published = 0
         self.end_time = None
         self._last_step = None
+        self._sim_ns = None           # hardware clock: the instant the arm's state is at
+        self.late_writes = 0          # hardware clock: silences longer than max_step
 
         self.state_publisher = self.create_publisher(JointState, STATE_TOPIC, 10)
+        self.backlog = ReadBacklog()
         if self.command_interface == 'joint_state':
             self.create_subscription(JointState, COMMAND_TOPIC, self._on_joint_command, 10)
+            if self.clock == 'hardware':
+                self.create_subscription(JointState, READ_TOPIC, self._on_read, 10)
         else:
             self.create_subscription(Float64MultiArray, COMMAND_TOPIC, self._on_command, 10)
         if self.lockstep:
@@ -146,15 +183,22 @@ class SimArmNode(Node):
             # A steady clock: the watchdog must run while simulated time stands still.
             self.create_timer(0.02, self._lockstep_watchdog,
                               clock=RclClock(clock_type=ClockType.STEADY_TIME))
-        else:
+        elif self.clock == 'timer':
             self.create_timer(self.publish_period, self._on_timer)
         engine = ('Pinocchio ABA + RK4' if self.plant == 'pinocchio' else
                   f'MuJoCo ({self.arm.integrator})')
         self.get_logger().info(
             f'simulating {self.arm.n} joints {self.arm.joint_names} with {engine} '
-            f'at {self.arm.integration_rate:g} Hz; states at {self.publish_rate:g} Hz '
-            f'({"lockstep, simulated time on /clock" if self.lockstep else "wall-clock timer"})'
+            f'at {self.arm.integration_rate:g} Hz; {self._timing_text()}'
             f'; payload {self.arm.payload_mass:g} kg at {self.arm.payload_link}')
+
+    def _timing_text(self):
+        if self.lockstep:
+            return f'states at {self.publish_rate:g} Hz (lockstep, simulated time on /clock)'
+        if self.clock == 'hardware':
+            return ("on the hardware's clock: one step and one state per write, up to "
+                    f'{self.max_step:g} s')
+        return f'states at {self.publish_rate:g} Hz (wall-clock timer)'
 
     # -- configuration ------------------------------------------------------------------
 
@@ -235,6 +279,23 @@ class SimArmNode(Node):
             'permitted (else a lower nice value); 0: the default scheduling. A real arm\'s '
             'physics never waits for a CPU: above controller_manager\'s 50 keeps the '
             'simulated one from stalling when the controllers share its cores')
+        self._clock_mode = declare(
+            'clock', 'timer',
+            "timer: the arm steps and publishes on a timer of its own at publish_rate; "
+            "hardware: each command written by ros2_control's topic-based hardware "
+            '(command_interface joint_state) advances the arm by the wall time since the '
+            'previous write and its state is published at once, one per cycle, as a '
+            "robot's own clock paces a real driver")
+        self._max_step = declare(
+            'max_step', 0.1,
+            'clock hardware: the longest time one command acts unseen, s; a longer silence '
+            'of the hardware is simulated only that long (with a warning)')
+        self._state_at_read = declare(
+            'state_at_read', True,
+            "clock hardware: publish the arm's state at the hardware's next read() (the "
+            "cycle learnt from joint_state_broadcaster's stamps on /joint_states_read), as "
+            "a robot's newest state is when its driver reads it; false: the state at the "
+            'write (a cycle old when read)')
         self._lockstep_timeout = declare('lockstep_timeout', 1.0,
                                          'lockstep: republish the state after this many '
                                          'wall-clock seconds without an answer')
@@ -257,6 +318,18 @@ class SimArmNode(Node):
         if self.lockstep and self.command_interface == 'joint_state':
             raise SimArmConfigError('lockstep needs command_interface float64_multi_array '
                                     '(controller_manager runs on its own clock)')
+        self.clock = str(self._clock_mode)
+        if self.clock not in CLOCKS:
+            raise SimArmConfigError(f'clock {self.clock!r} is not one of {CLOCKS}')
+        if self.clock == 'hardware' and (self.command_interface != 'joint_state'
+                                         or self.lockstep):
+            raise SimArmConfigError('clock hardware needs command_interface joint_state '
+                                    '(the hardware writes one command per cycle) and no '
+                                    'lockstep')
+        self.max_step = _float(self._max_step, 'max_step')
+        self.state_at_read = bool(self._state_at_read)
+        if not self.max_step > 0:
+            raise SimArmConfigError(f'max_step must be > 0 s, got {self.max_step}')
         self.lockstep_timeout = _float(self._lockstep_timeout, 'lockstep_timeout')
         self.effort_noise = _float(self._effort_noise, 'effort_noise')
         if not (self.effort_noise >= 0 and math.isfinite(self.effort_noise)):
@@ -337,11 +410,67 @@ class SimArmNode(Node):
                                       throttle_duration_sec=WARN_PERIOD)
             return
         command = effort[[index[j] for j in self.arm.joint_names]]
+        if self.clock == 'hardware':
+            self._hardware_write(command)
+            return
         if self.commands_received == 0 and not np.any(command):
             self.command = command      # the idle hardware's zero: the brakes stay on
             return
         self.command = command
         self.commands_received += 1
+
+    def _hardware_write(self, command):
+        """Hardware clock: step over the time since the last write, take ``command``, publish.
+
+        The command in force since the previous write acted over the whole interval
+        (bounded by ``max_step``). With ``state_at_read`` the arm is carried on under the
+        new command to the hardware's next ``read()`` (its cycle learnt from the cycles'
+        stamps) and that state is published at once, stamped then: what the next read
+        finds is the arm as it is at that read, as a robot's newest state is. Otherwise
+        the state at this write's arrival is published, stamped with it.
+        """
+        now = self.get_clock().now().nanoseconds
+        released = not self._brakes or self.commands_received > 0
+        if self._sim_ns is not None:
+            elapsed = (now - self._sim_ns) * 1e-9
+            if elapsed > self.max_step:
+                self.late_writes += 1
+                self.get_logger().warning(
+                    f'no hardware write for {elapsed:.3f} s; simulating only '
+                    f'{self.max_step:.3f} s of it (the arm falls behind the clock)',
+                    throttle_duration_sec=WARN_PERIOD)
+                elapsed = self.max_step
+            if elapsed > 0 and released:
+                self.arm.step(self.command, elapsed)
+        self._sim_ns = max(now, self._sim_ns or 0)
+        if self.commands_received > 0 or np.any(command):
+            self.commands_received += 1   # the brakes open on the first non-zero command
+            released = True
+        self.command = command
+        read_ns = self.backlog.next_read_ns(now) if self.state_at_read else None
+        if read_ns is not None and released:
+            lead = min(read_ns - self._sim_ns, self.backlog.cycle_period_ns())
+            if lead > 0:
+                self.arm.step(self.command, lead * 1e-9)
+                self._sim_ns += lead
+        if not self.backlog.withhold(now):
+            self._publish_state(Time(nanoseconds=self._sim_ns))
+            self.backlog.published(tuple(self.arm.position.tolist()), time.time_ns())
+
+    def _on_read(self, msg):
+        """Hardware clock: the state a cycle read; drain the hardware's queue if it lags.
+
+        The hardware takes the oldest state it holds (:mod:`~ne_dynamics_ros.simulation.
+        hardware_reads`); when a cycle read an older one than the newest published before
+        it, the next states are withheld until the queue is drained.
+        """
+        index = {name: k for k, name in enumerate(msg.name)}
+        if len(msg.position) != len(msg.name) or \
+                any(j not in index for j in self.arm.joint_names):
+            return
+        positions = tuple(msg.position[index[j]] for j in self.arm.joint_names)
+        stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+        self.backlog.read(positions, stamp)
 
     def run_until(self, end_time):
         """Lockstep: let simulated time run up to ``end_time`` (s; None = without end).
@@ -447,6 +576,10 @@ def main(args=None):
         from ne_dynamics_ros.nodes.computed_torque.priority import raise_process
         text = raise_process(node._realtime_priority, 'simulation thread')
         node.get_logger().info(f'simulation: {text}')
+    # the model and the engines are never garbage: a full collection does not walk them
+    # between two hardware writes (the physics must not pause)
+    gc.collect()
+    gc.freeze()
     return spin_until_signalled(node, stop)
 
 

@@ -281,6 +281,28 @@ def bundled_environment(prefix, environ=None):
     }
 
 
+def realtime_command(priority, which=shutil.which):
+    """Return the command prefix that starts a program at SCHED_FIFO ``priority`` ([] if not).
+
+    controller_manager raises only its control loop (``thread_priority``, 50); its other
+    threads stay at the default policy: the executor that takes the node's commands into
+    the effort controller's buffer, the realtime publishers' threads that publish
+    ``/joint_states``, and the DDS threads. Beside CPU-bound neighbours on two cores they
+    waited behind them while the loop ran on time. Started under ``chrt -f priority``
+    every thread the program creates inherits SCHED_FIFO ``priority`` and the control
+    loop still sets its own 50. Permitted as root or up to ``RLIMIT_RTPRIO`` (the
+    ``realtime`` group); otherwise, or with ``priority`` <= 0 or no ``chrt``, [] (the
+    default scheduling).
+    """
+    import resource
+    priority = int(priority)
+    if priority <= 0 or not hasattr(os, 'geteuid'):
+        return []
+    allowed = os.geteuid() == 0 or resource.getrlimit(resource.RLIMIT_RTPRIO)[0] >= priority
+    chrt = which('chrt')
+    return [chrt, '-f', str(priority)] if allowed and chrt else []
+
+
 def python_program():
     """Return the Python that runs the spawner (the running one, or ``python3``)."""
     return sys.executable or shutil.which('python3') or 'python3'
@@ -288,6 +310,6 @@ def python_program():
 
 __all__ = ['BUNDLED_PREFIX', 'bundled_environment', 'controllers_yaml', 'EFFORT_CONTROLLER',
            'find_ros2_control', 'HARDWARE_COMMAND_TOPIC', 'HARDWARE_STATE_TOPIC',
-           'HOLD_CONTROLLER', 'hold_gains', 'python_program', 'ros2_control_block',
-           'Ros2ControlError', 'STATE_BROADCASTER', 'TOPIC_BASED_SYSTEM',
+           'HOLD_CONTROLLER', 'hold_gains', 'python_program', 'realtime_command',
+           'ros2_control_block', 'Ros2ControlError', 'STATE_BROADCASTER', 'TOPIC_BASED_SYSTEM',
            'topic_based_parameters', 'urdf_with_ros2_control']

@@ -87,6 +87,10 @@ def main(args=None):
             [0] + ([watchdog.native_id] if watchdog is not None else []))
         text += priority.raise_node_threads(node)
         node.get_logger().info(f'control path priority: {text}')
+        # what start-up built (the model, rclpy, NumPy) is never garbage: out of the
+        # collector's sight, a full collection no longer walks it while a state waits
+        gc.collect()
+        gc.freeze()
         while rclpy.ok() and not interrupted:
             # A finite timeout lets Python run the signal handlers between waits.
             executor.spin_once(timeout_sec=0.1)
