@@ -21,8 +21,12 @@ Starts, for any serial arm (``urdf``; the PUMA 560 and the UR5e by ``robot:=``):
   the effort controller is active (the node killed, crashed or frozen) or when nothing
   drives the arm's effort interfaces;
 * with ``sim:=true`` (default) ``sim_arm_node`` (Pinocchio or MuJoCo) as the robot behind
-  the hardware's topics, publishing at ``sim_rate`` (default 0.8 ``rate``, which keeps the
-  hardware's state fresh: docs/ros2-control.md).
+  the hardware's topics, on the hardware's clock (``sim_clock:=hardware``, default): each
+  command the hardware writes advances the arm by the time since the previous one and the
+  state reached is published at once, so every ``read()`` finds exactly one new state, as
+  a real driver's does. ``sim_clock:=timer``: the arm on a timer of its own at
+  ``sim_rate`` (default 0.8 ``rate``, which keeps the hardware's queue empty:
+  docs/ros2-control.md).
 
 ::
 
@@ -106,6 +110,7 @@ def _sim(arg, urdf, node_values, initial, rate, environment):
     from ne_dynamics_ros.tools import ros2_control as r2c
     armature = node_values.get('armature')
     parameters = {'urdf_path': urdf, 'plant': arg('plant'),
+                  'clock': arg('sim_clock'),
                   'publish_rate': float(arg('sim_rate') or 0.8 * rate),
                   'initial_positions': [float(v) for v in initial],
                   'brakes': arg('brakes').lower() == 'true',
@@ -118,7 +123,9 @@ def _sim(arg, urdf, node_values, initial, rate, environment):
         package='ne_dynamics_ros', executable='sim_arm_node', name='sim_arm_node',
         output='screen', parameters=[parameters], additional_env=environment,
         remappings=[('/effort_controller/commands', r2c.HARDWARE_COMMAND_TOPIC),
-                    ('/joint_states', r2c.HARDWARE_STATE_TOPIC)])
+                    ('/joint_states', r2c.HARDWARE_STATE_TOPIC),
+                    # what each cycle read: the broadcaster's states
+                    ('/joint_states_read', '/joint_states')])
 
 
 def _gains_for_delay(loop_delay, model, node_values, rate):
@@ -149,9 +156,18 @@ def _gains_for_delay(loop_delay, model, node_values, rate):
     return {'kp': kp.tolist(), 'kd': kd.tolist()}
 
 
-def _compensation(value):
-    """Return the node's ``delay_compensation`` override ({} to keep the file's)."""
-    return {} if value in ('', 'none') else {'delay_compensation': float(value)}
+def _compensation(value, prediction, rate):
+    """Return the node's ``delay_compensation`` and ``delay_prediction`` overrides.
+
+    ``auto``: 1.5 cycles, the middle of the hold of a command written one cycle after
+    the state it answers (the wiring's delay, docs/ros2-control.md); ``none`` or '': the
+    parameter file's.
+    """
+    out = {} if value in ('', 'none') else {
+        'delay_compensation': 1.5 / rate if value == 'auto' else float(value)}
+    if prediction:
+        out['delay_prediction'] = prediction
+    return out
 
 
 def _stack(context):
@@ -197,7 +213,8 @@ def _stack(context):
         Node(package='ne_dynamics_ros', executable='robot_description_publisher',
              name='robot_description_publisher', output='screen', additional_env=environment,
              parameters=[{'urdf_path': described}]),
-        ExecuteProcess(cmd=[os.path.join(lib, 'ros2_control_node'), '--ros-args',
+        ExecuteProcess(cmd=[*r2c.realtime_command(arg('controller_manager_priority')),
+                            os.path.join(lib, 'ros2_control_node'), '--ros-args',
                             '--params-file', controllers],
                        additional_env=environment, output='screen', name='controller_manager'),
         spawner([r2c.STATE_BROADCASTER, r2c.HOLD_CONTROLLER]),
@@ -209,7 +226,9 @@ def _stack(context):
             output='screen', additional_env=environment,
             parameters=[{'command_timeout': float(arg('guard_timeout')),
                          'realtime_priority': int(arg('guard_realtime_priority'))}]))
-    gains = _gains_for_delay(arg('loop_delay'), model, node_values, rate)
+    loop_delay = arg('loop_delay')
+    gains = _gains_for_delay(str(2.0 / rate) if loop_delay == 'auto' else loop_delay, model,
+                             node_values, rate)
     if arg('node').lower() == 'true':
         actions.append(Node(
             package='ne_dynamics_ros', executable='computed_torque_node',
@@ -218,7 +237,9 @@ def _stack(context):
             parameters=[params_file, {
                 **({'realtime_priority': int(arg('realtime_priority'))}
                    if arg('realtime_priority') else {}),
-                **gains, **_compensation(arg('delay_compensation')), 'urdf_path': urdf,
+                **gains, **_compensation(arg('delay_compensation'), arg('delay_prediction'),
+                                         rate),
+                'urdf_path': urdf,
                 'joints': list(command_joints),
                 'effort_check_rate': rate,
                 'ros2_control.controller_manager': '/controller_manager',
@@ -254,6 +275,11 @@ def generate_launch_description():
         ('guard_realtime_priority', '55', 'effort_guard: SCHED_FIFO priority, above the '
                                           'node\'s and controller_manager\'s (0: the '
                                           'default scheduling)'),
+        ('controller_manager_priority', '45', 'SCHED_FIFO priority of controller_manager\'s '
+                                              'threads other than its control loop (its '
+                                              'executor, publishers and DDS threads; the '
+                                              'loop keeps its thread_priority 50); 0: the '
+                                              'default scheduling'),
         ('guard_timeout', '0.1', 'effort_guard: silence on the command topic after which '
                                  'it switches to hold_controller, s (the node\'s own '
                                  'state_timeout)'),
@@ -262,7 +288,10 @@ def generate_launch_description():
         ('brakes', 'true', 'sim: held by its brakes until the first non-zero command'),
         ('initial_positions', '', 'sim: start positions (YAML list, rad; default: the '
                                   'robot\'s)'),
-        ('sim_rate', '', 'sim: joint state rate, Hz (default 0.8 rate)'),
+        ('sim_clock', 'hardware', 'sim: hardware (one step and one state per hardware '
+                                  'write, as a robot paces its driver) or timer (the arm '
+                                  'on a timer of its own at sim_rate)'),
+        ('sim_rate', '', 'sim_clock:=timer: joint state rate, Hz (default 0.8 rate)'),
         ('sim_realtime_priority', '60', 'sim: SCHED_FIFO priority of the simulated arm '
                                         '(0: the default scheduling)'),
         ('shared_memory', 'false', 'let the stack\'s processes use Fast DDS\'s shared '
@@ -270,13 +299,16 @@ def generate_launch_description():
                                    'shared memory stalled its peers 1 s: '
                                    'docs/ros2-control.md)'),
         ('log_level', 'info', 'computed_torque_node\'s logging level'),
-        ('loop_delay', '0.008', 'the loop delay the node\'s gains must tolerate, s (states '
-                                'to the hardware\'s write: 4 cycles at 500 Hz); gains of '
-                                'params_file that do not are lowered by the rule; none: keep '
-                                'them'),
-        ('delay_compensation', '', 'computed_torque_node\'s delay_compensation, s: the loop '
-                                   'delay its law predicts across (default: its parameter '
-                                   'file\'s, else 0)'),
+        ('loop_delay', 'auto', 'the loop delay the node\'s gains must tolerate, s; auto: two '
+                               'cycles (a state read at cycle k is answered in the write of '
+                               'k + 1 and held for a cycle); gains of params_file that do '
+                               'not are lowered by the rule; none: keep them'),
+        ('delay_compensation', 'auto', 'computed_torque_node\'s delay_compensation, s: the '
+                                       'delay its law predicts across; auto: 1.5 cycles '
+                                       '(the middle of the hold of a command written one '
+                                       'cycle on); none: its parameter file\'s'),
+        ('delay_prediction', '', 'computed_torque_node\'s delay_prediction: model or '
+                                 'error_rate (default: its parameter file\'s, else model)'),
         ('realtime_priority', '', 'computed_torque_node\'s realtime_priority (default: its '
                                   'parameter file\'s, else 50; 0: the default scheduling)'),
     ]

@@ -319,6 +319,14 @@ PARAMETERS = (
                   'published error and the goal\'s tolerances stay those of the state. '
                   '0: no prediction.', unit='s', constraints='0 <= value <= 0.1',
                   runtime=True, check=checked_delay),
+    ParameterSpec('delay_prediction', 'string', 'model',
+                  'How the state is carried across delay_compensation: model (the model\'s '
+                  'forward dynamics under the command in force: M(q)^-1 (tau - C qd - g - '
+                  'friction), with the gravity and friction the hardware leaves to the '
+                  'command) or error_rate (the tracking error growing at its present rate). '
+                  'The first state of a run, with no command in force yet, uses error_rate.',
+                  constraints='one of: model, error_rate', runtime=True,
+                  check=checked_one_of(('model', 'error_rate'))),
     ParameterSpec('state_timeout', 'double', 0.1,
                   'Seconds without a valid joint_states message after which the node stops '
                   'following the reference: it aborts the goal and commands what '

@@ -2,6 +2,7 @@
 
 Pure module (no ROS).
 """
+from collections import deque
 
 
 def predict_across_delay(sample_values, t, delay, q, qd, reference_at_t):
@@ -36,6 +37,89 @@ def predict_across_delay(sample_values, t, delay, q, qd, reference_at_t):
              for x, r1, r0, v, w0 in zip(q, q_d, q_d0, qd, qd_d0)]
     qd_hat = [v + (w1 - w0) for v, w1, w0 in zip(qd, qd_d, qd_d0)]
     return q_hat, qd_hat, (q_d, qd_d, qdd_d)
+
+
+def predict_with_model(sample_values, t, delay, period, q, qd, sent, accelerations):
+    """Return the state and reference a command computed at ``t`` acts on ``delay`` s later.
+
+    The model's prediction across the loop's delay (Smith's 1957 predictor with the
+    arm's model as the plant). A command computed for a state stamped ``t_j`` acts from
+    ``t_j + T - P/2`` to ``t_j + T + P/2`` (``T = delay``: the middle of its hold,
+    ``P = period``: one cycle, the time each command is held). The commands already sent
+    (``sent``) therefore drive the arm from ``t`` to ``t + T - P/2``, where the new one
+    takes over: the state is carried there piece by piece by the model's forward
+    dynamics under the command each piece had in force, ``qdd = M(q)^-1 (u - C(q, qd)
+    qd - g(q) - friction(qd))`` (Euler steps of at most ``P/2``, exact in the
+    acceleration of each step's start), then over the last ``P/2`` with the reference
+    (:func:`predict_across_delay`: the new command is the one being computed). The
+    reference is sampled at ``t + T``.
+
+    Args:
+        sample_values: ``sample_values(t) -> (q_d, qd_d, qdd_d)`` of the reference, lists
+            (n,) in rad, rad/s, rad/s² (m, m/s, m/s²).
+        t: the state's instant, s on the controller's clock.
+        delay: ``T``, s, > 0.
+        period: ``P``, s, > 0: the loop's cycle (the states' spacing).
+        q, qd: the measured state at ``t``, (n,) each.
+        sent: ``(t_j, u_j)`` of the last commands sent, oldest first (``u_j``: (n,)
+            N·m or N, as the law sent it); the oldest stands for any earlier one.
+        accelerations: ``accelerations(q, qd, u) -> qdd`` (n,), the model's forward
+            dynamics with the gravity and friction the hardware leaves to the command
+            (:meth:`~ne_dynamics_ros.dynamics.model.RobotModel.forward_dynamics`).
+
+    Returns:
+        ``(q, qd, (q_d, qd_d, qdd_d))`` at ``t + T``: lists (n,).
+    """
+    takeover = t + delay - 0.5 * period
+    if not sent or takeover <= t:
+        return predict_across_delay(sample_values, t, delay, q, qd,
+                                    sample_values(t)[:2])
+    starts = [t_j + delay - 0.5 * period for t_j, _ in sent]
+    q, qd = list(q), list(qd)
+    now, longest = t, 0.5 * period
+    while now < takeover - 1e-12:
+        acting = 0
+        for j, begin in enumerate(starts):
+            if begin <= now + 1e-12:
+                acting = j
+        following = [b for b in starts if b > now + 1e-12]
+        end = min([takeover] + following)
+        h = min(end - now, longest)
+        qdd = accelerations(q, qd, sent[acting][1])
+        q = [x + h * v + 0.5 * h * h * a for x, v, a in zip(q, qd, qdd)]
+        qd = [v + h * a for v, a in zip(qd, qdd)]
+        now += h
+    return predict_across_delay(sample_values, takeover, t + delay - takeover, q, qd,
+                                sample_values(takeover)[:2])
+
+
+class SentCommands:
+    """The last commands sent and their states' instants: what is in flight in the loop.
+
+    :func:`predict_with_model` integrates the arm under them; :meth:`period` is the loop's
+    cycle as the states' spacing shows it (the median of the last spacings).
+    """
+
+    def __init__(self, keep: int = 8):
+        self.commands = deque(maxlen=keep)      # (t s, effort list), oldest first
+
+    def clear(self):
+        """Forget them (a new activation: nothing of the old loop is in flight)."""
+        self.commands.clear()
+
+    def add(self, t: float, effort):
+        """Record the command ``effort`` (n floats) computed for the state at ``t`` (s)."""
+        if self.commands and t <= self.commands[-1][0]:
+            return                              # not a newer measurement
+        self.commands.append((t, effort))
+
+    def period(self) -> float:
+        """Return the states' spacing, s (median of the last ones; 0.0 with fewer than 3)."""
+        if len(self.commands) < 3:
+            return 0.0
+        times = [c[0] for c in self.commands]
+        spacing = sorted(b - a for a, b in zip(times, times[1:]))
+        return spacing[len(spacing) // 2]
 
 
 #: A repeat is recognised only this long after the measurement it repeats, ns: longer,
@@ -94,4 +178,5 @@ class RepeatedStates:
         return stamp_ns, False
 
 
-__all__ = ['MAX_REPEAT_AGE_NS', 'RepeatedStates', 'predict_across_delay']
+__all__ = ['MAX_REPEAT_AGE_NS', 'predict_across_delay', 'predict_with_model', 'RepeatedStates',
+           'SentCommands']
