@@ -7,6 +7,7 @@ quantity that occurs twice is computed once (Renaud 1987: "analytical" and "iter
 computation). Also the small text helpers the emitters
 share.
 """
+import functools
 import math
 
 from ne_dynamics_ros.dynamics.parameters import parameter_names, PER_JOINT
@@ -66,10 +67,16 @@ def snap(value):
     met twice with different round-off (``0.4318`` and ``0.4318000000000001``, a few ulps
     apart) is one constant of the program, written as people write it.
     """
+    return _snapped(float(value))
+
+
+@functools.lru_cache(maxsize=65536)
+def _snapped(value):
+    """:func:`snap` of a float, kept: tracing one arm meets a few hundred constants, each
+    tens of thousands of times, and the search for the shortest decimal is most of it."""
     for exact in (0.0, 1.0, -1.0):
         if abs(value - exact) < SNAP:
             return exact
-    value = float(value)
     if not math.isfinite(value):
         return value
     for digits in range(1, 18):
