@@ -8,6 +8,7 @@ thread of its own), what the simulated arm publishes behind the hardware
 ``/joint_states`` (joint_state_broadcaster), ``/diagnostics`` and
 ``controller_manager``'s ``~/activity``. Every wait is bounded.
 """
+import collections
 import os
 import pathlib
 import signal
@@ -150,6 +151,53 @@ def quintic(joint_names, start, goal, duration, points=31):
         point.time_from_start.nanosec = int(round((t - int(t)) * 1e9))
         out.append(point)
     return JointTrajectory(joint_names=list(joint_names), points=out)
+
+
+def move(arm, chain, offset=(0.3, -0.3, 0.3, 0.3, -0.3, 0.3), duration=1.5):
+    """Move every joint by ``offset`` (a quintic); return (goal, errors during it, marks).
+
+    ``arm``: a :class:`Stack` commanding; ``chain``: its joints (the trajectory's order).
+    ``marks``: where the move began in the probe's tracking, truth and broadcast lists.
+    """
+    from trajectory_msgs.msg import JointTrajectory
+    probe = arm.probe
+    with probe.lock:
+        start = probe.truth[-1][2].copy()
+        marks = len(probe.tracking), len(probe.truth), len(probe.broadcast)
+    goal = start + np.array(offset)
+    publisher = probe.node.create_publisher(
+        JointTrajectory, '/computed_torque_node/joint_trajectory', 10)
+    deadline = time.monotonic() + 10.0
+    while publisher.get_subscription_count() == 0:
+        assert time.monotonic() < deadline, 'no trajectory subscriber'
+        time.sleep(0.05)
+    moved = time.monotonic()
+    publisher.publish(quintic(chain, start, goal, duration))
+    time.sleep(duration + 1.2)
+    probe.node.destroy_publisher(publisher)
+    assert probe.motion_since(moved) > 0.29                # it did move
+    with probe.lock:
+        errors = np.array([e for _, e, _ in probe.tracking[marks[0]:]])
+    return goal, errors, marks
+
+
+def broadcast_ages(probe, marks, chain):
+    """Return the broadcaster's states' ages by the arm's own stamps (s), and repeats."""
+    with probe.lock:
+        rows = [(tuple(q.tolist()), stamp) for stamp, _, q in probe.truth[marks[1]:]]
+        broadcast = probe.broadcast[marks[2]:]
+    seen = collections.Counter(q for q, _ in rows)
+    # at rest the arm repeats its state bit for bit: only states it had once tell an age
+    truth = {q: stamp for q, stamp in rows if seen[q] == 1}
+    ages, sources = [], []
+    for stamp, names, positions in broadcast:
+        order = {name: k for k, name in enumerate(names)}
+        source = truth.get(tuple(positions[order[j]] for j in chain))
+        if source is not None:
+            ages.append(stamp - source)
+            sources.append(source)
+    assert len(ages) > 500, (len(ages), len(broadcast))
+    return np.array(ages), float(np.mean(np.diff(sources) == 0))
 
 
 class Probe:

@@ -411,7 +411,8 @@ class SimArmNode(Node):
             return
         command = effort[[index[j] for j in self.arm.joint_names]]
         if self.clock == 'hardware':
-            self._hardware_write(command)
+            self._hardware_write(command, msg.header.stamp.sec * 1_000_000_000
+                                 + msg.header.stamp.nanosec)
             return
         if self.commands_received == 0 and not np.any(command):
             self.command = command      # the idle hardware's zero: the brakes stay on
@@ -419,7 +420,7 @@ class SimArmNode(Node):
         self.command = command
         self.commands_received += 1
 
-    def _hardware_write(self, command):
+    def _hardware_write(self, command, stamp_ns=0):
         """Hardware clock: step over the time since the last write, take ``command``, publish.
 
         The command in force since the previous write acted over the whole interval
@@ -428,8 +429,14 @@ class SimArmNode(Node):
         stamps) and that state is published at once, stamped then: what the next read
         finds is the arm as it is at that read, as a robot's newest state is. Otherwise
         the state at this write's arrival is published, stamped with it.
+
+        ``stamp_ns``: the write's own stamp (the hardware stamps its command message),
+        taken as the instant of the write when it is within ``max_step`` before the
+        arrival: a callback run late (the executor busy) must not shift the arm's time.
         """
         now = self.get_clock().now().nanoseconds
+        if 0 < now - stamp_ns < self.max_step * 1e9:
+            now = stamp_ns
         released = not self._brakes or self.commands_received > 0
         if self._sim_ns is not None:
             elapsed = (now - self._sim_ns) * 1e-9
@@ -529,6 +536,16 @@ class SimArmNode(Node):
                 f'{self.lockstep_timeout:g} s; publishing it again',
                 throttle_duration_sec=WARN_PERIOD)
             self._publish_state()
+
+    def destroy_node(self):
+        """Say what the hardware read (clock hardware), then destroy the node."""
+        if self.clock == 'hardware':
+            backlog = self.backlog
+            self.get_logger().info(
+                f'hardware reads: {backlog.reads} matched to a state published, '
+                f'{backlog.behind} behind a newer one, {backlog.withheld} states withheld; '
+                f'{self.late_writes} writes after more than {self.max_step:g} s')
+        return super().destroy_node()
 
     def _viscous_friction(self):
         """joint_friction + damping per joint (either may be one value for all)."""

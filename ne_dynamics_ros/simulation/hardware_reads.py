@@ -50,18 +50,20 @@ class ReadBacklog:
         spacing = sorted(b - a for a, b in zip(stamps, stamps[1:]) if b > a)
         return spacing[len(spacing) // 2] if spacing else 0
 
-    def next_read_ns(self, now_ns: int):
-        """Return when the hardware's next ``read()`` after ``now_ns`` comes, ns (or None).
+    def next_read_ns(self, write_ns: int):
+        """Return when the ``read()`` after the write at ``write_ns`` comes, ns (or None).
 
         The cycles are on a grid (controller_manager sleeps to the next multiple of its
-        period): the last cycle stamp seen plus whole periods. None until enough cycles
-        were seen.
+        period): the last cycle stamp seen plus whole periods. A write comes after its
+        cycle's read (its stamp may be that cycle's own), so the next read is the first
+        grid point more than half a period after it. None until enough cycles were seen.
         """
         period = self.cycle_period_ns()
         if not period:
             return None
         last = self._cycles[-1]
-        return last + (max(0, now_ns - last) // period + 1) * period
+        after = write_ns + period // 2 - last
+        return last + max(1, -(-after // period)) * period
 
     def withhold(self, now_ns: int) -> bool:
         """Tell whether the state about to be published at ``now_ns`` (ns) is withheld."""

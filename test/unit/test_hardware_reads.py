@@ -94,6 +94,9 @@ def test_the_next_read_is_on_the_cycles_grid():
     assert backlog.cycle_period_ns() == PERIOD
     last = 1_000 + 19 * PERIOD
     assert backlog.next_read_ns(last + WRITE_OFFSET) == last + PERIOD
+    # a write stamped with its cycle's own time, a hair before or after it
+    for jitter in (-1_000, 0, 1_000):
+        assert backlog.next_read_ns(last + PERIOD + jitter) == last + 2 * PERIOD
     # a cycle overrun: the grid goes on
     assert backlog.next_read_ns(last + 3 * PERIOD + 10) == last + 4 * PERIOD
 

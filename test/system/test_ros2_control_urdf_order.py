@@ -1,0 +1,41 @@
+"""The node beside the real ros2_control with every joint order the user's own: a move.
+
+test_ros2_control.py runs its stack with the ``<ros2_control>`` block reversed and the
+effort controller's joints in a third order; here the block, the controller and the
+node all take the URDF's chain order (the launch's defaults), and a move of every joint
+tracks through controller_manager with fresh states. A module of its own, so that its
+stack never runs beside the other module's.
+"""
+import os
+import sys
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..'))
+import ros2_control_stack as stack  # noqa: E402
+
+pytestmark = pytest.mark.ros2_control
+
+WHY = stack.missing()
+if WHY:
+    pytest.skip(f'no ros2_control stack here: {WHY}', allow_module_level=True)
+
+CHAIN = ['shoulder_pan_joint', 'shoulder_lift_joint', 'elbow_joint', 'wrist_1_joint',
+         'wrist_2_joint', 'wrist_3_joint']
+
+
+def test_a_move_tracks_with_the_joints_in_the_urdfs_order():
+    s = stack.Stack(CHAIN)
+    try:
+        s.wait_commanding()
+        goal, errors, marks = stack.move(s, CHAIN, offset=(-0.3, 0.3, -0.3, -0.3, 0.3, -0.3))
+        with s.probe.lock:
+            final = s.probe.truth[-1][2]
+        np.testing.assert_allclose(final, goal, atol=2e-3)
+        assert np.max(np.abs(errors)) < 5e-3
+        ages, repeated = stack.broadcast_ages(s.probe, marks, CHAIN)
+        assert np.percentile(ages, 99) <= 0.002 and repeated < 0.01
+    finally:
+        output = s.close()
+    assert 'Traceback' not in output, output[-4000:]
