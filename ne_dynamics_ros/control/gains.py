@@ -154,6 +154,21 @@ def workspace_configurations(model, count: int = 200, seed: int = 0) -> np.ndarr
     return np.random.default_rng(seed).uniform(low, high, size=(count, model.n))
 
 
+def _inertia_diagonals(model, configurations) -> np.ndarray:
+    """Return the diagonal of ``M(q)`` (armature included) at each configuration, (C, n).
+
+    ``configurations`` (C, n). Element j of row c is ``rnea(q_c, 0, e_j)[j]`` with gravity
+    off, as :meth:`~ne_dynamics_ros.dynamics.model.RobotModel.mass_matrix` forms it, for
+    every configuration and joint in one batched recursion (not one call per
+    configuration).
+    """
+    count, n = configurations.shape
+    q = np.repeat(configurations, n, axis=0)            # each configuration n times
+    efforts = model.rnea(q, np.zeros_like(q), np.tile(np.eye(n), (count, 1)),
+                         (0.0, 0.0, 0.0))
+    return efforts.reshape(count, n, n).diagonal(axis1=1, axis2=2).copy()
+
+
 def _checked_rule_inputs(model, rate, delay, effort_limits, position_noise):
     """Return ``(limits, noise)``, (n,) each, of :func:`recommended_gains`'s arguments.
 
@@ -204,8 +219,7 @@ def recommended_gains(model, rate: float, effort_limits=None,
             (named), a negative or NaN noise or delay.
     """
     limits, noise = _checked_rule_inputs(model, rate, delay, effort_limits, position_noise)
-    diagonal = np.array([np.diag(model.mass_matrix(q))
-                         for q in workspace_configurations(model, configurations, seed)])
+    diagonal = _inertia_diagonals(model, workspace_configurations(model, configurations, seed))
     inertia_max = diagonal.max(axis=0)
     inertia_mean = diagonal.mean(axis=0)
     candidates = {'sampling': np.full(model.n, rate / SAMPLES_PER_RADIAN),
