@@ -188,6 +188,25 @@ def _node_process(domain_id):
         stderr=subprocess.DEVNULL, start_new_session=True)
 
 
+def _commanding(s, what):
+    """Wait until the stack commands; on a failure print why and keep the launch's log."""
+    try:
+        s.wait_commanding()
+        return True
+    except AssertionError as err:
+        import ros2_control_stack as stack
+        import tempfile
+        with tempfile.NamedTemporaryFile('w', prefix='r2c_failed_', suffix='.log',
+                                         delete=False) as log:
+            log.write(stack.output(s.process))
+        lines = [line for line in stack.output(s.process).splitlines()
+                 if 'computed_torque_node' in line or 'effort_guard' in line]
+        print(f'{what}: the stack did not command ({str(err).splitlines()[0]}); its log: '
+              f'{log.name}; the node and the guard said:\n  ' + '\n  '.join(lines[-12:]),
+              flush=True)
+        return False
+
+
 def run_starts(count, chain):
     """Start the stack ``count`` times in each order; return the arm's motion per start.
 
@@ -252,7 +271,10 @@ def run_ros2_control(args):
                 for priority in (50, 0):
                     s = stack.Stack(chain, f'rate:={rate}', f'realtime_priority:={priority}')
                     try:
-                        s.wait_commanding()
+                        if not _commanding(s, f'{rate} Hz, priority {priority}, load {load}'):
+                            latency_rows.append({'rate': rate, 'realtime_priority': priority,
+                                                 'load': load, 'failed': True})
+                            continue
                         with s.probe.lock:
                             s.probe.tracking.clear()
                             s.probe.commands.clear()
@@ -284,7 +306,10 @@ def run_ros2_control(args):
                                     *(() if launch else (f'robot:={robot}',)),
                                     launch=launch or 'ros2_control.launch.py')
                     try:
-                        s.wait_commanding()
+                        if not _commanding(s, f'{arm} {label}, load {load}'):
+                            tracking_rows.append({'arm': arm, 'wiring': label, 'load': load,
+                                                  'failed': True})
+                            continue
                         with s.probe.lock:
                             marks = len(s.probe.truth), len(s.probe.broadcast)
                         worst, oscillations = _moves(s.probe, args.r2c_runs, joints)
@@ -333,12 +358,20 @@ def print_ros2_control(result):
     print(f'{"rate":>6}{"rt prio":>9}{"load":>6}{"commands":>10}{"next":>8}{"+2":>8}'
           f'{"later":>8}{"never":>8}{"p50 ms":>9}{"p99 ms":>9}')
     for r in result['latency']:
+        if r.get('failed'):
+            print(f'{r["rate"]:>6}{r["realtime_priority"]:>9}{r["load"]:>6}  the stack did not '
+                  'command (above)')
+            continue
         print(f'{r["rate"]:>6}{r["realtime_priority"]:>9}{r["load"]:>6}{r["commands"]:>10}'
               f'{100 * r["next_cycle"]:>7.1f}%{100 * r["two"]:>7.1f}%{100 * r["later"]:>7.2f}%'
               f'{100 * r["never"]:>7.1f}%{r["p50_ms"]:>9.2f}{r["p99_ms"]:>9.2f}')
     print('\nTracking, 0.3 rad quintic moves on three joints (goal: 0 oscillations; worst '
           f'within 1.5x the direct topic; Lee et al. (1982): {LEE_BOUND:.3g} rad)')
-    rows = result['tracking']
+    rows = [r for r in result['tracking'] if not r.get('failed')]
+    for r in result['tracking']:
+        if r.get('failed'):
+            print(f'  {r["arm"]:<18}{r["wiring"]:<50} load {r["load"]}: the stack did not '
+                  'command (above)')
     for r in rows:
         direct = [d['worst_rad'] for d in rows if d['arm'] == r['arm']
                   and d['load'] == r['load'] and d['wiring'].startswith('direct')]

@@ -219,7 +219,7 @@ class ComputedTorqueController(LawInputs, FollowsReferences):
         self.references.apply(self.context.law_class, settings)
 
     def _accelerations(self, q, qd, effort):
-        """The model's forward dynamics under ``effort`` (lists of n floats in, a list out).
+        """Return the model's forward dynamics under ``effort`` (lists of n floats; a list).
 
         ``qdd = M(q)^-1 (effort - C(q, qd) qd - g(q) - friction(qd))`` with the gravity
         the law's model uses (none where the hardware compensates it) and the drive

@@ -44,11 +44,14 @@ How simulated time advances
     command for the next, libfranka calls its control callback at the robot's 1 kHz,
     KUKA's FRI answers each monitoring packet; in every case the hardware interface's
     ``read()`` returns the robot's newest state once per cycle. Here every command the
-    hardware writes (one per controller_manager cycle) advances the arm by the wall time
-    since the previous write, under the command that was in force over that time (zero-
-    order hold: the robot does not wait for a late cycle), takes the new command, and
-    publishes the state it reached at once, stamped with the write's arrival; so each
-    ``read()`` finds exactly one new state. A cycle that runs late leaves the previous
+    hardware writes (one per controller_manager cycle, stamped by the hardware) advances
+    the arm by the time since the previous write, under the command that was in force
+    over that time (zero-order hold: the robot does not wait for a late cycle), takes the
+    new command, carries the arm on under it to the hardware's next ``read()``
+    (``state_at_read``; the cycle's grid learnt from joint_state_broadcaster's stamps)
+    and publishes that state at once, stamped with that instant; so each ``read()``
+    finds exactly one new state, the arm's as it is then. A cycle that runs late leaves
+    the previous
     command acting for longer, as on the robot (up to ``max_step``: a longer silence is
     simulated only that long, with a warning, as a driver would stop the arm). No state is
     published before the hardware writes (the ``<ros2_control>`` block's initial values
@@ -595,7 +598,6 @@ def main(args=None):
         node.get_logger().info(f'simulation: {text}')
     # the model and the engines are never garbage: a full collection does not walk them
     # between two hardware writes (the physics must not pause)
-    gc.collect()
     gc.freeze()
     return spin_until_signalled(node, stop)
 

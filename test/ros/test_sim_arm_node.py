@@ -288,3 +288,61 @@ def test_a_payload_schedule_reaches_the_plant(ros_context, plant):
         assert [(t, m) for t, m, _ in entries] == [(0.5, 2.0), (2.5, 0.0)]
     finally:
         sim.destroy_node()
+
+
+@pytest.mark.parametrize('parameters, match', [
+    ({'clock': 'robot'}, 'clock'),
+    ({'clock': 'hardware'}, 'command_interface joint_state'),
+    ({'clock': 'hardware', 'command_interface': 'joint_state', 'max_step': 0.0}, 'max_step'),
+])
+def test_bad_clock_settings_are_refused(ros_context, parameters, match):
+    parameters = dict(parameters, urdf_path=str(UR5E_URDF))
+    with pytest.raises(SimArmConfigError, match=match):
+        SimArmNode(context=ros_context, parameter_overrides=[
+            Parameter(name, value=value) for name, value in parameters.items()])
+
+
+def test_on_the_hardwares_clock_each_write_steps_the_arm_and_publishes_one_state(
+        ros_context):
+    # the hardware's writes (topic_based_ros2_control: JointState, efforts by name,
+    # stamped); no broadcaster here, so each state is the arm at its write's stamp
+    sim = SimArmNode(context=ros_context, parameter_overrides=[
+        Parameter('urdf_path', value=str(UR5E_URDF)), Parameter('clock', value='hardware'),
+        Parameter('command_interface', value='joint_state'),
+        Parameter('initial_positions', value=[0.1] * 6)])
+    hardware = Node('hardware', context=ros_context)
+    states = []
+    hardware.create_subscription(JointState, '/joint_states', states.append, 100)
+    writer = hardware.create_publisher(JointState, '/effort_controller/commands', 10)
+    executor = SingleThreadedExecutor(context=ros_context)
+    for node in (sim, hardware):
+        executor.add_node(node)
+    try:
+        _spin_until(executor, lambda: writer.get_subscription_count() > 0, 10.0)
+        _spin_for(executor, 0.3)
+        assert states == []                    # nothing before the hardware writes
+        names = list(reversed(UR5E_JOINTS))    # by name, in any order
+        commands = [np.array([0.5, 20.0 + k, 5.0, 0.2, 0.1, 0.05]) for k in range(10)]
+        base = time.time_ns() - 80_000_000      # stamps 2 ms apart, in the recent past
+        for k, command in enumerate(commands):
+            msg = JointState(name=names, effort=command[::-1].tolist())
+            msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(
+                base + k * 2_000_000, 1_000_000_000)
+            writer.publish(msg)
+            _spin_until(executor, lambda: len(states) == k + 1, 5.0)
+        stamps = np.array([m.header.stamp.sec * 1_000_000_000 + m.header.stamp.nanosec
+                           for m in states])
+        np.testing.assert_array_equal(stamps - base, np.arange(10) * 2_000_000)
+        # each write: the command before it held over the 2 ms since the previous write
+        reference = SimulatedArm(str(UR5E_URDF), initial_positions=[0.1] * 6)
+        for command in commands[:-1]:
+            reference.step(command, 0.002)
+        np.testing.assert_allclose(states[-1].position, reference.position, atol=1e-12)
+        # the effort reported is the one that acted up to the state
+        np.testing.assert_allclose(states[-1].effort, commands[-2], atol=0)
+        assert sim.late_writes == 0
+    finally:
+        for node in (sim, hardware):
+            executor.remove_node(node)
+            node.destroy_node()
+        executor.shutdown()
