@@ -6,6 +6,7 @@ written inline) and ``rnea_batch`` ((N, n) arrays through
 :func:`count_operations` recounts its operations from the source.
 """
 import ast
+import functools
 
 from ne_dynamics_ros.codegen.batch_emitter import batch_lines
 from ne_dynamics_ros.codegen.symbols import parameter_lines, trig_argument, unpack_lines
@@ -159,5 +160,16 @@ def count_operations(source):
 def load_python(source):
     """Execute a generated module's source and return its namespace (a dict)."""
     namespace = {'__name__': 'ne_dynamics_generated'}
-    exec(compile(source, '<generated>', 'exec'), namespace)   # noqa: S102 (our own output)
+    exec(_compiled(source), namespace)   # noqa: S102 (our own output)
     return namespace
+
+
+@functools.lru_cache(maxsize=32)
+def _compiled(source):
+    """Return the code object of a generated source, compiled once per text.
+
+    A code object is immutable: each :func:`load_python` still executes it into a new
+    namespace (new functions), only the compilation of the same text again is saved
+    (every controller built for the same arm loads the same program).
+    """
+    return compile(source, '<generated>', 'exec')
