@@ -72,8 +72,11 @@ def snap(value):
 
 @functools.lru_cache(maxsize=65536)
 def _snapped(value):
-    """:func:`snap` of a float, kept: tracing one arm meets a few hundred constants, each
-    tens of thousands of times, and the search for the shortest decimal is most of it."""
+    """Return :func:`snap` of a float, kept (an LRU cache).
+
+    Tracing one arm meets a few hundred constants, each tens of thousands of times, and
+    the search for the shortest decimal is most of it.
+    """
     for exact in (0.0, 1.0, -1.0):
         if abs(value - exact) < SNAP:
             return exact
