@@ -32,14 +32,13 @@ from ne_dynamics_ros.control.friction_estimate import CoulombEstimate
 from ne_dynamics_ros.control.goals import GoalStatus
 from ne_dynamics_ros.control.integral import anti_windup, integral_step
 from ne_dynamics_ros.control.laws.adaptive import LoadEstimate
-from ne_dynamics_ros.control.laws.base import JointGains, LawContext, LawStep, mass_matrix_at
+from ne_dynamics_ros.control.laws.base import JointGains, LawContext, LawStep
 from ne_dynamics_ros.control.law_inputs import LawInputs
 from ne_dynamics_ros.control.laws.registry import LAWS
 from ne_dynamics_ros.control.measured_state import (  # noqa: F401 - the controller's names
     JointStateError, JointStateSample, MAX_POSITION, MAX_STATE_JOINTS, SPEED_FACTOR,
     StateReader)
-from ne_dynamics_ros.control.prediction import (predict_across_delay, predict_with_model,
-                                                RepeatedStates, SentCommands)
+from ne_dynamics_ros.control.prediction import RepeatedStates, SentCommands
 from ne_dynamics_ros.control.references import FollowsReferences, References
 from ne_dynamics_ros.control.run_state import (  # noqa: F401 - the controller's names
     Command, NoCommand, Runs, RunState, SkipReason, STAMP_TOLERANCE_NS, Timeout)
@@ -135,8 +134,7 @@ class ComputedTorqueController(LawInputs, FollowsReferences):
         #: states that repeated the previous measurement under a newer stamp (sampled
         #: at the measurement's own stamp: :class:`~.prediction.RepeatedStates`)
         self.repeats = RepeatedStates()
-        #: the commands in flight, for ``delay_prediction: model``
-        self.sent = SentCommands()
+        self.sent = SentCommands()          # in flight, for delay_prediction: model
 
     @classmethod
     def from_urdf(cls, urdf, base_link=None, tip_link=None, convention='mdh', armature=None,
@@ -217,22 +215,6 @@ class ComputedTorqueController(LawInputs, FollowsReferences):
         self.context.law_class.apply_settings(self.context)
         self.contact_supervisor.apply(settings, gains)
         self.references.apply(self.context.law_class, settings)
-
-    def _accelerations(self, q, qd, effort):
-        """Return the model's forward dynamics under ``effort`` (lists of n floats; a list).
-
-        ``qdd = M(q)^-1 (effort - C(q, qd) qd - g(q) - friction(qd))`` with the gravity
-        the law's model uses (none where the hardware compensates it) and the drive
-        friction unless the hardware compensates it: what the command must move against.
-        """
-        context = self.context
-        dynamics, gains = context.dynamics, context.gains
-        bias = np.asarray(dynamics.rnea(np.asarray(q, dtype=float), np.asarray(qd, dtype=float),
-                                        np.zeros(self.n), gains.law_gravity), dtype=float)
-        if not self.hardware_compensates_friction:
-            bias = bias + self.model.friction_torques(np.asarray(qd, dtype=float))
-        mass = mass_matrix_at(dynamics, q)
-        return np.linalg.solve(mass, np.asarray(effort, dtype=float) - bias).tolist()
 
     def validate(self, **values) -> ControllerSettings:
         """Check changed settings against the current ones without applying them.
@@ -371,17 +353,9 @@ class ComputedTorqueController(LawInputs, FollowsReferences):
         if self._integrating and law.integrates:
             integral, extra = integral_step(run.integral, run.integral_time, position_error,
                                             now, *self._integral_gains)
-        q_law, qd_law, law_reference = q, qd, reference
-        delay = self.settings.delay_compensation
-        if delay:
-            period = self.sent.period()
-            if self.settings.delay_prediction == 'model' and period:
-                q_law, qd_law, law_reference = predict_with_model(
-                    run.trajectory.sample_values, t, delay, period, q, qd, self.sent.commands,
-                    self._accelerations)
-            else:
-                q_law, qd_law, law_reference = predict_across_delay(
-                    run.trajectory.sample_values, t, delay, q, qd, reference[:2])
+        q_law, qd_law, law_reference = self.sent.predicted(
+            self.settings, self.context, self.hardware_compensates_friction,
+            run.trajectory.sample_values, t, q, qd, reference)
         try:
             tau = law.effort(LawStep(
                 now, t, q_law, qd_law, law_reference,
@@ -396,8 +370,7 @@ class ComputedTorqueController(LawInputs, FollowsReferences):
             run.integral_time = now
         run.last_valid_steady_ns = now_ns if steady_ns is None else steady_ns
         run.last_q, run.last_effort = q, tau
-        if not repeated:
-            self.sent.add(t, tau)
+        self.sent.add(t, tau, repeated)
         run.sensing.applied = tau
         velocity_error = [a - b for a, b in zip(reference[1], qd)]
         if run.goal is not None and self.references.judge(run, t, position_error,
@@ -491,7 +464,6 @@ class ComputedTorqueController(LawInputs, FollowsReferences):
                                      'Aborted: the controller was deactivated')
             # no timeout while inactive
             self.runs.current = RunState(self.n, active=False, sensing=self._new_sensing())
-            self.sent.clear()
         return self.zero_effort()
 
     def reject_state(self, reason: str) -> 'NoCommand':

@@ -4,6 +4,8 @@ Pure module (no ROS).
 """
 from collections import deque
 
+import numpy as np
+
 
 def predict_across_delay(sample_values, t, delay, q, qd, reference_at_t):
     """Return the state and reference a command computed at ``t`` acts on ``delay`` s later.
@@ -93,25 +95,71 @@ def predict_with_model(sample_values, t, delay, period, q, qd, sent, acceleratio
                                 sample_values(takeover)[:2])
 
 
+#: A silence between two commands after which none of the earlier is in flight, s.
+IN_FLIGHT = 0.25
+
+
 class SentCommands:
     """The last commands sent and their states' instants: what is in flight in the loop.
 
     :func:`predict_with_model` integrates the arm under them; :meth:`period` is the loop's
-    cycle as the states' spacing shows it (the median of the last spacings).
+    cycle as the states' spacing shows it (the median of the last spacings). After a
+    silence of :data:`IN_FLIGHT` (a deactivation, a state timeout) they are forgotten.
     """
 
     def __init__(self, keep: int = 8):
         self.commands = deque(maxlen=keep)      # (t s, effort list), oldest first
 
-    def clear(self):
-        """Forget them (a new activation: nothing of the old loop is in flight)."""
-        self.commands.clear()
+    def add(self, t: float, effort, repeated: bool = False):
+        """Record the command ``effort`` (n floats) computed for the state at ``t`` (s).
 
-    def add(self, t: float, effort):
-        """Record the command ``effort`` (n floats) computed for the state at ``t`` (s)."""
-        if self.commands and t <= self.commands[-1][0]:
-            return                              # not a newer measurement
+        A repeated measurement (``repeated``) or one not newer than the last is not.
+        """
+        if repeated or (self.commands and t <= self.commands[-1][0]):
+            return
+        if self.commands and t - self.commands[-1][0] > IN_FLIGHT:
+            self.commands.clear()
         self.commands.append((t, effort))
+
+    def predicted(self, settings, context, hardware_compensates_friction, sample_values, t,
+                  q, qd, reference):
+        """Return ``(q, qd, reference)`` a law acts on for the state at ``t``.
+
+        ``settings.delay_compensation`` 0: the state and ``reference`` as they are;
+        ``delay_prediction: model`` with a known cycle: :func:`predict_with_model` under
+        the commands in flight; otherwise :func:`predict_across_delay`. ``reference``:
+        ``(q_d, qd_d, qdd_d)`` at ``t``.
+        """
+        delay, period = settings.delay_compensation, self.period()
+        if not delay:
+            return q, qd, reference
+        if settings.delay_prediction == 'model' and period:
+            return predict_with_model(
+                sample_values, t, delay, period, q, qd, self.commands,
+                self.accelerations(context, hardware_compensates_friction))
+        return predict_across_delay(sample_values, t, delay, q, qd, reference[:2])
+
+    @staticmethod
+    def accelerations(context, hardware_compensates_friction: bool):
+        """Return the forward dynamics of a law's model: joint accelerations of q, qd, u.
+
+        ``qdd = M(q)^-1 (u - C(q, qd) qd - g(q) - friction(qd))`` (lists of n floats in, a
+        list out), with the gravity the law's model uses (none where the hardware
+        compensates it) and the drive friction of ``context.model`` unless the hardware
+        compensates it: what the command must move against. ``context``: a
+        :class:`~ne_dynamics_ros.control.laws.base.LawContext`.
+        """
+        from ne_dynamics_ros.control.laws.base import mass_matrix_at
+        dynamics, gravity, model = context.dynamics, context.gains.law_gravity, context.model
+
+        def accelerations(q, qd, effort):
+            q, qd = np.asarray(q, dtype=float), np.asarray(qd, dtype=float)
+            bias = np.asarray(dynamics.rnea(q, qd, np.zeros_like(q), gravity), dtype=float)
+            if not hardware_compensates_friction:
+                bias = bias + model.friction_torques(qd)
+            return np.linalg.solve(mass_matrix_at(dynamics, q.tolist()),
+                                   np.asarray(effort, dtype=float) - bias).tolist()
+        return accelerations
 
     def period(self) -> float:
         """Return the states' spacing, s (median of the last ones; 0.0 with fewer than 3)."""
@@ -178,5 +226,5 @@ class RepeatedStates:
         return stamp_ns, False
 
 
-__all__ = ['MAX_REPEAT_AGE_NS', 'predict_across_delay', 'predict_with_model', 'RepeatedStates',
-           'SentCommands']
+__all__ = ['IN_FLIGHT', 'MAX_REPEAT_AGE_NS', 'predict_across_delay', 'predict_with_model',
+           'RepeatedStates', 'SentCommands']

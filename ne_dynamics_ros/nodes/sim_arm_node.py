@@ -39,11 +39,9 @@ How simulated time advances
     (the demo) can hold simulated time with :meth:`SimArmNode.run_until`.
 
 ``clock: hardware`` -- behind ros2_control, on the hardware's clock (the default of
-    ``ros2_control.launch.py``; needs ``command_interface: joint_state``). A real arm's
-    driver is paced by the robot: UR's RTDE streams a state every 2 ms and takes the
-    command for the next, libfranka calls its control callback at the robot's 1 kHz,
-    KUKA's FRI answers each monitoring packet; in every case the hardware interface's
-    ``read()`` returns the robot's newest state once per cycle. Here every command the
+    ``ros2_control.launch.py``; needs ``command_interface: joint_state``). A real arm
+    paces its driver (UR's RTDE, libfranka's 1 kHz callback, KUKA's FRI): the hardware
+    interface's ``read()`` returns the robot's newest state once per cycle. Every command the
     hardware writes (one per controller_manager cycle, stamped by the hardware) advances
     the arm by the time since the previous write, under the command that was in force
     over that time (zero-order hold: the robot does not wait for a late cycle), takes the
@@ -53,16 +51,11 @@ How simulated time advances
     finds exactly one new state, the arm's as it is then. A cycle that runs late leaves
     the previous
     command acting for longer, as on the robot (up to ``max_step``: a longer silence is
-    simulated only that long, with a warning, as a driver would stop the arm). No state is
-    published before the hardware writes (the ``<ros2_control>`` block's initial values
-    stand in until then), so nothing queues in the hardware's subscription.
-    ``topic_based_ros2_control`` takes the oldest state it holds, not the newest: after
-    one state came too late for its read, every read would take a state a cycle old.
-    The node therefore watches what each cycle read (``/joint_states_read``, remapped to
-    joint_state_broadcaster's ``/joint_states`` by the launch) and withholds its next
-    state when the hardware read an older one than the newest published before the
-    cycle (:class:`~ne_dynamics_ros.simulation.hardware_reads.ReadBacklog`), so that the
-    queue drains as a driver's newest-state ``read()`` would have it.
+    simulated only that long, with a warning). No state is published before the hardware
+    writes. ``topic_based_ros2_control`` takes the oldest state it holds: the node watches
+    what each cycle read (``/joint_states_read``, remapped to the broadcaster's
+    ``/joint_states``) and withholds a state when a read lagged, so that the queue drains
+    (:class:`~ne_dynamics_ros.simulation.hardware_reads.ReadBacklog`).
 
 Why lockstep matters for a sampled experiment: with Lee et al.'s PUMA run (Kp = 100,
 Kv = 20, 0.01 s), applying each answer one sample late roughly triples the tracking
@@ -87,7 +80,6 @@ depth 5) gives ``read()`` one queued message per cycle, so states published at t
 rate queue up and arrive up to five cycles late, and at a lower rate some cycles read
 nothing new (the broadcaster repeats a state).
 """
-import gc
 import math
 import time
 
@@ -282,6 +274,13 @@ class SimArmNode(Node):
             'permitted (else a lower nice value); 0: the default scheduling. A real arm\'s '
             'physics never waits for a CPU: above controller_manager\'s 50 keeps the '
             'simulated one from stalling when the controllers share its cores')
+        self._declare_clock_parameters(declare)
+
+    def _declare_clock_parameters(self, declare):
+        """Declare what paces the arm: its own timer, lockstep, or the hardware's writes."""
+        self._lockstep_timeout = declare('lockstep_timeout', 1.0,
+                                         'lockstep: republish the state after this many '
+                                         'wall-clock seconds without an answer')
         self._clock_mode = declare(
             'clock', 'timer',
             "timer: the arm steps and publishes on a timer of its own at publish_rate; "
@@ -299,9 +298,6 @@ class SimArmNode(Node):
             "cycle learnt from joint_state_broadcaster's stamps on /joint_states_read), as "
             "a robot's newest state is when its driver reads it; false: the state at the "
             'write (a cycle old when read)')
-        self._lockstep_timeout = declare('lockstep_timeout', 1.0,
-                                         'lockstep: republish the state after this many '
-                                         'wall-clock seconds without an answer')
 
     def _build_arm(self):
         description = self._robot_description or ''
@@ -596,9 +592,6 @@ def main(args=None):
         from ne_dynamics_ros.nodes.computed_torque.priority import raise_process
         text = raise_process(node._realtime_priority, 'simulation thread')
         node.get_logger().info(f'simulation: {text}')
-    # the model and the engines are never garbage: a full collection does not walk them
-    # between two hardware writes (the physics must not pause)
-    gc.freeze()
     return spin_until_signalled(node, stop)
 
 

@@ -87,11 +87,6 @@ def main(args=None):
             [0] + ([watchdog.native_id] if watchdog is not None else []))
         text += priority.raise_node_threads(node)
         node.get_logger().info(f'control path priority: {text}')
-        # what start-up built (the model, rclpy, NumPy) is never garbage: out of the
-        # collector's sight, a full collection no longer walks it while a state waits.
-        # No gc.collect() first: the node may command already (autostart), and a full
-        # collection here would hold its first commands past effort_guard's timeout.
-        gc.freeze()
         while rclpy.ok() and not interrupted:
             # A finite timeout lets Python run the signal handlers between waits.
             executor.spin_once(timeout_sec=0.1)
