@@ -94,22 +94,11 @@ def state_ages(truth, broadcast, joints, period=0.002):
     older than one ``period``, s, i.e. read from behind a newer state in the hardware's
     queue), or None when none matched.
     """
-    rows = [(tuple(q.tolist()), stamp) for stamp, _, q in truth]
-    seen = {}
-    for q, _ in rows:
-        seen[q] = seen.get(q, 0) + 1
-    # at rest the arm repeats its state bit for bit: only states it had once tell an age
-    index = {q: stamp for q, stamp in rows if seen[q] == 1}
-    ages, sources = [], []
-    for stamp, names, positions in broadcast:
-        order = {name: k for k, name in enumerate(names)}
-        source = index.get(tuple(positions[order[j]] for j in joints))
-        if source is not None:
-            ages.append(stamp - source)
-            sources.append(source)
-    if not ages:
+    import ros2_control_stack as stack
+    ages, sources = stack.matched_ages(truth, broadcast, joints)
+    if not ages.size:
         return None
-    ages = np.array(ages) * 1e3
+    ages = ages * 1e3
     repeated = float(np.mean(np.diff(sources) == 0)) if len(sources) > 1 else 0.0
     return {'p50_ms': float(np.percentile(ages, 50)), 'p99_ms': float(np.percentile(ages, 99)),
             'max_ms': float(ages.max()), 'repeated': repeated,

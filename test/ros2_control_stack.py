@@ -181,21 +181,34 @@ def move(arm, chain, offset=(0.3, -0.3, 0.3, 0.3, -0.3, 0.3), duration=1.5):
     return goal, errors, marks
 
 
-def broadcast_ages(probe, marks, chain):
-    """Return the broadcaster's states' ages by the arm's own stamps (s), and repeats."""
-    with probe.lock:
-        rows = [(tuple(q.tolist()), stamp) for stamp, _, q in probe.truth[marks[1]:]]
-        broadcast = probe.broadcast[marks[2]:]
+def matched_ages(truth, broadcast, chain):
+    """Match broadcast states to the arm's own; return (ages s, the arm's stamps matched).
+
+    ``truth``: (stamp s, receipt, q (n,) in ``chain`` order) of the simulated arm;
+    ``broadcast``: (stamp s, names, positions) of joint_state_broadcaster. A broadcast
+    state is found by its exact positions (doubles pass the chain unchanged); its age is
+    its stamp less the arm's (both the system clock). At rest the arm repeats its state
+    bit for bit: only states it had once are matched.
+    """
+    rows = [(tuple(q.tolist()), stamp) for stamp, _, q in truth]
     seen = collections.Counter(q for q, _ in rows)
-    # at rest the arm repeats its state bit for bit: only states it had once tell an age
-    truth = {q: stamp for q, stamp in rows if seen[q] == 1}
+    index = {q: stamp for q, stamp in rows if seen[q] == 1}
     ages, sources = [], []
     for stamp, names, positions in broadcast:
         order = {name: k for k, name in enumerate(names)}
-        source = truth.get(tuple(positions[order[j]] for j in chain))
+        source = index.get(tuple(positions[order[j]] for j in chain))
         if source is not None:
             ages.append(stamp - source)
             sources.append(source)
+    return np.array(ages), sources
+
+
+def broadcast_ages(probe, marks, chain):
+    """Return the broadcaster's states' ages by the arm's own stamps (s), and repeats."""
+    with probe.lock:
+        ages, sources = matched_ages(probe.truth[marks[1]:], probe.broadcast[marks[2]:],
+                                     chain)
+        broadcast = probe.broadcast[marks[2]:]
     # this process takes what it can of four 500 Hz topics: beside CPU-bound processes it
     # drops part of them (seen: 107 of 311 moving states matched), never the stack
     assert len(ages) > 50, ('broadcast states matched to the arm\'s', len(ages),
