@@ -27,15 +27,15 @@ def simulate(kp, kd, delay, duration=1.5):
     """Return e(t) of the delayed loop from e = 1 at rest (continuous time, Euler)."""
     lag = int(round(delay / STEP))
     steps = int(duration / STEP)
-    e = np.empty(steps)
-    v = np.empty(steps)
-    e[0], v[0] = 1.0, 0.0
+    # floats in lists, not NumPy scalars in arrays: the same double arithmetic, faster
+    kp, kd = float(kp), float(kd)
+    e, v = [1.0], [0.0]
     for k in range(steps - 1):
         j = max(0, k - lag)
         a = -kp * e[j] - kd * v[j]
-        v[k + 1] = v[k] + STEP * a
-        e[k + 1] = e[k] + STEP * v[k]
-    return e
+        v.append(v[k] + STEP * a)
+        e.append(e[k] + STEP * v[k])
+    return np.array(e, dtype=float)
 
 
 def envelope_growth(e):
