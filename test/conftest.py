@@ -12,6 +12,7 @@ so parallel runs on one machine and CI never exchange messages with each other.
 """
 import os
 import pathlib
+import sys
 
 import pytest
 
@@ -22,6 +23,26 @@ pytest_plugins = ['identification_fixtures']
 
 os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
 os.environ.pop('ROS_LOCALHOST_ONLY', None)
+
+
+def _one_blas_thread():
+    """Load OpenBLAS (through NumPy) with one thread in this process, unless told otherwise.
+
+    The tests' matrices are small, and on the project's 2-core machines, beside a DDS run
+    or another test run, OpenBLAS's second thread spins more than it computes.
+    OPENBLAS_NUM_THREADS set by the caller wins; the processes the tests start get the
+    environment as it was.
+    """
+    if 'numpy' in sys.modules or 'OPENBLAS_NUM_THREADS' in os.environ:
+        return
+    os.environ['OPENBLAS_NUM_THREADS'] = '1'
+    try:
+        import numpy  # noqa: F401  (OpenBLAS reads the variable once, when it loads)
+    finally:
+        del os.environ['OPENBLAS_NUM_THREADS']
+
+
+_one_blas_thread()
 
 
 LAYERS = ('unit', 'ros', 'system')
