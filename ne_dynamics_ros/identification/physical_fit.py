@@ -318,13 +318,15 @@ def select_drives(equations, weights, nominal, n, allowed, lam=1e-2, passes=2):
         for coulomb in list(range(len(VELOCITY_SCALES))) + [-1]:
             options.append((armature, viscous, coulomb, offset))
     cache = {}
+    # the prior's block on the inertial columns, the same for every candidate
+    inertial_prior = _quadratic_prior(J0s, n, range(10 * n))
 
     def score(drives):
         cols = drives.columns(n)
         key = tuple(cols)
         if key not in cache:
             Q = np.zeros((len(cols), len(cols)))
-            Q[:10 * n, :10 * n] = _quadratic_prior(J0s, n, cols)[:10 * n, :10 * n]
+            Q[:10 * n, :10 * n] = inertial_prior
             x0 = _nominal_x(nominal, n, cols)
             tiny = np.r_[np.zeros(10 * n), np.full(len(cols) - 10 * n, 1e-9)]
 
