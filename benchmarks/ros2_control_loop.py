@@ -91,20 +91,22 @@ def state_ages(truth, broadcast, joints, period=0.002):
     broadcast stamp less the arm's stamp (both the system clock). Returns ``{'p50_ms',
     'p99_ms', 'max_ms', 'repeated', 'queued', 'states'}`` (repeated: the share of
     broadcast states that carry the same measurement as the one before; queued: the share
-    older than one ``period``, s, i.e. read from behind a newer state in the hardware's
-    queue), or None when none matched.
+    two or more cycles of ``period`` s old, by the nearest whole cycle as the stamps jitter
+    by microseconds, i.e. read from behind a newer state in the hardware's queue; one cycle
+    old is a state that reached the hardware after its read), or None when none matched.
     """
     import ros2_control_stack as stack
     ages, sources = stack.matched_ages(truth, broadcast, joints)
     if not ages.size:
         return None
+    cycles = stack.cycles_old(ages, period)
     ages = ages * 1e3
     repeated = float(np.mean(np.diff(sources) == 0)) if len(sources) > 1 else 0.0
     return {'p50_ms': float(np.percentile(ages, 50)), 'p99_ms': float(np.percentile(ages, 99)),
             'max_ms': float(ages.max()), 'repeated': repeated,
             'repeats': int(np.sum(np.diff(sources) == 0)) if len(sources) > 1 else 0,
-            'queued': float(np.mean(ages > period * 1e3)),
-            'older': int(np.sum(ages > period * 1e3)), 'states': int(ages.size)}
+            'queued': float(np.mean(cycles > 1)),
+            'older': int(np.sum(cycles > 1)), 'states': int(ages.size)}
 
 
 def summary(result):

@@ -216,6 +216,16 @@ def broadcast_ages(probe, marks, chain):
     return np.array(ages), float(np.mean(np.diff(sources) == 0))
 
 
+def cycles_old(ages, period=0.002):
+    """Return each age (s) in whole cycles of ``period`` s (the launch's 500 Hz default).
+
+    A read finds the state of its own instant (0) or, when that state came late, the one
+    before (1); the stamps add microseconds of jitter (seen: 2.0023 ms for one cycle), so
+    an age counts by the nearest whole cycle, not against the period itself.
+    """
+    return np.rint(np.asarray(ages) / period)
+
+
 class Probe:
     """Record the stack's topics in this process; bounded waits on what they show."""
 
