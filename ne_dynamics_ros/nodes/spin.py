@@ -12,16 +12,20 @@ import signal
 import rclpy
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 
+from ne_dynamics_ros.nodes import transport
+
 
 def init_until_signalled(args=None):
     """Install the flag handlers and ``rclpy.init`` without rclpy's; return the flag (a list).
 
-    The list is non-empty once SIGINT or SIGTERM arrived.
+    The list is non-empty once SIGINT or SIGTERM arrived. Fast DDS's transports are
+    chosen first (:func:`ne_dynamics_ros.nodes.transport.choose_transports`).
     """
     from rclpy.signals import SignalHandlerOptions
     stop = []
     signal.signal(signal.SIGINT, lambda signum, frame: stop.append(signum))
     signal.signal(signal.SIGTERM, lambda signum, frame: stop.append(signum))
+    transport.choose_transports()
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     return stop
 

@@ -26,6 +26,7 @@ Nothing changes (``{}``) for another middleware or when the user gives a profile
 their own (``FASTRTPS_DEFAULT_PROFILES_FILE`` / ``FASTDDS_DEFAULT_PROFILES_FILE``).
 """
 import os
+import tempfile
 import xml.sax.saxutils
 
 #: The middleware this applies to (``RMW_IMPLEMENTATION`` unset means it).
@@ -91,8 +92,15 @@ def udp_only_environment(folder, environ=None):
     localhost = environ.get('ROS_AUTOMATIC_DISCOVERY_RANGE', '') == 'LOCALHOST'
     peers = [p.strip() for p in environ.get('ROS_STATIC_PEERS', '').split(';') if p.strip()]
     path = os.path.join(folder, 'fast_dds_udp.xml')
-    with open(path, 'w', encoding='utf-8') as stream:
-        stream.write(profile_text(localhost, peers))
+    # whole or not at all: processes started together may write and read the same file
+    fd, part = tempfile.mkstemp(dir=folder, prefix='.fast_dds_udp.', suffix='.xml')
+    try:
+        with os.fdopen(fd, 'w', encoding='utf-8') as stream:
+            stream.write(profile_text(localhost, peers))
+        os.replace(part, path)
+    except BaseException:
+        os.unlink(part)
+        raise
     extra = {'FASTRTPS_DEFAULT_PROFILES_FILE': path}
     if localhost:
         extra['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'SYSTEM_DEFAULT'

@@ -13,6 +13,7 @@ from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.signals import SignalHandlerOptions
 
 from ne_dynamics_ros.control.parameters import EXECUTORS, MAX_TRAJECTORY_BYTES
+from ne_dynamics_ros.nodes import transport
 from ne_dynamics_ros.nodes.computed_torque import priority
 from ne_dynamics_ros.nodes.computed_torque.node import ComputedTorqueNode
 from ne_dynamics_ros.nodes.computed_torque.parameters import NodeConfigurationError
@@ -55,6 +56,7 @@ def main(args=None):
     signal-ended run SIGINT and SIGTERM stay ignored until the process exits, otherwise
     the previous handlers are restored.
     """
+    transports = transport.choose_transports()      # before the participant exists
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     sys.setswitchinterval(SWITCH_INTERVAL)
     interrupted = []
@@ -86,7 +88,7 @@ def main(args=None):
             node.get_parameter('realtime_priority').value,
             [0] + ([watchdog.native_id] if watchdog is not None else []))
         text += priority.raise_node_threads(node)
-        node.get_logger().info(f'control path priority: {text}')
+        node.get_logger().info(f'control path priority: {text}; {transports}')
         while rclpy.ok() and not interrupted:
             # A finite timeout lets Python run the signal handlers between waits.
             executor.spin_once(timeout_sec=0.1)
