@@ -74,6 +74,7 @@ Usage: python benchmarks/bench_node.py [--duration 30] [--rate 1000] [--with-dia
        python benchmarks/bench_node.py --ros2-control [--load 4] [--r2c-runs 10]
 """
 import argparse
+import gc
 import json
 import math
 import os
@@ -739,10 +740,13 @@ STALL_GOALS = {'valid': 0.020, 'oversized': 0.050}
 def serve_stream(path, rate=STALL_RATE):
     """Publish valid PUMA states at ``rate`` until stdin closes; record effort receipts.
 
-    Writes ``path`` (publish times) and ``path.efforts`` (receipt time, 1 if the command
-    was all zeros), both ``time.monotonic`` seconds, the clock every process shares. A
-    process of its own, so that the benchmark publishing a 40 MB message (rclpy holds
-    the GIL for it) cannot delay the states or their receipts.
+    Writes ``path`` (publish times) and ``path.efforts`` (the instant the node published
+    each command, from the DDS sample's source timestamp, and 1 if the command was all
+    zeros), both ``time.monotonic`` seconds, the clock every process shares. The source
+    timestamp, not this process's callback time, so that a pause of this process's own
+    executor thread (its garbage collector, the scheduler) does not show as a gap of the
+    node's. A process of its own, so that the benchmark publishing a 40 MB message (rclpy
+    holds the GIL for it) cannot delay the states.
     """
     import rclpy
     from builtin_interfaces.msg import Time
@@ -756,16 +760,26 @@ def serve_stream(path, rate=STALL_RATE):
     pub = node.create_publisher(JointState, '/joint_states', JOINT_STATE_QOS)
     received = []
 
-    def on_effort(data):
+    # the source timestamp is the publisher's system clock (ns): to monotonic seconds
+    wall_to_monotonic = time.monotonic() - time.time()
+
+    def on_effort(data, info):
         # Float64MultiArray of 6 values: the last 48 bytes are the data
         values = np.frombuffer(data[-48:], '<f8')
-        received.append((time.monotonic(), float(not values.any())))
+        received.append((info['source_timestamp'] * 1e-9 + wall_to_monotonic,
+                         float(not values.any()), time.monotonic()))
 
     node.create_subscription(Float64MultiArray, '/effort_controller/commands', on_effort,
                              1000, raw=True)
     stop = threading.Event()
     threading.Thread(target=lambda: (sys.stdin.read(), stop.set()), daemon=True).start()
-    executor, spin_stop, spinner = spin_in_thread(node, node.context, 'events')
+    # no collection of the interpreter's older objects (30-40 ms, seen as a pause of the
+    # stream that excused the node's gap) while streaming: what this process makes
+    # holds no reference cycles
+    gc.disable()
+    # single-threaded: Jazzy's EventsExecutor cannot hand a callback its message info
+    # ('SystemError: null argument to internal routine')
+    executor, spin_stop, spinner = spin_in_thread(node, node.context, 'single_threaded')
     q0 = np.array([0.1, -0.3, 0.4, 0.2, -0.5, 0.3])
     sent = []
     period = 1.0 / rate
@@ -784,7 +798,7 @@ def serve_stream(path, rate=STALL_RATE):
     spin_stop.set()
     spinner.join(timeout=5)
     np.savetxt(path, sent)
-    np.savetxt(f'{path}.efforts', np.array(received).reshape(-1, 2))
+    np.savetxt(f'{path}.efforts', np.array(received).reshape(-1, 3))
     executor.shutdown(timeout_sec=1.0)
     node.destroy_node()
     rclpy.shutdown()

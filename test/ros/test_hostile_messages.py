@@ -241,8 +241,8 @@ class Peer:
             self.executor.spin_once(timeout_sec=0.01)
 
     def stop_streaming(self):
-        """End the valid stream; return its publish times and the receipt times of the
-        effort commands in the streaming process (time.monotonic, s)."""
+        """End the valid stream; return its publish times and the instants the node
+        published the effort commands the streaming process received (time.monotonic, s)."""
         if self._streamer.poll() is None:
             self._streamer.communicate('', timeout=15)
         return (np.loadtxt(self._sent_file, ndmin=1),
@@ -260,7 +260,8 @@ class Peer:
 
 def stream(sent_file):
     """Publish valid states at RATE until stdin closes; write the publish times, and the
-    times effort commands arrived here (``<sent_file>.efforts``).
+    instants the node published the effort commands that reached here
+    (``<sent_file>.efforts``), both time.monotonic s.
 
     Every other state has no velocities. Runs in its own process (see :class:`Peer`): the
     test process busy-waits through the 5 kHz burst, which would delay its own receipts.
@@ -269,8 +270,14 @@ def stream(sent_file):
     node = rclpy.create_node('hostile_valid_stream')
     pub = node.create_publisher(JointState, '/joint_states', JOINT_STATE_QOS)
     received = []
-    node.create_subscription(Float64MultiArray, '/effort_controller/commands',
-                             lambda m: received.append(time.monotonic()), 1000)
+    # the instant the node published each command (the sample's source timestamp, system
+    # clock), not this process's callback time: a pause of this process's executor
+    # thread is not a gap of the node's
+    wall_to_monotonic = time.monotonic() - time.time()
+    node.create_subscription(
+        Float64MultiArray, '/effort_controller/commands',
+        lambda m, info: received.append(info['source_timestamp'] * 1e-9 + wall_to_monotonic),
+        1000)
     stop = threading.Event()
     threading.Thread(target=lambda: (sys.stdin.read(), stop.set()), daemon=True).start()
     executor = SingleThreadedExecutor()
@@ -464,7 +471,7 @@ def test_hostile_messages_never_silence_or_blind_the_node(ros_context, domain_id
     timeouts = [line for line in node.lines if 'no valid joint_states' in line]
     assert not np.any(np.all(efforts[during] == 0.0, axis=1)), timeouts
     # a gap in the stream itself (the machine busy elsewhere) is not the node's; the
-    # commands as the streaming process received them (this one busy-waits in the burst)
+    # commands by the instants the node published them (this process busy-waits in the burst)
     stream_gap, _ = largest_gap(sent, start, end)
     gap, gap_at = largest_gap(received, start, end)
     assert gap <= STATE_TIMEOUT + max(0.0, stream_gap - 1.0 / RATE), (
