@@ -172,7 +172,8 @@ def _compensation(value, prediction, rate):
 
 def _stack(context):
     from ne_dynamics_ros.dynamics.model import load_model
-    from ne_dynamics_ros.tools import fast_dds, ros2_control as r2c
+    from ne_dynamics_ros.nodes import fast_dds
+    from ne_dynamics_ros.tools import ros2_control as r2c
 
     def arg(name):
         return LaunchConfiguration(name).perform(context)

@@ -10,7 +10,7 @@ about one start in twenty on a 1 kHz state stream (7 of 157, ``bench_node.py --s
 stacks taken with gdb during the gap: the control thread's publish in
 ``SharedMemTransport::send``, Fast DDS's event thread in ``open_port_internal`` sending an
 initial ACKNACK to a writer that had just matched. The ros2_control launch already ran
-its stack over UDP for the same family of stalls (:mod:`ne_dynamics_ros.tools.fast_dds`).
+its stack over UDP for the same family of stalls (:mod:`ne_dynamics_ros.nodes.fast_dds`).
 
 So each of the package's processes, before ``rclpy.init`` creates its participant, takes
 that module's UDPv4-only profile (``FASTRTPS_DEFAULT_PROFILES_FILE``; under
@@ -24,7 +24,7 @@ choice. No ROS import: the choice is made in the environment before rclpy starts
 import os
 import tempfile
 
-from ne_dynamics_ros.tools import fast_dds
+from ne_dynamics_ros.nodes import fast_dds
 
 #: Set by a user who chose Fast DDS's built-in transports (kept as it is).
 BUILTIN_TRANSPORTS = 'FASTDDS_BUILTIN_TRANSPORTS'

@@ -1,4 +1,4 @@
-"""The stack's Fast DDS profile (ne_dynamics_ros.tools.fast_dds): read back, then used.
+"""The stack's Fast DDS profile (ne_dynamics_ros.nodes.fast_dds): read back, then used.
 
 The XML is parsed back with ElementTree (the schema's element names, not the module's
 template); the environment is what rmw_fastrtps needs to keep the profile's transports
@@ -15,7 +15,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from ne_dynamics_ros.tools import fast_dds
+from ne_dynamics_ros.nodes import fast_dds
 
 NS = {'p': 'http://www.eprosima.com/XMLSchemas/fastRTPS_Profiles'}
 

@@ -11,7 +11,7 @@ import os
 import pytest
 
 from ne_dynamics_ros.nodes.transport import choose_transports, profile_folder
-from ne_dynamics_ros.tools import fast_dds
+from ne_dynamics_ros.nodes import fast_dds
 
 
 @pytest.mark.parametrize('rmw', [None, 'rmw_fastrtps_cpp'])

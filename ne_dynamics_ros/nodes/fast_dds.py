@@ -1,4 +1,4 @@
-"""Fast DDS without shared memory for the processes of the ros2_control stack.
+"""Fast DDS without shared memory for the package's processes and the ros2_control stack.
 
 Pure module (no ROS import). rmw_fastrtps_cpp (ROS 2 Jazzy's default middleware) gives
 every participant a shared-memory transport beside UDP; with
