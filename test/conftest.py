@@ -49,12 +49,21 @@ LAYERS = ('unit', 'ros', 'system')
 
 
 def pytest_collection_modifyitems(items):
-    """Mark every test with its layer, the folder it sits in under test/."""
+    """Mark every test with its layer, the folder it sits in under test/, and ``serial``.
+
+    ``serial``: a test of test/ros or test/system, unless its module says
+    ``PARALLEL_SAFE = True`` (no DDS participant, no process whose timing it judges: the
+    linters, the docs build, the import graph). README's command runs the others on two
+    workers first (pytest-xdist), then these one at a time: a DDS test beside another
+    test's CPU load on these 2-core machines judges the load, not the node.
+    """
     for item in items:
         parts = pathlib.Path(str(item.fspath)).parts
         for layer in LAYERS:
             if layer in parts[-3:-1]:
                 item.add_marker(getattr(pytest.mark, layer))
+                if layer != 'unit' and not getattr(item.module, 'PARALLEL_SAFE', False):
+                    item.add_marker(pytest.mark.serial)
 
 
 @pytest.fixture

@@ -23,6 +23,8 @@ import sys
 import pytest
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
+#: no DDS participant and no timing judged: runs beside other tests (test/conftest.py)
+PARALLEL_SAFE = True
 PACKAGE = 'ne_dynamics_ros'
 ROS_ALLOWED = ('nodes', 'tools')
 LAYERS = ('dynamics', 'codegen', 'control', 'identification', 'simulation', 'nodes',

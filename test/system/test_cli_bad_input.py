@@ -25,6 +25,9 @@ from ne_dynamics_ros import load_model
 from ne_dynamics_ros.identification.excitation import design_excitation
 from ne_dynamics_ros.identification.recording import write_bag
 
+#: no DDS participant and no timing judged: runs beside other tests (test/conftest.py)
+PARALLEL_SAFE = True
+
 RATE = 200.0
 DURATION = 12.0
 

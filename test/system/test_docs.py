@@ -9,6 +9,8 @@ import subprocess
 import sys
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
+#: no DDS participant and no timing judged: runs beside other tests (test/conftest.py)
+PARALLEL_SAFE = True
 
 
 def test_sphinx_builds_the_site_without_warnings(tmp_path):

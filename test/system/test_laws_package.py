@@ -16,6 +16,8 @@ import pathlib
 from ne_dynamics_ros.control.laws.registry import LAW_CLASSES
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
+#: no DDS participant and no timing judged: runs beside other tests (test/conftest.py)
+PARALLEL_SAFE = True
 PACKAGE = REPO / 'ne_dynamics_ros'
 REGISTRY = PACKAGE / 'control' / 'laws' / 'registry.py'
 MODE_NAMES = [law.name for law in LAW_CLASSES]

@@ -4,6 +4,8 @@ import subprocess
 import sys
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
+#: no DDS participant and no timing judged: runs beside other tests (test/conftest.py)
+PARALLEL_SAFE = True
 CHECKED = [d for d in ('ne_dynamics_ros', 'launch', 'test', 'benchmarks') if (REPO / d).is_dir()]
 
 

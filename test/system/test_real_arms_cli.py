@@ -18,6 +18,9 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / 'benchmarks'))
 import bench_real  # noqa: E402 - the benchmark's readers: one way to read the recordings
 
+#: no DDS participant and no timing judged: runs beside other tests (test/conftest.py)
+PARALLEL_SAFE = True
+
 DATA = ROOT.parent / 'shared' / 'data' / 'real'
 pytestmark = pytest.mark.skipif(not DATA.is_dir(), reason=f'no recordings of real arms at '
                                 f'{DATA} (../shared/data/real beside the repository)')
