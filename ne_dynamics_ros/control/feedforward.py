@@ -1,0 +1,152 @@
+"""Inverse-dynamics efforts on a trajectory's points, dense enough for JTC to interpolate.
+
+Pure module (NumPy only). joint_trajectory_controller (JTC) with an ``effort`` command
+interface commands ``u = PID(q_d - q, qd_d - qd) + effort_d`` in controller_manager's
+own cycle, ``effort_d`` interpolated *linearly* between the trajectory's points
+(ros2_controllers 4.42.1, #1200). Filled with the model's
+
+    tau(t) = M(q) q̈ + C(q, q̇) q̇ + g(q) + armature q̈ + Fv q̇ + Fc tanh(q̇ / v_s)
+
+(the computed-torque feed-forward of Lee, Chung, Mudge and Turney 1982, eq. 4.1, with the
+drives' friction and armature; :func:`ne_dynamics_ros.control.effort_check.effort_terms`)
+at each point, the effort JTC applies between two points is the chord of ``tau`` there,
+off by up to ``h² max|τ''| / 8`` over an interval of length ``h``. :func:`feedforward_points`
+therefore samples the trajectory where that chord stays within ``tolerance`` of the
+model's effort on every joint: it starts from the waypoints and a grid of ``max_step``
+and halves every interval whose chord is off by more than ``tolerance`` at any of
+:data:`CHECKS` interior instants, down to ``min_step`` (the control period: JTC cannot
+use finer points). Each point carries the trajectory's own ``q, q̇, q̈`` there, so that JTC's
+quintic between two points is the trajectory's own polynomial (a quintic is fixed by the
+positions, velocities and accelerations at its ends): densifying changes the efforts, not
+the motion. Where a waypoint gives no accelerations (JTC's cubic segments) or no
+velocities (straight ones), the acceleration (or velocity) jumps there and a point at the
+waypoint carries the outgoing segment's: JTC's quintic over the interval just before it
+then bends slightly off the original (3e-7 rad seen on a 1.5 s PUMA move with a cubic
+waypoint). Trajectories from MoveIt give all three.
+"""
+from typing import NamedTuple
+
+import numpy as np
+
+from ne_dynamics_ros.control.effort_check import effort_terms
+from ne_dynamics_ros.control.trajectory import Trajectory, TrajectoryError
+
+#: Interior instants of each interval at which the chord is compared with the model.
+CHECKS = (0.2, 0.4, 0.5, 0.6, 0.8)
+#: Halvings at most: ``max_step / 2**MAX_HALVINGS`` below any useful control period.
+MAX_HALVINGS = 20
+#: Points at most in one feed-forward trajectory (JTC's goal message stays bounded).
+MAX_POINTS = 200_000
+
+
+class FeedforwardPoints(NamedTuple):
+    """A trajectory's feed-forward points, in the chain's joint order.
+
+    ``times``: (N,) s from the trajectory's start (its ``time_from_start``); ``q, qd,
+    qdd``: (N, n) the trajectory there (rad, rad/s, rad/s²; m for a prismatic joint);
+    ``effort``: (N, n) the model's effort there, N·m (N); ``interpolation_error``: (n,)
+    N·m (N), the largest gap found between the efforts' linear interpolation and the
+    model's effort (at :data:`CHECKS` of every interval).
+    """
+
+    times: np.ndarray
+    q: np.ndarray
+    qd: np.ndarray
+    qdd: np.ndarray
+    effort: np.ndarray
+    interpolation_error: np.ndarray
+
+
+def _effort(model, trajectory, t, gravity, friction, with_gravity, coulomb_velocity):
+    state = trajectory.sample_many(t)
+    a, b, d = effort_terms(model, state.q, state.qd, state.qdd, gravity, friction,
+                           with_gravity, coulomb_velocity)
+    return state, a + b + d
+
+
+def _chord_errors(model, trajectory, t, tau, args):
+    """(m - 1, n) largest gap between the chords of ``tau`` over ``t`` and the model."""
+    h = np.diff(t)
+    s = np.array(CHECKS)
+    inner = (t[:-1, None] + h[:, None] * s).ravel()
+    _, exact = _effort(model, trajectory, inner, *args)
+    exact = exact.reshape(len(h), len(s), -1)
+    chord = tau[:-1, None, :] + s[None, :, None] * (tau[1:] - tau[:-1])[:, None, :]
+    return np.max(np.abs(exact - chord), axis=1)
+
+
+def _checked_settings(tolerance, min_step, max_step, n):
+    """Return ``tolerance`` as (n,); raise ValueError on a bad setting (see the caller)."""
+    tolerance = np.broadcast_to(np.asarray(tolerance, dtype=float), (n,)) \
+        if np.ndim(tolerance) == 0 else np.asarray(tolerance, dtype=float)
+    if tolerance.shape != (n,) or not np.all(np.isfinite(tolerance)) or \
+            np.any(tolerance <= 0):
+        raise ValueError(f'tolerance must be finite and > 0, a scalar or ({n},): '
+                         f'{tolerance.tolist()}')
+    for label, value in (('min_step', min_step), ('max_step', max_step)):
+        if not (np.isfinite(value) and value > 0):
+            raise ValueError(f'{label} must be finite and > 0 s: {value!r}')
+    if max_step < min_step:
+        raise ValueError(f'max_step {max_step} s is shorter than min_step {min_step} s')
+    return tolerance
+
+
+def feedforward_points(model, trajectory: Trajectory, gravity, tolerance, min_step,
+                       max_step=0.1, friction=True, with_gravity=True,
+                       coulomb_velocity=0.003) -> FeedforwardPoints:
+    """Sample ``trajectory`` where JTC's linear interpolation of the model's efforts holds.
+
+    Args:
+        model: a :class:`~ne_dynamics_ros.dynamics.model.RobotModel` (its inertias,
+            ``armature``, ``damping`` (Fv) and ``friction`` (Fc)).
+        trajectory: the reference, chain order (:func:`~ne_dynamics_ros.control.trajectory.
+            trajectory_from_points`); sampled from its start to its last waypoint.
+        gravity: (3,) m/s² in the base link frame.
+        tolerance: largest gap allowed between the interpolated and the model's effort,
+            N·m (N), > 0: a scalar or (n,) per joint.
+        min_step: shortest interval, s, > 0 (the controller's period): where the chord is
+            still off over it, the point count stops growing there and the gap found is
+            reported.
+        max_step: longest interval, s, ``>= min_step``.
+        friction, with_gravity, coulomb_velocity: as
+            :func:`~ne_dynamics_ros.control.effort_check.effort_terms` (leave out what the
+            drives compensate themselves).
+
+    Returns:
+        :class:`FeedforwardPoints`; ``times`` start at 0 and include every waypoint's.
+
+    Raises:
+        ValueError: ``tolerance``, ``min_step`` or ``max_step`` not finite and positive,
+            ``max_step < min_step``, or a ``tolerance`` of the wrong length.
+        ne_dynamics_ros.control.trajectory.TrajectoryError: more than :data:`MAX_POINTS`
+            points would be needed.
+    """
+    n = trajectory.positions.shape[1]
+    tolerance = _checked_settings(tolerance, min_step, max_step, n)
+    args = (gravity, friction, with_gravity, coulomb_velocity)
+    start, duration = trajectory.start_time, float(trajectory.times[-1])
+    count = max(1, int(np.ceil(duration / max_step)))
+    t = np.union1d(np.linspace(0.0, duration, count + 1), trajectory.times)
+    if t.size < 2:                       # one point at its start: nothing to interpolate
+        state, tau = _effort(model, trajectory, start + t, *args)
+        return FeedforwardPoints(t, state.q, state.qd, state.qdd, tau, np.zeros(n))
+    for _ in range(MAX_HALVINGS):
+        state, tau = _effort(model, trajectory, start + t, *args)
+        errors = _chord_errors(model, trajectory, start + t, tau, args)
+        split = np.any(errors > tolerance, axis=1) & (np.diff(t) >= 2.0 * min_step)
+        if not split.any():
+            break
+        middles = 0.5 * (t[:-1] + t[1:])[split]
+        if t.size + middles.size > MAX_POINTS:
+            raise TrajectoryError(
+                f'the feed-forward would need more than {MAX_POINTS} points '
+                f'(tolerance {tolerance.tolist()} N·m, min_step {min_step} s)')
+        t = np.union1d(t, middles)
+    else:
+        state, tau = _effort(model, trajectory, start + t, *args)
+        errors = _chord_errors(model, trajectory, start + t, tau, args)
+    return FeedforwardPoints(t, state.q, state.qd, state.qdd, tau, errors.max(axis=0))
+
+
+__all__ = ['CHECKS', 'feedforward_points', 'FeedforwardPoints', 'MAX_HALVINGS',
+           'MAX_POINTS']

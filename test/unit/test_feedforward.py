@@ -1,0 +1,199 @@
+"""Inverse-dynamics efforts on a trajectory's points for JTC (control/feedforward.py).
+
+References: Pinocchio's inverse dynamics (RNEA with the drives' armature) for the effort
+at every point, on the PUMA 560 and on random arms (hypothesis), and a 2 kHz sweep of the
+model's effort against the linear interpolation of the points' efforts (what
+joint_trajectory_controller applies between points) for the bound; the motion itself
+through a new trajectory built from the points (JTC's quintic between them), against the
+original.
+"""
+from hypothesis import given, HealthCheck, settings, strategies as st
+import numpy as np
+import pytest
+from random_urdf import PinocchioReference, random_chains
+from references import GRAVITY, PinocchioArm, PUMA560_URDF, PUMA_ARMATURE, PUMA_JOINTS
+
+from ne_dynamics_ros.control.feedforward import feedforward_points
+from ne_dynamics_ros.control.trajectory import (DesiredState, trajectory_from_points,
+                                                TrajectoryError, TrajectoryPoint)
+from ne_dynamics_ros.dynamics.model import load_model
+
+Q0 = np.array([0.1, -0.3, 0.4, 0.2, -0.5, 0.3])
+
+
+@pytest.fixture(scope='module')
+def puma():
+    return load_model(str(PUMA560_URDF), tip_link='flange', armature=PUMA_ARMATURE)
+
+
+@pytest.fixture(scope='module')
+def pinocchio():
+    return PinocchioArm(PUMA560_URDF, PUMA_JOINTS, PUMA_ARMATURE)
+
+
+def move(kind='pva', duration=1.5, amplitude=0.6):
+    """A rest-to-rest move through a middle waypoint, with the fields of ``kind``."""
+    mid = Q0 + 0.5 * amplitude
+    fields = {'p': ((), ()), 'pv': ([0.4] * 6, ()), 'pva': ([0.4] * 6, [0.0] * 6)}[kind]
+    zeros = [0.0] * 6
+    points = [TrajectoryPoint(0.0, Q0.tolist(), zeros, zeros),
+              TrajectoryPoint(duration / 2, mid.tolist(), *fields),
+              TrajectoryPoint(duration, (Q0 + amplitude).tolist(), zeros, zeros)]
+    zeros = np.zeros(6)
+    return trajectory_from_points(PUMA_JOINTS, points, PUMA_JOINTS, 10.0, 10.0,
+                                  DesiredState(Q0, zeros, zeros))
+
+
+def interpolated(points, t):
+    return np.stack([np.interp(t, points.times, points.effort[:, j]) for j in range(6)],
+                    axis=1)
+
+
+@pytest.mark.parametrize('kind', ['p', 'pv', 'pva'])
+def test_each_points_effort_is_the_arms_inverse_dynamics(puma, pinocchio, kind):
+    trajectory = move(kind)
+    points = feedforward_points(puma, trajectory, GRAVITY, tolerance=0.05, min_step=0.002,
+                                friction=False)
+    assert points.times[0] == 0.0 and np.all(np.diff(points.times) > 0)
+    assert set(trajectory.times) <= set(points.times)          # every waypoint kept
+    for q, qd, qdd, effort in zip(points.q, points.qd, points.qdd, points.effort):
+        np.testing.assert_allclose(effort, pinocchio.rnea(q, qd, qdd), atol=1e-9)
+
+
+def test_friction_adds_the_drives_viscous_and_coulomb_terms(pinocchio):
+    damping, coulomb = np.linspace(1.0, 2.0, 6), np.linspace(0.5, 1.5, 6)
+    model = load_model(str(PUMA560_URDF), tip_link='flange', armature=PUMA_ARMATURE,
+                       damping=damping, friction=coulomb)
+    points = feedforward_points(model, move(), GRAVITY, tolerance=0.05, min_step=0.002,
+                                coulomb_velocity=0.01)
+    for q, qd, qdd, effort in zip(points.q, points.qd, points.qdd, points.effort):
+        expected = pinocchio.rnea(q, qd, qdd) + damping * qd + coulomb * np.tanh(qd / 0.01)
+        np.testing.assert_allclose(effort, expected, atol=1e-9)
+
+
+@pytest.mark.parametrize('tolerance', [0.5, 0.05, 0.01])
+def test_the_linear_interpolation_stays_within_the_tolerance(puma, tolerance):
+    trajectory = move()
+    # without Coulomb friction: its tanh(q̇ / v_s) is a step as the arm stops, which no
+    # chord follows (below)
+    points = feedforward_points(puma, trajectory, GRAVITY, tolerance=tolerance,
+                                min_step=0.0005, friction=False)
+    t = np.arange(0.0, points.times[-1], 0.0005)
+    state = trajectory.sample_many(trajectory.start_time + t)
+    exact = sum(puma_terms(puma, state, friction=False))
+    gap = np.abs(interpolated(points, t) - exact).max(axis=0)
+    # the sweep is not the points' own checks, so it may find a little more
+    assert np.all(gap <= 1.1 * tolerance), (gap, tolerance)
+    assert np.all(points.interpolation_error <= tolerance)
+    # and no denser than it needs: a tenth of the tolerance would take more points
+    finer = feedforward_points(puma, trajectory, GRAVITY, tolerance=tolerance / 10,
+                               min_step=0.0005, friction=False)
+    assert len(finer.times) > len(points.times)
+
+
+def puma_terms(model, state, friction=True):
+    from ne_dynamics_ros.control.effort_check import effort_terms
+    return effort_terms(model, state.q, state.qd, state.qdd, GRAVITY, friction)
+
+
+def test_min_step_stops_the_halving_and_the_gap_is_reported(puma):
+    points = feedforward_points(puma, move(duration=0.6), GRAVITY, tolerance=1e-6,
+                                min_step=0.01, max_step=0.1)
+    assert np.diff(points.times).min() >= 0.005 - 1e-12
+    assert np.any(points.interpolation_error > 1e-6)
+
+
+def test_coulomb_frictions_step_as_the_arm_stops_is_reported_not_hidden():
+    model = load_model(str(PUMA560_URDF), tip_link='flange', armature=PUMA_ARMATURE,
+                       friction=np.full(6, 2.0))
+    trajectory = move()
+    points = feedforward_points(model, trajectory, GRAVITY, tolerance=0.01,
+                                min_step=0.002)
+    t = np.arange(0.0, points.times[-1], 0.0005)
+    exact = sum(puma_terms(model, trajectory.sample_many(trajectory.start_time + t)))
+    gap = np.abs(interpolated(points, t) - exact).max(axis=0)
+    # the step is within one control period of the stop: the report says how far off
+    assert np.all(points.interpolation_error > 0.01)
+    assert np.all(gap <= 1.1 * points.interpolation_error), (gap, points.interpolation_error)
+
+
+def test_the_points_reproduce_the_motion(puma):
+    """JTC's quintic between the new points is the trajectory's own polynomial."""
+    trajectory = move('pva')
+    points = feedforward_points(puma, trajectory, GRAVITY, tolerance=0.05, min_step=0.002)
+    again = trajectory_from_points(
+        PUMA_JOINTS, [TrajectoryPoint(t, q, qd, qdd) for t, q, qd, qdd in
+                      zip(points.times, points.q, points.qd, points.qdd)],
+        PUMA_JOINTS, 10.0, 10.0, trajectory.state_before)
+    t = 10.0 + np.linspace(0.0, points.times[-1], 997)
+    for a, b in zip(again.sample_many(t), trajectory.sample_many(t)):
+        np.testing.assert_allclose(a, b, atol=1e-9)
+
+
+@pytest.mark.parametrize('kind', ['p', 'pv'])
+def test_waypoints_without_accelerations_are_sampled_as_the_trajectory_moves(puma, kind):
+    """Without velocities a segment is straight, without accelerations a cubic (as JTC
+    interpolates them): each point carries the trajectory's state there."""
+    trajectory = move(kind)
+    points = feedforward_points(puma, trajectory, GRAVITY, tolerance=0.05, min_step=0.002)
+    state = trajectory.sample_many(trajectory.start_time + points.times)
+    for a, b in zip((points.q, points.qd, points.qdd), state):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_a_single_point_is_its_own_feedforward(puma, pinocchio):
+    zeros = np.zeros(6)
+    trajectory = trajectory_from_points(PUMA_JOINTS, [TrajectoryPoint(0.0, Q0.tolist())],
+                                        PUMA_JOINTS, 10.0, 10.0, DesiredState(Q0, zeros, zeros))
+    points = feedforward_points(puma, trajectory, GRAVITY, tolerance=0.05, min_step=0.002)
+    assert points.times.tolist() == [0.0]
+    np.testing.assert_allclose(points.effort[0], pinocchio.rnea(Q0, zeros, zeros), atol=1e-9)
+
+
+@pytest.mark.parametrize('kwargs, match', [
+    ({'tolerance': 0.0}, 'tolerance'), ({'tolerance': -1.0}, 'tolerance'),
+    ({'tolerance': np.nan}, 'tolerance'), ({'tolerance': [0.1, 0.1]}, 'tolerance'),
+    ({'min_step': 0.0}, 'min_step'), ({'min_step': np.inf}, 'min_step'),
+    ({'max_step': -0.1}, 'max_step'), ({'min_step': 0.2, 'max_step': 0.1}, 'shorter')])
+def test_bad_settings_are_refused(puma, kwargs, match):
+    settings = dict(tolerance=0.05, min_step=0.002, **{})
+    settings.update(kwargs)
+    with pytest.raises(ValueError, match=match):
+        feedforward_points(puma, move(), GRAVITY, **settings)
+
+
+def test_too_many_points_are_refused(puma, monkeypatch):
+    import ne_dynamics_ros.control.feedforward as feedforward
+    monkeypatch.setattr(feedforward, 'MAX_POINTS', 50)
+    with pytest.raises(TrajectoryError, match='more than 50 points'):
+        feedforward.feedforward_points(puma, move(), GRAVITY, tolerance=1e-4, min_step=1e-4)
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(robot=random_chains(max_joints=5), seed=st.integers(0, 2**32 - 1),
+       convention=st.sampled_from(['mdh', 'dh']))
+def test_random_arms_get_pinocchios_efforts_within_the_tolerance(robot, seed, convention):
+    rng = np.random.default_rng(seed)
+    n = len(robot['joints'])
+    armature = rng.uniform(0.0, 0.2, n)
+    model = load_model(robot['xml'], tip_link=robot['tip'], convention=convention,
+                       armature=armature)
+    names = model.joint_names
+    reference = PinocchioReference(robot['xml'], names, robot['tip'], armature=armature,
+                                   locked=robot['locked'])
+    zeros = np.zeros(n)
+    q0 = rng.normal(0.0, 0.5, n)
+    points = [TrajectoryPoint(0.0, q0.tolist(), zeros.tolist(), zeros.tolist()),
+              TrajectoryPoint(0.6, rng.normal(0.0, 0.5, n).tolist(),
+                              rng.normal(0.0, 0.5, n).tolist(), rng.normal(0.0, 1.0, n).tolist()),
+              TrajectoryPoint(1.2, rng.normal(0.0, 0.5, n).tolist(), zeros.tolist(),
+                              zeros.tolist())]
+    trajectory = trajectory_from_points(names, points, names, 5.0, 5.0,
+                                        DesiredState(q0, zeros, zeros))
+    tolerance = 0.02 * (1.0 + np.abs(model.gravity_torques(q0, gravity=GRAVITY)))
+    out = feedforward_points(model, trajectory, GRAVITY, tolerance=tolerance,
+                             min_step=0.0005, friction=False)
+    for q, qd, qdd, effort in zip(out.q, out.qd, out.qdd, out.effort):
+        np.testing.assert_allclose(effort, reference.rnea(q, qd, qdd, gravity=GRAVITY),
+                                   atol=1e-8, rtol=1e-9)
+    assert np.all(out.interpolation_error <= tolerance)
