@@ -217,7 +217,7 @@ def broadcast_ages(probe, marks, chain):
 
 
 def assert_reads_find_their_instant(ages, repeated):
-    """The broadcaster's states come from the arm on the hardware's clock, not a queue.
+    """Assert that the broadcaster's states come from the arm on the hardware's clock.
 
     Most reads find the state of their own instant (median 0 cycles old), nearly all at
     most one cycle old (p95), and under 1 % repeat the state before. The goal's p99 of one
