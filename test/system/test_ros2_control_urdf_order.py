@@ -30,10 +30,9 @@ def test_a_move_tracks_with_the_joints_in_the_urdfs_order():
     s = stack.Stack(CHAIN)
     try:
         s.wait_commanding()
-        # as in test_ros2_control.py, the move comes once the stack has run a while: the
-        # first trajectory right after the node's first command was seen installed
-        # ~0.28 s after its receipt in CI (the reference 20 mrad ahead at once), a start-up
-        # cost of the node's trajectory path, not of the loop measured here
+        # as in test_ros2_control.py, the move comes once the stack has run a while, and
+        # stamped ahead of its publication (stack.move: a trajectory stamped zero was seen
+        # installed 0.3-0.4 s after its receipt in CI)
         time.sleep(1.0)
         goal, errors, marks = stack.move(s, CHAIN, offset=(-0.3, 0.3, -0.3, -0.3, 0.3, -0.3))
         with s.probe.lock:
