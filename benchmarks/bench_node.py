@@ -767,7 +767,7 @@ def serve_stream(path, rate=STALL_RATE):
         # Float64MultiArray of 6 values: the last 48 bytes are the data
         values = np.frombuffer(data[-48:], '<f8')
         received.append((info['source_timestamp'] * 1e-9 + wall_to_monotonic,
-                         float(not values.any()), time.monotonic()))
+                         float(not values.any())))
 
     node.create_subscription(Float64MultiArray, '/effort_controller/commands', on_effort,
                              1000, raw=True)
@@ -798,7 +798,7 @@ def serve_stream(path, rate=STALL_RATE):
     spin_stop.set()
     spinner.join(timeout=5)
     np.savetxt(path, sent)
-    np.savetxt(f'{path}.efforts', np.array(received).reshape(-1, 3))
+    np.savetxt(f'{path}.efforts', np.array(received).reshape(-1, 2))
     executor.shutdown(timeout_sec=1.0)
     node.destroy_node()
     rclpy.shutdown()

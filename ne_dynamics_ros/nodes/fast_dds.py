@@ -29,7 +29,7 @@ import os
 import tempfile
 import xml.sax.saxutils
 
-#: The middleware this applies to (``RMW_IMPLEMENTATION`` unset means it).
+#: The middleware this applies to (``RMW_IMPLEMENTATION`` unset or empty means it).
 FAST_DDS = 'rmw_fastrtps_cpp'
 #: The variables that name a user's own profile.
 PROFILE_VARIABLES = ('FASTRTPS_DEFAULT_PROFILES_FILE', 'FASTDDS_DEFAULT_PROFILES_FILE')
@@ -86,7 +86,7 @@ def udp_only_environment(folder, environ=None):
     profile of the user's own. Raises ``OSError`` when ``folder`` cannot be written.
     """
     environ = os.environ if environ is None else environ
-    if environ.get('RMW_IMPLEMENTATION', FAST_DDS) != FAST_DDS or \
+    if (environ.get('RMW_IMPLEMENTATION') or FAST_DDS) != FAST_DDS or \
             any(environ.get(v) for v in PROFILE_VARIABLES):
         return {}
     localhost = environ.get('ROS_AUTOMATIC_DISCOVERY_RANGE', '') == 'LOCALHOST'

@@ -65,10 +65,7 @@ def choose_transports(environ=None, folder=None):
     for name in USER_CHOICES:
         if environ.get(name):
             return f'DDS transports: as {name}={environ[name]} sets them'
-    extra = fast_dds.udp_only_environment(folder or profile_folder(), environ)
-    if not extra:
-        return 'DDS transports: Fast DDS\'s defaults'
-    environ.update(extra)
+    environ.update(fast_dds.udp_only_environment(folder or profile_folder(), environ))
     return ('DDS transports: UDPv4 only (Fast DDS shared memory can hold a publish while '
             f'it opens a peer\'s port; set {BUILTIN_TRANSPORTS}=DEFAULT to keep it)')
 

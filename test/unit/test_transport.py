@@ -14,7 +14,7 @@ from ne_dynamics_ros.nodes.transport import choose_transports, profile_folder
 from ne_dynamics_ros.nodes import fast_dds
 
 
-@pytest.mark.parametrize('rmw', [None, 'rmw_fastrtps_cpp'])
+@pytest.mark.parametrize('rmw', [None, '', 'rmw_fastrtps_cpp'])
 @pytest.mark.parametrize('localhost', [True, False])
 def test_fast_dds_gets_the_udp_profile_when_nobody_chose(tmp_path, rmw, localhost):
     environ = {} if rmw is None else {'RMW_IMPLEMENTATION': rmw}
