@@ -3,7 +3,7 @@
 ``bench_node.py --ros2-control`` runs it. Every figure comes from the stack the project
 ships (``launch/ros2_control.launch.py``: controller_manager, joint_state_broadcaster,
 the effort controller, the hold controller, effort_guard, the UR5e on Pinocchio behind
-topic_based_ros2_control), started once per configuration on a private domain.
+the package's SimArmSystem hardware), started once per configuration on a private domain.
 
 **Latency** (per ``--r2c-rates`` and with/without the node's ``realtime_priority``,
 quiet and beside ``--load`` CPU-bound processes): ``--r2c-moves`` moves (below), so that
@@ -29,10 +29,13 @@ Reported per configuration:
 **Tracking** (``--r2c-runs`` moves of 0.3 rad on three joints, a 1.5 s quintic, there
 and back): the worst ``|q_d - q|`` during the moves and whether the loop oscillated (the
 error still above 2 mrad 0.6 s after a move ended). It is measured through the stack with
-the shipped wiring (states at 0.8 x the update rate) and with the states at the update
-rate (the hardware's queue, "today's wiring"), quiet and beside ``--load`` processes,
-and for the direct-topic launch (``ur5e_sim.launch.py``: sim_arm_node on the effort
-topic) on the same machine in the same run.
+the shipped wiring (SimArmSystem: the arm on the hardware's clock over its datagram link;
+for the UR5e also with the ``<ros2_control>`` block reversed and the controller's joints
+shuffled), with the arm on the hardware's clock behind ``topic_based_ros2_control``
+(DDS topics), with the arm on its own timer at 0.8 x the update rate behind the same
+plugin, quiet and beside ``--load`` processes, and for the direct-topic launch
+(``ur5e_sim.launch.py``: sim_arm_node on the effort topic) on the same machine in the
+same run.
 """
 import subprocess
 import sys
@@ -289,8 +292,10 @@ def run_ros2_control(args):
                                     (f'hardware_joints:=[{", ".join(reversed(joints))}]',
                                      'controller_joints:=[' + ', '.join(
                                          joints[2:] + joints[:2]) + ']'), None))
-                wirings.append(('through controller_manager, own timer at 0.8 x rate',
-                                ('sim_clock:=timer',), None))
+                wirings.append(("the hardware's clock behind topic_based_ros2_control",
+                                ('hardware:=topic_based',), None))
+                wirings.append(('topic_based_ros2_control, own timer at 0.8 x rate',
+                                ('hardware:=topic_based', 'sim_clock:=timer'), None))
                 wirings.append((f'direct topic ({direct})', (), direct))
                 for label, arguments, launch in wirings:
                     s = stack.Stack(joints, f'plant:={plant}', *arguments,

@@ -73,7 +73,23 @@ def _node_parameters(params_file):
     return merged
 
 
-def _files(arg, urdf, model, rate, initial, command_joints, folder):
+def _hardware(arg, folder):
+    """Return (plugin, its <hardware> parameters, the arm's channel or '') of ``hardware:=``."""
+    from ne_dynamics_ros.tools import ros2_control as r2c
+    kind = arg('hardware')
+    if kind == 'topic_based':
+        return r2c.TOPIC_BASED_SYSTEM, r2c.topic_based_parameters(), ''
+    if kind != 'sim_arm_system':
+        raise RuntimeError(f'hardware:={kind} is not sim_arm_system or topic_based')
+    if r2c.find_sim_arm_system() is None:
+        raise RuntimeError(f'{r2c.SIM_ARM_SYSTEM} is not on AMENT_PREFIX_PATH: build hardware/ '
+                           '(scripts/build_hardware.sh .venv/ament, or colcon on a ROS 2 '
+                           'install), or use hardware:=topic_based')
+    channel = f'ne_dynamics_ros/{os.path.basename(folder)}'
+    return r2c.SIM_ARM_SYSTEM, r2c.sim_arm_system_parameters(channel), channel
+
+
+def _files(arg, urdf, model, rate, initial, command_joints, folder, hardware):
     """Return (URDF with a <ros2_control> block, controllers YAML): given or generated."""
     from ne_dynamics_ros.tools import ros2_control as r2c
     with open(urdf, encoding='utf-8') as stream:
@@ -88,6 +104,7 @@ def _files(arg, urdf, model, rate, initial, command_joints, folder):
         hardware_order = yaml.safe_load(arg('hardware_joints')) or model.joint_names
         order = [model.joint_names.index(j) for j in hardware_order]
         block = r2c.ros2_control_block(hardware_order, model.effort_limits[order],
+                                       plugin=hardware[0], hardware_parameters=hardware[1],
                                        initial_positions=[initial[k] for k in order]
                                        if len(initial) == model.n else None)
         described = os.path.join(folder, 'robot_description.urdf')
@@ -105,27 +122,32 @@ def _files(arg, urdf, model, rate, initial, command_joints, folder):
     return described, controllers
 
 
-def _sim(arg, urdf, node_values, initial, rate, environment):
-    """Return sim_arm_node as the robot behind the topic-based hardware."""
+def _sim(arg, urdf, node_values, initial, rate, environment, channel):
+    """Return sim_arm_node as the robot behind the hardware (its link, or its topics)."""
     from ne_dynamics_ros.tools import ros2_control as r2c
     armature = node_values.get('armature')
     parameters = {'urdf_path': urdf, 'plant': arg('plant'),
-                  'clock': arg('sim_clock'),
+                  'clock': 'hardware' if channel else arg('sim_clock'),
                   'publish_rate': float(arg('sim_rate') or 0.8 * rate),
                   'initial_positions': [float(v) for v in initial],
                   'brakes': arg('brakes').lower() == 'true',
-                  'command_interface': 'joint_state',
+                  'command_interface': 'sim_arm_system' if channel else 'joint_state',
+                  'hardware_channel': channel,
                   # the "robot": its physics above controller_manager (50)
                   'realtime_priority': int(arg('sim_realtime_priority'))}
     if armature:
         parameters['armature'] = [float(v) for v in armature]
+    # the arm's true states on /r2c/joint_states; what the hardware wrote on
+    # /r2c/joint_commands (the link's writes, or the topic-based hardware's own topic)
+    remappings = [('/joint_states', r2c.HARDWARE_STATE_TOPIC),
+                  ('~/hardware_writes', r2c.HARDWARE_COMMAND_TOPIC),
+                  ('/effort_controller/commands', r2c.HARDWARE_COMMAND_TOPIC),
+                  # what each cycle read: the broadcaster's states
+                  ('/joint_states_read', '/joint_states')]
     return Node(
         package='ne_dynamics_ros', executable='sim_arm_node', name='sim_arm_node',
         output='screen', parameters=[parameters], additional_env=environment,
-        remappings=[('/effort_controller/commands', r2c.HARDWARE_COMMAND_TOPIC),
-                    ('/joint_states', r2c.HARDWARE_STATE_TOPIC),
-                    # what each cycle read: the broadcaster's states
-                    ('/joint_states_read', '/joint_states')])
+        remappings=remappings)
 
 
 def _gains_for_delay(loop_delay, model, node_values, rate):
@@ -198,7 +220,9 @@ def _stack(context):
     command_joints = yaml.safe_load(arg('controller_joints')) or \
         node_values.get('joints') or model.joint_names
     folder = tempfile.mkdtemp(prefix='ne_dynamics_ros2_control_')
-    described, controllers = _files(arg, urdf, model, rate, initial, command_joints, folder)
+    hardware = _hardware(arg, folder)
+    described, controllers = _files(arg, urdf, model, rate, initial, command_joints, folder,
+                                    hardware)
     if arg('shared_memory').lower() != 'true':
         environment = {**environment, **fast_dds.udp_only_environment(folder)}
     lib = os.path.join(str(prefix), 'lib', 'controller_manager')
@@ -248,7 +272,8 @@ def _stack(context):
                 'ros2_control.effort_controller': r2c.EFFORT_CONTROLLER}],
             arguments=['--ros-args', '--log-level', arg('log_level')]))
     if sim:
-        actions.insert(0, _sim(arg, urdf, node_values, initial, rate, environment))
+        actions.insert(0, _sim(arg, urdf, node_values, initial, rate, environment,
+                               hardware[2]))
     return actions
 
 
@@ -289,9 +314,16 @@ def generate_launch_description():
         ('brakes', 'true', 'sim: held by its brakes until the first non-zero command'),
         ('initial_positions', '', 'sim: start positions (YAML list, rad; default: the '
                                   'robot\'s)'),
-        ('sim_clock', 'hardware', 'sim: hardware (one step and one state per hardware '
-                                  'write, as a robot paces its driver) or timer (the arm '
-                                  'on a timer of its own at sim_rate)'),
+        ('hardware', 'sim_arm_system', 'the hardware plugin of the generated <ros2_control> '
+                                       'block: sim_arm_system (the package\'s SimArmSystem: '
+                                       'the simulated arm over a datagram link, on the '
+                                       'hardware\'s clock, its newest state at every read) '
+                                       'or topic_based (PickNik\'s TopicBasedSystem: the arm '
+                                       'behind DDS topics, sim_clock applies)'),
+        ('sim_clock', 'hardware', 'sim with hardware:=topic_based: hardware (one step and '
+                                  'one state per hardware write, as a robot paces its '
+                                  'driver) or timer (the arm on a timer of its own at '
+                                  'sim_rate)'),
         ('sim_rate', '', 'sim_clock:=timer: joint state rate, Hz (default 0.8 rate)'),
         ('sim_realtime_priority', '60', 'sim: SCHED_FIFO priority of the simulated arm '
                                         '(0: the default scheduling)'),

@@ -54,4 +54,9 @@ if [ -f "$R2C_TARBALL" ] && [ ! -x .venv/ros2_control/install/lib/controller_man
   rm -rf .venv/ros2_control && mv .venv/ros2_control.partial .venv/ros2_control
   echo "bootstrap: ros2_control from $R2C_TARBALL in .venv/ros2_control/install"
 fi
+# The simulated arm's own hardware plugin (hardware/: ne_dynamics_ros_hardware/SimArmSystem,
+# the ros2_control launch's default), compiled against that prefix into .venv/ament.
+if [ -d .venv/ament ] && [ -x .venv/ros2_control/install/lib/controller_manager/ros2_control_node ]; then
+  bash scripts/build_hardware.sh .venv/ament
+fi
 echo "bootstrap: .venv ready ($(.venv/bin/python --version))"

@@ -81,6 +81,7 @@ rate queue up and arrive up to five cycles late, and at a lower rate some cycles
 nothing new (the broadcaster repeats a state).
 """
 import math
+import threading
 import time
 
 import numpy as np
@@ -96,6 +97,7 @@ from std_msgs.msg import Float64MultiArray
 
 from ne_dynamics_ros.errors import ModelError
 from ne_dynamics_ros.nodes.spin import init_until_signalled, spin_until_signalled
+from ne_dynamics_ros.simulation import hardware_link
 from ne_dynamics_ros.simulation.hardware_reads import ReadBacklog
 from ne_dynamics_ros.simulation.payload_schedule import PayloadSchedule
 from ne_dynamics_ros.simulation.mujoco_arm import MujocoArm
@@ -104,9 +106,16 @@ from ne_dynamics_ros.simulation.simulated_arm import DEFAULT_GRAVITY, SimulatedA
 MAX_PUBLISH_RATE = 1000.0
 #: Values of the ``plant`` parameter.
 PLANTS = ('pinocchio', 'mujoco')
-#: Values of ``command_interface``: the effort controller's topic, or ros2_control's
-#: topic-based hardware (JointState commands, efforts by name).
-COMMAND_INTERFACES = ('float64_multi_array', 'joint_state')
+#: Values of ``command_interface``: the effort controller's topic, ros2_control's
+#: topic-based hardware (JointState commands, efforts by name), or the package's own
+#: hardware plugin over its link (:mod:`~ne_dynamics_ros.simulation.hardware_link`).
+COMMAND_INTERFACES = ('float64_multi_array', 'joint_state', 'sim_arm_system')
+#: command_interface sim_arm_system: each write the hardware sent (efforts by name,
+#: stamped with the write's instant), for whoever watches the loop.
+WRITES_TOPIC = '~/hardware_writes'
+#: command_interface sim_arm_system: how often the link thread looks up from its socket
+#: to see whether the node is shutting down, s.
+LINK_POLL = 0.2
 #: Values of ``clock``: a timer of the arm's own, or the hardware's writes.
 CLOCKS = ('timer', 'hardware')
 COMMAND_TOPIC = '/effort_controller/commands'
@@ -162,7 +171,10 @@ class SimArmNode(Node):
 
         self.state_publisher = self.create_publisher(JointState, STATE_TOPIC, 10)
         self.backlog = ReadBacklog()
-        if self.command_interface == 'joint_state':
+        self._link_thread = None
+        if self.command_interface == 'sim_arm_system':
+            self._start_link()
+        elif self.command_interface == 'joint_state':
             self.create_subscription(JointState, COMMAND_TOPIC, self._on_joint_command, 10)
             if self.clock == 'hardware':
                 self.create_subscription(JointState, READ_TOPIC, self._on_read, 10)
@@ -190,6 +202,10 @@ class SimArmNode(Node):
     def _timing_text(self):
         if self.lockstep:
             return f'states at {self.publish_rate:g} Hz (lockstep, simulated time on /clock)'
+        if self.command_interface == 'sim_arm_system':
+            return ("on the hardware's clock: SimArmSystem's link @"
+                    f'{self.hardware_channel}/arm, one step and one state per write, up to '
+                    f'{self.max_step:g} s')
         if self.clock == 'hardware':
             return ("on the hardware's clock: one step and one state per write, up to "
                     f'{self.max_step:g} s')
@@ -266,8 +282,13 @@ class SimArmNode(Node):
             'command_interface', 'float64_multi_array',
             'float64_multi_array: std_msgs/Float64MultiArray efforts in joint order (an '
             'effort controller\'s topic); joint_state: sensor_msgs/JointState efforts by name '
-            '(ros2_control\'s topic_based_ros2_control hardware); the brakes then wait for a '
-            'non-zero command')
+            '(ros2_control\'s topic_based_ros2_control hardware); sim_arm_system: the '
+            'package\'s ne_dynamics_ros_hardware/SimArmSystem over hardware_channel (needs '
+            'clock hardware); with either hardware the brakes wait for a non-zero command')
+        self._hardware_channel = declare(
+            'hardware_channel', '', 'command_interface sim_arm_system: the channel of the '
+            'hardware plugin (its <param name="channel">); the arm binds the abstract '
+            'socket @<channel>/arm')
         self._realtime_priority = declare(
             'realtime_priority', 0,
             'wall-clock mode: SCHED_FIFO priority of the simulation and its DDS threads where '
@@ -314,17 +335,22 @@ class SimArmNode(Node):
         if self.command_interface not in COMMAND_INTERFACES:
             raise SimArmConfigError(f'command_interface {self.command_interface!r} is not one '
                                     f'of {COMMAND_INTERFACES}')
-        if self.lockstep and self.command_interface == 'joint_state':
+        if self.lockstep and self.command_interface != 'float64_multi_array':
             raise SimArmConfigError('lockstep needs command_interface float64_multi_array '
                                     '(controller_manager runs on its own clock)')
         self.clock = str(self._clock_mode)
         if self.clock not in CLOCKS:
             raise SimArmConfigError(f'clock {self.clock!r} is not one of {CLOCKS}')
-        if self.clock == 'hardware' and (self.command_interface != 'joint_state'
+        if self.clock == 'hardware' and (self.command_interface == 'float64_multi_array'
                                          or self.lockstep):
-            raise SimArmConfigError('clock hardware needs command_interface joint_state '
-                                    '(the hardware writes one command per cycle) and no '
-                                    'lockstep')
+            raise SimArmConfigError('clock hardware needs command_interface joint_state or '
+                                    'sim_arm_system (the hardware writes one command per '
+                                    'cycle) and no lockstep')
+        self.hardware_channel = str(self._hardware_channel or '')
+        if self.command_interface == 'sim_arm_system' and (
+                self.clock != 'hardware' or not self.hardware_channel):
+            raise SimArmConfigError('command_interface sim_arm_system needs clock hardware '
+                                    'and a hardware_channel')
         self.max_step = _float(self._max_step, 'max_step')
         self.state_at_read = bool(self._state_at_read)
         if not self.max_step > 0:
@@ -478,6 +504,93 @@ class SimArmNode(Node):
         stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
         self.backlog.read(positions, stamp)
 
+    # -- the hardware link (command_interface sim_arm_system) ----------------------------
+
+    def _start_link(self):
+        """Bind ``@<hardware_channel>/arm`` and serve it on a thread of its own."""
+        try:
+            self.link = hardware_link.HardwareLink(self.hardware_channel)
+        except hardware_link.HardwareLinkError as exc:
+            raise SimArmConfigError(f'sim_arm_node: {exc}') from exc
+        self.hardware_clock = hardware_link.HardwareClock(self.arm, self.max_step,
+                                                          brakes=self._brakes)
+        self.writes_publisher = self.create_publisher(JointState, WRITES_TOPIC, 10)
+        self.states_undelivered = 0
+        self._link_stop = threading.Event()
+        self._link_thread = threading.Thread(target=self._serve_link, name='hardware_link',
+                                             daemon=True)
+        self._link_thread.start()
+
+    def _serve_link(self):
+        """Answer every write with the state the next read finds (module docstring).
+
+        Runs at the node's ``realtime_priority`` (the robot's physics above
+        controller_manager). A malformed datagram is dropped with a throttled warning.
+        """
+        if int(self._realtime_priority) > 0:
+            from ne_dynamics_ros.nodes.computed_torque.priority import raise_priority
+            text, _ = raise_priority(int(self._realtime_priority), [0])
+            text = text.replace('control and watchdog', 'link')
+            self.get_logger().info(f'hardware link: {text}')
+        previous, order = None, None
+        while not self._link_stop.is_set():
+            got = self.link.receive(LINK_POLL)
+            if got is None:
+                continue
+            data, sender = got
+            try:
+                command = hardware_link.parse_command(data, previous)
+                if previous is None or command.names is not previous.names:
+                    order = self._hardware_order(command.names)
+            except hardware_link.HardwareLinkError as exc:
+                self.commands_dropped += 1
+                self.get_logger().warning(f'dropped hardware write: {exc}',
+                                          throttle_duration_sec=WARN_PERIOD)
+                continue
+            previous = command
+            self._answer_write(command, order, sender)
+
+    def _hardware_order(self, names):
+        """Return (arm index of each hardware joint) for the hardware's joint ``names``.
+
+        Raises:
+            HardwareLinkError: the hardware's joints are not the arm's, each once.
+        """
+        joints = list(self.arm.joint_names)
+        if sorted(names) != sorted(joints):
+            raise hardware_link.HardwareLinkError(
+                f"the hardware's joints {list(names)} are not the arm's {joints}")
+        return np.array([joints.index(name) for name in names])
+
+    def _answer_write(self, command, order, sender):
+        """Step the arm under one write, send the state back, publish what happened."""
+        effort = np.empty(self.arm.n)
+        effort[order] = command.effort
+        clock = self.hardware_clock
+        stamp_ns = clock.write(effort, command.read_ns, command.write_ns)
+        self.command = clock.command
+        self.commands_received += bool(clock.released)
+        self.late_writes = clock.late_writes
+        state_effort = self._state_effort()
+        if not self.link.send(hardware_link.pack_state(
+                command.seq, stamp_ns, self.arm.position[order], self.arm.velocity[order],
+                state_effort[order]), sender):
+            self.states_undelivered += 1
+        self._publish_state(Time(nanoseconds=stamp_ns), state_effort)
+        write = JointState(name=list(self.arm.joint_names), effort=effort.tolist())
+        write.header.stamp = Time(nanoseconds=command.write_ns).to_msg()
+        self.writes_publisher.publish(write)
+
+    def _stop_link(self):
+        """Stop the link thread, free the channel and say what the link carried."""
+        self._link_stop.set()
+        self._link_thread.join(timeout=5 * LINK_POLL)
+        self.link.close()
+        self.get_logger().info(
+            f'hardware link: {self.commands_received} writes taken after the brakes opened, '
+            f'{self.commands_dropped} dropped, {self.states_undelivered} states not '
+            f'delivered, {self.late_writes} writes after more than {self.max_step:g} s')
+
     def run_until(self, end_time):
         """Lockstep: let simulated time run up to ``end_time`` (s; None = without end).
 
@@ -538,7 +651,9 @@ class SimArmNode(Node):
 
     def destroy_node(self):
         """Say what the hardware read (clock hardware), then destroy the node."""
-        if self.clock == 'hardware':
+        if self._link_thread is not None:
+            self._stop_link()
+        elif self.clock == 'hardware':
             backlog = self.backlog
             self.get_logger().info(
                 f'hardware reads: {backlog.reads} matched to a state published, '
@@ -555,7 +670,14 @@ class SimArmNode(Node):
                                     f'({damping.size} values) do not match')
         return (extra + damping).tolist()
 
-    def _publish_state(self, now=None):
+    def _state_effort(self):
+        """Return the (n,) effort the arm reports: applied, plus ``effort_noise``."""
+        effort = self.arm.effort
+        if self.effort_noise > 0:
+            effort = effort + self._rng.normal(0.0, self.effort_noise, effort.shape)
+        return effort
+
+    def _publish_state(self, now=None, effort=None):
         msg = JointState()
         if self.lockstep:
             stamp = Time(nanoseconds=round(self.arm.time * 1e9)).to_msg()
@@ -568,10 +690,7 @@ class SimArmNode(Node):
         msg.name = list(self.arm.joint_names)
         msg.position = self.arm.position.tolist()
         msg.velocity = self.arm.velocity.tolist()
-        effort = self.arm.effort
-        if self.effort_noise > 0:
-            effort = effort + self._rng.normal(0.0, self.effort_noise, effort.shape)
-        msg.effort = effort.tolist()
+        msg.effort = (self._state_effort() if effort is None else effort).tolist()
         self.state_publisher.publish(msg)
         self.states_published += 1
 

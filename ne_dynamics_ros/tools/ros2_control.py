@@ -43,6 +43,12 @@ from ne_dynamics_ros.errors import ModelError
 
 #: The hardware plugin of a simulated arm behind topics (PickNik's, as in the tarball).
 TOPIC_BASED_SYSTEM = 'topic_based_ros2_control/TopicBasedSystem'
+#: The package's own hardware plugin (hardware/): sim_arm_node over a datagram link.
+SIM_ARM_SYSTEM = 'ne_dynamics_ros_hardware/SimArmSystem'
+#: The ament package that holds it, and the pluginlib index entry that shows it is there.
+SIM_ARM_PACKAGE = 'ne_dynamics_ros_hardware'
+PLUGIN_INDEX = pathlib.Path('share') / 'ament_index' / 'resource_index' / \
+    'hardware_interface__pluginlib__plugin'
 #: Its topics: the arm's states in, the commands out (sensor_msgs/JointState both).
 HARDWARE_STATE_TOPIC = '/r2c/joint_states'
 HARDWARE_COMMAND_TOPIC = '/r2c/joint_commands'
@@ -72,6 +78,35 @@ def topic_based_parameters(state_topic=HARDWARE_STATE_TOPIC,
             'trigger_joint_command_threshold': '-1'}
 
 
+def sim_arm_system_parameters(channel):
+    """Return SimArmSystem's ``<hardware>`` parameters: the arm's link ``channel``.
+
+    The plugin and ``sim_arm_node`` (``hardware_channel``) meet at the abstract Unix
+    sockets ``@<channel>/hardware`` and ``@<channel>/arm``
+    (:mod:`ne_dynamics_ros.simulation.hardware_link`).
+
+    Raises:
+        Ros2ControlError: an empty channel, or one longer than a socket name allows.
+    """
+    channel = str(channel)
+    if not channel or len(channel.encode()) > 96:
+        raise Ros2ControlError(f'the SimArmSystem channel must be 1-96 bytes, got {channel!r}')
+    return {'channel': channel}
+
+
+def find_sim_arm_system(environ=None):
+    """Return the ament prefix that holds SimArmSystem's plugin entry, or None.
+
+    Searched in ``AMENT_PREFIX_PATH`` (a workspace that built ``hardware/`` with colcon,
+    or ``.venv/ament`` where scripts/bootstrap.sh builds it).
+    """
+    environ = os.environ if environ is None else environ
+    for prefix in filter(None, environ.get('AMENT_PREFIX_PATH', '').split(os.pathsep)):
+        if (pathlib.Path(prefix) / PLUGIN_INDEX / SIM_ARM_PACKAGE).is_file():
+            return pathlib.Path(prefix)
+    return None
+
+
 def ros2_control_block(joint_names, effort_limits, plugin=TOPIC_BASED_SYSTEM,
                        hardware_parameters=None, name='NeDynamicsArm', initial_positions=None):
     """Return the ``<ros2_control>`` XML element (text) of an arm.
@@ -82,7 +117,8 @@ def ros2_control_block(joint_names, effort_limits, plugin=TOPIC_BASED_SYSTEM,
         effort_limits: (n,) N·m or N, each > 0 (inf: no ``min``/``max`` written).
         plugin: the hardware plugin (default TopicBasedSystem).
         hardware_parameters: {name: value} of ``<hardware><param>``; None: the topic-based
-            plugin's (:func:`topic_based_parameters`) when it is the plugin, else none.
+            plugin's (:func:`topic_based_parameters`) when it is the plugin, else none
+            (SimArmSystem needs :func:`sim_arm_system_parameters`).
         name: the ``<ros2_control name>``.
         initial_positions: (n,) rad or m, each joint's position state before the hardware
             reads one (None: 0).
@@ -309,7 +345,9 @@ def python_program():
 
 
 __all__ = ['BUNDLED_PREFIX', 'bundled_environment', 'controllers_yaml', 'EFFORT_CONTROLLER',
-           'find_ros2_control', 'HARDWARE_COMMAND_TOPIC', 'HARDWARE_STATE_TOPIC',
-           'HOLD_CONTROLLER', 'hold_gains', 'python_program', 'realtime_command',
-           'ros2_control_block', 'Ros2ControlError', 'STATE_BROADCASTER', 'TOPIC_BASED_SYSTEM',
+           'find_ros2_control', 'find_sim_arm_system', 'HARDWARE_COMMAND_TOPIC',
+           'HARDWARE_STATE_TOPIC', 'HOLD_CONTROLLER', 'hold_gains', 'python_program',
+           'realtime_command',
+           'ros2_control_block', 'Ros2ControlError', 'SIM_ARM_PACKAGE', 'SIM_ARM_SYSTEM',
+           'sim_arm_system_parameters', 'STATE_BROADCASTER', 'TOPIC_BASED_SYSTEM',
            'topic_based_parameters', 'urdf_with_ros2_control']
