@@ -20,13 +20,16 @@ Starts, for any serial arm (``urdf``; the PUMA 560 and the UR5e by ``robot:=``):
 * ``effort_guard``: switches to ``hold_controller`` when the node's commands stop while
   the effort controller is active (the node killed, crashed or frozen) or when nothing
   drives the arm's effort interfaces;
-* with ``sim:=true`` (default) ``sim_arm_node`` (Pinocchio or MuJoCo) as the robot behind
-  the hardware's topics, on the hardware's clock (``sim_clock:=hardware``, default): each
-  command the hardware writes advances the arm by the time since the previous one and the
-  state reached is published at once, so every ``read()`` finds exactly one new state, as
-  a real driver's does. ``sim_clock:=timer``: the arm on a timer of its own at
-  ``sim_rate`` (default 0.8 ``rate``, which keeps the hardware's queue empty:
-  docs/ros2-control.md).
+* with ``sim:=true`` (default) ``sim_arm_node`` (Pinocchio or MuJoCo) as the robot, on
+  the hardware's clock: behind the package's own hardware plugin
+  ``ne_dynamics_ros_hardware/SimArmSystem`` (``hardware:=sim_arm_system``, default; built
+  by scripts/bootstrap.sh, or with colcon from ``hardware/``), each write reaches the arm
+  over a Unix datagram socket, advances it by the time since the previous one, and is
+  answered at once with the state the next ``read()`` finds, the newest, as a real
+  driver's is. ``hardware:=topic_based``: behind PickNik's ``topic_based_ros2_control``
+  over DDS topics instead, on the hardware's clock (``sim_clock:=hardware``) or on a
+  timer of its own at ``sim_rate`` (``sim_clock:=timer``, default 0.8 ``rate``, which
+  keeps the hardware's queue empty: docs/ros2-control.md).
 
 ::
 

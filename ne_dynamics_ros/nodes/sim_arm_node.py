@@ -38,8 +38,20 @@ How simulated time advances
     No state is published before ``/joint_states`` has a subscriber. In-process users
     (the demo) can hold simulated time with :meth:`SimArmNode.run_until`.
 
-``clock: hardware`` -- behind ros2_control, on the hardware's clock (the default of
-    ``ros2_control.launch.py``; needs ``command_interface: joint_state``). A real arm
+``command_interface: sim_arm_system`` -- behind ros2_control's hardware plugin of this
+    package, ``ne_dynamics_ros_hardware/SimArmSystem`` (the default of
+    ``ros2_control.launch.py``; needs ``clock: hardware`` and the plugin's channel as
+    ``hardware_channel``). The arm binds the abstract Unix socket
+    ``@<hardware_channel>/arm``; every write of the hardware arrives there as one
+    datagram and is answered at once with the state the hardware's next ``read()``
+    finds (:class:`~ne_dynamics_ros.simulation.hardware_link.HardwareClock`: the
+    command in force held since the previous write, the new one carried to the next
+    read), on a thread of its own at ``realtime_priority``. The true states go out on
+    ``/joint_states`` and each write on ``~/hardware_writes`` (efforts by name, stamped
+    with the write), for whoever watches; nothing of the loop itself goes over DDS.
+
+``clock: hardware`` with ``command_interface: joint_state`` -- behind
+    ``topic_based_ros2_control``, on the hardware's clock. A real arm
     paces its driver (UR's RTDE, libfranka's 1 kHz callback, KUKA's FRI): the hardware
     interface's ``read()`` returns the robot's newest state once per cycle. Every command the
     hardware writes (one per controller_manager cycle, stamped by the hardware) advances

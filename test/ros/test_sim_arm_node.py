@@ -293,6 +293,10 @@ def test_a_payload_schedule_reaches_the_plant(ros_context, plant):
 @pytest.mark.parametrize('parameters, match', [
     ({'clock': 'robot'}, 'clock'),
     ({'clock': 'hardware'}, 'command_interface joint_state'),
+    ({'command_interface': 'sim_arm_system'}, 'needs clock hardware'),
+    ({'command_interface': 'sim_arm_system', 'clock': 'hardware'}, 'hardware_channel'),
+    ({'command_interface': 'sim_arm_system', 'clock': 'timer',
+      'hardware_channel': 'test/unused'}, 'needs clock hardware'),
     ({'clock': 'hardware', 'command_interface': 'joint_state', 'max_step': 0.0}, 'max_step'),
 ])
 def test_bad_clock_settings_are_refused(ros_context, parameters, match):
@@ -343,6 +347,75 @@ def test_on_the_hardwares_clock_each_write_steps_the_arm_and_publishes_one_state
         assert sim.late_writes == 0
     finally:
         for node in (sim, hardware):
+            executor.remove_node(node)
+            node.destroy_node()
+        executor.shutdown()
+
+
+def test_behind_sim_arm_system_each_write_is_answered_with_the_state_of_the_next_read(
+        ros_context):
+    # the plugin's side played by a socket of the test's: commands in the hardware's
+    # order (reversed), reads every 2 ms and each write 0.3 ms after its read
+    import socket
+    import uuid
+    from ne_dynamics_ros.simulation import hardware_link as link
+    channel = f'test/{uuid.uuid4().hex}'
+    sim = SimArmNode(context=ros_context, parameter_overrides=[
+        Parameter('urdf_path', value=str(UR5E_URDF)), Parameter('clock', value='hardware'),
+        Parameter('command_interface', value='sim_arm_system'),
+        Parameter('hardware_channel', value=channel),
+        Parameter('initial_positions', value=[0.1] * 6)])
+    observer = Node('observer', context=ros_context)
+    truth, writes = [], []
+    observer.create_subscription(JointState, '/joint_states', truth.append, 100)
+    observer.create_subscription(JointState, '/sim_arm_node/hardware_writes', writes.append,
+                                 100)
+    executor = SingleThreadedExecutor(context=ros_context)
+    for node in (sim, observer):
+        executor.add_node(node)
+    hardware = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    hardware.bind(link.abstract_address(channel, 'hardware'))
+    hardware.settimeout(5.0)
+    arm = link.abstract_address(channel, 'arm')
+    names = list(reversed(UR5E_JOINTS))
+    try:
+        hardware.sendto(b'NECM garbage', arm)
+        hardware.sendto(link.pack_command(1, 0, 0, [1.0] * 6, ['a'] * 6), arm)
+        period, lag = 2_000_000, 300_000
+        base = time.time_ns() - 50_000_000
+        commands = [np.zeros(6)] + [np.array([0.5, 20.0 + k, 5.0, 0.2, 0.1, 0.05])
+                                    for k in range(6)]
+        states = []
+        for k, command in enumerate(commands):
+            read_ns = base + k * period
+            hardware.sendto(link.pack_command(k + 1, read_ns, read_ns + lag, command[::-1],
+                                              names), arm)
+            states.append(link.parse_state(hardware.recv(4096)))
+        assert sim.commands_dropped == 2               # garbage and the wrong joints
+        assert [s[0] for s in states] == list(range(1, len(commands) + 1))
+        # brakes on at the zero command: the initial pose, stamped at its write
+        assert states[0][1] == base + lag
+        np.testing.assert_array_equal(states[0][2], [0.1] * 6)
+        # then each state is the arm at the next read: the first command acts from its
+        # write to the next read, each later one after the rest of its predecessor's hold
+        assert [s[1] for s in states[1:]] == [base + (k + 1) * period
+                                              for k in range(1, len(commands))]
+        reference = SimulatedArm(str(UR5E_URDF), initial_positions=[0.1] * 6)
+        reference.step(commands[1], (period - lag) * 1e-9)
+        for k in range(2, len(commands)):
+            reference.step(commands[k - 1], lag * 1e-9)
+            reference.step(commands[k], (period - lag) * 1e-9)
+        np.testing.assert_allclose(states[-1][2], reference.position[::-1], atol=1e-12)
+        np.testing.assert_allclose(states[-1][3], reference.velocity[::-1], atol=1e-12)
+        # observers see the truth (arm order, the state's stamp) and each write
+        _spin_until(executor, lambda: len(truth) >= len(commands)
+                    and len(writes) >= len(commands), 5.0)
+        assert _stamp(truth[-1]) == pytest.approx(states[-1][1] * 1e-9, abs=1e-6)
+        np.testing.assert_allclose(truth[-1].position, reference.position, atol=1e-12)
+        np.testing.assert_allclose(writes[-1].effort, commands[-1], atol=0)
+    finally:
+        hardware.close()
+        for node in (sim, observer):
             executor.remove_node(node)
             node.destroy_node()
         executor.shutdown()

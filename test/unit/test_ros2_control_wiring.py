@@ -54,6 +54,28 @@ def test_the_block_names_every_joint_with_its_urdf_effort_limits(urdf):
     np.testing.assert_array_equal(again.effort_limits, model.effort_limits)
 
 
+def test_the_block_for_sim_arm_system_names_its_channel():
+    block = ET.fromstring(r2c.ros2_control_block(
+        ['joint_1'], [10.0], plugin=r2c.SIM_ARM_SYSTEM,
+        hardware_parameters=r2c.sim_arm_system_parameters('ne_dynamics_ros/run_1')))
+    assert block.find('hardware/plugin').text == 'ne_dynamics_ros_hardware/SimArmSystem'
+    assert {p.get('name'): p.text for p in block.findall('hardware/param')} == {
+        'channel': 'ne_dynamics_ros/run_1'}
+    for channel in ('', 'x' * 97):
+        with pytest.raises(r2c.Ros2ControlError, match='1-96 bytes'):
+            r2c.sim_arm_system_parameters(channel)
+
+
+def test_sim_arm_system_is_found_by_its_pluginlib_entry(tmp_path):
+    index = tmp_path / 'ws' / r2c.PLUGIN_INDEX
+    assert r2c.find_sim_arm_system({'AMENT_PREFIX_PATH': str(tmp_path / 'ws')}) is None
+    index.mkdir(parents=True)
+    (index / 'ne_dynamics_ros_hardware').write_text('share/x.xml')
+    path = os.pathsep.join([str(tmp_path / 'other'), str(tmp_path / 'ws')])
+    assert r2c.find_sim_arm_system({'AMENT_PREFIX_PATH': path}) == tmp_path / 'ws'
+    assert r2c.find_sim_arm_system({}) is None
+
+
 def test_a_urdf_with_its_own_block_or_without_an_end_is_refused():
     text = PUMA560_URDF.read_text()
     block = r2c.ros2_control_block(['joint_1'], [10.0])
