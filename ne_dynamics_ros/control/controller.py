@@ -354,8 +354,7 @@ class ComputedTorqueController(LawInputs, FollowsReferences):
             integral, extra = integral_step(run.integral, run.integral_time, position_error,
                                             now, *self._integral_gains)
         q_law, qd_law, law_reference = self.sent.predicted(
-            self.settings, self.context, self.hardware_compensates_friction,
-            run.trajectory.sample_values, t, q, qd, reference)
+            self.settings, self.context, run.trajectory.sample_values, t, q, qd, reference)
         try:
             tau = law.effort(LawStep(
                 now, t, q_law, qd_law, law_reference,

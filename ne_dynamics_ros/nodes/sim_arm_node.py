@@ -536,8 +536,10 @@ class SimArmNode(Node):
     def _serve_link(self):
         """Answer every write with the state the next read finds (module docstring).
 
-        Runs at the node's ``realtime_priority`` (the robot's physics above
-        controller_manager). A malformed datagram is dropped with a throttled warning.
+        Runs at the node's ``realtime_priority`` (``ros2_control.launch.py``: 49, just
+        below controller_manager's loop, which wakes it: above it, the answer preempted
+        the loop's ``write()`` on its core). A malformed datagram is dropped with a
+        throttled warning.
         """
         if int(self._realtime_priority) > 0:
             from ne_dynamics_ros.nodes.computed_torque.priority import raise_priority

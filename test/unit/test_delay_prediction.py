@@ -42,16 +42,24 @@ def puma_friction(qd):
     return damping * qd + coulomb * np.tanh(qd / FRICTION_VELOCITY)
 
 
-def test_the_models_forward_dynamics_are_pinocchios_with_the_urdfs_friction():
+@pytest.mark.parametrize('settings, friction', [
+    ({'friction_compensation': True}, True),
+    ({}, False),                                   # Lee et al.'s law: friction left out
+    ({'friction_compensation': True, 'hardware_compensates_friction': True}, False)])
+def test_the_models_forward_dynamics_are_pinocchios_with_the_friction_the_law_commands(
+        settings, friction):
     ref = PinocchioArm(PUMA_URDF, PUMA_JOINTS, PUMA_ARMATURE)
-    c = puma()
+    hardware = settings.pop('hardware_compensates_friction', False)
+    c = ComputedTorqueController.from_urdf(
+        str(PUMA_URDF), armature=PUMA_ARMATURE, hardware_compensates_friction=hardware,
+        settings=dict({'kp': KP, 'kd': KD, 'state_timeout': 5.0}, **settings))
     rng = np.random.default_rng(5)
     for _ in range(5):
         q, qd, u = rng.uniform(-1, 1, 6), rng.uniform(-1, 1, 6), rng.uniform(-20, 20, 6)
-        accelerations = c.sent.accelerations(c.context, c.hardware_compensates_friction)
+        accelerations = c.sent.accelerations(c.context)
+        drag = puma_friction(qd) if friction else 0.0
         np.testing.assert_allclose(accelerations(q.tolist(), qd.tolist(), u.tolist()),
-                                   ref.aba(q, qd, u - puma_friction(qd)), rtol=1e-9,
-                                   atol=1e-9)
+                                   ref.aba(q, qd, u - drag), rtol=1e-9, atol=1e-9)
 
 
 def test_the_prediction_integrates_the_commands_in_flight_as_pinocchio_does():
