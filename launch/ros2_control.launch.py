@@ -119,10 +119,27 @@ def _files(arg, urdf, model, rate, initial, command_joints, folder, hardware):
         # 10 ms the hold sagged past 0.05 rad after a SIGKILL: docs/ros2-control.md)
         hold_delay = float(arg('hold_delay')) if arg('hold_delay') else 2.0 / rate
         gains = r2c.hold_gains(model, rate, delay=hold_delay)
+        # loop:=jtc: its PID acts on the state of its own cycle, held one cycle
+        trajectory = r2c.hold_gains(model, rate, delay=1.0 / rate) \
+            if arg('loop') == 'jtc' else None
         with open(controllers, 'w', encoding='utf-8') as stream:
             stream.write(r2c.controllers_yaml(model.joint_names, rate, gains,
-                                              command_joints))
+                                              command_joints, trajectory_gains=trajectory))
     return described, controllers
+
+
+def _sim_priority(arg, channel):
+    """Return the simulated arm's SCHED_FIFO priority (``sim_realtime_priority``).
+
+    Default: behind SimArmSystem 49, just below controller_manager's loop (50), whose
+    ``write()`` wakes the arm: at 60 the arm's answer preempted that write on its core
+    (writes of 2-3.5 ms, 6 overruns in six UR5e moves against 1 at 49, worst errors
+    4.4e-5 to 4.1e-3 rad against 3.2e-5 to 2.7e-4). Behind topic_based_ros2_control 60,
+    above it: the arm's executor at the default scheduling left the joints 0.02-0.38 rad
+    off a move (docs/ros2-control.md).
+    """
+    given = arg('sim_realtime_priority')
+    return int(given) if given else (49 if channel else 60)
 
 
 def _sim(arg, urdf, node_values, initial, rate, environment, channel):
@@ -136,8 +153,7 @@ def _sim(arg, urdf, node_values, initial, rate, environment, channel):
                   'brakes': arg('brakes').lower() == 'true',
                   'command_interface': 'sim_arm_system' if channel else 'joint_state',
                   'hardware_channel': channel,
-                  # the "robot": its physics above controller_manager (50)
-                  'realtime_priority': int(arg('sim_realtime_priority'))}
+                  'realtime_priority': _sim_priority(arg, channel)}
     if armature:
         parameters['armature'] = [float(v) for v in armature]
     # the arm's true states on /r2c/joint_states; what the hardware wrote on
@@ -195,6 +211,61 @@ def _compensation(value, prediction, rate):
     return out
 
 
+def _node_loop(arg, environment, urdf, params_file, model, node_values, command_joints,
+               rate):
+    """Return effort_guard and computed_torque_node: the node's own effort loop."""
+    from ne_dynamics_ros.tools import ros2_control as r2c
+    actions = []
+    if arg('guard').lower() == 'true':
+        actions.append(Node(
+            package='ne_dynamics_ros', executable='effort_guard', name='effort_guard',
+            output='screen', additional_env=environment,
+            parameters=[{'command_timeout': float(arg('guard_timeout')),
+                         'realtime_priority': int(arg('guard_realtime_priority'))}]))
+    loop_delay = arg('loop_delay')
+    gains = _gains_for_delay(str(2.0 / rate) if loop_delay == 'auto' else loop_delay, model,
+                             node_values, rate)
+    if arg('node').lower() == 'true':
+        actions.append(Node(
+            package='ne_dynamics_ros', executable='computed_torque_node',
+            name='computed_torque_node', output='screen', emulate_tty=True,
+            additional_env=environment,
+            parameters=[params_file, {
+                **({'realtime_priority': int(arg('realtime_priority'))}
+                   if arg('realtime_priority') else {}),
+                **gains, **_compensation(arg('delay_compensation'), arg('delay_prediction'),
+                                         rate),
+                'urdf_path': urdf,
+                'joints': list(command_joints),
+                'effort_check_rate': rate,
+                'ros2_control.controller_manager': '/controller_manager',
+                'ros2_control.hold_controller': r2c.HOLD_CONTROLLER,
+                'ros2_control.effort_controller': r2c.EFFORT_CONTROLLER}],
+            arguments=['--ros-args', '--log-level', arg('log_level')]))
+    return actions
+
+
+#: computed_torque_node parameters jtc_feedforward takes over (the same arm model).
+FEEDFORWARD_PARAMETERS = ('base_link', 'tip_link', 'armature', 'damping', 'friction',
+                          'gravity', 'effort_limits', 'effort_margin',
+                          'hardware_compensates_gravity', 'hardware_compensates_friction')
+
+
+def _jtc_loop(arg, environment, urdf, node_values, command_joints, rate):
+    """Return jtc_feedforward in front of joint_trajectory_controller (``loop:=jtc``)."""
+    from ne_dynamics_ros.tools import ros2_control as r2c
+    parameters = {name: node_values[name] for name in FEEDFORWARD_PARAMETERS
+                  if node_values.get(name) not in (None, '', [])}
+    parameters.update({'urdf_path': urdf, 'controller': r2c.TRAJECTORY_CONTROLLER,
+                       'joints': list(command_joints), 'rate': float(rate)})
+    if arg('effort_tolerance'):
+        parameters['effort_tolerance'] = float(arg('effort_tolerance'))
+    return [Node(package='ne_dynamics_ros', executable='jtc_feedforward',
+                 name='jtc_feedforward', output='screen', additional_env=environment,
+                 parameters=[parameters],
+                 arguments=['--ros-args', '--log-level', arg('log_level')])]
+
+
 def _stack(context):
     from ne_dynamics_ros.dynamics.model import load_model
     from ne_dynamics_ros.nodes import fast_dds
@@ -245,35 +316,15 @@ def _stack(context):
                             os.path.join(lib, 'ros2_control_node'), '--ros-args',
                             '--params-file', controllers],
                        additional_env=environment, output='screen', name='controller_manager'),
-        spawner([r2c.STATE_BROADCASTER, r2c.HOLD_CONTROLLER]),
-        spawner([r2c.EFFORT_CONTROLLER], '--inactive'),
     ]
-    if arg('guard').lower() == 'true':
-        actions.append(Node(
-            package='ne_dynamics_ros', executable='effort_guard', name='effort_guard',
-            output='screen', additional_env=environment,
-            parameters=[{'command_timeout': float(arg('guard_timeout')),
-                         'realtime_priority': int(arg('guard_realtime_priority'))}]))
-    loop_delay = arg('loop_delay')
-    gains = _gains_for_delay(str(2.0 / rate) if loop_delay == 'auto' else loop_delay, model,
-                             node_values, rate)
-    if arg('node').lower() == 'true':
-        actions.append(Node(
-            package='ne_dynamics_ros', executable='computed_torque_node',
-            name='computed_torque_node', output='screen', emulate_tty=True,
-            additional_env=environment,
-            parameters=[params_file, {
-                **({'realtime_priority': int(arg('realtime_priority'))}
-                   if arg('realtime_priority') else {}),
-                **gains, **_compensation(arg('delay_compensation'), arg('delay_prediction'),
-                                         rate),
-                'urdf_path': urdf,
-                'joints': list(command_joints),
-                'effort_check_rate': rate,
-                'ros2_control.controller_manager': '/controller_manager',
-                'ros2_control.hold_controller': r2c.HOLD_CONTROLLER,
-                'ros2_control.effort_controller': r2c.EFFORT_CONTROLLER}],
-            arguments=['--ros-args', '--log-level', arg('log_level')]))
+    if arg('loop') == 'jtc':
+        actions.append(spawner([r2c.STATE_BROADCASTER, r2c.TRAJECTORY_CONTROLLER]))
+        actions += _jtc_loop(arg, environment, urdf, node_values, command_joints, rate)
+    else:
+        actions += [spawner([r2c.STATE_BROADCASTER, r2c.HOLD_CONTROLLER]),
+                    spawner([r2c.EFFORT_CONTROLLER], '--inactive')]
+        actions += _node_loop(arg, environment, urdf, params_file, model, node_values,
+                              command_joints, rate)
     if sim:
         actions.insert(0, _sim(arg, urdf, node_values, initial, rate, environment,
                                hardware[2]))
@@ -298,6 +349,14 @@ def generate_launch_description():
                                 'default: chain order)'),
         ('hold_delay', '', 'the loop delay the hold controller\'s gains are sized for, s '
                            '(default: two cycles)'),
+        ('loop', 'node', 'who closes the loop: node (computed_torque_node\'s own effort '
+                         'loop through effort_controller, hold_controller and effort_guard) '
+                         'or jtc (joint_trajectory_controller in controller_manager\'s '
+                         'cycle, its trajectories\' efforts filled by jtc_feedforward: '
+                         'send them to /jtc_feedforward/follow_joint_trajectory or '
+                         '/jtc_feedforward/joint_trajectory)'),
+        ('effort_tolerance', '', 'loop:=jtc: jtc_feedforward\'s effort_tolerance, N m '
+                                 '(default its own, 0.05)'),
         ('node', 'true', 'start computed_torque_node'),
         ('guard', 'true', 'start effort_guard (switches to hold_controller when the node\'s '
                           'commands stop)'),
@@ -328,8 +387,10 @@ def generate_launch_description():
                                   'driver) or timer (the arm on a timer of its own at '
                                   'sim_rate)'),
         ('sim_rate', '', 'sim_clock:=timer: joint state rate, Hz (default 0.8 rate)'),
-        ('sim_realtime_priority', '60', 'sim: SCHED_FIFO priority of the simulated arm '
-                                        '(0: the default scheduling)'),
+        ('sim_realtime_priority', '', 'sim: SCHED_FIFO priority of the simulated arm (0: '
+                                      'the default scheduling; default 49 behind '
+                                      'sim_arm_system, below controller_manager\'s loop, '
+                                      'and 60 behind topic_based)'),
         ('shared_memory', 'false', 'let the stack\'s processes use Fast DDS\'s shared '
                                    'memory; false: UDP only (a SIGKILLed process\'s '
                                    'shared memory stalled its peers 1 s: '
