@@ -49,6 +49,7 @@ setup(
             'trajectory_source = ne_dynamics_ros.nodes.trajectory_source_node:main',
             'robot_description_publisher = ne_dynamics_ros.nodes.robot_description_node:main',
             'effort_guard = ne_dynamics_ros.nodes.effort_guard_node:main',
+            'jtc_feedforward = ne_dynamics_ros.nodes.jtc_feedforward_node:main',
         ],
     },
 )

@@ -28,8 +28,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ne_dynamics_ros.control.effort_check import effort_terms
-from ne_dynamics_ros.control.trajectory import Trajectory, TrajectoryError
+from ne_dynamics_ros.control.effort_check import (check_trajectory, effort_terms,
+                                                  InfeasibleTrajectory)
+from ne_dynamics_ros.control.trajectory import (DesiredState, Trajectory, TrajectoryError,
+                                                trajectory_from_points)
 
 #: Interior instants of each interval at which the chord is compared with the model.
 CHECKS = (0.2, 0.4, 0.5, 0.6, 0.8)
@@ -148,5 +150,82 @@ def feedforward_points(model, trajectory: Trajectory, gravity, tolerance, min_st
     return FeedforwardPoints(t, state.q, state.qd, state.qdd, tau, errors.max(axis=0))
 
 
-__all__ = ['CHECKS', 'feedforward_points', 'FeedforwardPoints', 'MAX_HALVINGS',
-           'MAX_POINTS']
+class FeedforwardSettings(NamedTuple):
+    """How :func:`feedforward_goal` fills a goal (the relay's parameters).
+
+    ``gravity``: (3,) m/s², base frame; ``tolerance``: N·m (N), scalar or (n,), > 0;
+    ``rate``: the controller's update rate, Hz (``min_step = 1 / rate``, and the rate the
+    effort limits are checked at); ``effort_limits``: (n,) N·m (N), chain order (inf:
+    none); ``effort_margin``: the share of each limit kept free, in [0, 1);
+    ``with_gravity``, ``friction``: False where the drives compensate them;
+    ``coulomb_velocity``: v_s of ``Fc tanh(q̇ / v_s)``, rad/s (m/s); ``max_step``: s.
+    """
+
+    gravity: np.ndarray
+    tolerance: object
+    rate: float
+    effort_limits: np.ndarray
+    effort_margin: float = 0.05
+    with_gravity: bool = True
+    friction: bool = True
+    coulomb_velocity: float = 0.003
+    max_step: float = 0.1
+
+
+def feedforward_goal(model, joint_names, points, state, settings: FeedforwardSettings,
+                     receipt_time=0.0) -> FeedforwardPoints:
+    """Return a trajectory message's feed-forward points, or refuse it (chain order).
+
+    The trajectory starts from the arm's ``state`` (JTC's semantics for a first point
+    later than ``time_from_start`` 0: from where the arm is), is checked against the
+    effort limits at ``settings.rate`` as it will be interpolated (the node's own check:
+    :func:`~ne_dynamics_ros.control.effort_check.check_trajectory`) and sampled by
+    :func:`feedforward_points` with ``min_step = 1 / rate``. ``times`` start at 0: the
+    instant the controller starts the trajectory.
+
+    Args:
+        model: the arm's :class:`~ne_dynamics_ros.dynamics.model.RobotModel`.
+        joint_names: the message's joints, any order (each chain joint once).
+        points: its waypoints (:class:`~ne_dynamics_ros.control.trajectory.
+            TrajectoryPoint` sequence or ``WaypointArrays``), columns in ``joint_names``.
+        state: ``(q, qd)``, (n,) each, the arm's measured state, chain order.
+        settings: :class:`FeedforwardSettings`.
+        receipt_time: s, the clock the trajectory's times count from (any origin).
+
+    Raises:
+        TrajectoryError: the message is malformed (as
+            :func:`~ne_dynamics_ros.control.trajectory.trajectory_from_points` says), or
+            would need more than :data:`MAX_POINTS` points.
+        InfeasibleTrajectory: it needs more effort than a limit allows (less the margin):
+            the message names the joint, the instant and the effort.
+    """
+    chain = list(model.joint_names)
+    q, qd = (np.asarray(v, dtype=float).reshape(-1) for v in state)
+    before = DesiredState(q, qd, np.zeros_like(q))
+    trajectory = trajectory_from_points(joint_names, points, chain, None, receipt_time,
+                                        before)
+    limits = np.asarray(settings.effort_limits, dtype=float) * (1.0 - settings.effort_margin)
+    check = check_trajectory(model, trajectory, chain, limits, settings.rate,
+                             settings.gravity, settings.friction, settings.with_gravity,
+                             settings.coulomb_velocity)
+    if check.violation is not None:
+        raise InfeasibleTrajectory(check.violation.text())
+    return feedforward_points(model, trajectory, settings.gravity, settings.tolerance,
+                              1.0 / settings.rate, settings.max_step, settings.friction,
+                              settings.with_gravity, settings.coulomb_velocity)
+
+
+def hold_effort(model, q, settings: FeedforwardSettings):
+    """Return the (n,) effort that holds the arm still at ``q`` (rad): g(q), N·m (N).
+
+    Zero where the drives compensate gravity (``settings.with_gravity`` False). Friction
+    holds nothing at rest and is left out.
+    """
+    q = np.asarray(q, dtype=float).reshape(-1)
+    if not settings.with_gravity:
+        return np.zeros_like(q)
+    return np.asarray(model.gravity_torques(q, settings.gravity), dtype=float)
+
+
+__all__ = ['CHECKS', 'feedforward_goal', 'feedforward_points', 'FeedforwardPoints',
+           'FeedforwardSettings', 'hold_effort', 'MAX_HALVINGS', 'MAX_POINTS']

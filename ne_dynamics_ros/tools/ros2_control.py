@@ -55,6 +55,7 @@ HARDWARE_COMMAND_TOPIC = '/r2c/joint_commands'
 #: The controllers' names in the generated YAML and the launch file.
 EFFORT_CONTROLLER = 'effort_controller'
 HOLD_CONTROLLER = 'hold_controller'
+TRAJECTORY_CONTROLLER = 'joint_trajectory_controller'
 STATE_BROADCASTER = 'joint_state_broadcaster'
 #: Where scripts/bootstrap.sh unpacks the ros2_control build, under the venv.
 BUNDLED_PREFIX = pathlib.Path('ros2_control') / 'install'
@@ -210,7 +211,23 @@ def hold_gains(model, rate, delay=0.0):
             for j, name in enumerate(model.joint_names)}
 
 
-def controllers_yaml(joint_names, rate, gains=None, command_joints=None):
+def _trajectory_controller(joints, interfaces, gains):
+    """Return the parameters of a joint_trajectory_controller on ``interfaces``."""
+    parameters = {
+        'joints': list(joints), 'command_interfaces': list(interfaces),
+        'state_interfaces': ['position', 'velocity'],
+        'allow_nonzero_velocity_at_trajectory_end': False,
+        # hold the position *measured* on activation: with the default (true) and
+        # effort commands only, a second activation held the first one's position
+        # (measured: the arm flung back 0.3 rad at the PID's full gain)
+        'set_last_command_interface_value_as_state_on_activation': False}
+    if 'position' not in interfaces:
+        parameters['gains'] = {name: gains[name] for name in joints}
+    return parameters
+
+
+def controllers_yaml(joint_names, rate, gains=None, command_joints=None,
+                     trajectory_gains=None, trajectory_interfaces=('effort',)):
     """Return controller_manager's parameter file (YAML text) for the node's wiring.
 
     Args:
@@ -220,6 +237,12 @@ def controllers_yaml(joint_names, rate, gains=None, command_joints=None):
             controller in the file.
         command_joints: the effort controller's ``joints`` (the order of the node's
             command, its ``joints`` parameter); None: ``joint_names``.
+        trajectory_gains: :func:`hold_gains`' result for ``joint_trajectory_controller``,
+            the JTC that ``jtc_feedforward`` feeds (its joints in ``command_joints``
+            order); None: none in the file.
+        trajectory_interfaces: its command interfaces: ``('effort',)`` (its PID plus the
+            points' effort) or ``('position', 'effort')`` (a drive's position loop with a
+            torque feed-forward input: the effort passed through, no PID, no gains).
 
     Raises:
         Ros2ControlError: a rate that is not a whole number of Hz > 0, or command joints
@@ -233,6 +256,9 @@ def controllers_yaml(joint_names, rate, gains=None, command_joints=None):
     if sorted(command) != sorted(joints) or len(set(command)) != len(command):
         raise Ros2ControlError(f'the effort controller\'s joints {command} must be the arm\'s '
                                f'joints {joints}, each once')
+    if tuple(trajectory_interfaces) not in (('effort',), ('position', 'effort')):
+        raise Ros2ControlError('the trajectory controller\'s command interfaces must be '
+                               f'[effort] or [position, effort], got {trajectory_interfaces}')
     manager = {'update_rate': int(rate),
                STATE_BROADCASTER: {'type': 'joint_state_broadcaster/JointStateBroadcaster'},
                EFFORT_CONTROLLER: {'type': 'effort_controllers/JointGroupEffortController'}}
@@ -241,15 +267,13 @@ def controllers_yaml(joint_names, rate, gains=None, command_joints=None):
     if gains is not None:
         manager[HOLD_CONTROLLER] = {
             'type': 'joint_trajectory_controller/JointTrajectoryController'}
-        document[HOLD_CONTROLLER] = {'ros__parameters': {
-            'joints': joints, 'command_interfaces': ['effort'],
-            'state_interfaces': ['position', 'velocity'],
-            'allow_nonzero_velocity_at_trajectory_end': False,
-            # hold the position *measured* on activation: with the default (true) and
-            # effort commands only, a second activation held the first one's position
-            # (measured: the arm flung back 0.3 rad at the PID's full gain)
-            'set_last_command_interface_value_as_state_on_activation': False,
-            'gains': {name: gains[name] for name in joints}}}
+        document[HOLD_CONTROLLER] = {'ros__parameters': _trajectory_controller(
+            joints, ['effort'], gains)}
+    if trajectory_gains is not None:
+        manager[TRAJECTORY_CONTROLLER] = {
+            'type': 'joint_trajectory_controller/JointTrajectoryController'}
+        document[TRAJECTORY_CONTROLLER] = {'ros__parameters': _trajectory_controller(
+            command, trajectory_interfaces, trajectory_gains)}
     header = ('# controller_manager parameters written by ne-dynamics ros2-control: '
               f'{int(rate)} Hz; {EFFORT_CONTROLLER} takes computed_torque_node\'s efforts'
               + (f', {HOLD_CONTROLLER} (PID, effort) holds the arm whenever the node does '
@@ -350,4 +374,5 @@ __all__ = ['BUNDLED_PREFIX', 'bundled_environment', 'controllers_yaml', 'EFFORT_
            'realtime_command',
            'ros2_control_block', 'Ros2ControlError', 'SIM_ARM_PACKAGE', 'SIM_ARM_SYSTEM',
            'sim_arm_system_parameters', 'STATE_BROADCASTER', 'TOPIC_BASED_SYSTEM',
+           'TRAJECTORY_CONTROLLER',
            'topic_based_parameters', 'urdf_with_ros2_control']

@@ -13,7 +13,9 @@ import pytest
 from random_urdf import PinocchioReference, random_chains
 from references import GRAVITY, PinocchioArm, PUMA560_URDF, PUMA_ARMATURE, PUMA_JOINTS
 
-from ne_dynamics_ros.control.feedforward import feedforward_points
+from ne_dynamics_ros.control.effort_check import InfeasibleTrajectory
+from ne_dynamics_ros.control.feedforward import (feedforward_goal, feedforward_points,
+                                                 FeedforwardSettings, hold_effort)
 from ne_dynamics_ros.control.trajectory import (DesiredState, trajectory_from_points,
                                                 TrajectoryError, TrajectoryPoint)
 from ne_dynamics_ros.dynamics.model import load_model
@@ -197,3 +199,43 @@ def test_random_arms_get_pinocchios_efforts_within_the_tolerance(robot, seed, co
         np.testing.assert_allclose(effort, reference.rnea(q, qd, qdd, gravity=GRAVITY),
                                    atol=1e-8, rtol=1e-9)
     assert np.all(out.interpolation_error <= tolerance)
+
+
+def settings_for(model, **kwargs):
+    values = dict(gravity=GRAVITY, tolerance=0.05, rate=500.0,
+                  effort_limits=np.asarray(model.effort_limits, dtype=float), friction=False)
+    values.update(kwargs)
+    return FeedforwardSettings(**values)
+
+
+def test_a_goal_starts_from_the_arm_and_its_points_are_pinocchios(puma, pinocchio):
+    # the first waypoint 0.5 s in: the motion starts where the arm is, as JTC starts it
+    q, qd = Q0 - 0.05, np.zeros(6)
+    points = feedforward_goal(puma, list(reversed(PUMA_JOINTS)), [
+        TrajectoryPoint(0.5, Q0[::-1].tolist(), [0.0] * 6, [0.0] * 6),
+        TrajectoryPoint(1.5, (Q0 + 0.3)[::-1].tolist(), [0.0] * 6, [0.0] * 6)],
+        (q, qd), settings_for(puma), receipt_time=100.0)
+    assert points.times[0] == 0.0 and points.times[-1] == pytest.approx(1.5)
+    np.testing.assert_allclose(points.q[0], q, atol=1e-12)
+    np.testing.assert_allclose(points.q[-1], Q0 + 0.3, atol=1e-12)
+    assert np.min(np.diff(points.times)) >= 1.0 / 500 - 1e-12
+    for k in range(0, len(points.times), 7):
+        np.testing.assert_allclose(points.effort[k], pinocchio.rnea(
+            points.q[k], points.qd[k], points.qdd[k]), atol=1e-9)
+
+
+def test_a_goal_beyond_the_effort_limits_is_refused_with_the_joint(puma):
+    with pytest.raises(InfeasibleTrajectory, match='needs .* N\\*m at .* over its limit'):
+        feedforward_goal(puma, PUMA_JOINTS, [
+            TrajectoryPoint(0.05, (Q0 + 1.0).tolist(), [0.0] * 6, [0.0] * 6)],
+            (Q0, np.zeros(6)), settings_for(puma))
+    with pytest.raises(TrajectoryError, match='joint'):
+        feedforward_goal(puma, PUMA_JOINTS[:5], [
+            TrajectoryPoint(1.0, Q0[:5].tolist())], (Q0, np.zeros(6)), settings_for(puma))
+
+
+def test_the_hold_effort_is_gravity_or_nothing(puma, pinocchio):
+    np.testing.assert_allclose(hold_effort(puma, Q0, settings_for(puma)),
+                               pinocchio.rnea(Q0, np.zeros(6), np.zeros(6)), atol=1e-9)
+    np.testing.assert_array_equal(
+        hold_effort(puma, Q0, settings_for(puma, with_gravity=False)), np.zeros(6))

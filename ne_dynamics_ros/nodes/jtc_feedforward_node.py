@@ -1,0 +1,334 @@
+"""``jtc_feedforward``: the model's efforts on the trajectories joint_trajectory_controller runs.
+
+joint_trajectory_controller (JTC) with the ``effort`` command interface commands
+``u = PID(q_d - q, qd_d - qd) + effort_d`` inside controller_manager's own cycle, the
+state read in that cycle, ``effort_d`` interpolated linearly between the trajectory's
+points (ros2_controllers #1200); with ``position`` + ``effort`` interfaces it passes the
+effort to the drive's own position loop. This node stands in front of a JTC and fills
+that ``effort`` with the arm's inverse dynamics (the computed-torque feed-forward of Lee,
+Chung, Mudge and Turney 1982, eq. 4.1, with the drives' armature and friction):
+
+* ``~/follow_joint_trajectory`` (``control_msgs/FollowJointTrajectory``, what MoveIt
+  calls) and ``~/joint_trajectory`` (``trajectory_msgs/JointTrajectory``) take
+  trajectories; each is checked (joints, times, values; the effort it needs against the
+  limits less ``effort_margin``, as the node checks its own), resampled where JTC's linear
+  interpolation of the model's effort would be off by more than ``effort_tolerance``
+  (:func:`~ne_dynamics_ros.control.feedforward.feedforward_goal`) and sent on to
+  ``/<controller>/follow_joint_trajectory`` (``/<controller>/joint_trajectory``), in the
+  controller's ``joints`` order, every point with the trajectory's own ``q, q̇, q̈``. A
+  goal that is malformed or needs more than the limits is rejected before JTC sees it.
+* JTC's feedback and result are relayed unchanged; a cancel is passed on; a new goal
+  preempts in JTC as JTC does.
+* Holding: JTC's own hold (at activation, after a cancel or an abort) carries zero
+  effort, so a torque-controlled arm without drive-side gravity compensation sags until
+  the PID winds up. Whenever the controller becomes active and after a goal ends other
+  than by success, this node sends JTC a one-point trajectory at the measured position
+  with the model's gravity as its effort
+  (:func:`~ne_dynamics_ros.control.feedforward.hold_effort`). After a success JTC holds
+  the goal's last point, whose effort is already the model's.
+
+The control loop never waits for this node: it runs in controller_manager's cycle. The
+arm's state comes from ``/joint_states`` (joint_state_broadcaster's, mapped by name).
+"""
+import math
+
+import numpy as np
+from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalResponse
+from rclpy.node import Node
+from rclpy.qos import QoSDurabilityPolicy, QoSProfile, QoSReliabilityPolicy
+from rclpy.qos import qos_profile_sensor_data
+from sensor_msgs.msg import JointState
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+from action_msgs.msg import GoalStatus
+from control_msgs.action import FollowJointTrajectory
+from controller_manager_msgs.msg import ControllerManagerActivity
+from lifecycle_msgs.msg import State
+
+from ne_dynamics_ros.control.feedforward import (feedforward_goal, FeedforwardSettings,
+                                                 hold_effort)
+from ne_dynamics_ros.control.trajectory import TrajectoryError, TrajectoryPoint
+from ne_dynamics_ros.dynamics.model import load_model
+from ne_dynamics_ros.errors import ModelError
+from ne_dynamics_ros.nodes.spin import init_until_signalled, spin_until_signalled
+
+#: controller_manager's ~/activity: reliable, transient local, depth 1.
+ACTIVITY_QOS = QoSProfile(depth=1, reliability=QoSReliabilityPolicy.RELIABLE,
+                          durability=QoSDurabilityPolicy.TRANSIENT_LOCAL)
+WARN_PERIOD = 2.0
+
+
+class FeedforwardConfigError(ModelError):
+    """The relay's parameters do not describe an arm and a controller it can serve."""
+
+
+def _seconds(duration):
+    return duration.sec + duration.nanosec * 1e-9
+
+
+def message_points(msg):
+    """Return a ``JointTrajectory``'s waypoints as TrajectoryPoints (message order)."""
+    return [TrajectoryPoint(_seconds(p.time_from_start), list(p.positions),
+                            list(p.velocities), list(p.accelerations)) for p in msg.points]
+
+
+def trajectory_message(points, order, joints):
+    """Return the feed-forward points as a ``JointTrajectory`` for the controller.
+
+    ``points``: :class:`~ne_dynamics_ros.control.feedforward.FeedforwardPoints` (chain
+    order); ``order``: (n,) chain index of each of the controller's ``joints``. Stamped 0:
+    the controller starts it on receipt.
+    """
+    msg = JointTrajectory(joint_names=list(joints))
+    q, qd, qdd, effort = (a[:, order] for a in (points.q, points.qd, points.qdd,
+                                                points.effort))
+    for k, t in enumerate(points.times.tolist()):
+        point = JointTrajectoryPoint(positions=q[k].tolist(), velocities=qd[k].tolist(),
+                                     accelerations=qdd[k].tolist(),
+                                     effort=effort[k].tolist())
+        point.time_from_start.sec, point.time_from_start.nanosec = divmod(
+            int(round(t * 1e9)), 1_000_000_000)
+        msg.points.append(point)
+    return msg
+
+
+class JtcFeedforward(Node):
+    """The relay; see the module docstring."""
+
+    def __init__(self, **kwargs):
+        super().__init__('jtc_feedforward', **kwargs)
+        v = self._declare()
+        self.model = self._model(v)
+        chain = list(self.model.joint_names)
+        self.joints = [j for j in v['joints'] if j] or chain
+        if sorted(self.joints) != sorted(chain) or len(set(self.joints)) != len(chain):
+            raise FeedforwardConfigError(f'joints {self.joints} must be the chain\'s {chain}, '
+                                         'each once')
+        self.order = np.array([chain.index(j) for j in self.joints])
+        self.settings = self._settings(v)
+        self.state = None                     # (q, qd) chain order, from /joint_states
+        self.hold_pending = False
+        self.active_goals = {}                # our goal id -> JTC's goal handle
+        self.prepared_goals = {}              # id(goal request) -> the controller's message
+        self.controller_active = False
+        controller = self.controller = v['controller']
+        self.create_subscription(JointState, '/joint_states', self._on_state,
+                                 qos_profile_sensor_data)
+        self.create_subscription(ControllerManagerActivity,
+                                 f'{v["controller_manager"]}/activity', self._on_activity,
+                                 ACTIVITY_QOS)
+        self.create_subscription(JointTrajectory, '~/joint_trajectory', self._on_topic, 10)
+        self.publisher = self.create_publisher(JointTrajectory,
+                                               f'/{controller}/joint_trajectory', 10)
+        self.client = ActionClient(self, FollowJointTrajectory,
+                                   f'/{controller}/follow_joint_trajectory')
+        self.server = ActionServer(self, FollowJointTrajectory, '~/follow_joint_trajectory',
+                                   execute_callback=self._execute,
+                                   goal_callback=self._on_goal,
+                                   cancel_callback=self._on_cancel)
+        self.get_logger().info(
+            f'feed-forward for {controller} ({self.joints}): efforts within '
+            f'{np.max(np.atleast_1d(self.settings.tolerance)):g} N*m of the model at '
+            f'{self.settings.rate:g} Hz; holding with '
+            f'{"gravity" if self.settings.with_gravity else "zero effort (drives compensate)"}')
+
+    def _declare(self):
+        def declare(name, default, description):
+            return self.declare_parameter(name, default, ParameterDescriptor(
+                description=description, read_only=True, dynamic_typing=True)).value
+
+        v = {name: declare(name, default, text) for name, default, text in PARAMETERS}
+        v['urdf'] = v['robot_description'] or v['urdf_path']
+        if not str(v['urdf']).strip():
+            raise FeedforwardConfigError('jtc_feedforward needs robot_description or urdf_path')
+        return v
+
+    @staticmethod
+    def _model(v):
+        """Load the chain, then again with the per-joint values given (one value: all)."""
+        def given(name, n):
+            values = [float(x) for x in (v[name] or [])]
+            if not values or values == [0.0]:
+                return None                   # the URDF's (armature: none)
+            return values * n if len(values) == 1 else values
+        try:
+            model = load_model(v['urdf'], base_link=v['base_link'] or None,
+                               tip_link=v['tip_link'] or None)
+            extra = {name: given(name, model.n) for name in ('armature', 'damping', 'friction')}
+            if any(value is not None for value in extra.values()):
+                model = load_model(v['urdf'], base_link=v['base_link'] or None,
+                                   tip_link=v['tip_link'] or None, **extra)
+        except (ValueError, TypeError) as exc:
+            raise FeedforwardConfigError(f'cannot build the robot model: {exc}') from exc
+        return model
+
+    def _settings(self, v):
+        rate = float(v['rate'])
+        if not (math.isfinite(rate) and rate > 0):
+            raise FeedforwardConfigError(f'rate must be > 0 Hz, got {rate}')
+        n = self.model.n
+        limits = np.asarray(v['effort_limits'] or self.model.effort_limits, dtype=float)
+        limits = np.where(limits > 0, limits, np.inf)
+        tolerance = np.asarray(v['effort_tolerance'], dtype=float).reshape(-1)
+        margin = float(v['effort_margin'])
+        if limits.shape != (n,) or tolerance.size not in (1, n) or \
+                not np.all(tolerance > 0) or not 0.0 <= margin < 1.0:
+            raise FeedforwardConfigError(
+                f'effort_limits needs {n} values, effort_tolerance 1 or {n} values > 0, '
+                f'effort_margin in [0, 1): got {limits.tolist()}, {tolerance.tolist()}, '
+                f'{margin}')
+        return FeedforwardSettings(
+            gravity=np.asarray(v['gravity'], dtype=float), tolerance=tolerance, rate=rate,
+            effort_limits=limits, effort_margin=margin,
+            with_gravity=not v['hardware_compensates_gravity'],
+            friction=not v['hardware_compensates_friction'])
+
+    # -- inputs -------------------------------------------------------------------------
+
+    def _on_state(self, msg):
+        index = {name: k for k, name in enumerate(msg.name)}
+        chain = self.model.joint_names
+        if any(j not in index for j in chain) or len(msg.position) != len(msg.name):
+            return
+        q = np.array([msg.position[index[j]] for j in chain])
+        qd = np.array([msg.velocity[index[j]] for j in chain]) \
+            if len(msg.velocity) == len(msg.name) else np.zeros_like(q)
+        if np.all(np.isfinite(q)) and np.all(np.isfinite(qd)):
+            self.state = (q, qd)
+            if self.hold_pending:
+                self._hold('the controller became active')
+
+    def _on_activity(self, msg):
+        active = any(c.name == self.controller and c.state.id == State.PRIMARY_STATE_ACTIVE
+                     for c in msg.controllers)
+        if active and not self.controller_active:
+            self.hold_pending = True
+            if self.state is not None:
+                self._hold('the controller became active')
+        self.controller_active = active
+
+    def _prepared(self, trajectory):
+        """Return the controller's message for a trajectory, or raise (the reason)."""
+        if self.state is None:
+            raise TrajectoryError('no /joint_states yet: the arm\'s state is unknown')
+        now = self.get_clock().now().nanoseconds * 1e-9
+        points = feedforward_goal(self.model, list(trajectory.joint_names),
+                                  message_points(trajectory), self.state, self.settings, now)
+        return trajectory_message(points, self.order, self.joints)
+
+    def _on_topic(self, msg):
+        try:
+            out = self._prepared(msg)
+        except (TrajectoryError, ValueError) as exc:
+            self.get_logger().warning(f'dropped trajectory: {exc}',
+                                      throttle_duration_sec=WARN_PERIOD)
+            return
+        self.publisher.publish(out)
+
+    # -- the action ---------------------------------------------------------------------
+
+    def _on_goal(self, goal):
+        if not self.client.server_is_ready():
+            self.get_logger().warning(f'goal rejected: /{self.controller}/'
+                                      'follow_joint_trajectory is not available')
+            return GoalResponse.REJECT
+        try:
+            self.prepared_goals[id(goal)] = self._prepared(goal.trajectory)
+        except (TrajectoryError, ValueError) as exc:
+            self.get_logger().warning(f'goal rejected: {exc}')
+            return GoalResponse.REJECT
+        return GoalResponse.ACCEPT
+
+    def _on_cancel(self, handle):
+        relayed = self.active_goals.get(bytes(handle.goal_id.uuid))
+        if relayed is not None:
+            relayed.cancel_goal_async()
+        return CancelResponse.ACCEPT
+
+    async def _execute(self, handle):
+        request = handle.request
+        trajectory = self.prepared_goals.pop(id(request), None) or \
+            self._prepared(request.trajectory)
+        goal = FollowJointTrajectory.Goal(
+            trajectory=trajectory, path_tolerance=request.path_tolerance,
+            goal_tolerance=request.goal_tolerance,
+            goal_time_tolerance=request.goal_time_tolerance)
+        key = bytes(handle.goal_id.uuid)
+        relayed = await self.client.send_goal_async(
+            goal, feedback_callback=lambda f: handle.publish_feedback(f.feedback))
+        if not relayed.accepted:
+            handle.abort()
+            return FollowJointTrajectory.Result(
+                error_code=FollowJointTrajectory.Result.INVALID_GOAL,
+                error_string=f'{self.controller} rejected the goal')
+        self.active_goals[key] = relayed
+        if handle.is_cancel_requested:
+            relayed.cancel_goal_async()
+        answer = await relayed.get_result_async()
+        del self.active_goals[key]
+        if answer.status == GoalStatus.STATUS_SUCCEEDED:
+            handle.succeed()
+        elif answer.status == GoalStatus.STATUS_CANCELED:
+            handle.canceled()
+        else:
+            handle.abort()
+        if answer.status != GoalStatus.STATUS_SUCCEEDED and not self.active_goals:
+            self._hold(f'the goal ended with status {answer.status}')
+        return answer.result
+
+    def _hold(self, why):
+        """Send the controller a one-point trajectory: here, with the model's gravity."""
+        self.hold_pending = False
+        q, _ = self.state
+        effort = hold_effort(self.model, q, self.settings)
+        point = JointTrajectoryPoint(positions=q[self.order].tolist(),
+                                     velocities=[0.0] * len(q), accelerations=[0.0] * len(q),
+                                     effort=effort[self.order].tolist())
+        point.time_from_start.nanosec = int(2e9 / self.settings.rate)
+        self.publisher.publish(JointTrajectory(joint_names=self.joints, points=[point]))
+        self.get_logger().info(f'{why}: holding at the measured position with '
+                               f'{"the model" if self.settings.with_gravity else "zero"} '
+                               'effort')
+
+
+#: (name, default, description) of every parameter (all read-only).
+PARAMETERS = (
+    ('robot_description', '', 'URDF XML of the arm; if empty, urdf_path is read'),
+    ('urdf_path', '', 'path to the URDF file'),
+    ('base_link', '', 'first link of the chain (default: the URDF root)'),
+    ('tip_link', '', 'last link of the chain (default: the single end of the tree)'),
+    ('armature', [0.0], 'reflected rotor inertia per joint, kg m^2 (one value: all)'),
+    ('damping', [0.0], 'viscous friction Fv per joint, N m s/rad (empty: the URDF\'s)'),
+    ('friction', [0.0], 'Coulomb friction Fc per joint, N m (empty: the URDF\'s)'),
+    ('gravity', [0.0, 0.0, -9.81], 'gravity in the base frame, m/s^2'),
+    ('controller', 'joint_trajectory_controller', 'the joint_trajectory_controller served'),
+    ('controller_manager', '/controller_manager', 'its controller_manager'),
+    ('joints', [''], 'the controller\'s joints, its order (default: chain order)'),
+    ('rate', 500.0, 'the controller\'s update rate, Hz: the shortest interval between '
+                    'points and the rate the effort limits are checked at'),
+    ('effort_tolerance', [0.05], 'largest gap between the controller\'s interpolated '
+                                 'effort and the model\'s, N m (one value or per joint)'),
+    ('effort_limits', [0.0], 'per joint, N m (0 or empty: the URDF\'s <limit effort>)'),
+    ('effort_margin', 0.05, 'share of each effort limit a trajectory may not use'),
+    ('hardware_compensates_gravity', False, 'the drives add g(q) themselves: the efforts '
+                                            'carry no gravity, the hold none'),
+    ('hardware_compensates_friction', False, 'the drives compensate friction themselves'),
+)
+
+
+def main(args=None):
+    """Run ``jtc_feedforward`` until SIGINT/SIGTERM; exit 1 on a bad configuration."""
+    import rclpy
+    stop = init_until_signalled(args)
+    try:
+        node = JtcFeedforward()
+    except FeedforwardConfigError as exc:
+        rclpy.logging.get_logger('jtc_feedforward').fatal(str(exc))
+        rclpy.try_shutdown()
+        return 1
+    return spin_until_signalled(node, stop)
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())
