@@ -331,84 +331,87 @@ def _stack(context):
     return actions
 
 
+#: (name, default, description) of every launch argument.
+ARGUMENTS = [
+    ('robot', 'ur5e', f'the arm of config/: {", ".join(sorted(ROBOTS))} (its URDF, '
+                      'node parameters and start when urdf/params_file are not given)'),
+    ('urdf', '', 'URDF file of the arm (default: the robot\'s in config/)'),
+    ('params_file', '', 'computed_torque_node parameter YAML (default: the robot\'s)'),
+    ('controllers_file', '', 'controller_manager parameter YAML (default: generated: '
+                             'joint_state_broadcaster, effort_controller, hold_controller)'),
+    ('rate', '500', 'controller_manager update_rate, Hz'),
+    ('controller_joints', '', 'the effort controller\'s joints order (YAML list; '
+                              'default: the node parameters\' joints, else chain order)'),
+    ('hardware_joints', '', 'the <ros2_control> block\'s joint order (YAML list; '
+                            'default: chain order)'),
+    ('hold_delay', '', 'the loop delay the hold controller\'s gains are sized for, s '
+                       '(default: two cycles)'),
+    ('loop', 'node', 'who closes the loop: node (computed_torque_node\'s own effort '
+                     'loop through effort_controller, hold_controller and effort_guard) '
+                     'or jtc (joint_trajectory_controller in controller_manager\'s '
+                     'cycle, its trajectories\' efforts filled by jtc_feedforward: '
+                     'send them to /jtc_feedforward/follow_joint_trajectory or '
+                     '/jtc_feedforward/joint_trajectory)'),
+    ('effort_tolerance', '', 'loop:=jtc: jtc_feedforward\'s effort_tolerance, N m '
+                             '(default its own, 0.05)'),
+    ('node', 'true', 'start computed_torque_node'),
+    ('guard', 'true', 'start effort_guard (switches to hold_controller when the node\'s '
+                      'commands stop)'),
+    ('guard_realtime_priority', '55', 'effort_guard: SCHED_FIFO priority, above the '
+                                      'node\'s and controller_manager\'s (0: the '
+                                      'default scheduling)'),
+    ('controller_manager_priority', '45', 'SCHED_FIFO priority of controller_manager\'s '
+                                          'threads other than its control loop (its '
+                                          'executor, publishers and DDS threads; the '
+                                          'loop keeps its thread_priority 50); 0: the '
+                                          'default scheduling'),
+    ('guard_timeout', '0.1', 'effort_guard: silence on the command topic after which '
+                             'it switches to hold_controller, s (the node\'s own '
+                             'state_timeout)'),
+    ('sim', 'true', 'start sim_arm_node behind the hardware\'s topics'),
+    ('plant', 'pinocchio', 'sim: pinocchio or mujoco'),
+    ('brakes', 'true', 'sim: held by its brakes until the first non-zero command'),
+    ('initial_positions', '', 'sim: start positions (YAML list, rad; default: the '
+                              'robot\'s)'),
+    ('hardware', 'sim_arm_system', 'the hardware plugin of the generated <ros2_control> '
+                                   'block: sim_arm_system (the package\'s SimArmSystem: '
+                                   'the simulated arm over a datagram link, on the '
+                                   'hardware\'s clock, its newest state at every read) '
+                                   'or topic_based (PickNik\'s TopicBasedSystem: the arm '
+                                   'behind DDS topics, sim_clock applies)'),
+    ('sim_clock', 'hardware', 'sim with hardware:=topic_based: hardware (one step and '
+                              'one state per hardware write, as a robot paces its '
+                              'driver) or timer (the arm on a timer of its own at '
+                              'sim_rate)'),
+    ('sim_rate', '', 'sim_clock:=timer: joint state rate, Hz (default 0.8 rate)'),
+    ('sim_realtime_priority', '', 'sim: SCHED_FIFO priority of the simulated arm (0: '
+                                  'the default scheduling; default 49 behind '
+                                  'sim_arm_system, below controller_manager\'s loop, '
+                                  'and 60 behind topic_based)'),
+    ('shared_memory', 'false', 'let the stack\'s processes use Fast DDS\'s shared '
+                               'memory; false: UDP only (a SIGKILLed process\'s '
+                               'shared memory stalled its peers 1 s: '
+                               'docs/ros2-control.md)'),
+    ('log_level', 'info', 'computed_torque_node\'s logging level'),
+    ('loop_delay', 'auto', 'the loop delay the node\'s gains must tolerate, s; auto: two '
+                           'cycles (a state read at cycle k is answered in the write of '
+                           'k + 1 and held for a cycle); gains of params_file that do '
+                           'not are lowered by the rule; none: keep them'),
+    ('delay_compensation', 'auto', 'computed_torque_node\'s delay_compensation, s: the '
+                                   'delay its law predicts across; auto: 1.5 cycles '
+                                   '(the middle of the hold of a command written one '
+                                   'cycle on); none: its parameter file\'s'),
+    ('delay_prediction', '', 'computed_torque_node\'s delay_prediction: model or '
+                             'error_rate (default: its parameter file\'s, else model)'),
+    ('realtime_priority', '', 'computed_torque_node\'s realtime_priority (default: its '
+                              'parameter file\'s, else 50; 0: the default scheduling)'),
+]
+
+
 def generate_launch_description():
     """Declare the arguments and the stack."""
     from ne_dynamics_ros.tools.launch_signals import quiet_keyboard_interrupt
     quiet_keyboard_interrupt()     # Ctrl-C must not break launch's run loop (its docstring)
-    arguments = [
-        ('robot', 'ur5e', f'the arm of config/: {", ".join(sorted(ROBOTS))} (its URDF, '
-                          'node parameters and start when urdf/params_file are not given)'),
-        ('urdf', '', 'URDF file of the arm (default: the robot\'s in config/)'),
-        ('params_file', '', 'computed_torque_node parameter YAML (default: the robot\'s)'),
-        ('controllers_file', '', 'controller_manager parameter YAML (default: generated: '
-                                 'joint_state_broadcaster, effort_controller, hold_controller)'),
-        ('rate', '500', 'controller_manager update_rate, Hz'),
-        ('controller_joints', '', 'the effort controller\'s joints order (YAML list; '
-                                  'default: the node parameters\' joints, else chain order)'),
-        ('hardware_joints', '', 'the <ros2_control> block\'s joint order (YAML list; '
-                                'default: chain order)'),
-        ('hold_delay', '', 'the loop delay the hold controller\'s gains are sized for, s '
-                           '(default: two cycles)'),
-        ('loop', 'node', 'who closes the loop: node (computed_torque_node\'s own effort '
-                         'loop through effort_controller, hold_controller and effort_guard) '
-                         'or jtc (joint_trajectory_controller in controller_manager\'s '
-                         'cycle, its trajectories\' efforts filled by jtc_feedforward: '
-                         'send them to /jtc_feedforward/follow_joint_trajectory or '
-                         '/jtc_feedforward/joint_trajectory)'),
-        ('effort_tolerance', '', 'loop:=jtc: jtc_feedforward\'s effort_tolerance, N m '
-                                 '(default its own, 0.05)'),
-        ('node', 'true', 'start computed_torque_node'),
-        ('guard', 'true', 'start effort_guard (switches to hold_controller when the node\'s '
-                          'commands stop)'),
-        ('guard_realtime_priority', '55', 'effort_guard: SCHED_FIFO priority, above the '
-                                          'node\'s and controller_manager\'s (0: the '
-                                          'default scheduling)'),
-        ('controller_manager_priority', '45', 'SCHED_FIFO priority of controller_manager\'s '
-                                              'threads other than its control loop (its '
-                                              'executor, publishers and DDS threads; the '
-                                              'loop keeps its thread_priority 50); 0: the '
-                                              'default scheduling'),
-        ('guard_timeout', '0.1', 'effort_guard: silence on the command topic after which '
-                                 'it switches to hold_controller, s (the node\'s own '
-                                 'state_timeout)'),
-        ('sim', 'true', 'start sim_arm_node behind the hardware\'s topics'),
-        ('plant', 'pinocchio', 'sim: pinocchio or mujoco'),
-        ('brakes', 'true', 'sim: held by its brakes until the first non-zero command'),
-        ('initial_positions', '', 'sim: start positions (YAML list, rad; default: the '
-                                  'robot\'s)'),
-        ('hardware', 'sim_arm_system', 'the hardware plugin of the generated <ros2_control> '
-                                       'block: sim_arm_system (the package\'s SimArmSystem: '
-                                       'the simulated arm over a datagram link, on the '
-                                       'hardware\'s clock, its newest state at every read) '
-                                       'or topic_based (PickNik\'s TopicBasedSystem: the arm '
-                                       'behind DDS topics, sim_clock applies)'),
-        ('sim_clock', 'hardware', 'sim with hardware:=topic_based: hardware (one step and '
-                                  'one state per hardware write, as a robot paces its '
-                                  'driver) or timer (the arm on a timer of its own at '
-                                  'sim_rate)'),
-        ('sim_rate', '', 'sim_clock:=timer: joint state rate, Hz (default 0.8 rate)'),
-        ('sim_realtime_priority', '', 'sim: SCHED_FIFO priority of the simulated arm (0: '
-                                      'the default scheduling; default 49 behind '
-                                      'sim_arm_system, below controller_manager\'s loop, '
-                                      'and 60 behind topic_based)'),
-        ('shared_memory', 'false', 'let the stack\'s processes use Fast DDS\'s shared '
-                                   'memory; false: UDP only (a SIGKILLed process\'s '
-                                   'shared memory stalled its peers 1 s: '
-                                   'docs/ros2-control.md)'),
-        ('log_level', 'info', 'computed_torque_node\'s logging level'),
-        ('loop_delay', 'auto', 'the loop delay the node\'s gains must tolerate, s; auto: two '
-                               'cycles (a state read at cycle k is answered in the write of '
-                               'k + 1 and held for a cycle); gains of params_file that do '
-                               'not are lowered by the rule; none: keep them'),
-        ('delay_compensation', 'auto', 'computed_torque_node\'s delay_compensation, s: the '
-                                       'delay its law predicts across; auto: 1.5 cycles '
-                                       '(the middle of the hold of a command written one '
-                                       'cycle on); none: its parameter file\'s'),
-        ('delay_prediction', '', 'computed_torque_node\'s delay_prediction: model or '
-                                 'error_rate (default: its parameter file\'s, else model)'),
-        ('realtime_priority', '', 'computed_torque_node\'s realtime_priority (default: its '
-                                  'parameter file\'s, else 50; 0: the default scheduling)'),
-    ]
     return LaunchDescription(
         [DeclareLaunchArgument(name, default_value=default, description=description)
-         for name, default, description in arguments] + [OpaqueFunction(function=_stack)])
+         for name, default, description in ARGUMENTS] + [OpaqueFunction(function=_stack)])

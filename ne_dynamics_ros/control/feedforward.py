@@ -77,6 +77,24 @@ def _chord_errors(model, trajectory, t, tau, args):
     return np.max(np.abs(exact - chord), axis=1)
 
 
+#: Grid instants this close to a waypoint's are the waypoint's, s (a message carries ns).
+SAME_INSTANT = 1e-9
+
+
+def _with_waypoints(grid, times):
+    """Return the grid and the waypoints' times, sorted, without near-duplicates.
+
+    A grid instant within :data:`SAME_INSTANT` of a waypoint's (``0.1 * 12`` against a
+    waypoint at ``1.2``) would reach the controller as a second point at the same
+    nanosecond, and joint_trajectory_controller rejects times that do not increase.
+    """
+    times = np.asarray(times, dtype=float)
+    k = np.clip(np.searchsorted(times, grid), 1, max(times.size - 1, 1))
+    gap = np.minimum(np.abs(grid - times[k - 1]), np.abs(grid - times[np.minimum(
+        k, times.size - 1)]))
+    return np.union1d(grid[gap > SAME_INSTANT], times)
+
+
 def _checked_settings(tolerance, min_step, max_step, n):
     """Return ``tolerance`` as (n,); raise ValueError on a bad setting (see the caller)."""
     tolerance = np.broadcast_to(np.asarray(tolerance, dtype=float), (n,)) \
@@ -128,7 +146,7 @@ def feedforward_points(model, trajectory: Trajectory, gravity, tolerance, min_st
     args = (gravity, friction, with_gravity, coulomb_velocity)
     start, duration = trajectory.start_time, float(trajectory.times[-1])
     count = max(1, int(np.ceil(duration / max_step)))
-    t = np.union1d(np.linspace(0.0, duration, count + 1), trajectory.times)
+    t = _with_waypoints(np.linspace(0.0, duration, count + 1), trajectory.times)
     if t.size < 2:                       # one point at its start: nothing to interpolate
         state, tau = _effort(model, trajectory, start + t, *args)
         return FeedforwardPoints(t, state.q, state.qd, state.qdd, tau, np.zeros(n))

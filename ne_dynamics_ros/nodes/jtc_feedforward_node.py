@@ -168,7 +168,9 @@ class JtcFeedforward(Node):
         if not (math.isfinite(rate) and rate > 0):
             raise FeedforwardConfigError(f'rate must be > 0 Hz, got {rate}')
         n = self.model.n
-        limits = np.asarray(v['effort_limits'] or self.model.effort_limits, dtype=float)
+        given = [float(x) for x in (v['effort_limits'] or [])]
+        limits = np.asarray(self.model.effort_limits if given in ([], [0.0]) else given,
+                            dtype=float)
         limits = np.where(limits > 0, limits, np.inf)
         tolerance = np.asarray(v['effort_tolerance'], dtype=float).reshape(-1)
         margin = float(v['effort_margin'])
@@ -179,7 +181,8 @@ class JtcFeedforward(Node):
                 f'effort_margin in [0, 1): got {limits.tolist()}, {tolerance.tolist()}, '
                 f'{margin}')
         return FeedforwardSettings(
-            gravity=np.asarray(v['gravity'], dtype=float), tolerance=tolerance, rate=rate,
+            gravity=np.asarray(v['gravity'], dtype=float),
+            tolerance=float(tolerance[0]) if tolerance.size == 1 else tolerance, rate=rate,
             effort_limits=limits, effort_margin=margin,
             with_gravity=not v['hardware_compensates_gravity'],
             friction=not v['hardware_compensates_friction'])

@@ -93,7 +93,6 @@ rate queue up and arrive up to five cycles late, and at a lower rate some cycles
 nothing new (the broadcaster repeats a state).
 """
 import math
-import threading
 import time
 
 import numpy as np
@@ -109,7 +108,8 @@ from std_msgs.msg import Float64MultiArray
 
 from ne_dynamics_ros.errors import ModelError
 from ne_dynamics_ros.nodes.spin import init_until_signalled, spin_until_signalled
-from ne_dynamics_ros.simulation import hardware_link
+from ne_dynamics_ros.nodes.sim_arm_hardware import HardwareClockMixin
+from ne_dynamics_ros.simulation.hardware_link import HardwareLinkError
 from ne_dynamics_ros.simulation.hardware_reads import ReadBacklog
 from ne_dynamics_ros.simulation.payload_schedule import PayloadSchedule
 from ne_dynamics_ros.simulation.mujoco_arm import MujocoArm
@@ -122,12 +122,6 @@ PLANTS = ('pinocchio', 'mujoco')
 #: topic-based hardware (JointState commands, efforts by name), or the package's own
 #: hardware plugin over its link (:mod:`~ne_dynamics_ros.simulation.hardware_link`).
 COMMAND_INTERFACES = ('float64_multi_array', 'joint_state', 'sim_arm_system')
-#: command_interface sim_arm_system: each write the hardware sent (efforts by name,
-#: stamped with the write's instant), for whoever watches the loop.
-WRITES_TOPIC = '~/hardware_writes'
-#: command_interface sim_arm_system: how often the link thread looks up from its socket
-#: to see whether the node is shutting down, s.
-LINK_POLL = 0.2
 #: Values of ``clock``: a timer of the arm's own, or the hardware's writes.
 CLOCKS = ('timer', 'hardware')
 COMMAND_TOPIC = '/effort_controller/commands'
@@ -164,7 +158,7 @@ def _float(value, name):
     return values[0]
 
 
-class SimArmNode(Node):
+class SimArmNode(HardwareClockMixin, Node):
     """Simulated arm with an effort command interface and a joint-state publisher."""
 
     def __init__(self, **kwargs):
@@ -185,7 +179,10 @@ class SimArmNode(Node):
         self.backlog = ReadBacklog()
         self._link_thread = None
         if self.command_interface == 'sim_arm_system':
-            self._start_link()
+            try:
+                self._start_link()
+            except HardwareLinkError as exc:
+                raise SimArmConfigError(f'sim_arm_node: {exc}') from exc
         elif self.command_interface == 'joint_state':
             self.create_subscription(JointState, COMMAND_TOPIC, self._on_joint_command, 10)
             if self.clock == 'hardware':
@@ -297,10 +294,6 @@ class SimArmNode(Node):
             '(ros2_control\'s topic_based_ros2_control hardware); sim_arm_system: the '
             'package\'s ne_dynamics_ros_hardware/SimArmSystem over hardware_channel (needs '
             'clock hardware); with either hardware the brakes wait for a non-zero command')
-        self._hardware_channel = declare(
-            'hardware_channel', '', 'command_interface sim_arm_system: the channel of the '
-            'hardware plugin (its <param name="channel">); the arm binds the abstract '
-            'socket @<channel>/arm')
         self._realtime_priority = declare(
             'realtime_priority', 0,
             'wall-clock mode: SCHED_FIFO priority of the simulation and its DDS threads where '
@@ -311,6 +304,11 @@ class SimArmNode(Node):
 
     def _declare_clock_parameters(self, declare):
         """Declare what paces the arm: its own timer, lockstep, or the hardware's writes."""
+        self._hardware_channel = declare(
+            'hardware_channel', '', 'command_interface sim_arm_system: the channel of the '
+            'hardware plugin (its <param name="channel">); the arm binds the abstract '
+            'socket @<channel>/arm')
+
         self._lockstep_timeout = declare('lockstep_timeout', 1.0,
                                          'lockstep: republish the state after this many '
                                          'wall-clock seconds without an answer')
@@ -332,6 +330,26 @@ class SimArmNode(Node):
             "a robot's newest state is when its driver reads it; false: the state at the "
             'write (a cycle old when read)')
 
+    def _check_clock(self):
+        """Take the clock parameters; raise SimArmConfigError on a bad combination."""
+        self.clock = str(self._clock_mode)
+        if self.clock not in CLOCKS:
+            raise SimArmConfigError(f'clock {self.clock!r} is not one of {CLOCKS}')
+        if self.clock == 'hardware' and (self.command_interface == 'float64_multi_array'
+                                         or self.lockstep):
+            raise SimArmConfigError('clock hardware needs command_interface joint_state or '
+                                    'sim_arm_system (the hardware writes one command per '
+                                    'cycle) and no lockstep')
+        self.hardware_channel = str(self._hardware_channel or '')
+        if self.command_interface == 'sim_arm_system' and (
+                self.clock != 'hardware' or not self.hardware_channel):
+            raise SimArmConfigError('command_interface sim_arm_system needs clock hardware '
+                                    'and a hardware_channel')
+        self.max_step = _float(self._max_step, 'max_step')
+        self.state_at_read = bool(self._state_at_read)
+        if not self.max_step > 0:
+            raise SimArmConfigError(f'max_step must be > 0 s, got {self.max_step}')
+
     def _build_arm(self):
         description = self._robot_description or ''
         source = description if description.strip() else (self._urdf_path or '')
@@ -350,23 +368,7 @@ class SimArmNode(Node):
         if self.lockstep and self.command_interface != 'float64_multi_array':
             raise SimArmConfigError('lockstep needs command_interface float64_multi_array '
                                     '(controller_manager runs on its own clock)')
-        self.clock = str(self._clock_mode)
-        if self.clock not in CLOCKS:
-            raise SimArmConfigError(f'clock {self.clock!r} is not one of {CLOCKS}')
-        if self.clock == 'hardware' and (self.command_interface == 'float64_multi_array'
-                                         or self.lockstep):
-            raise SimArmConfigError('clock hardware needs command_interface joint_state or '
-                                    'sim_arm_system (the hardware writes one command per '
-                                    'cycle) and no lockstep')
-        self.hardware_channel = str(self._hardware_channel or '')
-        if self.command_interface == 'sim_arm_system' and (
-                self.clock != 'hardware' or not self.hardware_channel):
-            raise SimArmConfigError('command_interface sim_arm_system needs clock hardware '
-                                    'and a hardware_channel')
-        self.max_step = _float(self._max_step, 'max_step')
-        self.state_at_read = bool(self._state_at_read)
-        if not self.max_step > 0:
-            raise SimArmConfigError(f'max_step must be > 0 s, got {self.max_step}')
+        self._check_clock()
         self.lockstep_timeout = _float(self._lockstep_timeout, 'lockstep_timeout')
         self.effort_noise = _float(self._effort_noise, 'effort_noise')
         if not (self.effort_noise >= 0 and math.isfinite(self.effort_noise)):
@@ -456,154 +458,6 @@ class SimArmNode(Node):
             return
         self.command = command
         self.commands_received += 1
-
-    def _hardware_write(self, command, stamp_ns=0):
-        """Hardware clock: step over the time since the last write, take ``command``, publish.
-
-        The command in force since the previous write acted over the whole interval
-        (bounded by ``max_step``). With ``state_at_read`` the arm is carried on under the
-        new command to the hardware's next ``read()`` (its cycle learnt from the cycles'
-        stamps) and that state is published at once, stamped then: what the next read
-        finds is the arm as it is at that read, as a robot's newest state is. Otherwise
-        the state at this write's arrival is published, stamped with it.
-
-        ``stamp_ns``: the write's own stamp (the hardware stamps its command message),
-        taken as the instant of the write when it is within ``max_step`` before the
-        arrival: a callback run late (the executor busy) must not shift the arm's time.
-        """
-        now = self.get_clock().now().nanoseconds
-        if 0 < now - stamp_ns < self.max_step * 1e9:
-            now = stamp_ns
-        released = not self._brakes or self.commands_received > 0
-        if self._sim_ns is not None:
-            elapsed = (now - self._sim_ns) * 1e-9
-            if elapsed > self.max_step:
-                self.late_writes += 1
-                self.get_logger().warning(
-                    f'no hardware write for {elapsed:.3f} s; simulating only '
-                    f'{self.max_step:.3f} s of it (the arm falls behind the clock)',
-                    throttle_duration_sec=WARN_PERIOD)
-                elapsed = self.max_step
-            if elapsed > 0 and released:
-                self.arm.step(self.command, elapsed)
-        self._sim_ns = max(now, self._sim_ns or 0)
-        if self.commands_received > 0 or np.any(command):
-            self.commands_received += 1   # the brakes open on the first non-zero command
-            released = True
-        self.command = command
-        read_ns = self.backlog.next_read_ns(now) if self.state_at_read else None
-        if read_ns is not None and released:
-            lead = min(read_ns - self._sim_ns, self.backlog.cycle_period_ns())
-            if lead > 0:
-                self.arm.step(self.command, lead * 1e-9)
-                self._sim_ns += lead
-        if not self.backlog.withhold(now):
-            self._publish_state(Time(nanoseconds=self._sim_ns))
-            self.backlog.published(tuple(self.arm.position.tolist()), time.time_ns())
-
-    def _on_read(self, msg):
-        """Hardware clock: the state a cycle read; drain the hardware's queue if it lags.
-
-        The hardware takes the oldest state it holds (:mod:`~ne_dynamics_ros.simulation.
-        hardware_reads`); when a cycle read an older one than the newest published before
-        it, the next states are withheld until the queue is drained.
-        """
-        index = {name: k for k, name in enumerate(msg.name)}
-        if len(msg.position) != len(msg.name) or \
-                any(j not in index for j in self.arm.joint_names):
-            return
-        positions = tuple(msg.position[index[j]] for j in self.arm.joint_names)
-        stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
-        self.backlog.read(positions, stamp)
-
-    # -- the hardware link (command_interface sim_arm_system) ----------------------------
-
-    def _start_link(self):
-        """Bind ``@<hardware_channel>/arm`` and serve it on a thread of its own."""
-        try:
-            self.link = hardware_link.HardwareLink(self.hardware_channel)
-        except hardware_link.HardwareLinkError as exc:
-            raise SimArmConfigError(f'sim_arm_node: {exc}') from exc
-        self.hardware_clock = hardware_link.HardwareClock(self.arm, self.max_step,
-                                                          brakes=self._brakes)
-        self.writes_publisher = self.create_publisher(JointState, WRITES_TOPIC, 10)
-        self.states_undelivered = 0
-        self._link_stop = threading.Event()
-        self._link_thread = threading.Thread(target=self._serve_link, name='hardware_link',
-                                             daemon=True)
-        self._link_thread.start()
-
-    def _serve_link(self):
-        """Answer every write with the state the next read finds (module docstring).
-
-        Runs at the node's ``realtime_priority`` (``ros2_control.launch.py``: 49, just
-        below controller_manager's loop, which wakes it: above it, the answer preempted
-        the loop's ``write()`` on its core). A malformed datagram is dropped with a
-        throttled warning.
-        """
-        if int(self._realtime_priority) > 0:
-            from ne_dynamics_ros.nodes.computed_torque.priority import raise_priority
-            text, _ = raise_priority(int(self._realtime_priority), [0])
-            text = text.replace('control and watchdog', 'link')
-            self.get_logger().info(f'hardware link: {text}')
-        previous, order = None, None
-        while not self._link_stop.is_set():
-            got = self.link.receive(LINK_POLL)
-            if got is None:
-                continue
-            data, sender = got
-            try:
-                command = hardware_link.parse_command(data, previous)
-                if previous is None or command.names is not previous.names:
-                    order = self._hardware_order(command.names)
-            except hardware_link.HardwareLinkError as exc:
-                self.commands_dropped += 1
-                self.get_logger().warning(f'dropped hardware write: {exc}',
-                                          throttle_duration_sec=WARN_PERIOD)
-                continue
-            previous = command
-            self._answer_write(command, order, sender)
-
-    def _hardware_order(self, names):
-        """Return (arm index of each hardware joint) for the hardware's joint ``names``.
-
-        Raises:
-            HardwareLinkError: the hardware's joints are not the arm's, each once.
-        """
-        joints = list(self.arm.joint_names)
-        if sorted(names) != sorted(joints):
-            raise hardware_link.HardwareLinkError(
-                f"the hardware's joints {list(names)} are not the arm's {joints}")
-        return np.array([joints.index(name) for name in names])
-
-    def _answer_write(self, command, order, sender):
-        """Step the arm under one write, send the state back, publish what happened."""
-        effort = np.empty(self.arm.n)
-        effort[order] = command.effort
-        clock = self.hardware_clock
-        stamp_ns = clock.write(effort, command.read_ns, command.write_ns)
-        self.command = clock.command
-        self.commands_received += bool(clock.released)
-        self.late_writes = clock.late_writes
-        state_effort = self._state_effort()
-        if not self.link.send(hardware_link.pack_state(
-                command.seq, stamp_ns, self.arm.position[order], self.arm.velocity[order],
-                state_effort[order]), sender):
-            self.states_undelivered += 1
-        self._publish_state(Time(nanoseconds=stamp_ns), state_effort)
-        write = JointState(name=list(self.arm.joint_names), effort=effort.tolist())
-        write.header.stamp = Time(nanoseconds=command.write_ns).to_msg()
-        self.writes_publisher.publish(write)
-
-    def _stop_link(self):
-        """Stop the link thread, free the channel and say what the link carried."""
-        self._link_stop.set()
-        self._link_thread.join(timeout=5 * LINK_POLL)
-        self.link.close()
-        self.get_logger().info(
-            f'hardware link: {self.commands_received} writes taken after the brakes opened, '
-            f'{self.commands_dropped} dropped, {self.states_undelivered} states not '
-            f'delivered, {self.late_writes} writes after more than {self.max_step:g} s')
 
     def run_until(self, end_time):
         """Lockstep: let simulated time run up to ``end_time`` (s; None = without end).

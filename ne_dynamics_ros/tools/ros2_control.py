@@ -109,7 +109,8 @@ def find_sim_arm_system(environ=None):
 
 
 def ros2_control_block(joint_names, effort_limits, plugin=TOPIC_BASED_SYSTEM,
-                       hardware_parameters=None, name='NeDynamicsArm', initial_positions=None):
+                       hardware_parameters=None, name='NeDynamicsArm', initial_positions=None,
+                       command_interfaces=('effort',)):
     """Return the ``<ros2_control>`` XML element (text) of an arm.
 
     Args:
@@ -123,9 +124,13 @@ def ros2_control_block(joint_names, effort_limits, plugin=TOPIC_BASED_SYSTEM,
         name: the ``<ros2_control name>``.
         initial_positions: (n,) rad or m, each joint's position state before the hardware
             reads one (None: 0).
+        command_interfaces: ``('effort',)`` or ``('position', 'effort')`` (a drive with a
+            position loop and a torque feed-forward input; the position interface gets no
+            limits here: the driver's own apply).
 
     Raises:
-        Ros2ControlError: no joints, a repeated joint, a bad limit or position count.
+        Ros2ControlError: no joints, a repeated joint, a bad limit or position count, other
+            command interfaces.
     """
     joints = [str(j) for j in joint_names]
     if not joints:
@@ -149,8 +154,13 @@ def ros2_control_block(joint_names, effort_limits, plugin=TOPIC_BASED_SYSTEM,
     lines += [f'      <param name={q(k)}>{e(str(v))}</param>'
               for k, v in hardware_parameters.items()]
     lines.append('    </hardware>')
+    if tuple(command_interfaces) not in (('effort',), ('position', 'effort')):
+        raise Ros2ControlError(f'command_interfaces must be (effort,) or (position, effort), '
+                               f'got {command_interfaces}')
     for joint, limit, q0 in zip(joints, limits, initial):
         lines.append(f'    <joint name={q(joint)}>')
+        if 'position' in command_interfaces:
+            lines.append('      <command_interface name="position"/>')
         if np.isfinite(limit):
             lines += ['      <command_interface name="effort">',
                       f'        <param name="min">{-limit:.17g}</param>',

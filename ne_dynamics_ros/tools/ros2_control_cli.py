@@ -17,6 +17,10 @@ from ne_dynamics_ros.tools.files import check_outputs, write_outputs
 MAX_MESSAGE = 600
 
 
+#: --trajectory-controller -> its command interfaces (and the block's).
+TRAJECTORY_INTERFACES = {'effort': ('effort',), 'position+effort': ('position', 'effort')}
+
+
 def ros2_control_command(args):
     """Run ``ne-dynamics ros2-control``: URDF + <ros2_control> and controllers YAML."""
     from ne_dynamics_ros.tools import ros2_control as r2c
@@ -35,13 +39,18 @@ def ros2_control_command(args):
         order = [model.joint_names.index(j) for j in hardware]
         limits = model.effort_limits[order]
         plugin_parameters = dict(p.split('=', 1) for p in args.param) if args.param else None
+        interfaces = TRAJECTORY_INTERFACES.get(args.trajectory_controller, ('effort',))
         block = r2c.ros2_control_block(hardware, limits, plugin=args.plugin,
-                                       hardware_parameters=plugin_parameters)
+                                       hardware_parameters=plugin_parameters,
+                                       command_interfaces=interfaces)
         files = [('--output', args.output, r2c.urdf_with_ros2_control(text, block))]
         if args.controllers:
             gains = r2c.hold_gains(model, args.rate, delay=args.delay)
-            files.append(('--controllers', args.controllers,
-                          r2c.controllers_yaml(model.joint_names, args.rate, gains, hardware)))
+            trajectory = r2c.hold_gains(model, args.rate, delay=1.0 / args.rate) \
+                if args.trajectory_controller else None
+            files.append(('--controllers', args.controllers, r2c.controllers_yaml(
+                model.joint_names, args.rate, gains, hardware, trajectory_gains=trajectory,
+                trajectory_interfaces=interfaces)))
         write_outputs(files, [args.urdf])
     except (ModelError, OSError, ValueError) as exc:
         print(f'ne-dynamics ros2-control: error: {shorten(str(exc), MAX_MESSAGE)}',
@@ -51,7 +60,9 @@ def ros2_control_command(args):
           f'limits {[float(f"{v:.4g}") for v in limits]} N m')
     if args.controllers:
         print(f'{args.controllers}: controller_manager at {args.rate:g} Hz: '
-              'joint_state_broadcaster, effort_controller, hold_controller')
+              'joint_state_broadcaster, effort_controller, hold_controller'
+              + (f', {r2c.TRAJECTORY_CONTROLLER} on {list(interfaces)} (for jtc_feedforward)'
+                 if args.trajectory_controller else ''))
     return 0
 
 
@@ -74,6 +85,12 @@ def add_ros2_control(sub):
     r2c.add_argument('--param', action='append', metavar='NAME=VALUE',
                      help='a <hardware> parameter (repeatable; default: the topic-based '
                      'plugin\'s topics)')
+    r2c.add_argument('--trajectory-controller', choices=sorted(TRAJECTORY_INTERFACES),
+                     default=None, help='also a joint_trajectory_controller for '
+                     'jtc_feedforward: on the effort interfaces (its PID from the gain rule '
+                     'at --rate, one cycle of delay) or on position + effort (the drive\'s '
+                     'position loop, the effort passed through; the block gets position '
+                     'command interfaces too)')
     r2c.add_argument('--base', default=None, help='base link (default: URDF root)')
     r2c.add_argument('--tip', default=None, help='tip link (default: end of the chain)')
     r2c.set_defaults(func=ros2_control_command)

@@ -224,6 +224,21 @@ def test_a_goal_starts_from_the_arm_and_its_points_are_pinocchios(puma, pinocchi
             points.q[k], points.qd[k], points.qdd[k]), atol=1e-9)
 
 
+def test_grid_instants_a_rounding_away_from_a_waypoint_are_not_second_points(puma):
+    # waypoints every 0.05 s as a message carries them (s + ns * 1e-9) against the 0.1 s
+    # grid: the same instants, a rounding apart
+    times = np.array([int(t) + round((t - int(t)) * 1e9) * 1e-9
+                      for t in np.linspace(0.0, 1.5, 31)])
+    merged = np.union1d(np.linspace(0.0, 1.5, 16), times)
+    assert np.min(np.diff(merged)) < 1e-12             # what a plain union gives
+    points = feedforward_goal(puma, PUMA_JOINTS, [
+        TrajectoryPoint(float(t), (Q0 + 0.1 * np.sin(t)).tolist()) for t in times[1:]],
+        (Q0, np.zeros(6)), settings_for(puma, tolerance=10.0), receipt_time=0.0)
+    nanoseconds = np.round(points.times * 1e9).astype(np.int64)
+    assert np.all(np.diff(nanoseconds) > 0)
+    assert set(times[1:]) <= set(points.times)
+
+
 def test_a_goal_beyond_the_effort_limits_is_refused_with_the_joint(puma):
     with pytest.raises(InfeasibleTrajectory, match='needs .* N\\*m at .* over its limit'):
         feedforward_goal(puma, PUMA_JOINTS, [

@@ -114,6 +114,39 @@ def test_the_controllers_yaml_wires_the_three_controllers():
         r2c.controllers_yaml(model.joint_names, 500.5)
 
 
+def test_the_trajectory_controller_for_jtc_feedforward_takes_the_controllers_order():
+    model = load_model(str(UR5E_URDF))
+    command = model.joint_names[3:] + model.joint_names[:3]
+    gains = r2c.hold_gains(model, 500, delay=0.002)
+    document = yaml.safe_load(r2c.controllers_yaml(model.joint_names, 500, None, command,
+                                                   trajectory_gains=gains))
+    assert document['controller_manager']['ros__parameters'][
+        'joint_trajectory_controller']['type'] == \
+        'joint_trajectory_controller/JointTrajectoryController'
+    jtc = document['joint_trajectory_controller']['ros__parameters']
+    assert jtc['joints'] == command and jtc['command_interfaces'] == ['effort']
+    assert jtc['gains'] == {name: gains[name] for name in command}
+    assert 'hold_controller' not in document
+    passed = yaml.safe_load(r2c.controllers_yaml(
+        model.joint_names, 500, None, command, trajectory_gains=gains,
+        trajectory_interfaces=('position', 'effort')))['joint_trajectory_controller'][
+        'ros__parameters']
+    assert passed['command_interfaces'] == ['position', 'effort'] and 'gains' not in passed
+    with pytest.raises(r2c.Ros2ControlError, match='command interfaces'):
+        r2c.controllers_yaml(model.joint_names, 500, trajectory_gains=gains,
+                             trajectory_interfaces=('velocity',))
+
+
+def test_a_position_and_effort_block_for_a_drive_with_its_own_position_loop():
+    block = ET.fromstring(r2c.ros2_control_block(['j1', 'j2'], [10.0, 5.0],
+                                                 command_interfaces=('position', 'effort')))
+    for joint in block.findall('joint'):
+        assert [c.get('name') for c in joint.findall('command_interface')] == [
+            'position', 'effort']
+    with pytest.raises(r2c.Ros2ControlError, match='command_interfaces'):
+        r2c.ros2_control_block(['j1'], [1.0], command_interfaces=('velocity',))
+
+
 def test_the_hold_pid_is_critically_damped_on_the_lightest_inertia():
     model = load_model(str(UR5E_URDF))
     inertias = np.array([np.diag(model.mass_matrix(q)) for q in np.random.default_rng(
@@ -181,6 +214,19 @@ def test_the_command_writes_both_files_or_nothing(tmp_path, capsys):
     # the input is never the output
     assert cli.main(['ros2-control', str(out), '--output', str(out)]) == 2
     assert out.read_bytes() == before
+
+
+def test_the_command_writes_a_trajectory_controller_for_position_and_effort(tmp_path):
+    out, controllers = tmp_path / 'arm.urdf', tmp_path / 'controllers.yaml'
+    assert cli.main(['ros2-control', str(PUMA560_URDF), '--output', str(out),
+                     '--controllers', str(controllers),
+                     '--trajectory-controller', 'position+effort']) == 0
+    joint = ET.parse(out).getroot().find('ros2_control/joint')
+    assert [c.get('name') for c in joint.findall('command_interface')] == [
+        'position', 'effort']
+    jtc = yaml.safe_load(controllers.read_text())['joint_trajectory_controller'][
+        'ros__parameters']
+    assert jtc['command_interfaces'] == ['position', 'effort']
 
 
 def test_the_latency_chain_counts_the_cycles_from_controller_managers_stamps():

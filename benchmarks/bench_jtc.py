@@ -1,0 +1,208 @@
+"""Model feed-forward inside controller_manager's cycle: JTC with and without the efforts.
+
+Side by side in one run, per arm (``--arms``, default the UR5e on Pinocchio and on
+MuJoCo and the PUMA 560), through the real controller_manager at ``--rate`` Hz with the
+simulated arm on the hardware's clock (SimArmSystem):
+
+- **JTC + feed-forward**: ``ros2_control.launch.py loop:=jtc``, goals through
+  ``jtc_feedforward``'s action (the model's efforts on the points);
+- **JTC alone**: the same stack and gains, the same trajectories sent straight to JTC's
+  topic (no effort on the points: its PID alone);
+- **the node's loop**: ``loop:=node`` (computed_torque_node's own effort loop through
+  effort_controller);
+- **direct topic**: the node on the simulated arm's effort topic, no controller_manager.
+
+Each runs ``--runs`` 0.3 rad quintics (1.5 s) on three joints, there and back; reported:
+the worst and the RMS tracking error as the controller itself reports it (JTC's
+``~/controller_state`` error, the node's ``~/tracking_error``), and for JTC the sag
+after a cancel mid-move (the arm's own positions 0.3-1.8 s after the cancel), with the
+relay's gravity hold and with JTC's own zero-effort hold. The goals (issue 56) are
+printed beside the figures: JTC + feed-forward >= 10x better than JTC alone and within
+1.5x of the direct topic; the sag within 5 mrad.
+
+Usage: python benchmarks/bench_jtc.py [--runs 10] [--rate 500] [--arms ur5e:pinocchio ...]
+"""
+import argparse
+import pathlib
+import sys
+import time
+
+import numpy as np
+
+TEST_DIR = pathlib.Path(__file__).resolve().parents[1] / 'test'
+MOVE = np.array([0.3, -0.3, 0.3, 0.0, 0.0, 0.0])
+MOVE_TIME = 1.5
+JTC = 'joint_trajectory_controller'
+UR5E = ['shoulder_pan_joint', 'shoulder_lift_joint', 'elbow_joint', 'wrist_1_joint',
+        'wrist_2_joint', 'wrist_3_joint']
+PUMA = [f'joint_{k}' for k in range(1, 7)]
+ARMS = {'ur5e': (UR5E, 'ur5e_sim.launch.py'), 'puma560': (PUMA, 'puma560.launch.py')}
+#: The goals of issue 56.
+BETTER_THAN_ALONE = 10.0
+WITHIN_DIRECT = 1.5
+SAG = 5e-3
+
+
+class Errors:
+    """Tracking errors a controller reports, on the probe's executor."""
+
+    def __init__(self, probe, jtc):
+        from control_msgs.msg import JointTrajectoryControllerState
+        self.probe, self.rows = probe, []
+        if jtc:
+            probe.node.create_subscription(JointTrajectoryControllerState,
+                                           f'/{JTC}/controller_state', self._jtc, 100)
+
+    def _jtc(self, msg):
+        with self.probe.lock:
+            self.rows.append((time.monotonic(), np.array(msg.error.positions)))
+
+    def since(self, began, mark):
+        """Return JTC's errors since ``began`` (monotonic s), or the node's from ``mark``."""
+        with self.probe.lock:
+            if self.rows or mark is None:
+                return np.array([e for t, e in self.rows if t >= began])
+            return np.array([r[1] for r in self.probe.tracking[mark:]])
+
+
+def _publisher(probe, topic):
+    from trajectory_msgs.msg import JointTrajectory
+    publisher = probe.node.create_publisher(JointTrajectory, topic, 10)
+    deadline = time.monotonic() + 20.0
+    while publisher.get_subscription_count() == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return publisher
+
+
+def _moves(s, joints, runs, topic, jtc):
+    """Run the moves; return (worst, rms) of the controller's own errors, rad."""
+    import ros2_control_stack as stack
+    probe = s.probe
+    errors = Errors(probe, jtc)
+    publisher = _publisher(probe, topic)
+    collected = []
+    for run in range(runs):
+        with probe.lock:
+            start = probe.truth[-1][2].copy()
+            mark = len(probe.tracking)
+        began = time.monotonic()
+        goal = start + (MOVE if run % 2 == 0 else -MOVE)
+        publisher.publish(stack.quintic(joints, start, goal, MOVE_TIME))
+        time.sleep(MOVE_TIME + 0.8)
+        rows = errors.since(began, None if jtc else mark)
+        if len(rows):
+            collected.append(rows)
+    rows = np.concatenate(collected) if collected else np.zeros((1, 6))
+    return float(np.max(np.abs(rows))), float(np.sqrt(np.mean(rows ** 2)))
+
+
+def _cancel_sag(s, joints, relay):
+    """Send a 2 s goal, cancel it at 0.8 s; return the arm's motion 0.3-1.8 s after."""
+    import threading
+    import ros2_control_stack as stack
+    from control_msgs.action import FollowJointTrajectory
+    from rclpy.action import ActionClient
+    probe = s.probe
+    name = '/jtc_feedforward/follow_joint_trajectory' if relay else \
+        f'/{JTC}/follow_joint_trajectory'
+    client = ActionClient(probe.node, FollowJointTrajectory, name)
+    probe.wait(client.server_is_ready, 20.0, name)
+
+    def call(fn):
+        box, done = [], threading.Event()
+        probe.executor.create_task(lambda: (box.append(fn()), done.set()))
+        assert done.wait(10.0)
+        future = box[0]
+        probe.wait(future.done, 20.0, 'an action future')
+        return future.result()
+    with probe.lock:
+        start = probe.truth[-1][2].copy()
+    trajectory = stack.quintic(joints, start, start + MOVE, 2.0)
+    goal = FollowJointTrajectory.Goal(trajectory=trajectory)
+    handle = call(lambda: client.send_goal_async(goal))
+    if not handle.accepted:
+        return float('nan')
+    time.sleep(0.8)
+    call(handle.cancel_goal_async)
+    time.sleep(0.3)
+    settled = time.monotonic()
+    time.sleep(1.5)
+    return probe.motion_since(settled)
+
+
+def _run(arm, args):
+    """Return the rows of one arm: one per wiring."""
+    import ros2_control_stack as stack
+    robot, plant = arm.split(':')
+    joints, direct = ARMS[robot]
+    rows = []
+    wirings = [('JTC + feed-forward', ('loop:=jtc',), '/jtc_feedforward/joint_trajectory',
+                True),
+               ('JTC alone', ('loop:=jtc',), f'/{JTC}/joint_trajectory', True),
+               ("the node's loop", (), '/computed_torque_node/joint_trajectory', False),
+               ('direct topic', None, '/computed_torque_node/joint_trajectory', False)]
+    for label, arguments, topic, jtc in wirings:
+        launch = direct if arguments is None else 'ros2_control.launch.py'
+        extra = () if arguments is None else (f'robot:={robot}', f'rate:={args.rate}',
+                                              *arguments)
+        s = stack.Stack(joints, f'plant:={plant}', *extra, launch=launch)
+        try:
+            if jtc:
+                s.probe.wait(lambda: s.probe.is_active(JTC), 60.0, f'{JTC} active')
+                time.sleep(1.0)
+            else:
+                s.wait_commanding()
+            worst, rms = _moves(s, joints, args.runs, topic, jtc)
+            row = {'arm': arm, 'wiring': label, 'worst': worst, 'rms': rms}
+            if jtc:
+                row['sag'] = _cancel_sag(s, joints, relay=label.startswith('JTC +'))
+            rows.append(row)
+            print(f'  {arm:17s} {label:20s} worst {worst:.3e} rad, RMS {rms:.3e}'
+                  + (f', sag after a cancel {row["sag"]:.2e} rad' if 'sag' in row else ''),
+                  flush=True)
+        finally:
+            s.close()
+    return rows
+
+
+def summary(rows):
+    """Print each arm's figures beside the goals."""
+    for arm in dict.fromkeys(r['arm'] for r in rows):
+        by = {r['wiring']: r for r in rows if r['arm'] == arm}
+        ff, alone = by.get('JTC + feed-forward'), by.get('JTC alone')
+        direct = by.get('direct topic')
+        if not (ff and alone and direct):
+            continue
+        better = alone['worst'] / ff['worst']
+        ratio = ff['worst'] / direct['worst']
+        print(f'{arm}: JTC + feed-forward {better:.1f}x better than JTC alone (goal >= '
+              f'{BETTER_THAN_ALONE:g}x), {ratio:.1f}x the direct topic (goal <= '
+              f'{WITHIN_DIRECT:g}x); sag after a cancel {ff["sag"]:.2e} rad with the '
+              f'relay\'s hold, {alone["sag"]:.2e} with JTC\'s own (goal <= {SAG:g})')
+
+
+def main(argv=None):
+    """Run the comparison; print it beside the goals."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--runs', type=int, default=10, help='moves per wiring')
+    parser.add_argument('--rate', type=int, default=500, help='controller_manager Hz')
+    parser.add_argument('--arms', nargs='*', default=['ur5e:pinocchio', 'ur5e:mujoco',
+                                                      'puma560:pinocchio'])
+    args = parser.parse_args(argv)
+    sys.path.insert(0, str(TEST_DIR))
+    import ros2_control_stack as stack
+    why = stack.missing()
+    if why:
+        print(f'skipped: {why}')
+        return 0
+    print(f'Tracking through controller_manager at {args.rate} Hz, {args.runs} moves of '
+          f'0.3 rad per wiring (worst and RMS of the controller\'s own error)')
+    rows = []
+    for arm in args.arms:
+        rows += _run(arm, args)
+    summary(rows)
+    return 0
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())

@@ -1,0 +1,212 @@
+"""jtc_feedforward in front of the real joint_trajectory_controller (``loop:=jtc``).
+
+One stack (``launch/ros2_control.launch.py loop:=jtc``): the UR5e on Pinocchio behind
+SimArmSystem, its ``<ros2_control>`` block in reversed joint order and the controller's
+joints in a third order, JTC on the effort interfaces inside controller_manager's cycle.
+What the arm did is read from the simulated arm's own states (the truth); the efforts on
+the points JTC receives are compared with Pinocchio's inverse dynamics; the same
+trajectory sent to JTC without them shows what they are for.
+"""
+import os
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..'))
+import ros2_control_stack as stack  # noqa: E402
+
+pytestmark = pytest.mark.ros2_control
+
+WHY = stack.missing()
+if WHY:
+    pytest.skip(f'no ros2_control stack here: {WHY}', allow_module_level=True)
+
+from action_msgs.msg import GoalStatus  # noqa: E402
+from control_msgs.action import FollowJointTrajectory  # noqa: E402
+from control_msgs.msg import JointTrajectoryControllerState  # noqa: E402
+from rclpy.action import ActionClient  # noqa: E402
+from references import PinocchioArm, UR5E_URDF  # noqa: E402
+from trajectory_msgs.msg import JointTrajectory  # noqa: E402
+
+CHAIN = ['shoulder_pan_joint', 'shoulder_lift_joint', 'elbow_joint', 'wrist_1_joint',
+         'wrist_2_joint', 'wrist_3_joint']
+HARDWARE = list(reversed(CHAIN))
+COMMAND = ['elbow_joint', 'shoulder_pan_joint', 'shoulder_lift_joint', 'wrist_3_joint',
+           'wrist_1_joint', 'wrist_2_joint']
+JTC = 'joint_trajectory_controller'
+MOVE = np.array([0.3, -0.3, 0.3, 0.3, -0.3, 0.3])
+
+
+def yaml_list(names):
+    return '[' + ', '.join(names) + ']'
+
+
+class Client:
+    """The test's action client, JTC's topic and its state, on the probe's executor."""
+
+    def __init__(self, arm):
+        self.probe = arm.probe
+        node = self.probe.node
+        self.relayed, self.states = [], []
+        node.create_subscription(JointTrajectory, f'/{JTC}/joint_trajectory',
+                                 self.relayed.append, 10)
+        node.create_subscription(JointTrajectoryControllerState, f'/{JTC}/controller_state',
+                                 self._state, 100)
+        self.action = ActionClient(node, FollowJointTrajectory,
+                                   '/jtc_feedforward/follow_joint_trajectory')
+        self.topic = node.create_publisher(JointTrajectory, '/jtc_feedforward/joint_trajectory',
+                                           10)
+        self.direct = node.create_publisher(JointTrajectory, f'/{JTC}/joint_trajectory', 10)
+
+    def _state(self, msg):
+        with self.probe.lock:
+            self.states.append((time.monotonic(), np.array(msg.error.positions)))
+
+    def call(self, fn, timeout=10.0):
+        """Run ``fn`` on the executor's thread (rclpy#1123: the client is not thread-safe)."""
+        box, done = [], threading.Event()
+
+        def run():
+            box.append(fn())
+            done.set()
+        self.probe.executor.create_task(run)
+        assert done.wait(timeout), 'the executor did not run the call'
+        return box[0]
+
+    def wait_future(self, future, timeout=20.0):
+        self.probe.wait(future.done, timeout, 'an action future')
+        return future.result()
+
+    def send(self, trajectory, feedback=None):
+        goal = FollowJointTrajectory.Goal(trajectory=trajectory)
+        return self.wait_future(self.call(
+            lambda: self.action.send_goal_async(goal, feedback_callback=feedback)))
+
+    def result(self, handle, timeout=20.0):
+        response = self.wait_future(self.call(handle.get_result_async), timeout)
+        return response.status, response.result
+
+    def worst_error_since(self, start):
+        with self.probe.lock:
+            rows = [e for t, e in self.states if t >= start]
+        return float(np.max(np.abs(rows))) if rows else float('nan')
+
+    def here(self):
+        with self.probe.lock:
+            return self.probe.truth[-1][2].copy()
+
+
+@pytest.fixture(scope='module')
+def arm():
+    s = stack.Stack(CHAIN, 'loop:=jtc', f'hardware_joints:={yaml_list(HARDWARE)}',
+                    f'controller_joints:={yaml_list(COMMAND)}')
+    client = Client(s)
+    try:
+        s.probe.wait(lambda: s.probe.is_active(JTC), 60.0,
+                     lambda: f'{JTC} active:\n' + stack.output(s.process)[-6000:])
+        s.probe.wait(client.action.server_is_ready, 20.0, 'the relay\'s action server')
+        time.sleep(1.0)              # the relay's hold at activation has come
+        yield s, client
+    finally:
+        output = s.close()
+    assert 'Traceback' not in output, output[-4000:]
+
+
+def test_at_activation_the_arm_is_held_with_gravity_not_left_to_sag(arm):
+    s, client = arm
+    started = time.monotonic()
+    time.sleep(1.0)
+    assert s.probe.motion_since(started) < 1e-3
+
+
+def test_a_topic_trajectory_reaches_jtc_with_pinocchios_efforts_in_its_order(arm):
+    s, client = arm
+    start = client.here()
+    count = len(client.relayed)
+    client.topic.publish(stack.quintic(CHAIN, start, start + MOVE, 1.5))
+    s.probe.wait(lambda: len(client.relayed) > count, 5.0,
+                 lambda: 'the relayed trajectory:\n' + stack.output(s.process)[-3000:])
+    relayed = client.relayed[count]
+    assert relayed.joint_names == COMMAND
+    order = [CHAIN.index(j) for j in COMMAND]
+    reference = PinocchioArm(UR5E_URDF, CHAIN, np.zeros(6))
+    times = [p.time_from_start.sec + 1e-9 * p.time_from_start.nanosec for p in relayed.points]
+    assert times[0] == 0.0 and times[-1] == pytest.approx(1.5)
+    assert np.min(np.diff(times)) >= 0.002 - 1e-9         # never finer than one cycle
+    for point in relayed.points[::5]:
+        q, qd, qdd = (np.empty(6) for _ in range(3))
+        for values, field in ((q, 'positions'), (qd, 'velocities'), (qdd, 'accelerations')):
+            values[order] = getattr(point, field)
+        np.testing.assert_allclose(np.asarray(point.effort),
+                                   reference.rnea(q, qd, qdd)[order], atol=1e-6)
+    time.sleep(2.5)
+    np.testing.assert_allclose(client.here(), start + MOVE, atol=2e-3)
+
+
+def test_a_goal_through_the_relay_tracks_far_better_than_jtc_without_the_efforts(arm):
+    s, client = arm
+    start = client.here()
+    feedback = []
+    moved = time.monotonic()
+    handle = client.send(stack.quintic(CHAIN, start, start - MOVE, 1.5), feedback.append)
+    assert handle.accepted
+    status, result = client.result(handle)
+    assert status == GoalStatus.STATUS_SUCCEEDED, result.error_string
+    assert feedback and list(feedback[-1].feedback.joint_names) == COMMAND
+    with_effort = client.worst_error_since(moved)
+    np.testing.assert_allclose(client.here(), start - MOVE, atol=2e-3)
+    # the same move straight to JTC, no effort on its points: its PID alone
+    time.sleep(0.5)
+    back = client.here()
+    moved = time.monotonic()
+    client.direct.publish(stack.quintic(CHAIN, back, back + MOVE, 1.5))
+    time.sleep(2.0)
+    without = client.worst_error_since(moved)
+    assert with_effort < 2e-3 and without > 10 * with_effort, (with_effort, without)
+    # hand the arm back to the relay's hold (JTC now holds with zero effort)
+    client.topic.publish(stack.quintic(CHAIN, client.here(), back, 1.0))
+    time.sleep(1.5)
+
+
+def test_a_cancel_mid_move_stops_and_holds_without_sagging(arm):
+    s, client = arm
+    start = client.here()
+    handle = client.send(stack.quintic(CHAIN, start, start + MOVE, 2.0))
+    assert handle.accepted
+    time.sleep(0.8)
+    client.wait_future(client.call(handle.cancel_goal_async))
+    status, _ = client.result(handle)
+    assert status == GoalStatus.STATUS_CANCELED
+    time.sleep(0.3)
+    settled = time.monotonic()
+    time.sleep(1.5)
+    assert s.probe.motion_since(settled) < 5e-3
+
+
+@pytest.mark.parametrize('what', ['beyond the effort limits', 'unknown joints'])
+def test_a_goal_the_relay_refuses_never_reaches_jtc(arm, what):
+    s, client = arm
+    start = client.here()
+    count = len(client.relayed)
+    if what == 'unknown joints':
+        trajectory = stack.quintic(CHAIN[:5] + ['elbow'], start, start, 1.0)
+    else:                       # shoulder_lift 1.2 rad in 0.25 s: ~400 N m against 150
+        trajectory = stack.quintic(CHAIN, start, start + [0, 1.2, 0, 0, 0, 0], 0.25)
+    assert not client.send(trajectory).accepted
+    time.sleep(0.5)
+    assert len(client.relayed) == count
+    assert s.probe.motion_since(time.monotonic() - 0.5) < 1e-3
+
+
+def test_jtc_switched_away_and_back_is_held_with_gravity(arm):
+    s, client = arm
+    assert s.probe.switch([], [JTC])
+    assert s.probe.switch([JTC], [])
+    s.probe.wait(lambda: s.probe.is_active(JTC), 2.0, f'{JTC} back')
+    time.sleep(0.5)                   # the relay's hold has come
+    back = time.monotonic()
+    time.sleep(1.0)
+    assert s.probe.motion_since(back) < 2e-3
