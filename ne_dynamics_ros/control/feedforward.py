@@ -89,9 +89,10 @@ def _with_waypoints(grid, times):
     nanosecond, and joint_trajectory_controller rejects times that do not increase.
     """
     times = np.asarray(times, dtype=float)
-    k = np.clip(np.searchsorted(times, grid), 1, max(times.size - 1, 1))
-    gap = np.minimum(np.abs(grid - times[k - 1]), np.abs(grid - times[np.minimum(
-        k, times.size - 1)]))
+    after = np.searchsorted(times, grid)              # the first waypoint at or after
+    before = times[np.maximum(after - 1, 0)]
+    following = times[np.minimum(after, times.size - 1)]
+    gap = np.minimum(np.abs(grid - before), np.abs(grid - following))
     return np.union1d(grid[gap > SAME_INSTANT], times)
 
 
