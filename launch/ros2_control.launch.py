@@ -248,7 +248,8 @@ def _node_loop(arg, environment, urdf, params_file, model, node_values, command_
 #: computed_torque_node parameters jtc_feedforward takes over (the same arm model).
 FEEDFORWARD_PARAMETERS = ('base_link', 'tip_link', 'armature', 'damping', 'friction',
                           'gravity', 'effort_limits', 'effort_margin',
-                          'hardware_compensates_gravity', 'hardware_compensates_friction')
+                          'hardware_compensates_gravity', 'hardware_compensates_friction',
+                          'friction_compensation')
 
 
 def _jtc_loop(arg, environment, urdf, node_values, command_joints, rate):

@@ -185,7 +185,8 @@ class JtcFeedforward(Node):
             tolerance=float(tolerance[0]) if tolerance.size == 1 else tolerance, rate=rate,
             effort_limits=limits, effort_margin=margin,
             with_gravity=not v['hardware_compensates_gravity'],
-            friction=not v['hardware_compensates_friction'])
+            friction=bool(v['friction_compensation'])
+            and not v['hardware_compensates_friction'])
 
     # -- inputs -------------------------------------------------------------------------
 
@@ -317,6 +318,9 @@ PARAMETERS = (
     ('hardware_compensates_gravity', False, 'the drives add g(q) themselves: the efforts '
                                             'carry no gravity, the hold none'),
     ('hardware_compensates_friction', False, 'the drives compensate friction themselves'),
+    ('friction_compensation', False, 'add the model\'s drive friction (Fv, Fc) to the '
+                                     'points\' efforts, as computed_torque_node\'s '
+                                     'parameter of the same name'),
 )
 
 
