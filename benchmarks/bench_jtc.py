@@ -47,15 +47,9 @@ class Errors:
     """Tracking errors a controller reports, on the probe's executor."""
 
     def __init__(self, probe, jtc):
-        from control_msgs.msg import JointTrajectoryControllerState
-        self.probe, self.rows = probe, []
-        if jtc:
-            probe.node.create_subscription(JointTrajectoryControllerState,
-                                           f'/{JTC}/controller_state', self._jtc, 100)
-
-    def _jtc(self, msg):
-        with self.probe.lock:
-            self.rows.append((time.monotonic(), np.array(msg.error.positions)))
+        import ros2_control_stack as stack
+        self.probe = probe
+        self.rows = stack.record_controller_errors(probe, JTC) if jtc else []
 
     def since(self, began, mark):
         """Return JTC's errors since ``began`` (monotonic s), or the node's from ``mark``."""

@@ -250,8 +250,40 @@ def cycles_old(ages, period=0.002):
     return np.rint(np.asarray(ages) / period)
 
 
+#: How often the probe takes what its 500 Hz topics carried, s.
+POLL = 0.02
+#: How many messages of each polled topic wait between two looks (a second at 500 Hz).
+HISTORY = 500
+
+
+def record_controller_errors(probe, controller):
+    """Record a JTC's ``~/controller_state`` position errors on ``probe``'s executor.
+
+    Returns the list it fills with ``(receipt monotonic s, error (n,) rad)``, in the
+    controller's joint order, under ``probe.lock``; polled every :data:`POLL` s.
+    """
+    from control_msgs.msg import JointTrajectoryControllerState
+    from ne_dynamics_ros.nodes.spin import PolledSubscription
+    rows = []
+    polled = PolledSubscription(probe.node, JointTrajectoryControllerState,
+                                f'/{controller}/controller_state', HISTORY)
+
+    def drain():
+        with probe.lock:
+            monotonic, now_ns = time.monotonic(), time.time_ns()
+            for msg, received_ns in polled.take():
+                rows.append((monotonic - (now_ns - received_ns) * 1e-9,
+                             np.array(msg.error.positions)))
+    probe.node.create_timer(POLL, drain)
+    return rows
+
+
 class Probe:
-    """Record the stack's topics in this process; bounded waits on what they show."""
+    """Record the stack's topics in this process; bounded waits on what they show.
+
+    The receipt times of the truth are the middleware's (when the message arrived), not
+    when the probe looked.
+    """
 
     def __init__(self, context, joints, truth='/r2c/joint_states'):
         import rclpy
@@ -269,12 +301,19 @@ class Probe:
         self.tracking = []       # (stamp s, q_d - q (n,), effort (n,)) of the node
         self.controllers = {}
         self.node = rclpy.create_node('r2c_probe', context=context)
-        self.node.create_subscription(JointState, truth, self._truth, 100)
-        self.node.create_subscription(JointState, '/r2c/joint_commands', self._command, 100)
-        self.node.create_subscription(JointState, '/joint_states', self._broadcast, 100)
+        # the four 500 Hz topics are drained every POLL s, not a callback per message:
+        # rclpy's executor took a third of a core for them, on 2 cores beside the stack
+        from ne_dynamics_ros.nodes.cdr import JointStateReader
+        from ne_dynamics_ros.nodes.spin import PolledSubscription
+        self._polled = [(PolledSubscription(self.node, JointState, topic, HISTORY, raw=True),
+                         JointStateReader(64), record)
+                        for topic, record in ((truth, self._truth),
+                                              ('/r2c/joint_commands', self._command),
+                                              ('/joint_states', self._broadcast),
+                                              ('/computed_torque_node/tracking_error',
+                                               self._tracking))]
+        self.node.create_timer(POLL, self._drain)
         self.node.create_subscription(DiagnosticArray, '/diagnostics', self._diagnostic, 10)
-        self.node.create_subscription(JointState, '/computed_torque_node/tracking_error',
-                                      self._tracking, 100)
         from lifecycle_msgs.srv import ChangeState
         self._change_type = ChangeState
         self.change_client = self.node.create_client(
@@ -297,31 +336,35 @@ class Probe:
         except Exception:        # noqa: BLE001 - the context shut down meanwhile
             pass
 
+    def _drain(self):
+        """Take what the polled topics carried since the last look, oldest first."""
+        with self.lock:
+            monotonic, now_ns = time.monotonic(), time.time_ns()
+            for subscription, reader, record in self._polled:
+                for data, received_ns in subscription.take():
+                    record(reader.read(data), monotonic - (now_ns - received_ns) * 1e-9)
+
     @staticmethod
     def _stamp(msg):
-        return msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+        return msg.sec + msg.nanosec * 1e-9
 
     def _ordered(self, msg, field):
-        index = {name: k for k, name in enumerate(msg.name)}
+        index = {name: k for k, name in enumerate(msg.names)}
         values = getattr(msg, field)
         return np.array([values[index[j]] for j in self.joints])
 
-    def _truth(self, msg):
-        with self.lock:
-            self.truth.append((self._stamp(msg), time.monotonic(), self._ordered(msg, 'position')))
+    def _truth(self, msg, received):
+        self.truth.append((self._stamp(msg), received, self._ordered(msg, 'position')))
 
-    def _command(self, msg):
-        with self.lock:
-            self.commands.append((self._stamp(msg), self._ordered(msg, 'effort')))
+    def _command(self, msg, received):
+        self.commands.append((self._stamp(msg), self._ordered(msg, 'effort')))
 
-    def _broadcast(self, msg):
-        with self.lock:
-            self.broadcast.append((self._stamp(msg), list(msg.name), list(msg.position)))
+    def _broadcast(self, msg, received):
+        self.broadcast.append((self._stamp(msg), list(msg.names), list(msg.position)))
 
-    def _tracking(self, msg):
-        with self.lock:
-            self.tracking.append((self._stamp(msg), self._ordered(msg, 'position'),
-                                  self._ordered(msg, 'effort')))
+    def _tracking(self, msg, received):
+        self.tracking.append((self._stamp(msg), self._ordered(msg, 'position'),
+                              self._ordered(msg, 'effort')))
 
     def _diagnostic(self, msg):
         with self.lock:

@@ -2,6 +2,7 @@
 
 Pure module (no ROS).
 """
+import math
 from collections import deque
 
 import numpy as np
@@ -67,7 +68,9 @@ def predict_with_model(sample_values, t, delay, period, q, qd, sent, acceleratio
             N·m or N, as the law sent it); the oldest stands for any earlier one.
         accelerations: ``accelerations(q, qd, u) -> qdd`` (n,), the model's forward
             dynamics with the gravity and friction the hardware leaves to the command
-            (:meth:`~ne_dynamics_ros.dynamics.model.RobotModel.forward_dynamics`).
+            (:meth:`~ne_dynamics_ros.dynamics.model.RobotModel.forward_dynamics`); one
+            with a ``with_mass_at(q)`` (:class:`ForwardDynamics`) is used with the mass
+            matrix of the measured ``q`` over the whole delay.
 
     Returns:
         ``(q, qd, (q_d, qd_d, qdd_d))`` at ``t + T``: lists (n,).
@@ -78,6 +81,8 @@ def predict_with_model(sample_values, t, delay, period, q, qd, sent, acceleratio
                                     sample_values(t)[:2])
     starts = [t_j + delay - 0.5 * period for t_j, _ in sent]
     q, qd = list(q), list(qd)
+    if hasattr(accelerations, 'with_mass_at'):
+        accelerations = accelerations.with_mass_at(q)
     now, longest = t, 0.5 * period
     while now < takeover - 1e-12:
         acting = 0
@@ -97,6 +102,56 @@ def predict_with_model(sample_values, t, delay, period, q, qd, sent, acceleratio
 
 #: A silence between two commands after which none of the earlier is in flight, s.
 IN_FLIGHT = 0.25
+
+
+class ForwardDynamics:
+    """Joint accelerations of a law's model: ``qdd = M(q)^-1 (u - b(q, qd))``.
+
+    ``b(q, qd) = C(q, qd) qd + g(q) + friction(qd)`` with the gravity and friction the law
+    commands (:meth:`SentCommands.accelerations`). Called as ``f(q, qd, u)`` (lists of n
+    floats in rad, rad/s, N·m; a list of n rad/s² out). :meth:`with_mass_at` gives the
+    same with ``M`` computed once, at the measured ``q``: over a loop's delay of a few
+    milliseconds the arm moves by ``qd T``, a milliradian, and ``M`` by as little, while
+    ``M`` costs n + 1 inverse-dynamics runs and the bias one (:func:`predict_with_model`
+    took a third of the node's time with ``M`` at every step).
+    """
+
+    def __init__(self, context):
+        self._dynamics = context.dynamics
+        # a tuple: the generated program recognises its own gravity by identity then
+        self._gravity = tuple(float(g) for g in context.gains.law_gravity)
+        self._model = context.model
+        self._with_friction = context.gains.compensates_friction
+        self._run = getattr(self._dynamics, 'rnea_values', None)
+
+    def _bias(self, q, qd):
+        zero = [0.0] * len(q)
+        bias = None if self._run is None else self._run(list(q), list(qd), zero,
+                                                        self._gravity)
+        if bias is None or not math.isfinite(sum(bias)):
+            bias = self._dynamics.rnea(np.asarray(q, dtype=float), np.asarray(qd, dtype=float),
+                                       np.zeros(len(q)), np.asarray(self._gravity))
+        bias = np.asarray(bias, dtype=float)
+        if self._with_friction:
+            bias = bias + self._model.friction_torques(qd)
+        return bias
+
+    def _mass(self, q):
+        from ne_dynamics_ros.control.laws.base import mass_matrix_at
+        return mass_matrix_at(self._dynamics, list(q))
+
+    def __call__(self, q, qd, effort):
+        """Return ``M(q)^-1 (u - b(q, qd))`` (n floats)."""
+        return np.linalg.solve(self._mass(q), np.asarray(effort, dtype=float)
+                               - self._bias(q, qd)).tolist()
+
+    def with_mass_at(self, q):
+        """Return ``f(q, qd, u)`` with ``M`` held at ``q`` (the bias at each call's state)."""
+        inverse = np.linalg.inv(self._mass(q))
+
+        def accelerations(q, qd, effort):
+            return (inverse @ (np.asarray(effort, dtype=float) - self._bias(q, qd))).tolist()
+        return accelerations
 
 
 class SentCommands:
@@ -139,32 +194,21 @@ class SentCommands:
 
     @staticmethod
     def accelerations(context):
-        """Return the forward dynamics of a law's model: joint accelerations of q, qd, u.
+        """Return the forward dynamics of a law's model (a :class:`ForwardDynamics`).
 
-        ``qdd = M(q)^-1 (u - C(q, qd) qd - g(q) - friction(qd))`` (lists of n floats in, a
-        list out): the plant the law itself assumes, with the gravity its model uses
-        (none where the hardware compensates it) and the drive friction of
-        ``context.model`` only where the law compensates it (``friction_compensation``,
-        not done by the hardware). A law that leaves friction out treats it as a
-        disturbance, and so does its prediction: measured through controller_manager on
-        the PUMA 560 (its URDF's friction in the model, none on the simulated arm, Lee et
-        al.'s law without it), predicting with the friction the law does not command
-        kept the arm 0.2-0.9 mrad off at rest and 4.3 mrad off during 0.3 rad moves,
-        against 1e-7 rad and 0.15-0.8 mrad with no prediction at all. ``context``: a
-        :class:`~ne_dynamics_ros.control.laws.base.LawContext`.
+        ``qdd = M(q)^-1 (u - C(q, qd) qd - g(q) - friction(qd))``: the plant the law
+        itself assumes, with the gravity its model uses (none where the hardware
+        compensates it) and the drive friction of ``context.model`` only where the law
+        compensates it (``friction_compensation``, not done by the hardware). A law that
+        leaves friction out treats it as a disturbance, and so does its prediction:
+        measured through controller_manager on the PUMA 560 (its URDF's friction in the
+        model, none on the simulated arm, Lee et al.'s law without it), predicting with the
+        friction the law does not command kept the arm 0.2-0.9 mrad off at rest and 4.3
+        mrad off during 0.3 rad moves, against 1e-7 rad and 0.15-0.8 mrad with no
+        prediction at all. ``context``: a :class:`~ne_dynamics_ros.control.laws.base.
+        LawContext`.
         """
-        from ne_dynamics_ros.control.laws.base import mass_matrix_at
-        dynamics, gravity, model = context.dynamics, context.gains.law_gravity, context.model
-        with_friction = context.gains.compensates_friction
-
-        def accelerations(q, qd, effort):
-            q, qd = np.asarray(q, dtype=float), np.asarray(qd, dtype=float)
-            bias = np.asarray(dynamics.rnea(q, qd, np.zeros_like(q), gravity), dtype=float)
-            if with_friction:
-                bias = bias + model.friction_torques(qd)
-            return np.linalg.solve(mass_matrix_at(dynamics, q.tolist()),
-                                   np.asarray(effort, dtype=float) - bias).tolist()
-        return accelerations
+        return ForwardDynamics(context)
 
     def period(self) -> float:
         """Return the states' spacing, s (median of the last ones; 0.0 with fewer than 3)."""
@@ -231,5 +275,5 @@ class RepeatedStates:
         return stamp_ns, False
 
 
-__all__ = ['IN_FLIGHT', 'MAX_REPEAT_AGE_NS', 'predict_across_delay', 'predict_with_model',
-           'RepeatedStates', 'SentCommands']
+__all__ = ['ForwardDynamics', 'IN_FLIGHT', 'MAX_REPEAT_AGE_NS', 'predict_across_delay',
+           'predict_with_model', 'RepeatedStates', 'SentCommands']

@@ -16,16 +16,22 @@ that it outlives the node), watches two things:
   when neither controller is active and no other controller but the broadcaster is (the
   effort controller switched off alone), it activates ``hold_controller`` at once.
 
+It looks at the command topic every :data:`TICK` (the messages wait in a subscription
+of depth 1 that wakes nobody: :class:`~ne_dynamics_ros.nodes.spin.PolledSubscription`):
+with a callback per 500 Hz command and a 5 ms timer, rclpy's executor cost the guard 45 %
+of a core at SCHED_FIFO 55 beside the stack on 2 cores (2026-12-02, measured from
+``/proc``), the two cores were saturated, and the processes at the default scheduling
+(the node's trajectory receiver among them) went up to a second without running.
+
 It runs at ``realtime_priority`` (SCHED_FIFO where permitted, its executor thread and the
 DDS threads that bring it the commands: :mod:`~ne_dynamics_ros.nodes.computed_torque.
 priority`): beside a simulated arm, ``controller_manager`` and the node all at SCHED_FIFO
-on two cores, a guard at the default scheduling went up to 648 ms between its 5 ms
+on two cores, a guard at the default scheduling went up to 648 ms between its
 checks with two CPU-bound processes beside the stack (``test_ros2_control.py``); at 55,
 no gap over 30 ms in two such runs, and the take-over in 0.14 s. (A CI run in which it
 took over 1.0 s after a SIGKILL instead of 0.1 s is more likely Fast DDS's shared memory,
 which the launch now keeps the stack off: docs/ros2-control.md.) The launch gives it 55:
-above the node and controller_manager (50), below the simulated arm (60), which stands
-for the robot.
+above the node (50), controller_manager's loop and the simulated arm.
 
 It never switches back: ``computed_torque_node`` switches to ``effort_controller`` when
 it is activated (``ros2_control.controller_manager``). What it did is logged. The bound
@@ -43,14 +49,16 @@ from controller_manager_msgs.msg import ControllerManagerActivity
 from controller_manager_msgs.srv import SwitchController
 from lifecycle_msgs.msg import State
 
-from ne_dynamics_ros.nodes.spin import init_until_signalled, spin_until_signalled
+from ne_dynamics_ros.nodes.spin import (PolledSubscription, init_until_signalled,
+                                        spin_until_signalled)
 
 #: controller_manager's ~/activity: reliable, transient local, depth 1.
 ACTIVITY_QOS = QoSProfile(depth=1, reliability=QoSReliabilityPolicy.RELIABLE,
                           durability=QoSDurabilityPolicy.TRANSIENT_LOCAL)
 #: Controllers that drive nothing (they are active beside any effort controller).
 PASSIVE_TYPES_PREFIX = ('joint_state_broadcaster',)
-TICK = 0.005
+#: How often the guard looks at the command topic and the controllers, s.
+TICK = 0.02
 #: How long nothing may drive the arm before the hold controller is activated, s.
 ORPHAN_GRACE = 0.0
 #: controller_manager's own bound on a switch (the request's ``timeout``), s.
@@ -92,7 +100,8 @@ class EffortGuard(Node):
         self.last_command = None      # monotonic s of the last command or activation
         self.pending = None           # (monotonic s sent, activate, deactivate) or None
         self.switches = 0
-        self.create_subscription(Float64MultiArray, topic, self._on_command, 10)
+        # looked at once a tick, not a callback per 500 Hz command (module docstring)
+        self.commands = PolledSubscription(self, Float64MultiArray, topic, 1, raw=True)
         self.create_subscription(ControllerManagerActivity, f'{manager}/activity',
                                  self._on_activity, ACTIVITY_QOS)
         self.client = self.create_client(SwitchController, f'{manager}/switch_controller')
@@ -101,8 +110,12 @@ class EffortGuard(Node):
             f'guarding {self.effort} on {manager}: {self.hold} takes over after '
             f'{self.timeout * 1e3:g} ms without a command on {topic}')
 
-    def _on_command(self, msg):
-        self.last_command = time.monotonic()
+    def _take_commands(self, now):
+        """Note the newest command since the last tick (its receipt, monotonic s)."""
+        taken = self.commands.take()
+        if taken:
+            age = max(0.0, (time.time_ns() - taken[-1][1]) * 1e-9)
+            self.last_command = now - age
 
     def _on_activity(self, msg):
         before = self.states.get(self.effort)
@@ -136,6 +149,7 @@ class EffortGuard(Node):
 
     def _tick(self):
         now = time.monotonic()
+        self._take_commands(now)
         if self.pending is not None and now - self.pending[0] > ANSWER_DEADLINE:
             self.get_logger().error(
                 f'no answer to the switch to {self.hold} in {ANSWER_DEADLINE:g} s and '

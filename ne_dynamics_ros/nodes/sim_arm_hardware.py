@@ -20,6 +20,7 @@ import numpy as np
 from rclpy.time import Time
 from sensor_msgs.msg import JointState
 
+from ne_dynamics_ros.nodes import cdr
 from ne_dynamics_ros.simulation import hardware_link
 
 #: command_interface sim_arm_system: each write the hardware sent (efforts by name,
@@ -169,9 +170,11 @@ class HardwareClockMixin:
                 state_effort[order]), sender):
             self.states_undelivered += 1
         self._publish_state(Time(nanoseconds=stamp_ns), state_effort)
-        write = JointState(name=list(self.arm.joint_names), effort=effort.tolist())
-        write.header.stamp = Time(nanoseconds=command.write_ns).to_msg()
-        self.writes_publisher.publish(write)
+        if self._names_block is None:
+            self._names_block = cdr.joint_names_block(list(self.arm.joint_names))
+        sec, nanosec = divmod(command.write_ns, 1_000_000_000)
+        self.writes_publisher.publish(cdr.joint_state_bytes(
+            sec, nanosec, b'', self._names_block, (), (), effort.tolist()))
 
     def _stop_link(self):
         """Stop the link thread, free the channel and say what the link carried."""

@@ -10,6 +10,7 @@ the process with -2.
 import signal
 
 import rclpy
+from rclpy.callback_groups import CallbackGroup
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 
 from ne_dynamics_ros.nodes import transport
@@ -51,4 +52,62 @@ def spin_until_signalled(node, stop):
     return 0
 
 
-__all__ = ['init_until_signalled', 'spin_until_signalled']
+class NeverExecuted(CallbackGroup):
+    """A callback group no executor runs: its entities are never waited on.
+
+    For :class:`PolledSubscription`: DDS keeps delivering the messages into the
+    subscription's history, and nothing wakes the executor for them.
+    """
+
+    def can_execute(self, entity):
+        """Tell the executor not to wait on ``entity`` (always False)."""
+        return False
+
+    def beginning_execution(self, entity):
+        """Refuse to start a callback (always False)."""
+        return False
+
+    def ending_execution(self, entity):
+        """Do nothing: no callback of the group ever starts."""
+
+
+class PolledSubscription:
+    """A subscription read when its owner asks (:meth:`take`), not one callback a message.
+
+    rclpy's executor costs some hundred microseconds of Python per wake-up: a process that
+    only needs to know whether (or what) a 500 Hz topic carried since it last looked
+    (``effort_guard``'s silence check, a test's recorder) pays that 500 times a second
+    with a callback per message, and once per look this way. The messages wait in the
+    subscription's history (``qos``: keep its depth at what one look may find) and
+    :meth:`take` returns them, serialized (``raw``) or as messages, oldest first.
+
+    Args:
+        node: the rclpy node that owns the subscription.
+        msg_type, topic, qos: as ``Node.create_subscription``.
+        raw: take the CDR bytes (no deserialization).
+    """
+
+    def __init__(self, node, msg_type, topic, qos, raw=False):
+        self._msg_type, self._raw = msg_type, raw
+        self.subscription = node.create_subscription(
+            msg_type, topic, lambda _: None, qos, callback_group=NeverExecuted(), raw=raw)
+
+    def take(self, limit=100_000):
+        """Return the messages received since the last call, oldest first (at most ``limit``).
+
+        Each is ``(message, received_ns)``: the message (bytes when ``raw``) and the time
+        the middleware received it, ns on the system clock.
+        """
+        handle, out = self.subscription.handle, []
+        with handle:
+            while len(out) < limit:
+                taken = handle.take_message(self._msg_type, self._raw)
+                if taken is None:
+                    break
+                message, info = taken
+                out.append((message, int(info['received_timestamp'])))
+        return out
+
+
+__all__ = ['NeverExecuted', 'PolledSubscription', 'init_until_signalled',
+           'spin_until_signalled']

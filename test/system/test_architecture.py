@@ -340,7 +340,9 @@ FUNCTION_REASON = '# over 80 lines because'
 #: Methods that a framework calls, not our code: rclpy's lifecycle transitions and
 #: logging's handler.
 FRAMEWORK_CALLBACKS = {'on_configure', 'on_activate', 'on_deactivate', 'on_cleanup',
-                       'on_shutdown', 'on_error', 'emit'}
+                       'on_shutdown', 'on_error', 'emit',
+                       # rclpy's CallbackGroup interface, called by its executors
+                       'can_execute', 'beginning_execution', 'ending_execution'}
 #: Where a public function may be called or documented by a test: every Python file of
 #: the repository but the ones of the virtual environment and the build.
 CALLERS = [p for d in (PACKAGE, 'test', 'benchmarks', 'launch', 'scripts', 'docs')

@@ -26,7 +26,6 @@ if WHY:
 
 from action_msgs.msg import GoalStatus  # noqa: E402
 from control_msgs.action import FollowJointTrajectory  # noqa: E402
-from control_msgs.msg import JointTrajectoryControllerState  # noqa: E402
 from rclpy.action import ActionClient  # noqa: E402
 from references import PinocchioArm, UR5E_URDF  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory  # noqa: E402
@@ -50,20 +49,15 @@ class Client:
     def __init__(self, arm):
         self.probe = arm.probe
         node = self.probe.node
-        self.relayed, self.states = [], []
+        self.relayed = []
         node.create_subscription(JointTrajectory, f'/{JTC}/joint_trajectory',
                                  self.relayed.append, 10)
-        node.create_subscription(JointTrajectoryControllerState, f'/{JTC}/controller_state',
-                                 self._state, 100)
+        self.states = stack.record_controller_errors(self.probe, JTC)
         self.action = ActionClient(node, FollowJointTrajectory,
                                    '/jtc_feedforward/follow_joint_trajectory')
         self.topic = node.create_publisher(JointTrajectory, '/jtc_feedforward/joint_trajectory',
                                            10)
         self.direct = node.create_publisher(JointTrajectory, f'/{JTC}/joint_trajectory', 10)
-
-    def _state(self, msg):
-        with self.probe.lock:
-            self.states.append((time.monotonic(), np.array(msg.error.positions)))
 
     def call(self, fn, timeout=10.0):
         """Run ``fn`` on the executor's thread (rclpy#1123: the client is not thread-safe)."""
