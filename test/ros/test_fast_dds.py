@@ -41,6 +41,10 @@ def test_the_profile_has_one_udp_transport_and_no_builtin_ones(localhost):
     assert peers == (['127.0.0.1', '10.0.0.7'] if localhost else [])
     unicast = rtps.findall('p:builtin/p:metatrafficUnicastLocatorList/p:locator', NS)
     assert len(unicast) == (1 if localhost else 0)     # no multicast discovery on localhost
+    # announced every half second, not Fast DDS's 3 s (fast_dds.LEASE_ANNOUNCEMENT)
+    lease = rtps.find('p:builtin/p:discovery_config/p:leaseAnnouncement', NS)
+    assert (int(lease.find('p:sec', NS).text), int(lease.find('p:nanosec', NS).text)) == \
+        (0, 500_000_000)
 
 
 def test_the_environment_moves_only_the_localhost_range(tmp_path):
