@@ -327,14 +327,15 @@ class Probe:
         self._switch_type = msgs.srv.SwitchController
         self.executor = SingleThreadedExecutor(context=context)
         self.executor.add_node(self.node)
+        self.spin_error = None
         self.thread = threading.Thread(target=self._spin, daemon=True)
         self.thread.start()
 
     def _spin(self):
         try:
             self.executor.spin()
-        except Exception:        # noqa: BLE001 - the context shut down meanwhile
-            pass
+        except Exception as exc:     # noqa: BLE001 - the context shut down meanwhile, or
+            self.spin_error = exc    # a callback failed: wait() says so
 
     def _drain(self):
         """Take what the polled topics carried since the last look, oldest first."""
@@ -383,8 +384,16 @@ class Probe:
             with self.lock:
                 if predicate():
                     return
+            assert self.spin_error is None, f'the probe stopped: {self.spin_error!r}'
             time.sleep(0.01)
         raise AssertionError(f'not within {timeout} s: {what() if callable(what) else what}')
+
+    def counts(self):
+        """Say how many messages of each kind the probe holds (for failure messages)."""
+        with self.lock:
+            return (f'truth {len(self.truth)}, commands {len(self.commands)}, broadcast '
+                    f'{len(self.broadcast)}, tracking {len(self.tracking)}, controllers '
+                    f'{self.controllers}, spin error {self.spin_error!r}')
 
     def is_active(self, name):
         """Tell whether the controller named so is active (by ~/activity)."""
@@ -406,10 +415,13 @@ class Probe:
         return np.array(rows).reshape(-1, len(self.joints))
 
     def motion_since(self, monotonic_start):
-        """Return the largest joint motion (rad) in the truth since ``monotonic_start``."""
+        """Return the largest joint motion (rad) in the truth since ``monotonic_start``.
+
+        Raises AssertionError when fewer than two of the arm's states came meanwhile: no
+        motion seen is not no motion.
+        """
         rows = self.positions_since(monotonic_start)
-        if len(rows) < 2:
-            return 0.0
+        assert len(rows) >= 2, f'{len(rows)} states of the arm since the instant asked'
         return float(np.max(np.abs(rows - rows[0])))
 
     def switch(self, activate, deactivate, timeout=5.0):
@@ -472,6 +484,14 @@ class Stack:
         self.probe = Probe(self.context, joints,
                            truth='/joint_states' if self.direct else '/r2c/joint_states')
         self.started = time.monotonic()
+        # what the tests judge is the arm's own states: they flow before any test starts
+        try:
+            self.probe.wait(lambda: len(self.probe.truth) > 10, 60.0,
+                            lambda: 'the arm\'s states reach the probe ('
+                            + self.probe.counts() + '):\n' + output(self.process)[-6000:])
+        except BaseException:
+            self.close()
+            raise
 
     def wait_commanding(self, timeout=60.0):
         """Wait until the node commands the arm (bounded); raise with the launch's output."""
