@@ -31,7 +31,7 @@ import numpy as np
 from ne_dynamics_ros.control.effort_check import (check_trajectory, effort_terms,
                                                   InfeasibleTrajectory)
 from ne_dynamics_ros.control.trajectory import (DesiredState, Trajectory, TrajectoryError,
-                                                trajectory_from_points)
+                                                TrajectoryPoint, trajectory_from_points)
 
 #: Interior instants of each interval at which the chord is compared with the model.
 CHECKS = (0.2, 0.4, 0.5, 0.6, 0.8)
@@ -246,5 +246,36 @@ def hold_effort(model, q, settings: FeedforwardSettings):
     return np.asarray(model.gravity_torques(q, settings.gravity), dtype=float)
 
 
+#: The joint speed under which a hold starts at rest (rad/s or m/s): no stop to run.
+STOP_SPEED = 1e-3
+#: The largest deceleration of a stop, rad/s² (m/s²), and its shortest duration, s.
+STOP_ACCELERATION = 3.0
+MIN_STOP = 0.05
+
+
+def stop_waypoints(q, qd):
+    """Return the waypoints of a smooth stop from ``(q, qd)``, or None when at rest.
+
+    ``q``, ``qd``: (n,) the measured state (rad, rad/s; m, m/s). Two
+    :class:`~ne_dynamics_ros.control.trajectory.TrajectoryPoint` (chain order): now, with
+    ``qd`` and no acceleration, and ``T`` later at rest at ``q + qd T / 2`` with no
+    acceleration; joined by a quintic they decelerate each joint by at most
+    ``1.5 |qd| / T``, with ``T = max(MIN_STOP, 1.5 max|qd| / STOP_ACCELERATION)``. A hold
+    at ``q`` itself would stop the arm within a cycle or two and let the controller's PID
+    pull it back from where it overshot (measured through JTC on the UR5e after a
+    cancel at 0.2 rad/s: 5.5-8.7 mrad of motion 0.3 s after the cancel).
+    """
+    q, qd = np.asarray(q, dtype=float), np.asarray(qd, dtype=float)
+    speed = float(np.max(np.abs(qd))) if qd.size else 0.0
+    if not speed > STOP_SPEED:
+        return None
+    duration = max(MIN_STOP, 1.5 * speed / STOP_ACCELERATION)
+    zero = np.zeros_like(q)
+    return [TrajectoryPoint(0.0, q.tolist(), qd.tolist(), zero.tolist()),
+            TrajectoryPoint(duration, (q + 0.5 * duration * qd).tolist(), zero.tolist(),
+                            zero.tolist())]
+
+
 __all__ = ['CHECKS', 'feedforward_goal', 'feedforward_points', 'FeedforwardPoints',
-           'FeedforwardSettings', 'hold_effort', 'MAX_HALVINGS', 'MAX_POINTS']
+           'FeedforwardSettings', 'hold_effort', 'MAX_HALVINGS', 'MAX_POINTS', 'MIN_STOP',
+           'STOP_ACCELERATION', 'STOP_SPEED', 'stop_waypoints']

@@ -24,8 +24,11 @@ Chung, Mudge and Turney 1982, eq. 4.1, with the drives' armature and friction):
   the PID winds up. Whenever the controller becomes active and after a goal ends other
   than by success, this node sends JTC a one-point trajectory at the measured position
   with the model's gravity as its effort
-  (:func:`~ne_dynamics_ros.control.feedforward.hold_effort`). After a success JTC holds
-  the goal's last point, whose effort is already the model's.
+  (:func:`~ne_dynamics_ros.control.feedforward.hold_effort`); an arm still moving (a
+  cancel mid-move) first gets a smooth stop with the model's efforts
+  (:func:`~ne_dynamics_ros.control.feedforward.stop_waypoints`), whose last point JTC then
+  holds. After a success JTC holds the goal's last point, whose effort is already the
+  model's.
 
 The control loop never waits for this node: it runs in controller_manager's cycle. The
 arm's state comes from ``/joint_states`` (joint_state_broadcaster's, mapped by name).
@@ -47,7 +50,7 @@ from controller_manager_msgs.msg import ControllerManagerActivity
 from lifecycle_msgs.msg import State
 
 from ne_dynamics_ros.control.feedforward import (feedforward_goal, FeedforwardSettings,
-                                                 hold_effort)
+                                                 hold_effort, stop_waypoints)
 from ne_dynamics_ros.control.trajectory import TrajectoryError, TrajectoryPoint
 from ne_dynamics_ros.dynamics.model import load_model
 from ne_dynamics_ros.errors import ModelError
@@ -282,9 +285,26 @@ class JtcFeedforward(Node):
         return answer.result
 
     def _hold(self, why):
-        """Send the controller a one-point trajectory: here, with the model's gravity."""
+        """Stop the arm smoothly where it goes, then hold it there with the model's gravity.
+
+        A moving arm gets :func:`~ne_dynamics_ros.control.feedforward.stop_waypoints` with
+        the model's efforts; one at rest (or a stop the effort limits refuse) a one-point
+        trajectory at the measured position.
+        """
         self.hold_pending = False
-        q, _ = self.state
+        q, qd = self.state
+        stop = stop_waypoints(q, qd)
+        if stop is not None:
+            try:
+                points = feedforward_goal(self.model, list(self.model.joint_names), stop,
+                                          self.state, self.settings)
+            except (TrajectoryError, ValueError) as exc:
+                self.get_logger().warning(f'{why}: no smooth stop ({exc}): holding here')
+            else:
+                self.publisher.publish(trajectory_message(points, self.order, self.joints))
+                self.get_logger().info(f'{why}: stopping in {stop[-1].time_from_start:.3g} '
+                                       's, then holding with the model\'s efforts')
+                return
         effort = hold_effort(self.model, q, self.settings)
         point = JointTrajectoryPoint(positions=q[self.order].tolist(),
                                      velocities=[0.0] * len(q), accelerations=[0.0] * len(q),

@@ -43,6 +43,7 @@ from lifecycle_msgs.msg import Transition  # noqa: E402
 from lifecycle_msgs.srv import ChangeState  # noqa: E402
 from std_msgs.msg import Float64MultiArray  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E402
+from ne_dynamics_ros.nodes.spin import PolledSubscription  # noqa: E402
 
 JOINTS = [f'joint_{i}' for i in range(1, 7)]
 START = [0.0, 0.4, -0.6, 0.0, 0.3, 0.0]
@@ -118,11 +119,15 @@ class System:
         self.client = ActionClient(self.node, FollowJointTrajectory, ACTION)
         self.states = []
         self.efforts = []
-        self.node.create_subscription(JointTrajectoryControllerState,
-                                      '/computed_torque_node/controller_state',
-                                      self.states.append, 100)
-        self.node.create_subscription(Float64MultiArray, '/effort_controller/commands',
-                                      lambda m: self.efforts.append(list(m.data)), 100)
+        # the two 500 Hz topics taken every 20 ms, not a callback each: this process
+        # shares the 2 cores with the node and the plant, all at the default scheduling
+        self._polled = [
+            (PolledSubscription(self.node, JointTrajectoryControllerState,
+                                '/computed_torque_node/controller_state', 500),
+             self.states.append),
+            (PolledSubscription(self.node, Float64MultiArray, '/effort_controller/commands',
+                                500), lambda m: self.efforts.append(list(m.data)))]
+        self.node.create_timer(0.02, self._drain)
         self.topic = self.node.create_publisher(
             JointTrajectory, '/computed_torque_node/joint_trajectory', 10)
         self.query = self.node.create_client(QueryTrajectoryState,
@@ -139,6 +144,11 @@ class System:
         # the plant started first and sagged until the first command: back to the start
         status, _ = self.result(self.send(goal_of([(2.0, START)])))
         assert status == SUCCEEDED, self.log_text()
+
+    def _drain(self):
+        for subscription, record in self._polled:
+            for message, _ in subscription.take():
+                record(message)
 
     def _read_log(self):
         for line in self.processes[1].stdout:
@@ -351,7 +361,9 @@ def test_cancel_holds(system):
     assert status == CANCELED and result.error_code == Result.SUCCESSFUL
     system.still(50)
     held, still = system.still(150)
-    assert still and np.abs(held - (start + 0.4)).max() > 0.15       # stopped on the way
+    # stopped on the way, and held there
+    away = np.abs(held - (start + 0.4)).max()
+    assert still and away > 0.15, (still, held - start, system.log_text())
 
 
 def test_a_goal_beyond_the_effort_limits_ends_before_any_motion_with_the_numbers(system):

@@ -15,7 +15,9 @@ from references import GRAVITY, PinocchioArm, PUMA560_URDF, PUMA_ARMATURE, PUMA_
 
 from ne_dynamics_ros.control.effort_check import InfeasibleTrajectory
 from ne_dynamics_ros.control.feedforward import (feedforward_goal, feedforward_points,
-                                                 FeedforwardSettings, hold_effort)
+                                                 FeedforwardSettings, hold_effort, MIN_STOP,
+                                                 STOP_ACCELERATION, STOP_SPEED,
+                                                 stop_waypoints)
 from ne_dynamics_ros.control.trajectory import (DesiredState, trajectory_from_points,
                                                 TrajectoryError, TrajectoryPoint)
 from ne_dynamics_ros.dynamics.model import load_model
@@ -254,3 +256,23 @@ def test_the_hold_effort_is_gravity_or_nothing(puma, pinocchio):
                                pinocchio.rnea(Q0, np.zeros(6), np.zeros(6)), atol=1e-9)
     np.testing.assert_array_equal(
         hold_effort(puma, Q0, settings_for(puma, with_gravity=False)), np.zeros(6))
+
+
+def test_a_stop_brings_each_joint_to_rest_ahead_without_turning_back(puma, pinocchio):
+    qd = np.array([0.3, -0.2, 0.0, 0.5, -0.05, 0.1])
+    stop = stop_waypoints(Q0, qd)
+    duration = stop[-1].time_from_start
+    assert duration == pytest.approx(1.5 * 0.5 / STOP_ACCELERATION)
+    points = feedforward_goal(puma, PUMA_JOINTS, stop, (Q0, qd), settings_for(puma))
+    np.testing.assert_allclose(points.q[-1], Q0 + 0.5 * duration * qd, atol=1e-12)
+    np.testing.assert_allclose(points.qd[-1], 0.0, atol=1e-12)
+    assert np.all(points.qd * np.sign(qd) >= -1e-12)        # no joint turns back
+    assert np.max(np.abs(points.qdd)) <= STOP_ACCELERATION * (1 + 1e-9)
+    for q, v, a, effort in zip(points.q, points.qd, points.qdd, points.effort):
+        np.testing.assert_allclose(effort, pinocchio.rnea(q, v, a), atol=1e-8)
+
+
+def test_an_arm_at_rest_needs_no_stop_and_a_slow_one_a_short_one():
+    assert stop_waypoints(Q0, np.zeros(6)) is None
+    assert stop_waypoints(Q0, np.full(6, STOP_SPEED / 2)) is None
+    assert stop_waypoints(Q0, np.full(6, 0.01))[-1].time_from_start == MIN_STOP
