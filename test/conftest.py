@@ -45,26 +45,14 @@ def _one_blas_thread():
 _one_blas_thread()
 
 
-#: The test process's own Fast DDS participants announce themselves every half second
-#: (Fast DDS: every 3 s), as the package's processes do (``nodes/fast_dds.py``): a
-#: participant started after this process's first announcements (a node's trajectory
-#: receiver, a launched stack) otherwise waited up to the next one. Measured with 12
-#: in-process node starts: 2 of 12 took 3.65 s at the default, none over 1.18 s so.
-ANNOUNCEMENT_PROFILE = """<?xml version="1.0" encoding="UTF-8" ?>
-<dds>
-  <profiles xmlns="http://www.eprosima.com/XMLSchemas/fastRTPS_Profiles">
-    <participant profile_name="ne_dynamics_ros_tests" is_default_profile="true">
-      <rtps><builtin><discovery_config>
-        <leaseAnnouncement><sec>0</sec><nanosec>500000000</nanosec></leaseAnnouncement>
-      </discovery_config></builtin></rtps>
-    </participant>
-  </profiles>
-</dds>
-"""
-
-
 def _announce_often():
-    """Load :data:`ANNOUNCEMENT_PROFILE` into this process's Fast DDS, and only this one.
+    """Make this process's own Fast DDS participants announce every half second.
+
+    They announce as the package's processes do (``nodes/fast_dds.py``, Fast DDS's
+    default: every 3 s): a participant started after this process's first announcements
+    (a node's trajectory receiver, a launched stack) otherwise waited up to the next one.
+    Measured with 12 in-process node starts: 2 of 12 took 3.65 s at the default, none
+    over 1.18 s so.
 
     Fast DDS reads its default profile file once, when the process's first participant
     is made: the variable is set for that one (a throw-away node) and removed, so the
@@ -72,16 +60,17 @@ def _announce_often():
     profile where they choose it). Nothing is done under another middleware or a
     profile of the caller's.
     """
-    variables = ('FASTRTPS_DEFAULT_PROFILES_FILE', 'FASTDDS_DEFAULT_PROFILES_FILE')
+    from ne_dynamics_ros.nodes import fast_dds
+    variables = fast_dds.PROFILE_VARIABLES
     if any(os.environ.get(v) for v in variables) or \
-            (os.environ.get('RMW_IMPLEMENTATION') or 'rmw_fastrtps_cpp') != 'rmw_fastrtps_cpp':
+            (os.environ.get('RMW_IMPLEMENTATION') or fast_dds.FAST_DDS) != fast_dds.FAST_DDS:
         return
     import tempfile
     import rclpy
     folder = tempfile.mkdtemp(prefix='ne_dynamics_ros_tests_')
     path = os.path.join(folder, 'announce.xml')
     with open(path, 'w', encoding='utf-8') as stream:
-        stream.write(ANNOUNCEMENT_PROFILE)
+        stream.write(fast_dds.announcement_profile_text('ne_dynamics_ros_tests'))
     os.environ[variables[0]] = path
     try:
         context = rclpy.context.Context()

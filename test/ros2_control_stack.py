@@ -273,10 +273,8 @@ def record_controller_errors(probe, controller):
 
     def drain():
         with probe.lock:
-            monotonic, now_ns = time.monotonic(), time.time_ns()
-            for msg, received_ns in polled.take():
-                rows.append((monotonic - (now_ns - received_ns) * 1e-9,
-                             np.array(msg.error.positions)))
+            rows.extend((received, np.array(msg.error.positions))
+                        for msg, received in polled.take_monotonic())
     probe.node.create_timer(POLL, drain)
     return rows
 
@@ -346,10 +344,9 @@ class Probe:
     def _drain(self):
         """Take what the polled topics carried since the last look, oldest first."""
         with self.lock:
-            monotonic, now_ns = time.monotonic(), time.time_ns()
             for subscription, reader, record in self._polled:
-                for data, received_ns in subscription.take():
-                    record(reader.read(data), monotonic - (now_ns - received_ns) * 1e-9)
+                for data, received in subscription.take_monotonic():
+                    record(reader.read(data), received)
 
     @staticmethod
     def _stamp(msg):

@@ -64,12 +64,40 @@ _TEMPLATE = """<?xml version="1.0" encoding="UTF-8" ?>
 """
 
 
-def _builtin(localhost, peers):
+_ANNOUNCEMENT_TEMPLATE = """<?xml version="1.0" encoding="UTF-8" ?>
+<dds>
+  <profiles xmlns="http://www.eprosima.com/XMLSchemas/fastRTPS_Profiles">
+    <participant profile_name="{name}" is_default_profile="true">
+      <rtps>
+        <builtin>
+{announcement}        </builtin>
+      </rtps>
+    </participant>
+  </profiles>
+</dds>
+"""
+
+
+def _announcement():
     seconds, nanoseconds = divmod(round(LEASE_ANNOUNCEMENT * 1e9), 1_000_000_000)
-    lines = ['        <builtin>\n',
-             '          <discovery_config><leaseAnnouncement>'
-             f'<sec>{seconds}</sec><nanosec>{nanoseconds}</nanosec>'
-             '</leaseAnnouncement></discovery_config>\n']
+    return ('          <discovery_config><leaseAnnouncement>'
+            f'<sec>{seconds}</sec><nanosec>{nanoseconds}</nanosec>'
+            '</leaseAnnouncement></discovery_config>\n')
+
+
+def announcement_profile_text(name='ne_dynamics_ros_announce'):
+    """Return a profile that changes only how often participants announce themselves.
+
+    The default participant keeps Fast DDS's transports and discovery and announces
+    itself every :data:`LEASE_ANNOUNCEMENT` s: for a process outside the stack (a test's
+    client) that should find the stack's participants as quickly as they find each other.
+    """
+    return _ANNOUNCEMENT_TEMPLATE.format(name=xml.sax.saxutils.escape(name),
+                                         announcement=_announcement())
+
+
+def _builtin(localhost, peers):
+    lines = ['        <builtin>\n', _announcement()]
     if localhost:
         locators = ''.join(
             '            <locator><udpv4><address>'
@@ -119,6 +147,7 @@ def udp_only_environment(folder, environ=None):
     return extra
 
 
-__all__ = ['FAST_DDS', 'LEASE_ANNOUNCEMENT', 'MAX_INITIAL_PEERS_RANGE', 'profile_text',
+__all__ = ['FAST_DDS', 'LEASE_ANNOUNCEMENT', 'MAX_INITIAL_PEERS_RANGE', 'PROFILE_VARIABLES',
+           'announcement_profile_text', 'profile_text',
            'PROFILE_VARIABLES',
            'udp_only_environment']

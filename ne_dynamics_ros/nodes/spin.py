@@ -8,6 +8,7 @@ the terminal's, and a KeyboardInterrupt raised anywhere in the teardown was a tr
 the process with -2.
 """
 import signal
+import time
 
 import rclpy
 from rclpy.callback_groups import CallbackGroup
@@ -107,6 +108,16 @@ class PolledSubscription:
                 message, info = taken
                 out.append((message, int(info['received_timestamp'])))
         return out
+
+    def take_monotonic(self, limit=100_000):
+        """As :meth:`take`, each receipt time as ``time.monotonic()`` s (for a recorder's clock).
+
+        The middleware stamps receipt on the system clock; the offset between the two
+        clocks is read once per call (a clock step between receipt and look shifts it).
+        """
+        monotonic, now_ns = time.monotonic(), time.time_ns()
+        return [(message, monotonic - (now_ns - received_ns) * 1e-9)
+                for message, received_ns in self.take(limit)]
 
 
 __all__ = ['NeverExecuted', 'PolledSubscription', 'init_until_signalled',

@@ -73,3 +73,20 @@ def test_the_history_keeps_the_newest_and_the_executor_never_runs_the_callback(p
     time.sleep(0.1)
     # the executor never took the polled one's: its newest three wait for the look
     assert [m.data[0] for m, _ in polled.take()] == [3.0, 4.0, 5.0]
+
+
+def test_receipt_on_the_monotonic_clock_lies_between_publishing_and_looking(pair):
+    node, publisher, executor = pair
+    polled = PolledSubscription(node, Float64MultiArray, 'values', 10)
+    wait_matched(publisher)
+    before = time.monotonic()
+    publisher.publish(Float64MultiArray(data=[1.0]))
+    deadline = time.monotonic() + 5.0
+    taken = []
+    while not taken and time.monotonic() < deadline:
+        time.sleep(0.05)
+        taken = polled.take_monotonic()
+    after = time.monotonic()
+    assert [m.data[0] for m, _ in taken] == [1.0]
+    # the receipt, moved onto the monotonic clock: after the publish, before the look
+    assert before - 1e-3 <= taken[0][1] <= after

@@ -62,3 +62,20 @@ def test_the_profile_folder_is_this_users_and_private():
     folder = profile_folder()
     assert os.path.isdir(folder) and folder.endswith(f'-{os.getuid()}')
     assert os.stat(folder).st_mode & 0o077 == 0
+
+
+def test_the_announcement_profile_changes_the_announcement_and_nothing_else():
+    """The tests' own participants keep Fast DDS's transports: only the period is set."""
+    import xml.etree.ElementTree as ElementTree
+    space = {'f': 'http://www.eprosima.com/XMLSchemas/fastRTPS_Profiles'}
+    root = ElementTree.fromstring(fast_dds.announcement_profile_text('a<b'))
+    participant = root.find('f:profiles/f:participant', space)
+    assert participant.get('profile_name') == 'a<b'
+    assert participant.get('is_default_profile') == 'true'
+    rtps = participant.find('f:rtps', space)
+    assert [child.tag.split('}')[1] for child in rtps] == ['builtin']
+    builtin = rtps.find('f:builtin', space)
+    assert [child.tag.split('}')[1] for child in builtin] == ['discovery_config']
+    lease = builtin.find('f:discovery_config/f:leaseAnnouncement', space)
+    period = int(lease.find('f:sec', space).text) + int(lease.find('f:nanosec', space).text) * 1e-9
+    assert period == pytest.approx(fast_dds.LEASE_ANNOUNCEMENT) and period == pytest.approx(0.5)
