@@ -228,3 +228,18 @@ def test_adaptive_mode_publishes_the_load_estimate_and_resets_it(managed):
                              for value in status.values), 'the estimate in /diagnostics')
     assert m.node.set_parameters([Parameter('adaptation_reset', value=True)])[0].successful
     assert m.node.controller.payload_estimate[0] == 0.0
+
+
+def test_a_failed_then_granted_switch_to_the_hold_controller_logs_both(ros_context):
+    """rclpy raises ValueError when one call site logs at two severities (the CI log of
+    2026-12-02: the node died on deactivate after one failed switch); both answers log."""
+    from types import SimpleNamespace
+    from ne_dynamics_ros.nodes.computed_torque.ros2_control_link import hand_to_hold
+    node = rclpy.create_node('hand_to_hold_test', context=ros_context)
+    try:
+        answers = iter([(False, 'refused'), (True, 'switched'), (False, 'refused')])
+        node.ros2_control = SimpleNamespace(hold='hold_controller', to_hold=lambda: next(answers))
+        node.controller = None
+        assert [hand_to_hold(node) for _ in range(3)] == [False, True, False]
+    finally:
+        node.destroy_node()

@@ -303,9 +303,12 @@ class ComputedTorqueNode(LifecycleNode):
         self._send_goal_options(active=True)
         if self.ros2_control is not None:
             ok, message = self.ros2_control.to_effort()
-            log = self.get_logger().info if ok else self.get_logger().error
-            log(f'switch to {self.ros2_control.effort} on {self.ros2_control.manager}: '
-                f'{message}')
+            said = (f'switch to {self.ros2_control.effort} on {self.ros2_control.manager}: '
+                    f'{message}')
+            if ok:             # one severity per call site (rclpy raises otherwise)
+                self.get_logger().info(said)
+            else:
+                self.get_logger().error(said)
         self.get_logger().info('activated: holding the position measured, then '
                                'following trajectories (topic '
                                f'{self.resolve_topic_name("~/joint_trajectory")}'

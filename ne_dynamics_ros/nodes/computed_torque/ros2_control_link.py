@@ -294,8 +294,11 @@ def hand_to_hold(node):
     if link is None or not link.hold:
         return False
     handed, message = link.to_hold()
-    (node.get_logger().info if handed else node.get_logger().error)(
-        f'switch to {link.hold}: {message}')
+    # one severity per call site: rclpy raises ValueError when a line logs at two
+    if handed:
+        node.get_logger().info(f'switch to {link.hold}: {message}')
+    else:
+        node.get_logger().error(f'switch to {link.hold}: {message}')
     if handed and node.controller is not None:
         feed_the_hold(node, node.controller, wait=0.5)
     return handed
