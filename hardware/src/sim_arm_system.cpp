@@ -13,14 +13,24 @@
 //            hardware's next read and sends that state back at once.
 //   read():  takes every datagram waiting (non-blocking) and keeps the newest state:
 //            never a queued one, and a cycle the arm did not answer reads the previous
-//            state again (counted, and reported when the hardware deactivates).
+//            state again (counted, and reported when the hardware deactivates). The
+//            state is the arm's at its stamp (the read the arm expected); a read at
+//            another instant (the loop woke late, or overran), or one the arm's answer
+//            came too late for, carries it to its own instant under the commands this
+//            plugin wrote since, as the physical arm has moved on meanwhile: over each
+//            command's interval h, qdd = qdd0 + Minv (tau - tau0) (the arm sends qdd0
+//            under its command tau0 and Minv = d qdd / d tau), q += qd h + qdd h^2 / 2,
+//            qd += qdd h; at most 20 ms in all. Without it the node saw a state older
+//            than its stamp (an error of qd dt on every joint: the worst sample of each
+//            move on the UR5e), and states cycles old when the arm's process was late.
 //
 // Datagram layout (host byte order, both ways; ne_dynamics_ros/simulation/hardware_link.py
 // is the arm's side and the reference for it):
 //   command  "NECM" uint32 n, uint64 seq, int64 read_ns, int64 write_ns,
 //            double effort[n], then the n joint names, each '\0'-terminated
 //   state    "NEST" uint32 n, uint64 seq (of the command it follows), int64 stamp_ns,
-//            double position[n], velocity[n], effort[n]   (joints in the command's order)
+//            double position[n], velocity[n], acceleration[n], effort[n],
+//            inverse_inertia[n * n] (row-major; joints in the command's order; SI units)
 //
 // <hardware> parameters: channel (the abstract socket names "@<channel>/arm" and
 // "@<channel>/hardware"; required). An effort command interface that holds NaN (no
@@ -55,6 +65,13 @@ constexpr char COMMAND_MAGIC[4] = {'N', 'E', 'C', 'M'};
 constexpr char STATE_MAGIC[4] = {'N', 'E', 'S', 'T'};
 constexpr size_t COMMAND_HEADER = 4 + 4 + 8 + 8 + 8;
 constexpr size_t STATE_HEADER = 4 + 4 + 8 + 8;
+// a read within this of the state's stamp takes the state as it is (the clocks' jitter)
+constexpr int64_t CARRY_BELOW_NS = 50000;
+// and never carries a state further than this: an arm silent longer (stopped, or starved
+// of the CPU) is reported as carried this far, not extrapolated on
+constexpr int64_t CARRY_AT_MOST_NS = 20000000;
+// the writes remembered for the carry (0.13 s at 500 Hz)
+constexpr size_t WRITES_KEPT = 64;
 
 int64_t now_ns()
 {
@@ -121,9 +138,14 @@ public:
     std::memcpy(command_.data(), COMMAND_MAGIC, 4);
     const uint32_t n = static_cast<uint32_t>(n_);
     std::memcpy(command_.data() + 4, &n, 4);
-    state_.assign(STATE_HEADER + 24 * n_ + 64, 0);
+    state_.assign(STATE_HEADER + 8 * n_ * (4 + n_) + 64, 0);
     position_.assign(n_, 0.0);
     velocity_.assign(n_, 0.0);
+    acceleration_.assign(n_, 0.0);
+    inverse_inertia_.assign(n_ * n_, 0.0);
+    written_.assign(WRITES_KEPT, Written{0, 0, std::vector<double>(n_, 0.0)});
+    carried_position_.assign(n_, 0.0);
+    carried_velocity_.assign(n_, 0.0);
     effort_.assign(n_, 0.0);
     return CallbackReturn::SUCCESS;
   }
@@ -162,9 +184,11 @@ public:
   CallbackReturn on_deactivate(const rclcpp_lifecycle::State &) override
   {
     RCLCPP_INFO(get_logger(), "SimArmSystem: %lu reads, %lu found no new state, %lu states "
-      "taken behind a newer one, %lu writes not delivered", static_cast<unsigned long>(reads_),
+      "taken behind a newer one, %lu writes not delivered, %lu states carried to their read "
+      "(at most %.3f ms)", static_cast<unsigned long>(reads_),
       static_cast<unsigned long>(repeated_), static_cast<unsigned long>(skipped_),
-      static_cast<unsigned long>(undelivered_));
+      static_cast<unsigned long>(undelivered_), static_cast<unsigned long>(carried_),
+      carried_max_ns_ * 1e-6);
     return CallbackReturn::SUCCESS;
   }
 
@@ -184,7 +208,7 @@ public:
       if (size < 0) {
         break;             // EAGAIN: nothing more waiting
       }
-      if (static_cast<size_t>(size) != STATE_HEADER + 24 * n_ ||
+      if (static_cast<size_t>(size) != STATE_HEADER + 8 * n_ * (4 + n_) ||
         std::memcmp(state_.data(), STATE_MAGIC, 4) != 0)
       {
         ++malformed_;
@@ -194,16 +218,21 @@ public:
       const double * values = reinterpret_cast<const double *>(state_.data() + STATE_HEADER);
       std::copy(values, values + n_, position_.begin());
       std::copy(values + n_, values + 2 * n_, velocity_.begin());
-      std::copy(values + 2 * n_, values + 3 * n_, effort_.begin());
+      std::copy(values + 2 * n_, values + 3 * n_, acceleration_.begin());
+      std::copy(values + 3 * n_, values + 4 * n_, effort_.begin());
+      std::copy(values + 4 * n_, values + 4 * n_ + n_ * n_, inverse_inertia_.begin());
+      std::memcpy(&state_seq_, state_.data() + 8, 8);
+      std::memcpy(&stamp_ns_, state_.data() + 16, 8);
     }
     if (fresh == 0) {
       ++repeated_;
     } else {
       skipped_ += fresh - 1;
     }
+    carry_to_read();
     for (size_t j = 0; j < n_; ++j) {
-      set_state(position_names_[j], position_[j]);
-      set_state(velocity_names_[j], velocity_[j]);
+      set_state(position_names_[j], carried_position_[j]);
+      set_state(velocity_names_[j], carried_velocity_[j]);
       set_state(effort_names_[j], effort_[j]);
     }
     return return_type::OK;
@@ -222,7 +251,10 @@ public:
         effort = 0.0;
       }
       std::memcpy(command_.data() + COMMAND_HEADER + 8 * j, &effort, 8);
+      written_[seq % WRITES_KEPT].effort[j] = effort;
     }
+    written_[seq % WRITES_KEPT].seq = seq;
+    written_[seq % WRITES_KEPT].write_ns = write_ns;
     const ssize_t sent = ::sendto(socket_, command_.data(), command_.size(), MSG_DONTWAIT,
         reinterpret_cast<const sockaddr *>(&arm_), arm_length_);
     if (sent < 0) {
@@ -232,6 +264,71 @@ public:
   }
 
 private:
+  struct Written
+  {
+    uint64_t seq;
+    int64_t write_ns;
+    std::vector<double> effort;
+  };
+
+  // The newest state carried from its stamp to this read (see the header comment).
+  void carry_to_read()
+  {
+    carried_position_ = position_;
+    carried_velocity_ = velocity_;
+    if (stamp_ns_ == 0) {
+      return;
+    }
+    const int64_t late_ns = read_ns_ - stamp_ns_;
+    if ((late_ns < 0 ? -late_ns : late_ns) <= CARRY_BELOW_NS) {
+      return;
+    }
+    ++carried_;
+    carried_max_ns_ = std::max(carried_max_ns_, late_ns < 0 ? -late_ns : late_ns);
+    const int64_t end_ns = stamp_ns_ + std::clamp(late_ns, -CARRY_AT_MOST_NS,
+        CARRY_AT_MOST_NS);
+    const Written & answered = written_[state_seq_ % WRITES_KEPT];
+    const bool known = answered.seq == state_seq_;
+    if (end_ns < stamp_ns_ || !known) {     // early: the command the state came with
+      advance((end_ns - stamp_ns_) * 1e-9, nullptr, nullptr);
+      return;
+    }
+    // the command of each write after the answered one acts from its write on
+    int64_t from_ns = stamp_ns_;
+    const std::vector<double> * effort = &answered.effort;
+    for (uint64_t seq = state_seq_ + 1; seq <= sequence_ && seq < state_seq_ + WRITES_KEPT;
+      ++seq)
+    {
+      const Written & next = written_[seq % WRITES_KEPT];
+      if (next.seq != seq || next.write_ns >= end_ns) {
+        break;
+      }
+      if (next.write_ns > from_ns) {
+        advance((next.write_ns - from_ns) * 1e-9, effort, &answered.effort);
+        from_ns = next.write_ns;
+      }
+      effort = &next.effort;
+    }
+    advance((end_ns - from_ns) * 1e-9, effort, &answered.effort);
+  }
+
+  // Carry the state h s on under effort (qdd = qdd0 + Minv (effort - effort0)).
+  void advance(
+    double h, const std::vector<double> * effort,
+    const std::vector<double> * effort0)
+  {
+    for (size_t j = 0; j < n_; ++j) {
+      double qdd = acceleration_[j];
+      if (effort != nullptr && effort != effort0) {
+        for (size_t k = 0; k < n_; ++k) {
+          qdd += inverse_inertia_[j * n_ + k] * ((*effort)[k] - (*effort0)[k]);
+        }
+      }
+      carried_position_[j] += h * (carried_velocity_[j] + 0.5 * h * qdd);
+      carried_velocity_[j] += h * qdd;
+    }
+  }
+
   static size_t index_of(
     const std::vector<hardware_interface::InterfaceInfo> & interfaces, const char * name)
   {
@@ -258,11 +355,17 @@ private:
   socklen_t arm_length_ = 0;
   std::vector<uint8_t> command_;
   std::vector<uint8_t> state_;
-  std::vector<double> position_, velocity_, effort_;
+  std::vector<double> position_, velocity_, acceleration_, effort_, inverse_inertia_;
+  std::vector<double> carried_position_, carried_velocity_;
+  std::vector<Written> written_;
+  uint64_t state_seq_ = 0;
   std::vector<std::string> position_names_, velocity_names_, effort_names_;
   int64_t read_ns_ = 0;
+  int64_t stamp_ns_ = 0;             // the arm's instant of the newest state (system clock)
+  int64_t carried_max_ns_ = 0;
   uint64_t sequence_ = 0;
   uint64_t reads_ = 0, repeated_ = 0, skipped_ = 0, undelivered_ = 0, malformed_ = 0;
+  uint64_t carried_ = 0;
 };
 }  // namespace ne_dynamics_ros_hardware
 

@@ -18,13 +18,26 @@ Datagrams (host byte order, the layout the plugin's source states too):
   each NUL-terminated;
 * state: ``b'NEST'``, uint32 n, uint64 seq (of the command it answers), int64 stamp_ns
   (the instant the state is the arm's, ns), float64 position[n] (rad or m), velocity[n]
-  (rad/s or m/s), effort[n] (N·m or N), in the command's joint order.
+  (rad/s or m/s), acceleration[n] (rad/s² or m/s², the arm's under the command just
+  taken), effort[n] (N·m or N), then inverse_inertia[n·n] (row-major, rad/(N·m·s²): how
+  the acceleration answers a change of command, ``∂q̈/∂τ``, the armature included), in
+  the command's joint order.
 
 :class:`HardwareClock` is what the arm does with a command: the arm advances by the time
 since the previous write under the command that was in force (zero-order hold, bounded by
 ``max_step``), takes the new one, and is carried on under it to the instant of the
 hardware's next ``read()`` (this read plus the cycle period, learnt from the reads'
-instants), the state the next read will find.
+instants), the state the next read will find. A read that comes at another instant
+(controller_manager's loop wakes late, or overruns), or finds no newer state (the arm's
+answer late: this process did not get the CPU in time), finds the newest state carried
+to its own instant by the plugin, under the commands written since:
+``q̈ = q̈₀ + M⁻¹ (τ − τ₀)`` over each command's interval, ``q + q̇ h + q̈ h²/2``, ``q̇ + q̈ h``
+(at most 20 ms). Without it the node saw a state older than its stamp, an error of
+``q̇ δ`` the arm did not have: the worst sample of a 0.3 rad move on the UR5e, uniform on
+every joint, was ``q̇ δ`` for the ``δ`` of that read (0.4-1.7 mrad at 1.3-4.5 ms late,
+0.1 mrad at 0.3 ms early; 2026-12-02); and with this arm's answers late (writes reaching
+it 4 ms late at p50 on a 2-core machine whose hypervisor took half of it) the loop fed
+on states cycles old and went unstable.
 """
 from dataclasses import dataclass
 import socket
@@ -124,16 +137,31 @@ def parse_command(data, names_cache=None):
     return HardwareCommand(seq, read_ns, write_ns, effort, names, raw)
 
 
-def pack_state(seq, stamp_ns, position, velocity, effort):
-    """Return a state datagram: (n,) position, velocity, effort in the command's order."""
+def pack_state(seq, stamp_ns, position, velocity, acceleration, effort, inverse_inertia):
+    """Return a state datagram, all in the command's joint order.
+
+    ``position``, ``velocity``, ``acceleration``, ``effort``: (n,) each;
+    ``inverse_inertia``: (n, n), ``∂q̈/∂τ``.
+
+    Raises:
+        HardwareLinkError: ``inverse_inertia`` is not (n, n).
+    """
+    n = np.asarray(position).size
+    inverse_inertia = np.asarray(inverse_inertia, dtype='=f8')
+    if inverse_inertia.shape != (n, n):
+        raise HardwareLinkError(f'an inverse inertia of shape {inverse_inertia.shape} for '
+                                f'{n} joints')
     values = np.concatenate([np.asarray(v, dtype='=f8').reshape(-1)
-                             for v in (position, velocity, effort)])
-    n = values.size // 3
+                             for v in (position, velocity, acceleration, effort,
+                                       inverse_inertia)])
     return STATE_HEADER.pack(STATE_MAGIC, n, seq, int(stamp_ns)) + values.tobytes()
 
 
 def parse_state(data):
-    """Return ``(seq, stamp_ns, position, velocity, effort)`` of a state datagram.
+    """Return the fields of a state datagram, as :func:`pack_state` takes them.
+
+    ``(seq, stamp_ns, position, velocity, acceleration, effort, inverse_inertia)``: the
+    arrays (n,), the last (n, n).
 
     Raises:
         HardwareLinkError: not a state datagram, or a size that does not match its n.
@@ -141,10 +169,26 @@ def parse_state(data):
     if len(data) < STATE_HEADER.size:
         raise HardwareLinkError(f'a datagram of {len(data)} bytes is no state')
     magic, n, seq, stamp_ns = STATE_HEADER.unpack_from(data)
-    if magic != STATE_MAGIC or len(data) != STATE_HEADER.size + 24 * n:
+    if magic != STATE_MAGIC or len(data) != STATE_HEADER.size + 8 * n * (4 + n):
         raise HardwareLinkError(f'not a state datagram of {n} joints ({len(data)} bytes)')
-    values = np.frombuffer(data, dtype='=f8', offset=STATE_HEADER.size).reshape(3, n)
-    return seq, stamp_ns, values[0].copy(), values[1].copy(), values[2].copy()
+    values = np.frombuffer(data, dtype='=f8', offset=STATE_HEADER.size)
+    rows = values[:4 * n].reshape(4, n)
+    return ((seq, stamp_ns) + tuple(row.copy() for row in rows)
+            + (values[4 * n:].reshape(n, n).copy(),))
+
+
+def inverse_inertia(acceleration, position, velocity):
+    """Return the (n, n) ``∂q̈/∂τ`` of a plant at a state, column by column.
+
+    ``acceleration(position, velocity, effort)`` is the plant's forward dynamics; q̈ is
+    affine in τ (``M⁻¹ (τ − h)``), so a unit effort on joint j, less none, is column j
+    exactly (1 N·m is within any joint's limit, where the plant clips).
+    """
+    n = np.asarray(position).size
+    base = acceleration(position, velocity, np.zeros(n))
+    unit = np.eye(n)
+    return np.column_stack([acceleration(position, velocity, unit[j]) - base
+                            for j in range(n)])
 
 
 class CyclePeriod:
@@ -260,5 +304,6 @@ class HardwareLink:
 
 
 __all__ = ['abstract_address', 'COMMAND_HEADER', 'CyclePeriod', 'HardwareClock',
-           'HardwareCommand', 'HardwareLink', 'HardwareLinkError', 'pack_command',
+           'HardwareCommand', 'HardwareLink', 'HardwareLinkError', 'inverse_inertia',
+           'pack_command',
            'pack_state', 'parse_command', 'parse_state', 'STATE_HEADER']

@@ -6,6 +6,7 @@ import sys
 import time
 
 import numpy as np
+import pinocchio as pin
 import pytest
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
@@ -407,6 +408,17 @@ def test_behind_sim_arm_system_each_write_is_answered_with_the_state_of_the_next
             reference.step(commands[k], (period - lag) * 1e-9)
         np.testing.assert_allclose(states[-1][2], reference.position[::-1], atol=1e-12)
         np.testing.assert_allclose(states[-1][3], reference.velocity[::-1], atol=1e-12)
+        # with the acceleration the command just taken gives there (the plugin carries a
+        # state to a read that comes at another instant with it)
+        np.testing.assert_allclose(states[-1][4], reference.acceleration(
+            reference.position, reference.velocity, commands[-1])[::-1], rtol=1e-9,
+            atol=1e-9)
+        # and the inverse inertia the carry answers new commands with: Pinocchio's M(q)
+        # inverted, at the state of the first answer after the brakes opened
+        model = pin.buildModelFromUrdf(str(UR5E_URDF))
+        inertia = pin.crba(model, model.createData(), states[1][2][::-1])
+        np.testing.assert_allclose(states[1][6], np.linalg.inv(inertia)[::-1, ::-1],
+                                   rtol=1e-7, atol=1e-9)
         # observers see the truth (arm order, the state's stamp) and each write
         _spin_until(executor, lambda: len(truth) >= len(commands)
                     and len(writes) >= len(commands), 5.0)

@@ -52,13 +52,38 @@ def test_a_command_round_trips_and_its_names_are_reused_when_the_bytes_are_the_s
     assert renamed.names == ('a', 'b', 'c')
 
 
+INVERSE = [[2.0, -0.5], [-0.5, 3.0]]
+
+
 def test_a_state_round_trips():
-    data = link.pack_state(3, 123_456_789, [0.1, 0.2], [1.0, -1.0], [5.0, 6.0])
-    seq, stamp, q, qd, tau = link.parse_state(data)
+    data = link.pack_state(3, 123_456_789, [0.1, 0.2], [1.0, -1.0], [0.5, 2.5], [5.0, 6.0],
+                           INVERSE)
+    seq, stamp, q, qd, qdd, tau, inverse = link.parse_state(data)
     assert (seq, stamp) == (3, 123_456_789)
     np.testing.assert_array_equal(q, [0.1, 0.2])
     np.testing.assert_array_equal(qd, [1.0, -1.0])
+    np.testing.assert_array_equal(qdd, [0.5, 2.5])
     np.testing.assert_array_equal(tau, [5.0, 6.0])
+    np.testing.assert_array_equal(inverse, INVERSE)
+    assert len(data) == link.STATE_HEADER.size + 8 * 2 * (4 + 2)    # the plugin's check
+
+
+def test_an_inverse_inertia_of_another_shape_is_refused():
+    with pytest.raises(link.HardwareLinkError, match='shape'):
+        link.pack_state(1, 0, [0.0, 0.0], [0.0] * 2, [0.0] * 2, [0.0] * 2, np.eye(3))
+
+
+def test_the_inverse_inertia_is_the_plants_response_to_a_unit_effort():
+    # an affine plant q'' = A tau + b(q, qd): the columns are A's, exactly
+    rng = np.random.default_rng(4)
+    a_matrix = rng.normal(size=(3, 3))
+
+    def acceleration(q, qd, tau):
+        return a_matrix @ tau + np.sin(q) * qd - 9.81
+
+    np.testing.assert_allclose(link.inverse_inertia(acceleration, rng.normal(size=3),
+                                                    rng.normal(size=3)), a_matrix,
+                               atol=1e-12)
 
 
 GOOD = link.pack_command(1, 0, 0, [1.0, 2.0, 3.0], NAMES)
@@ -81,8 +106,11 @@ def test_malformed_commands_are_refused_with_the_reason(data, match):
         link.parse_command(data)
 
 
-@pytest.mark.parametrize('data', [b'', b'NEST', link.pack_state(1, 0, [0.0], [0.0], [0.0])[:-8],
-                                  b'NECM' + link.pack_state(1, 0, [0.0], [0.0], [0.0])[4:]])
+ONE_JOINT = link.pack_state(1, 0, [0.0], [0.0], [0.0], [0.0], [[1.0]])
+
+
+@pytest.mark.parametrize('data', [b'', b'NEST', ONE_JOINT[:-8], ONE_JOINT + bytes(8),
+                                  b'NECM' + ONE_JOINT[4:]])
 def test_malformed_states_are_refused(data):
     with pytest.raises(link.HardwareLinkError):
         link.parse_state(data)
@@ -153,7 +181,7 @@ def test_the_link_answers_its_sender_and_refuses_a_second_arm_on_its_channel():
         hardware.sendto(GOOD, link.abstract_address(channel, 'arm'))
         data, sender = arm.receive(1.0)
         assert link.parse_command(data).names == NAMES
-        assert arm.send(link.pack_state(1, 5, [1.0], [2.0], [3.0]), sender)
+        assert arm.send(link.pack_state(1, 5, [1.0], [2.0], [4.0], [3.0], [[0.5]]), sender)
         hardware.settimeout(1.0)
         assert link.parse_state(hardware.recv(4096))[:2] == (1, 5)
         assert not arm.send(b'x', link.abstract_address(channel, 'nobody'))
