@@ -56,8 +56,12 @@ from ne_dynamics_ros.dynamics.model import load_model
 from ne_dynamics_ros.errors import ModelError
 from ne_dynamics_ros.nodes.spin import init_until_signalled, spin_until_signalled
 
-#: controller_manager's ~/activity: reliable, transient local, depth 1.
-ACTIVITY_QOS = QoSProfile(depth=1, reliability=QoSReliabilityPolicy.RELIABLE,
+#: controller_manager's ~/activity: reliable, transient local (its publisher keeps the
+#: last one for a late subscriber). A queue of 10, not 1: a switch away and straight back
+#: is two messages 12 ms apart, and with one slot the relay, its executor busy with the
+#: 500 Hz /joint_states, saw only the second, never the controller's return, and left it
+#: holding without gravity (the UR5e sagged 1 rad in a test run).
+ACTIVITY_QOS = QoSProfile(depth=10, reliability=QoSReliabilityPolicy.RELIABLE,
                           durability=QoSDurabilityPolicy.TRANSIENT_LOCAL)
 WARN_PERIOD = 2.0
 
