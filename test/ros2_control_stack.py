@@ -496,6 +496,21 @@ class Stack:
             self.close()
             raise
 
+    def assert_still(self, since, bound):
+        """Assert the arm moved at most ``bound`` rad since ``since`` (monotonic s).
+
+        The failure names the motion and what the stack's nodes said about switching, so
+        a run that fails in CI tells why.
+        """
+        motion = self.probe.motion_since(since)
+        if motion > bound:
+            said = [line for line in output(self.process).splitlines()
+                    if 'Overrun' not in line and any(word in line for word in (
+                        'computed_torque_node]', 'effort_guard]', 'jtc_feedforward]',
+                        'Activat', 'Deactivat', 'SimArmSystem:'))]
+            raise AssertionError(f'the arm moved {motion:.4g} rad (bound {bound:g}); the '
+                                 'stack said:\n' + '\n'.join(said[-40:]))
+
     def wait_commanding(self, timeout=60.0):
         """Wait until the node commands the arm (bounded); raise with the launch's output."""
         probe = self.probe

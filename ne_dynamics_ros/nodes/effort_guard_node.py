@@ -42,19 +42,16 @@ import time
 
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.node import Node
-from rclpy.qos import QoSDurabilityPolicy, QoSProfile, QoSReliabilityPolicy
 from std_msgs.msg import Float64MultiArray
 
 from controller_manager_msgs.msg import ControllerManagerActivity
 from controller_manager_msgs.srv import SwitchController
 from lifecycle_msgs.msg import State
 
+from ne_dynamics_ros.nodes.qos import ACTIVITY_QOS
 from ne_dynamics_ros.nodes.spin import (PolledSubscription, init_until_signalled,
                                         spin_until_signalled)
 
-#: controller_manager's ~/activity: reliable, transient local, depth 1.
-ACTIVITY_QOS = QoSProfile(depth=1, reliability=QoSReliabilityPolicy.RELIABLE,
-                          durability=QoSDurabilityPolicy.TRANSIENT_LOCAL)
 #: Controllers that drive nothing (they are active beside any effort controller).
 PASSIVE_TYPES_PREFIX = ('joint_state_broadcaster',)
 #: How often the guard looks at the command topic and the controllers, s.

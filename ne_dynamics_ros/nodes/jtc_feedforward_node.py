@@ -39,7 +39,6 @@ import numpy as np
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalResponse
 from rclpy.node import Node
-from rclpy.qos import QoSDurabilityPolicy, QoSProfile, QoSReliabilityPolicy
 from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
@@ -54,15 +53,9 @@ from ne_dynamics_ros.control.feedforward import (feedforward_goal, FeedforwardSe
 from ne_dynamics_ros.control.trajectory import TrajectoryError, TrajectoryPoint
 from ne_dynamics_ros.dynamics.model import load_model
 from ne_dynamics_ros.errors import ModelError
+from ne_dynamics_ros.nodes.qos import ACTIVITY_QOS
 from ne_dynamics_ros.nodes.spin import init_until_signalled, spin_until_signalled
 
-#: controller_manager's ~/activity: reliable, transient local (its publisher keeps the
-#: last one for a late subscriber). A queue of 10, not 1: a switch away and straight back
-#: is two messages 12 ms apart, and with one slot the relay, its executor busy with the
-#: 500 Hz /joint_states, saw only the second, never the controller's return, and left it
-#: holding without gravity (the UR5e sagged 1 rad in a test run).
-ACTIVITY_QOS = QoSProfile(depth=10, reliability=QoSReliabilityPolicy.RELIABLE,
-                          durability=QoSDurabilityPolicy.TRANSIENT_LOCAL)
 WARN_PERIOD = 2.0
 
 

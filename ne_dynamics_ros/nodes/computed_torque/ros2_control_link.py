@@ -18,16 +18,13 @@ import threading
 import time
 
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
-from rclpy.qos import QoSDurabilityPolicy, QoSProfile, QoSReliabilityPolicy
 
 from ne_dynamics_ros.control.laws.base import clamp
 from ne_dynamics_ros.errors import NonFiniteEffortError, StateError
+from ne_dynamics_ros.nodes.qos import ACTIVITY_QOS
 
 #: Longest wait (s) for ~/activity to confirm a switch to the effort controller.
 SWITCH_SETTLE = 0.5
-#: controller_manager's ~/activity QoS.
-ACTIVITY_QOS = QoSProfile(depth=1, reliability=QoSReliabilityPolicy.RELIABLE,
-                          durability=QoSDurabilityPolicy.TRANSIENT_LOCAL)
 
 
 class Ros2ControlLink:
