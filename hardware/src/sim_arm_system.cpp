@@ -280,11 +280,12 @@ private:
       return;
     }
     const int64_t late_ns = read_ns_ - stamp_ns_;
-    if ((late_ns < 0 ? -late_ns : late_ns) <= CARRY_BELOW_NS) {
+    const int64_t off_ns = late_ns < 0 ? -late_ns : late_ns;
+    if (off_ns <= CARRY_BELOW_NS) {
       return;
     }
     ++carried_;
-    carried_max_ns_ = std::max(carried_max_ns_, late_ns < 0 ? -late_ns : late_ns);
+    carried_max_ns_ = std::max(carried_max_ns_, off_ns);
     const int64_t end_ns = stamp_ns_ + std::clamp(late_ns, -CARRY_AT_MOST_NS,
         CARRY_AT_MOST_NS);
     const Written & answered = written_[state_seq_ % WRITES_KEPT];

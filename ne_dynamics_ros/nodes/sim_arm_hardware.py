@@ -139,12 +139,9 @@ class HardwareClockMixin:
             # the newest is answered (the hardware keeps the newest state only), so a
             # stall of this thread is caught up in one go rather than a cycle behind ever
             # after (on a slow 2-core machine, writes reached the arm 4 ms late at p50)
-            waiting = []
+            writes = []               # (command, arm order, sender) of each valid one
             while got is not None:
-                waiting.append(got)
-                got = self.link.receive(0.0) if len(waiting) < MAX_BATCH else None
-            self.writes_caught_up += max(0, len(waiting) - 1)
-            for k, (data, sender) in enumerate(waiting):
+                data, sender = got
                 try:
                     command = hardware_link.parse_command(data, previous)
                     if previous is None or command.names is not previous.names:
@@ -153,9 +150,13 @@ class HardwareClockMixin:
                     self.commands_dropped += 1
                     self.get_logger().warning(f'dropped hardware write: {exc}',
                                               throttle_duration_sec=WARN_PERIOD)
-                    continue
-                previous = command
-                self._answer_write(command, order, sender, answer=k == len(waiting) - 1)
+                else:
+                    previous = command
+                    writes.append((command, order, sender))
+                got = self.link.receive(0.0) if len(writes) < MAX_BATCH else None
+            self.writes_caught_up += max(0, len(writes) - 1)
+            for k, (command, order, sender) in enumerate(writes):
+                self._answer_write(command, order, sender, answer=k == len(writes) - 1)
 
     def _hardware_order(self, names):
         """Return (arm index of each hardware joint) for the hardware's joint ``names``.

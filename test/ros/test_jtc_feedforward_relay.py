@@ -16,6 +16,7 @@ from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory
 
+from dds import spin_until
 import ros2_control_stack as stack
 from references import UR5E_URDF
 
@@ -36,15 +37,6 @@ def _activity(messages, active):
         messages.msg.NamedLifecycleState(name='joint_trajectory_controller', state=state)])
 
 
-def _spin_until(executor, predicate, what):
-    deadline = time.monotonic() + TIMEOUT
-    while time.monotonic() < deadline:
-        executor.spin_once(timeout_sec=0.02)
-        if predicate():
-            return
-    raise AssertionError(f'not within {TIMEOUT} s: {what}')
-
-
 def test_a_switch_away_and_straight_back_is_held_though_both_messages_waited(ros_context):
     messages = stack.link_messages()
     from ne_dynamics_ros.nodes.jtc_feedforward_node import JtcFeedforward
@@ -61,19 +53,20 @@ def test_a_switch_away_and_straight_back_is_held_though_both_messages_waited(ros
                                  'joint_trajectory', held.append, 10)
         for node in (relay, peer):
             executor.add_node(node)
-        _spin_until(executor, lambda: activity.get_subscription_count() == 1
-                    and states.get_subscription_count() == 1, 'the relay subscribed')
+        spin_until(executor, lambda: activity.get_subscription_count() == 1
+                   and states.get_subscription_count() == 1, TIMEOUT, 'the relay subscribed')
         state = JointState(name=CHAIN, position=[0.0, -1.57, 1.57, -1.57, -1.57, 0.0],
                            velocity=[0.0] * 6)
         states.publish(state)
-        _spin_until(executor, lambda: relay.state is not None, 'the relay has a state')
+        spin_until(executor, lambda: relay.state is not None, TIMEOUT, 'the relay has a state')
         activity.publish(_activity(messages, True))
-        _spin_until(executor, lambda: len(held) == 1, 'the hold at activation')
+        spin_until(executor, lambda: len(held) == 1, TIMEOUT, 'the hold at activation')
         # away and back while the relay's executor is busy elsewhere: both wait for it
         activity.publish(_activity(messages, False))
         activity.publish(_activity(messages, True))
         time.sleep(0.2)
-        _spin_until(executor, lambda: len(held) == 2, 'the hold on the controller\'s return')
+        spin_until(executor, lambda: len(held) == 2, TIMEOUT,
+                   'the hold on the controller\'s return')
         assert held[1].points[-1].effort and any(abs(e) > 1.0 for e in held[1].points[-1].effort)
     finally:
         executor.shutdown()

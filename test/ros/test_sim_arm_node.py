@@ -15,6 +15,7 @@ from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
+from dds import spin_until as _spin_until
 from references import PUMA560_URDF, REPO_ROOT, UR5E_URDF
 from ne_dynamics_ros.simulation.simulated_arm import SimulatedArm
 from ne_dynamics_ros.nodes.sim_arm_node import SimArmConfigError, SimArmNode
@@ -50,13 +51,6 @@ class Probe(Node):
 
 def _stamp(msg):
     return msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
-
-
-def _spin_until(executor, condition, timeout):
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, 'timed out'
-        executor.spin_once(timeout_sec=0.01)
 
 
 def _spin_for(executor, seconds):
@@ -425,6 +419,21 @@ def test_behind_sim_arm_system_each_write_is_answered_with_the_state_of_the_next
         assert _stamp(truth[-1]) == pytest.approx(states[-1][1] * 1e-9, abs=1e-6)
         np.testing.assert_allclose(truth[-1].position, reference.position, atol=1e-12)
         np.testing.assert_allclose(writes[-1].effort, commands[-1], atol=0)
+        # writes that waited are stepped and the newest valid one answered, a malformed
+        # datagram behind it notwithstanding
+        read_ns = base + len(commands) * period
+        for seq in (len(commands) + 1, len(commands) + 2):
+            hardware.sendto(link.pack_command(seq, read_ns, read_ns + lag, commands[-1][::-1],
+                                              names), arm)
+        hardware.sendto(b'NECM garbage', arm)
+        answered = link.parse_state(hardware.recv(4096))
+        if answered[0] == len(commands) + 1:         # the thread took the first alone
+            answered = link.parse_state(hardware.recv(4096))
+        assert answered[0] == len(commands) + 2
+        deadline = time.monotonic() + 5.0           # the garbage, on the link's thread
+        while sim.commands_dropped < 3 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert sim.commands_dropped == 3
     finally:
         hardware.close()
         for node in (sim, observer):
