@@ -308,7 +308,10 @@ def test_on_the_hardwares_clock_each_write_steps_the_arm_and_publishes_one_state
     sim = SimArmNode(context=ros_context, parameter_overrides=[
         Parameter('urdf_path', value=str(UR5E_URDF)), Parameter('clock', value='hardware'),
         Parameter('command_interface', value='joint_state'),
-        Parameter('initial_positions', value=[0.1] * 6)])
+        Parameter('initial_positions', value=[0.1] * 6),
+        # a write's stamp counts when it came at most max_step before its arrival: with
+        # 0.1 s and the stamps 80 ms back, a 36 ms round trip under CI's load ran out
+        Parameter('max_step', value=1.0)])
     hardware = Node('hardware', context=ros_context)
     states = []
     hardware.create_subscription(JointState, '/joint_states', states.append, 100)
@@ -322,7 +325,7 @@ def test_on_the_hardwares_clock_each_write_steps_the_arm_and_publishes_one_state
         assert states == []                    # nothing before the hardware writes
         names = list(reversed(UR5E_JOINTS))    # by name, in any order
         commands = [np.array([0.5, 20.0 + k, 5.0, 0.2, 0.1, 0.05]) for k in range(10)]
-        base = time.time_ns() - 80_000_000      # stamps 2 ms apart, in the recent past
+        base = time.time_ns() - 200_000_000     # stamps 2 ms apart, in the recent past
         for k, command in enumerate(commands):
             msg = JointState(name=names, effort=command[::-1].tolist())
             msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(
