@@ -17,8 +17,18 @@ Layers (each imports only the ones before it; only ``nodes`` and ``tools`` impor
 >>> model = load_model('config/ur5e.urdf', tip_link='tool0', convention='dh')
 >>> tau = model.rnea(q, qd, qdd)          # doctest: +SKIP
 """
-from .dynamics import Convention, DHRow, fk_residual, JointType, load_model, RobotModel
-from .errors import InertiaError, ModelError, StateError, URDFError
+from typing import TYPE_CHECKING
+
+from ._facade import lazy_exports
+
+if TYPE_CHECKING:       # the names below, imported on first use (see _facade)
+    from .dynamics import Convention, DHRow, fk_residual, JointType, load_model, RobotModel
+    from .errors import InertiaError, ModelError, StateError, URDFError
+
+__getattr__, __dir__ = lazy_exports(__name__, {
+    **dict.fromkeys(('Convention', 'DHRow', 'fk_residual', 'JointType', 'load_model',
+                     'RobotModel'), '.dynamics'),
+    **dict.fromkeys(('InertiaError', 'ModelError', 'StateError', 'URDFError'), '.errors')})
 
 __all__ = [
     'Convention', 'DHRow', 'JointType', 'InertiaError', 'ModelError', 'StateError',

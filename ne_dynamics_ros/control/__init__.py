@@ -16,11 +16,21 @@ Pure Python + NumPy (no ROS import); imports only :mod:`ne_dynamics_ros.dynamics
 * :mod:`.goals`: FollowJointTrajectory goals as joint_trajectory_controller judges them;
 * :mod:`.controller`: :class:`ComputedTorqueController`, every decision of the node.
 """
-from .controller import ComputedTorqueController
-from .laws.registry import ControlMode
-from .measured_state import JointStateSample
-from .run_state import Command, NoCommand, SkipReason, Timeout
-from .settings import ControllerSettings
+from typing import TYPE_CHECKING
+
+from .._facade import lazy_exports
+
+if TYPE_CHECKING:       # the names below, imported on first use (see ne_dynamics_ros._facade)
+    from .controller import ComputedTorqueController
+    from .laws.registry import ControlMode
+    from .measured_state import JointStateSample
+    from .run_state import Command, NoCommand, SkipReason, Timeout
+    from .settings import ControllerSettings
+
+__getattr__, __dir__ = lazy_exports(__name__, {
+    'ComputedTorqueController': '.controller', 'ControlMode': '.laws.registry',
+    'JointStateSample': '.measured_state', 'ControllerSettings': '.settings',
+    **dict.fromkeys(('Command', 'NoCommand', 'SkipReason', 'Timeout'), '.run_state')})
 
 __all__ = ['Command', 'ComputedTorqueController', 'ControllerSettings', 'ControlMode',
            'JointStateSample', 'NoCommand', 'SkipReason', 'Timeout']

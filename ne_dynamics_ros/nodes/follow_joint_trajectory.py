@@ -146,6 +146,7 @@ class GoalServer:
         self._active = False
         self._frames = {}          # id(goal request) -> (goal_id placeholder, frame)
         self._pending = {}         # goal_id -> [rclpy Future, goal handle]
+        self.accepted = 0          # goals accepted so far (a result may be on its way)
         # rclpy's default service QoS keeps the last 10 requests: a burst of goals or of
         # cancel requests beyond that would lose some unanswered
         deep = QoSProfile(history=QoSHistoryPolicy.KEEP_LAST, depth=SERVICE_DEPTH,
@@ -225,6 +226,7 @@ class GoalServer:
         header['goal_id'] = goal_id
         header['received_monotonic_ns'] = time.monotonic_ns()
         self._pending[goal_id] = [Future(executor=self._executor), handle]
+        self.accepted += 1
         self._send(header, arrays)
         handle.execute()
 

@@ -238,6 +238,49 @@ def test_importing_a_pure_layer_loads_no_ros(layer):
     assert [name for name in loaded if is_ros(name)] == []
 
 
+@pytest.mark.parametrize('package', [PACKAGE, f'{PACKAGE}.control'])
+def test_a_facade_gives_every_name_it_lists_and_refuses_others(package):
+    """The lazy facades: each name of ``__all__`` resolves to the object of the module its
+    ``TYPE_CHECKING`` import names, ``dir`` lists it, an unknown name is AttributeError."""
+    code = (
+        'import importlib, json\n'
+        f'p = importlib.import_module({package!r})\n'
+        'out = {n: getattr(p, n).__module__ for n in p.__all__}\n'
+        'out["_dir"] = sorted(set(p.__all__) - set(dir(p)))\n'
+        'try:\n'
+        '    p.no_such_name\n'
+        'except AttributeError as err:\n'
+        '    out["_error"] = str(err)\n'
+        'print(json.dumps(out))\n')
+    result = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
+                            cwd=REPO, timeout=120)
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout)
+    assert out.pop('_dir') == []
+    assert 'no_such_name' in out.pop('_error')
+    path = REPO / package.replace('.', '/') / '__init__.py'
+    declared = {}
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.level == 1:
+            declared.update({a.name: f'{package}.{node.module}' for a in node.names})
+    for name, module in out.items():
+        assert module.startswith(declared[name]), (name, module, declared[name])
+
+
+def test_the_trajectory_receiver_imports_neither_the_controller_nor_the_dynamics():
+    """What the node's receiver process imports (its start-up delays each activation)."""
+    code = ('import json, sys, ne_dynamics_ros.nodes.trajectory_receiver, '
+            'ne_dynamics_ros.nodes.follow_joint_trajectory\n'
+            'print(json.dumps(sorted(sys.modules)))\n')
+    result = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
+                            cwd=REPO, timeout=120)
+    assert result.returncode == 0, result.stderr
+    loaded = set(json.loads(result.stdout))
+    assert f'{PACKAGE}.control.trajectory' in loaded
+    assert loaded.isdisjoint({f'{PACKAGE}.control.controller', f'{PACKAGE}.dynamics.model',
+                              f'{PACKAGE}.codegen', f'{PACKAGE}.control.laws.registry'})
+
+
 def bound_names(tree):
     """Names a module binds at its top level (def, class, assignment, import) and the
     methods of its classes, as {name: set of method names or None}."""
@@ -263,8 +306,9 @@ def bound_names(tree):
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             for alias in node.names:
                 names[(alias.asname or alias.name).split('.')[0]] = None
-        elif isinstance(node, ast.Try):             # optional imports
-            for inner in node.body + [h for x in node.handlers for h in x.body]:
+        elif isinstance(node, (ast.Try, ast.If)):   # optional imports, lazy facades
+            handlers = getattr(node, 'handlers', [])
+            for inner in node.body + [h for x in handlers for h in x.body]:
                 if isinstance(inner, (ast.Import, ast.ImportFrom)):
                     for alias in inner.names:
                         names[(alias.asname or alias.name).split('.')[0]] = None
