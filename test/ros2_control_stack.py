@@ -164,14 +164,12 @@ def move(arm, chain, offset=(0.3, -0.3, 0.3, 0.3, -0.3, 0.3), duration=1.5, lead
     20-35 mrad ahead at once on every joint (cause not found yet); the loop through
     controller_manager is what these moves measure.
     """
-    from trajectory_msgs.msg import JointTrajectory
     probe = arm.probe
     with probe.lock:
         start = probe.truth[-1][2].copy()
         marks = len(probe.tracking), len(probe.truth), len(probe.broadcast)
     goal = start + np.array(offset)
-    publisher = probe.node.create_publisher(
-        JointTrajectory, '/computed_torque_node/joint_trajectory', 10)
+    publisher = probe.trajectory_publisher
     deadline = time.monotonic() + 10.0
     while publisher.get_subscription_count() == 0:
         assert time.monotonic() < deadline, 'no trajectory subscriber'
@@ -182,7 +180,6 @@ def move(arm, chain, offset=(0.3, -0.3, 0.3, 0.3, -0.3, 0.3), duration=1.5, lead
     trajectory.header.stamp.sec, trajectory.header.stamp.nanosec = divmod(at, 10 ** 9)
     publisher.publish(trajectory)
     time.sleep(lead + duration + 1.2)
-    probe.node.destroy_publisher(publisher)
     assert probe.motion_since(moved) > 0.29                # it did move
     with probe.lock:
         errors = np.array([e for _, e, _ in probe.tracking[marks[0]:]])
@@ -328,6 +325,13 @@ class Probe:
                                        durability=QoSDurabilityPolicy.TRANSIENT_LOCAL))
         self.switch_client = self.node.create_client(
             msgs.srv.SwitchController, '/controller_manager/switch_controller')
+        # made here, before the executor spins, and never destroyed while it does: a
+        # publisher destroyed from the test's thread (move() did) took its QoS-event
+        # waitables out of the wait set under the executor, whose spin then died with
+        # InvalidHandle; every later service call and wait of the module went unanswered
+        from trajectory_msgs.msg import JointTrajectory
+        self.trajectory_publisher = self.node.create_publisher(
+            JointTrajectory, '/computed_torque_node/joint_trajectory', 10)
         self._switch_type = msgs.srv.SwitchController
         self.executor = SingleThreadedExecutor(context=context)
         self.executor.add_node(self.node)
@@ -438,7 +442,8 @@ class Probe:
         done = threading.Event()
         future = self.switch_client.call_async(request)
         future.add_done_callback(lambda _: done.set())
-        assert done.wait(timeout), 'switch_controller did not answer'
+        assert done.wait(timeout), ('switch_controller did not answer (probe spin error: '
+                                    f'{self.spin_error!r})')
         return future.result().ok
 
     def lifecycle(self, transition, timeout=10.0):
@@ -450,7 +455,8 @@ class Probe:
         future = self.change_client.call_async(self._change_type.Request(
             transition=Transition(id=transition)))
         future.add_done_callback(lambda _: done.set())
-        assert done.wait(timeout), 'change_state did not answer'
+        assert done.wait(timeout), ('change_state did not answer (probe spin error: '
+                                    f'{self.spin_error!r})')
         return future.result().success
 
     def diagnostic_values(self):

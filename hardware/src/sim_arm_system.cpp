@@ -31,6 +31,8 @@
 //   state    "NEST" uint32 n, uint64 seq (of the command it follows), int64 stamp_ns,
 //            double position[n], velocity[n], acceleration[n], effort[n],
 //            inverse_inertia[n * n] (row-major; joints in the command's order; SI units)
+//            A state of another size or magic, or with a value that is not finite, is
+//            dropped (counted as malformed): read() keeps the previous one.
 //
 // <hardware> parameters: channel (the abstract socket names "@<channel>/arm" and
 // "@<channel>/hardware"; required). An effort command interface that holds NaN (no
@@ -185,10 +187,11 @@ public:
   {
     RCLCPP_INFO(get_logger(), "SimArmSystem: %lu reads, %lu found no new state, %lu states "
       "taken behind a newer one, %lu writes not delivered, %lu states carried to their read "
-      "(at most %.3f ms)", static_cast<unsigned long>(reads_),
+      "(at most %.3f ms), %lu malformed or non-finite states dropped",
+      static_cast<unsigned long>(reads_),
       static_cast<unsigned long>(repeated_), static_cast<unsigned long>(skipped_),
       static_cast<unsigned long>(undelivered_), static_cast<unsigned long>(carried_),
-      carried_max_ns_ * 1e-6);
+      carried_max_ns_ * 1e-6, static_cast<unsigned long>(malformed_));
     return CallbackReturn::SUCCESS;
   }
 
@@ -214,8 +217,15 @@ public:
         ++malformed_;
         continue;
       }
-      ++fresh;
       const double * values = reinterpret_cast<const double *>(state_.data() + STATE_HEADER);
+      // a state with a NaN or inf anywhere (also in its acceleration or its inverse
+      // inertia, which the carry multiplies in) is dropped as malformed: the previous
+      // state stays, and nothing non-finite reaches the state interfaces
+      if (!std::all_of(values, values + n_ * (4 + n_), [](double v) {return std::isfinite(v);})) {
+        ++malformed_;
+        continue;
+      }
+      ++fresh;
       std::copy(values, values + n_, position_.begin());
       std::copy(values + n_, values + 2 * n_, velocity_.begin());
       std::copy(values + 2 * n_, values + 3 * n_, acceleration_.begin());

@@ -88,7 +88,8 @@ def private_reads(path, tree):
             and node.attr.startswith('_') and not node.attr.startswith('__')
             and not (isinstance(node.value, ast.Name) and node.value.id in ('self', 'cls'))
             and node.attr not in own
-            and node.attr not in ('_asdict', '_replace', '_fields', '_make')]
+            and node.attr not in ('_asdict', '_replace', '_fields', '_make',  # namedtuple
+                                  '_exit')]                                   # os._exit
 
 
 def test_no_module_reads_another_modules_underscore_attribute():

@@ -158,6 +158,47 @@ def test_the_stacks_processes_talk_over_udp_without_shared_memory(arm):
     assert shared_memory_ports(os.getpid()) > 0    # the test's own client has it
 
 
+def test_states_that_are_not_finite_never_reach_the_state_interfaces(arm):
+    """SimArmSystem drops a state datagram holding a NaN or inf (its position, its
+    acceleration or its inverse inertia, which the carry multiplies in): for 1 s a
+    stranger sends such states to the hardware's socket every 0.5 ms, so that most
+    reads find one newest; joint_state_broadcaster never publishes a non-finite value."""
+    import re
+    import socket
+    from ne_dynamics_ros.simulation import hardware_link as link
+    probe = arm.probe
+    wait_commanding(arm)
+    channel = re.search(r'the arm at @(\S+)/arm', stack.output(arm.process)).group(1)
+    n = len(HARDWARE)
+    good = dict(position=np.zeros(n), velocity=np.zeros(n), acceleration=np.zeros(n),
+                effort=np.zeros(n), inverse_inertia=np.eye(n))
+    bad = []
+    for field, value in (('position', np.nan), ('acceleration', np.inf),
+                         ('inverse_inertia', np.nan), ('velocity', -np.inf)):
+        fields = {k: v.copy() for k, v in good.items()}
+        fields[field].flat[n // 2] = value
+        bad.append(fields)
+    with probe.lock:
+        before = len(probe.broadcast)
+    stranger = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sent, start = 0, time.monotonic()
+    try:
+        while time.monotonic() - start < 1.0:
+            stamp = time.time_ns()
+            stranger.sendto(link.pack_state(0, stamp, **bad[sent % len(bad)]),
+                            link.abstract_address(channel, 'hardware'))
+            sent += 1
+            time.sleep(0.0005)
+    finally:
+        stranger.close()
+    time.sleep(0.2)
+    with probe.lock:
+        seen = [q for _, _, q in probe.broadcast[before:]]
+    assert sent > 200 and len(seen) > 100, (sent, len(seen), probe.counts())
+    assert np.all(np.isfinite(seen)), 'a non-finite state reached /joint_states'
+    arm.assert_still(start, HELD)
+
+
 def test_sigkill_the_hold_controller_takes_over_within_the_guards_timeout(arm):
     probe = arm.probe
     wait_commanding(arm)
