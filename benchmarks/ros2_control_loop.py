@@ -137,10 +137,8 @@ def _stop(processes):
 
 def _moves(probe, runs, joint_names):
     """Run ``runs`` moves there and back; return (worst error rad, oscillations)."""
-    from trajectory_msgs.msg import JointTrajectory
     import ros2_control_stack as stack
-    publisher = probe.node.create_publisher(
-        JointTrajectory, '/computed_torque_node/joint_trajectory', 10)
+    publisher = probe.trajectory_publisher    # never destroyed while the probe spins
     deadline = time.monotonic() + 20.0
     while publisher.get_subscription_count() == 0 and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -164,7 +162,6 @@ def _moves(probe, runs, joint_names):
         late = errors[stamps > stamps[0] + MOVE_TIME + SETTLE]
         if late.size and float(np.max(late)) > OSCILLATING:
             oscillations += 1
-    probe.node.destroy_publisher(publisher)
     return worst, oscillations
 
 
