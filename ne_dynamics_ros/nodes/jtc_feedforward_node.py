@@ -17,8 +17,9 @@ Chung, Mudge and Turney 1982, eq. 4.1, with the drives' armature and friction):
   ``/<controller>/follow_joint_trajectory`` (``/<controller>/joint_trajectory``), in the
   controller's ``joints`` order, every point with the trajectory's own ``q, q̇, q̈``. A
   goal that is malformed or needs more than the limits is rejected before JTC sees it.
-* JTC's feedback and result are relayed unchanged; a cancel is passed on; a new goal
-  preempts in JTC as JTC does.
+* JTC's feedback and result are relayed unchanged; a new goal preempts in JTC as JTC
+  does. A cancel is answered CANCELED, its JTC goal ended by a stop goal that preempts it
+  (not by JTC's cancel, whose zero-effort hold let the arm fall until the stop came).
 * Holding: JTC's own hold (at activation, after a cancel or an abort) carries zero
   effort, so a torque-controlled arm without drive-side gravity compensation sags until
   the PID winds up. Whenever the controller becomes active and after a goal ends other
@@ -110,6 +111,7 @@ class JtcFeedforward(Node):
         self.state = None                     # (q, qd) chain order, from /joint_states
         self.hold_pending = False
         self.active_goals = {}                # our goal id -> JTC's goal handle
+        self.stopped_goals = set()            # our goal ids ended by a stop goal
         self.prepared_goals = {}              # id(goal request) -> the controller's message
         self.controller_active = False
         controller = self.controller = v['controller']
@@ -245,10 +247,26 @@ class JtcFeedforward(Node):
         return GoalResponse.ACCEPT
 
     def _on_cancel(self, handle):
-        relayed = self.active_goals.get(bytes(handle.goal_id.uuid))
-        if relayed is not None:
-            relayed.cancel_goal_async()
+        if bytes(handle.goal_id.uuid) in self.active_goals:
+            self._stop_instead_of(handle)
         return CancelResponse.ACCEPT
+
+    def _stop_instead_of(self, handle):
+        """End JTC's goal for ``handle`` by a stop goal that preempts it, not by a cancel.
+
+        JTC answers a cancel by holding the position with zero effort until the next
+        trajectory arrives; the relay's stop, sent after JTC's result, came tens of ms
+        later: on the UR5e the arm fell meanwhile (wrist_1 moved 54 mrad after a cancel
+        mid-move, the joints that were not moving among them). A new goal preempts the
+        active one in JTC's goal callback with its own trajectory installed at once, so
+        the arm goes from the goal to the stop with no cycle of zero effort.
+        """
+        relayed = self.active_goals.get(bytes(handle.goal_id.uuid))
+        if relayed is None:
+            return
+        if self.state is None or not self._hold('cancel requested', preempt=True):
+            relayed.cancel_goal_async()         # no stop to send: JTC's own cancel
+        self.stopped_goals.add(bytes(handle.goal_id.uuid))
 
     async def _execute(self, handle):
         request = handle.request
@@ -268,29 +286,36 @@ class JtcFeedforward(Node):
                 error_string=f'{self.controller} rejected the goal')
         self.active_goals[key] = relayed
         if handle.is_cancel_requested:
-            relayed.cancel_goal_async()
+            self._stop_instead_of(handle)
         answer = await relayed.get_result_async()
         del self.active_goals[key]
-        if answer.status == GoalStatus.STATUS_SUCCEEDED:
+        stopped = key in self.stopped_goals
+        self.stopped_goals.discard(key)
+        if answer.status == GoalStatus.STATUS_SUCCEEDED and not handle.is_cancel_requested:
             handle.succeed()
-        elif answer.status == GoalStatus.STATUS_CANCELED:
-            handle.canceled()
+        elif handle.is_cancel_requested or answer.status == GoalStatus.STATUS_CANCELED:
+            handle.canceled()      # JTC's goal preempted by the stop (or JTC's own cancel)
         else:
             handle.abort()
-        if answer.status != GoalStatus.STATUS_SUCCEEDED and not self.active_goals:
+        if answer.status != GoalStatus.STATUS_SUCCEEDED and not self.active_goals \
+                and not stopped:
             self._hold(f'the goal ended with status {answer.status}')
-        return answer.result
+        # ended by our stop: the empty result JTC gives a goal it cancels itself
+        return FollowJointTrajectory.Result() if stopped else answer.result
 
-    def _hold(self, why):
+    def _hold(self, why, preempt=False):
         """Stop the arm smoothly where it goes, then hold it there with the model's gravity.
 
         A moving arm gets :func:`~ne_dynamics_ros.control.feedforward.stop_waypoints` with
         the model's efforts; one at rest (or a stop the effort limits refuse) a one-point
-        trajectory at the measured position.
+        trajectory at the measured position. Sent on JTC's topic, or with ``preempt`` as a
+        goal of JTC's action (it preempts JTC's active goal: :meth:`_stop_instead_of`).
+        Returns False when the server is not there to preempt (nothing sent).
         """
         self.hold_pending = False
         q, qd = self.state
         stop = stop_waypoints(q, qd)
+        message, said = None, ''
         if stop is not None:
             try:
                 points = feedforward_goal(self.model, list(self.model.joint_names), stop,
@@ -298,19 +323,28 @@ class JtcFeedforward(Node):
             except (TrajectoryError, ValueError) as exc:
                 self.get_logger().warning(f'{why}: no smooth stop ({exc}): holding here')
             else:
-                self.publisher.publish(trajectory_message(points, self.order, self.joints))
-                self.get_logger().info(f'{why}: stopping in {stop[-1].time_from_start:.3g} '
-                                       's, then holding with the model\'s efforts')
-                return
-        effort = hold_effort(self.model, q, self.settings)
-        point = JointTrajectoryPoint(positions=q[self.order].tolist(),
-                                     velocities=[0.0] * len(q), accelerations=[0.0] * len(q),
-                                     effort=effort[self.order].tolist())
-        point.time_from_start.nanosec = int(2e9 / self.settings.rate)
-        self.publisher.publish(JointTrajectory(joint_names=self.joints, points=[point]))
-        self.get_logger().info(f'{why}: holding at the measured position with '
-                               f'{"the model" if self.settings.with_gravity else "zero"} '
-                               'effort')
+                message = trajectory_message(points, self.order, self.joints)
+                said = (f'stopping in {stop[-1].time_from_start:.3g} s, then holding with '
+                        'the model\'s efforts')
+        if message is None:
+            effort = hold_effort(self.model, q, self.settings)
+            point = JointTrajectoryPoint(positions=q[self.order].tolist(),
+                                         velocities=[0.0] * len(q),
+                                         accelerations=[0.0] * len(q),
+                                         effort=effort[self.order].tolist())
+            point.time_from_start.nanosec = int(2e9 / self.settings.rate)
+            message = JointTrajectory(joint_names=self.joints, points=[point])
+            said = ('holding at the measured position with '
+                    f'{"the model" if self.settings.with_gravity else "zero"} effort')
+        if preempt:
+            if not self.client.server_is_ready():
+                return False
+            self.client.send_goal_async(FollowJointTrajectory.Goal(trajectory=message))
+            said += f' (a goal preempting {self.controller}\'s)'
+        else:
+            self.publisher.publish(message)
+        self.get_logger().info(f'{why}: {said}')
+        return True
 
 
 #: (name, default, description) of every parameter (all read-only).
