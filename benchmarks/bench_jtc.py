@@ -15,12 +15,18 @@ simulated arm on the hardware's clock (SimArmSystem):
 Each runs ``--runs`` 0.3 rad quintics (1.5 s) on three joints, there and back; reported:
 the worst and the RMS tracking error as the controller itself reports it (JTC's
 ``~/controller_state`` error, the node's ``~/tracking_error``), and for JTC the sag
-after a cancel mid-move (the arm's own positions 0.3-1.8 s after the cancel), with the
-relay's gravity hold and with JTC's own zero-effort hold. The goals (issue 56) are
+after a cancel mid-move (the arm's own positions 0.3-1.8 s after the cancel; and the
+motion of the joints the goal did not move, from the cancel on), with the relay's
+gravity hold and with JTC's own zero-effort hold. The goals (issue 56) are
 printed beside the figures: JTC + feed-forward >= 10x better than JTC alone and within
 1.5x of the direct topic; the sag within 5 mrad.
 
+``--acceptance N``: instead, N goals of 1 000 and of 50 000 points sent to the relay and
+straight to JTC, the time from sending each to its goal response side by side (the relay
+answers once it has checked and resampled the goal; the goal's 5 ms bound).
+
 Usage: python benchmarks/bench_jtc.py [--runs 10] [--rate 500] [--arms ur5e:pinocchio ...]
+       python benchmarks/bench_jtc.py --acceptance 5
 """
 import argparse
 import pathlib
@@ -41,6 +47,10 @@ ARMS = {'ur5e': (UR5E, 'ur5e_sim.launch.py'), 'puma560': (PUMA, 'puma560.launch.
 BETTER_THAN_ALONE = 10.0
 WITHIN_DIRECT = 1.5
 SAG = 5e-3
+#: What the relay may add to a 1 000-point goal's acceptance, s (issue 56).
+ACCEPTANCE_ADDED = 5e-3
+#: computed_torque_node's own acceptance of a 50 000-point goal (docs/benchmarks.md).
+NODE_50K = '739-839 ms'
 
 
 class Errors:
@@ -91,7 +101,8 @@ def _moves(s, joints, runs, topic, jtc):
 
 
 def _cancel_sag(s, joints, relay):
-    """Send a 2 s goal, cancel it at 0.8 s; return the arm's motion 0.3-1.8 s after."""
+    """Send a 2 s goal, cancel it at 0.8 s; return the arm's motion 0.3-1.8 s after, and
+    the motion of the joints the goal did not move from the cancel on (rad)."""
     import threading
     import ros2_control_stack as stack
     from control_msgs.action import FollowJointTrajectory
@@ -115,13 +126,15 @@ def _cancel_sag(s, joints, relay):
     goal = FollowJointTrajectory.Goal(trajectory=trajectory)
     handle = call(lambda: client.send_goal_async(goal))
     if not handle.accepted:
-        return float('nan')
+        return float('nan'), float('nan')
     time.sleep(0.8)
+    cancelled = time.monotonic()
     call(handle.cancel_goal_async)
     time.sleep(0.3)
     settled = time.monotonic()
     time.sleep(1.5)
-    return probe.motion_since(settled)
+    still = probe.positions_since(cancelled)[:, MOVE == 0]
+    return probe.motion_since(settled), float(np.max(np.abs(still - still[0])))
 
 
 def _run(arm, args):
@@ -149,14 +162,86 @@ def _run(arm, args):
             worst, rms = _moves(s, joints, args.runs, topic, jtc)
             row = {'arm': arm, 'wiring': label, 'worst': worst, 'rms': rms}
             if jtc:
-                row['sag'] = _cancel_sag(s, joints, relay=label.startswith('JTC +'))
+                row['sag'], row['still'] = _cancel_sag(s, joints,
+                                                       relay=label.startswith('JTC +'))
             rows.append(row)
             print(f'  {arm:17s} {label:20s} worst {worst:.3e} rad, RMS {rms:.3e}'
-                  + (f', sag after a cancel {row["sag"]:.2e} rad' if 'sag' in row else ''),
+                  + (f', sag after a cancel {row["sag"]:.2e} rad (still joints from the '
+                     f'cancel on {row["still"]:.2e})' if 'sag' in row else ''),
                   flush=True)
         finally:
             s.close()
     return rows
+
+
+def _acceptance_times(s, joints, relay, points, repeats):
+    """Return the goal acceptance times (s) of ``repeats`` goals of ``points`` points.
+
+    From ``send_goal_async`` to the goal response on the probe's executor (a done
+    callback: no polling). Each goal is a slow 0.05 rad move, 2 ms a point, cancelled
+    as soon as it is accepted (JTC holds, or the relay's stop preempts it).
+    """
+    import threading
+    import ros2_control_stack as stack
+    from control_msgs.action import FollowJointTrajectory
+    from rclpy.action import ActionClient
+    probe = s.probe
+    name = '/jtc_feedforward/follow_joint_trajectory' if relay else \
+        f'/{JTC}/follow_joint_trajectory'
+    client = ActionClient(probe.node, FollowJointTrajectory, name)
+    probe.wait(client.server_is_ready, 20.0, name)
+    times = []
+    for _ in range(repeats):
+        with probe.lock:
+            start = probe.truth[-1][2].copy()
+        goal = FollowJointTrajectory.Goal(trajectory=stack.quintic(
+            joints, start, start + 0.05 * np.sign(MOVE + 0.5), 0.002 * points,
+            points=points))
+        done, box = threading.Event(), {}
+
+        def send():
+            box['sent'] = time.monotonic()
+            future = client.send_goal_async(goal)
+            future.add_done_callback(lambda f: (box.update(at=time.monotonic(),
+                                                           handle=f.result()), done.set()))
+        probe.executor.create_task(send)
+        assert done.wait(60.0), f'no answer to a {points}-point goal on {name}'
+        times.append(box['at'] - box['sent'])
+        if box['handle'].accepted:
+            cancelled = threading.Event()
+            probe.executor.create_task(lambda: box['handle'].cancel_goal_async()
+                                       .add_done_callback(lambda _: cancelled.set()))
+            cancelled.wait(10.0)
+        time.sleep(0.5)
+    return times
+
+
+def run_acceptance(args):
+    """Print the relay's acceptance of 1 000- and 50 000-point goals beside JTC's own."""
+    import ros2_control_stack as stack
+    joints = UR5E
+    s = stack.Stack(joints, 'plant:=pinocchio', 'robot:=ur5e', f'rate:={args.rate}',
+                    'loop:=jtc')
+    try:
+        s.probe.wait(lambda: s.probe.is_active(JTC), 60.0, f'{JTC} active')
+        time.sleep(1.0)
+        print(f'Goal acceptance (UR5e, Pinocchio, {args.rate} Hz; {args.acceptance} goals '
+              'each; send to answer, ms: min / median / max)')
+        for points in (1000, 50000):
+            row = {}
+            for relay in (False, True):
+                ms = 1e3 * np.array(_acceptance_times(s, joints, relay, points,
+                                                      args.acceptance))
+                row[relay] = ms
+                print(f'  {points:6d} points  {"jtc_feedforward" if relay else JTC:28s} '
+                      f'{ms.min():7.1f} / {np.median(ms):7.1f} / {ms.max():7.1f}',
+                      flush=True)
+            added = np.median(row[True]) - np.median(row[False])
+            bound = f'goal <= {ACCEPTANCE_ADDED * 1e3:g} ms' if points == 1000 else \
+                f'the node accepts 50 000 points in {NODE_50K}'
+            print(f'  {points:6d} points: the relay adds {added:.1f} ms (median; {bound})')
+    finally:
+        s.close()
 
 
 def summary(rows):
@@ -172,7 +257,9 @@ def summary(rows):
         print(f'{arm}: JTC + feed-forward {better:.1f}x better than JTC alone (goal >= '
               f'{BETTER_THAN_ALONE:g}x), {ratio:.1f}x the direct topic (goal <= '
               f'{WITHIN_DIRECT:g}x); sag after a cancel {ff["sag"]:.2e} rad with the '
-              f'relay\'s hold, {alone["sag"]:.2e} with JTC\'s own (goal <= {SAG:g})')
+              f'relay\'s hold, {alone["sag"]:.2e} with JTC\'s own (goal <= {SAG:g}); the '
+              f'joints the goal did not move, from the cancel on: {ff["still"]:.2e} / '
+              f'{alone["still"]:.2e}')
 
 
 def main(argv=None):
@@ -182,12 +269,18 @@ def main(argv=None):
     parser.add_argument('--rate', type=int, default=500, help='controller_manager Hz')
     parser.add_argument('--arms', nargs='*', default=['ur5e:pinocchio', 'ur5e:mujoco',
                                                       'puma560:pinocchio'])
+    parser.add_argument('--acceptance', type=int, default=0, metavar='N',
+                        help='instead: N goals of 1 000 and of 50 000 points through the '
+                        'relay and straight to JTC, their acceptance times side by side')
     args = parser.parse_args(argv)
     sys.path.insert(0, str(TEST_DIR))
     import ros2_control_stack as stack
     why = stack.missing()
     if why:
         print(f'skipped: {why}')
+        return 0
+    if args.acceptance:
+        run_acceptance(args)
         return 0
     print(f'Tracking through controller_manager at {args.rate} Hz, {args.runs} moves of '
           f'0.3 rad per wiring (worst and RMS of the controller\'s own error)')

@@ -3,8 +3,8 @@
 Pure Python + NumPy (no ROS import); imports only :mod:`ne_dynamics_ros.dynamics` and
 :mod:`ne_dynamics_ros.codegen`.
 
-* :mod:`.laws`: computed torque (Lee et al. 1982, eqs 4.1, 4.4), feedforward + PD, gravity
-  compensation, effort clamping;
+* :mod:`.laws`: the control laws, one module each, and their registry
+  (:mod:`.laws.registry`: the one list of modes), effort clamping;
 * :mod:`.trajectory`: trajectories validated and interpolated like
   joint_trajectory_controller;
 * :mod:`.profiles`: quintic and trapezoidal point-to-point profiles (Sasaki 1990, §4);

@@ -14,3 +14,27 @@
 * :mod:`.pipeline`: recording to identified URDF and YAML in named steps, shared by
   ``ne-dynamics identify`` and the demo.
 """
+from typing import TYPE_CHECKING
+
+from .._facade import lazy_exports
+
+if TYPE_CHECKING:       # the names below, imported on first use (see ne_dynamics_ros._facade)
+    from .excitation import design_excitation, FourierTrajectory, sample_excitation
+    from .pipeline import drive_errors, identify_model, IdentifiedModel
+    from .recording import JointRecording, read_bag, read_csv, read_recording, write_bag
+    from .urdf_writer import identified_urdf, parameters_yaml
+    from .validation import split, validate, ValidationReport
+
+__getattr__, __dir__ = lazy_exports(__name__, {
+    **dict.fromkeys(('design_excitation', 'FourierTrajectory', 'sample_excitation'),
+                    '.excitation'),
+    **dict.fromkeys(('drive_errors', 'identify_model', 'IdentifiedModel'), '.pipeline'),
+    **dict.fromkeys(('JointRecording', 'read_bag', 'read_csv', 'read_recording',
+                     'write_bag'), '.recording'),
+    **dict.fromkeys(('identified_urdf', 'parameters_yaml'), '.urdf_writer'),
+    **dict.fromkeys(('split', 'validate', 'ValidationReport'), '.validation')})
+
+__all__ = ['design_excitation', 'drive_errors', 'FourierTrajectory', 'identified_urdf',
+           'identify_model', 'IdentifiedModel', 'JointRecording', 'parameters_yaml',
+           'read_bag', 'read_csv', 'read_recording', 'sample_excitation', 'split',
+           'validate', 'ValidationReport', 'write_bag']

@@ -238,7 +238,8 @@ def test_importing_a_pure_layer_loads_no_ros(layer):
     assert [name for name in loaded if is_ros(name)] == []
 
 
-@pytest.mark.parametrize('package', [PACKAGE, f'{PACKAGE}.control'])
+@pytest.mark.parametrize('package', [PACKAGE, f'{PACKAGE}.control',
+                                     f'{PACKAGE}.identification'])
 def test_a_facade_gives_every_name_it_lists_and_refuses_others(package):
     """The lazy facades: each name of ``__all__`` resolves to the object of the module its
     ``TYPE_CHECKING`` import names, ``dir`` lists it, an unknown name is AttributeError."""
