@@ -101,8 +101,11 @@ def _moves(s, joints, runs, topic, jtc):
 
 
 def _cancel_sag(s, joints, relay):
-    """Send a 2 s goal, cancel it at 0.8 s; return the arm's motion 0.3-1.8 s after, and
-    the motion of the joints the goal did not move from the cancel on (rad)."""
+    """Send a 2 s goal, cancel it at 0.8 s; return (sag, still) in rad.
+
+    ``sag``: the arm's motion 0.3-1.8 s after the cancel; ``still``: the motion of the
+    joints the goal did not move, from the cancel on.
+    """
     import threading
     import ros2_control_stack as stack
     from control_msgs.action import FollowJointTrajectory
