@@ -221,6 +221,14 @@ def test_no_module_imports_another_modules_private_names():
     assert offenders == []
 
 
+def result_of(code):
+    """Run ``code`` in a fresh interpreter (the repository's root); return its stdout."""
+    result = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
+                            cwd=REPO, timeout=120)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
 @pytest.mark.parametrize('layer', ['dynamics', 'codegen', 'control', 'simulation'])
 def test_importing_a_pure_layer_loads_no_ros(layer):
     modules = [name for name, _ in package_modules()
@@ -230,10 +238,7 @@ def test_importing_a_pure_layer_loads_no_ros(layer):
         f'for name in {modules!r}:\n'
         '    importlib.import_module(name)\n'
         'print(json.dumps(sorted(sys.modules)))\n')
-    result = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
-                            cwd=REPO, timeout=120)
-    assert result.returncode == 0, result.stderr
-    loaded = json.loads(result.stdout)
+    loaded = json.loads(result_of(code))
     assert f'{PACKAGE}.{layer}' in loaded
     assert [name for name in loaded if is_ros(name)] == []
 
@@ -253,10 +258,7 @@ def test_a_facade_gives_every_name_it_lists_and_refuses_others(package):
         'except AttributeError as err:\n'
         '    out["_error"] = str(err)\n'
         'print(json.dumps(out))\n')
-    result = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
-                            cwd=REPO, timeout=120)
-    assert result.returncode == 0, result.stderr
-    out = json.loads(result.stdout)
+    out = json.loads(result_of(code))
     assert out.pop('_dir') == []
     assert 'no_such_name' in out.pop('_error')
     path = REPO / package.replace('.', '/') / '__init__.py'
@@ -273,10 +275,7 @@ def test_the_trajectory_receiver_imports_neither_the_controller_nor_the_dynamics
     code = ('import json, sys, ne_dynamics_ros.nodes.trajectory_receiver, '
             'ne_dynamics_ros.nodes.follow_joint_trajectory\n'
             'print(json.dumps(sorted(sys.modules)))\n')
-    result = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
-                            cwd=REPO, timeout=120)
-    assert result.returncode == 0, result.stderr
-    loaded = set(json.loads(result.stdout))
+    loaded = set(json.loads(result_of(code)))
     assert f'{PACKAGE}.control.trajectory' in loaded
     assert loaded.isdisjoint({f'{PACKAGE}.control.controller', f'{PACKAGE}.dynamics.model',
                               f'{PACKAGE}.codegen', f'{PACKAGE}.control.laws.registry'})
