@@ -151,10 +151,14 @@ def _run(arm, args):
                ('JTC alone', ('loop:=jtc',), f'/{JTC}/joint_trajectory', True),
                ("the node's loop", (), '/computed_torque_node/joint_trajectory', False),
                ('direct topic', None, '/computed_torque_node/joint_trajectory', False)]
+    orders = ()
+    if args.shuffled:         # the <ros2_control> block reversed, the controllers shuffled
+        orders = (f'hardware_joints:=[{", ".join(reversed(joints))}]',
+                  f'controller_joints:=[{", ".join(joints[2::-1] + joints[:2:-1])}]')
     for label, arguments, topic, jtc in wirings:
         launch = direct if arguments is None else 'ros2_control.launch.py'
         extra = () if arguments is None else (f'robot:={robot}', f'rate:={args.rate}',
-                                              *arguments)
+                                              *orders, *arguments)
         s = stack.Stack(joints, f'plant:={plant}', *extra, launch=launch)
         try:
             if jtc:
@@ -272,6 +276,9 @@ def main(argv=None):
     parser.add_argument('--rate', type=int, default=500, help='controller_manager Hz')
     parser.add_argument('--arms', nargs='*', default=['ur5e:pinocchio', 'ur5e:mujoco',
                                                       'puma560:pinocchio'])
+    parser.add_argument('--shuffled', action='store_true',
+                        help='the <ros2_control> block in reversed joint order and the '
+                        'controllers\' joints in a third order (default: the URDF\'s)')
     parser.add_argument('--acceptance', type=int, default=0, metavar='N',
                         help='instead: N goals of 1 000 and of 50 000 points through the '
                         'relay and straight to JTC, their acceptance times side by side')
@@ -286,7 +293,9 @@ def main(argv=None):
         run_acceptance(args)
         return 0
     print(f'Tracking through controller_manager at {args.rate} Hz, {args.runs} moves of '
-          f'0.3 rad per wiring (worst and RMS of the controller\'s own error)')
+          f'0.3 rad per wiring (worst and RMS of the controller\'s own error); joints '
+          + ('reversed in the hardware, shuffled in the controllers' if args.shuffled
+             else 'in the URDF\'s order'))
     rows = []
     for arm in args.arms:
         rows += _run(arm, args)

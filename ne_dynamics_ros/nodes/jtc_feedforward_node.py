@@ -49,6 +49,7 @@ from control_msgs.action import FollowJointTrajectory
 from controller_manager_msgs.msg import ControllerManagerActivity
 from lifecycle_msgs.msg import State
 
+from ne_dynamics_ros.codegen.compiled import CompiledDynamics
 from ne_dynamics_ros.control.feedforward import (feedforward_goal, FeedforwardSettings,
                                                  hold_effort, stop_waypoints)
 from ne_dynamics_ros.control.trajectory import TrajectoryError, TrajectoryPoint
@@ -101,6 +102,12 @@ class JtcFeedforward(Node):
         super().__init__('jtc_feedforward', **kwargs)
         v = self._declare()
         self.model = self._model(v)
+        try:
+            # the model's RNEA through its generated program, as computed_torque_node runs
+            # it (checked against the recursion here): 6x faster in batch than the recursion
+            self.dynamics = CompiledDynamics(self.model)
+        except ModelError as exc:
+            raise FeedforwardConfigError(f'the generated dynamics disagree: {exc}') from exc
         chain = list(self.model.joint_names)
         self.joints = [j for j in v['joints'] if j] or chain
         if sorted(self.joints) != sorted(chain) or len(set(self.joints)) != len(chain):
@@ -221,7 +228,7 @@ class JtcFeedforward(Node):
         if self.state is None:
             raise TrajectoryError('no /joint_states yet: the arm\'s state is unknown')
         now = self.get_clock().now().nanoseconds * 1e-9
-        points = feedforward_goal(self.model, list(trajectory.joint_names),
+        points = feedforward_goal(self.dynamics, list(trajectory.joint_names),
                                   message_points(trajectory), self.state, self.settings, now)
         return trajectory_message(points, self.order, self.joints)
 
@@ -331,7 +338,7 @@ class JtcFeedforward(Node):
         message, said = None, ''
         if stop is not None:
             try:
-                points = feedforward_goal(self.model, list(self.model.joint_names), stop,
+                points = feedforward_goal(self.dynamics, list(self.model.joint_names), stop,
                                           (q, qd), self.settings)
             except (TrajectoryError, ValueError) as exc:
                 self.get_logger().warning(f'{why}: no smooth stop ({exc}): holding here')
@@ -340,7 +347,7 @@ class JtcFeedforward(Node):
                 said = (f'stopping in {stop[-1].time_from_start:.3g} s, then holding with '
                         'the model\'s efforts')
         if message is None:
-            effort = hold_effort(self.model, q, self.settings)
+            effort = hold_effort(self.dynamics, q, self.settings)
             point = JointTrajectoryPoint(positions=q[self.order].tolist(),
                                          velocities=[0.0] * len(q),
                                          accelerations=[0.0] * len(q),
