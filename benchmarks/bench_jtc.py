@@ -100,6 +100,17 @@ def _moves(s, joints, runs, topic, jtc):
     return float(np.max(np.abs(rows))), float(np.sqrt(np.mean(rows ** 2)))
 
 
+def _action_client(probe, relay):
+    """Return a FollowJointTrajectory client of the relay's (or JTC's own) action, ready."""
+    from control_msgs.action import FollowJointTrajectory
+    from rclpy.action import ActionClient
+    name = '/jtc_feedforward/follow_joint_trajectory' if relay else \
+        f'/{JTC}/follow_joint_trajectory'
+    client = ActionClient(probe.node, FollowJointTrajectory, name)
+    probe.wait(client.server_is_ready, 20.0, name)
+    return client
+
+
 def _cancel_sag(s, joints, relay):
     """Send a 2 s goal, cancel it at 0.8 s; return (sag, still) in rad.
 
@@ -109,12 +120,8 @@ def _cancel_sag(s, joints, relay):
     import threading
     import ros2_control_stack as stack
     from control_msgs.action import FollowJointTrajectory
-    from rclpy.action import ActionClient
     probe = s.probe
-    name = '/jtc_feedforward/follow_joint_trajectory' if relay else \
-        f'/{JTC}/follow_joint_trajectory'
-    client = ActionClient(probe.node, FollowJointTrajectory, name)
-    probe.wait(client.server_is_ready, 20.0, name)
+    client = _action_client(probe, relay)
 
     def call(fn):
         box, done = [], threading.Event()
@@ -191,12 +198,8 @@ def _acceptance_times(s, joints, relay, points, repeats):
     import threading
     import ros2_control_stack as stack
     from control_msgs.action import FollowJointTrajectory
-    from rclpy.action import ActionClient
     probe = s.probe
-    name = '/jtc_feedforward/follow_joint_trajectory' if relay else \
-        f'/{JTC}/follow_joint_trajectory'
-    client = ActionClient(probe.node, FollowJointTrajectory, name)
-    probe.wait(client.server_is_ready, 20.0, name)
+    client = _action_client(probe, relay)
     times = []
     for _ in range(repeats):
         with probe.lock:
@@ -212,7 +215,7 @@ def _acceptance_times(s, joints, relay, points, repeats):
             future.add_done_callback(lambda f: (box.update(at=time.monotonic(),
                                                            handle=f.result()), done.set()))
         probe.executor.create_task(send)
-        assert done.wait(60.0), f'no answer to a {points}-point goal on {name}'
+        assert done.wait(60.0), f'no answer to a {points}-point goal ({relay=})'
         times.append(box['at'] - box['sent'])
         if box['handle'].accepted:
             cancelled = threading.Event()

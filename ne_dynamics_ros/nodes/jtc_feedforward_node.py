@@ -256,8 +256,7 @@ class JtcFeedforward(Node):
         return GoalResponse.ACCEPT
 
     def _on_cancel(self, handle):
-        if bytes(handle.goal_id.uuid) in self.active_goals:
-            self._stop_instead_of(handle)
+        self._stop_instead_of(handle)
         return CancelResponse.ACCEPT
 
     def _stop_instead_of(self, handle):
@@ -273,12 +272,14 @@ class JtcFeedforward(Node):
         as measured, some ms old, set the reference back on the moving joints: the soft
         hold gains then rang, 4-7 mrad on wrist_1; 0.2 mrad with the lead, Pinocchio).
         """
-        relayed = self.active_goals.get(bytes(handle.goal_id.uuid))
+        key = bytes(handle.goal_id.uuid)
+        relayed = self.active_goals.get(key)
         if relayed is None:
             return
-        if self.state is None or not self._hold('cancel requested', preempt=True):
-            relayed.cancel_goal_async()         # no stop to send: JTC's own cancel
-        self.stopped_goals.add(bytes(handle.goal_id.uuid))
+        if self.state is not None and self._hold('cancel requested', preempt=True):
+            self.stopped_goals.add(key)
+        else:
+            relayed.cancel_goal_async()   # no stop to send: JTC's own cancel, then our hold
 
     async def _execute(self, handle):
         request = handle.request
