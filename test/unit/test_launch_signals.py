@@ -13,6 +13,9 @@ CHILD = textwrap.dedent('''
     import os, signal, socket, sys, threading, time
     from ne_dynamics_ros.tools.launch_signals import quiet_keyboard_interrupt
     case = sys.argv[1]
+    # Python's own SIGINT handler, as in a process started with SIGINT not ignored (a
+    # shell's background job starts with it ignored, and Python then keeps SIG_IGN)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     read, write = socket.socketpair()
     write.setblocking(False)
     signal.set_wakeup_fd(write.fileno())
