@@ -10,10 +10,7 @@ if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip
-# --no-compile: Python compiles what is imported when it is first imported; compiling every
-# module of the 1.8 GB installed took a third of this step (50 s -> 34 s, 2026-12-06)
-.venv/bin/python -m pip install --quiet --no-compile -r requirements/ros-jazzy.txt \
-  -r requirements/test.txt
+.venv/bin/python -m pip install --quiet -r requirements/ros-jazzy.txt -r requirements/test.txt
 .venv/bin/python -m pip install --quiet -e .
 # ROS 2 launch tooling (launch, launch_ros, the ros2 CLI) is not on PyPI. When the wheels
 # built from their jazzy sources sit beside the repository (../shared, as on CI), install
