@@ -100,6 +100,7 @@ def run_starts(starts, context, folder, node_args=()):
     trajectory.points[0].time_from_start.sec = 1
     trajectory.points[1].time_from_start.sec = 2
     windows, installed = [], []
+    process = None
     try:
         time.sleep(2.0)                     # the streamer is up and publishing
         for start in range(starts):
@@ -132,6 +133,11 @@ def run_starts(starts, context, folder, node_args=()):
             # the next start's participants must not meet this one's leftovers
             time.sleep(0.5)
     finally:
+        if process is not None and process.poll() is None:
+            # a start that failed: its node (SCHED_FIFO, its receiver with it) must not
+            # outlive the run (one stayed up 17 min after a failed test, 2026-12-06)
+            process.kill()
+            process.wait(10)
         streamer.communicate('', timeout=60)
         node.destroy_node()
     return _judged(windows, installed, np.loadtxt(sent_file, ndmin=1),
