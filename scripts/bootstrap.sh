@@ -59,4 +59,9 @@ fi
 if [ -d .venv/ament ] && [ -x .venv/ros2_control/install/lib/controller_manager/ros2_control_node ]; then
   bash scripts/build_hardware.sh .venv/ament
 fi
+# The package is installed editable, so its modules are imported from the sources: compile
+# them now. Where PYTHONDONTWRITEBYTECODE is set (as on this project's machines) Python
+# never writes them itself, and every process compiled the modules it imports (0.15 s of
+# CPU for the node's, 2026-12-06), over the hundreds of processes the tests start.
+.venv/bin/python -m compileall -q -j 0 ne_dynamics_ros benchmarks > /dev/null
 echo "bootstrap: .venv ready ($(.venv/bin/python --version))"
