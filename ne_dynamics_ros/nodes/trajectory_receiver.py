@@ -44,6 +44,7 @@ decides), and exits when the socket closes, which the kernel also does if the no
 """
 import argparse
 import collections
+import faulthandler
 import json
 import os
 import signal
@@ -64,6 +65,13 @@ from ne_dynamics_ros.nodes.frames import (ARRAYS, receive_frame, send_frame,  # 
 MAX_TRAJECTORY_JOINTS = 100_000
 #: How much nicer than the node the receiving process runs (Linux ``nice`` increment).
 NICENESS = 10
+
+#: Seconds of start-up after which the child writes every thread's stack to its stderr
+#: (the node's log), and again each time as long again until it says ready: a start that
+#: never got ready (the node's "activate failed: ... the trajectory receiver process has
+#: not started", twice in four fresh-clone suite runs on 2026-12-06, cause not found) then
+#: says where it waits.
+STARTUP_REPORT = 5.0
 
 
 def message_frame(data: bytes, max_bytes: int, chain_joint_names=None):
@@ -360,6 +368,7 @@ class ReceiverProgram:
                       [])
         except OSError:
             self._pending.close()
+        faulthandler.cancel_dump_traceback_later()     # started: see STARTUP_REPORT
         for target in (self.send_loop, self.watch_socket):
             threading.Thread(target=target, daemon=True).start()
         while not self._pending.closed.is_set() and self.context.ok():
@@ -425,6 +434,7 @@ def main(argv=None):
     # busy, the scheduler gives this process (and the DDS threads it starts) less time
     os.nice(NICENESS)
     sock = socket.socket(fileno=args.socket_fd)
+    faulthandler.dump_traceback_later(STARTUP_REPORT, repeat=True)   # until ready
     try:
         serve(sock, args.topic, args.node_name, args.namespace, args.domain_id,
               args.max_bytes, args.depth,
