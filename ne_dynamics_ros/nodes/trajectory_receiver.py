@@ -356,6 +356,10 @@ class ReceiverProgram:
                     self._chain = tuple(frame[0]['joints'])
                 if self.goals is not None:
                     self.goals.on_frame(frame[0])
+                if frame[0].get('kind') == 'state':
+                    # applied: goals from now on are taken or refused by it (the node
+                    # waits for this before its transition ends)
+                    self.send({'kind': 'state_applied', 'active': frame[0].get('active')}, [])
         except (OSError, ValueError):
             pass
         self._pending.close()

@@ -4,6 +4,9 @@ unconfigured -> configure -> inactive (subscribed, silent) -> activate (holds th
 measured then) -> deactivate (zero once, then silence); a failing configure stays
 unconfigured with the reason; /diagnostics read back over DDS.
 """
+import os
+import signal
+import threading
 import time
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
@@ -243,3 +246,30 @@ def test_a_failed_then_granted_switch_to_the_hold_controller_logs_both(ros_conte
         assert [hand_to_hold(node) for _ in range(3)] == [False, True, False]
     finally:
         node.destroy_node()
+
+
+def test_a_transition_ends_only_once_the_receiver_applied_its_goal_options(managed):
+    """Deactivate and activate with the receiver process paused (SIGSTOP) for 0.3 s: each
+    ends only after the receiver resumed and applied the new goal options, so a goal sent
+    when a transition has ended finds them in force (before, the node told the receiver
+    and returned: a goal sent as soon as the commands resumed was refused now and then)."""
+    m = managed()
+    assert m.node.trigger_configure() == TransitionCallbackReturn.SUCCESS
+    assert m.node.trigger_activate() == TransitionCallbackReturn.SUCCESS
+    pid = m.node._receiver.process.pid
+    for transition in (m.node.trigger_deactivate, m.node.trigger_activate):
+        resumed = []
+
+        def resume():
+            resumed.append(time.monotonic())
+            os.kill(pid, signal.SIGCONT)
+        os.kill(pid, signal.SIGSTOP)
+        timer = threading.Timer(0.3, resume)
+        timer.start()
+        try:
+            assert transition() == TransitionCallbackReturn.SUCCESS
+            ended = time.monotonic()
+        finally:
+            timer.join()
+        assert ended > resumed[0], transition.__name__
+        assert m.node.intake.state_applied.is_set()

@@ -66,6 +66,8 @@ except ImportError as _err:      # the node runs without the action and says so 
     CONTROL_MSGS_MISSING = str(_err)
 
 NODE_NAME = 'computed_torque_node'
+#: Seconds a transition waits for the trajectory receiver to apply the goal options.
+STATE_APPLIED_WAIT = 1.0
 #: joint_state_broadcaster's publisher QoS (reliable, volatile, keep last 10).
 JOINT_STATE_QOS = QoSProfile(history=QoSHistoryPolicy.KEEP_LAST, depth=10,
                              reliability=QoSReliabilityPolicy.RELIABLE,
@@ -237,9 +239,26 @@ class ComputedTorqueNode(LifecycleNode):
         """Tell the receiver whether goals are taken now, and the goal parameters."""
         if self._receiver is not None:
             value = self.get_parameter
+            self.intake.state_applied.clear()
             self._receiver.send({'kind': 'state', 'active': active, 'options': {
                 name: bool(value(name).value) for name in (
                     'allow_partial_joints_goal', 'allow_nonzero_velocity_at_trajectory_end')}})
+
+    def _goal_options_applied(self, what):
+        """Wait until the receiver says it applied the last goal options; warn if it did not.
+
+        Called where the node is not commanding (this blocks its executor), at most
+        :data:`STATE_APPLIED_WAIT`, so that a goal sent once the transition has ended finds
+        them in force: without it, a goal sent as soon as the commands resumed after an
+        activation was refused now and then (the receiver's thread read the frame after
+        its executor took the goal; a fresh-clone suite run, 2026-12-06). ``what``: what
+        the options say, for the warning.
+        """
+        if self._receiver is not None and \
+                not self.intake.state_applied.wait(STATE_APPLIED_WAIT):
+            self.get_logger().warning(
+                f'the trajectory receiver did not confirm within {STATE_APPLIED_WAIT} s '
+                f'that it {what}')
 
     def _chain_built(self):
         """Tell the receiver the chain (the model exists now); start the goal link."""
@@ -299,8 +318,10 @@ class ComputedTorqueNode(LifecycleNode):
             self._activate_when_built = True      # the description is still to come
         else:
             self.controller.activate(now_ns=self._now_ns(), steady_ns=time.monotonic_ns())
-        result = super().on_activate(state)
+        # goals taken from here on (the controller is active), before the commands start
         self._send_goal_options(active=True)
+        self._goal_options_applied('takes goals: the first ones may be refused')
+        result = super().on_activate(state)
         if self.ros2_control is not None:
             ok, message = self.ros2_control.to_effort()
             said = (f'switch to {self.ros2_control.effort} on {self.ros2_control.manager}: '
@@ -331,6 +352,7 @@ class ComputedTorqueNode(LifecycleNode):
         self.get_logger().info(f'deactivated: {self.ros2_control.hold} holds the arm'
                                if handed else 'deactivated: published zero effort; '
                                'commands stop')
+        self._goal_options_applied('refuses goals: one sent meanwhile may be accepted')
         return super().on_deactivate(state)
 
     def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:

@@ -47,6 +47,8 @@ class TrajectoryIntake:
         self._controller_of, self._goals_of = controller_of, goals_of
         self._clock, self._logger, self._warnings = clock, logger, warnings
         self.ready = threading.Event()
+        #: set when the receiver has applied the last ``state`` frame (goals taken or not)
+        self.state_applied = threading.Event()
         self.action = ''
         self.accepted_trajectories = 0
         self.dropped_trajectories = 0
@@ -104,6 +106,9 @@ class TrajectoryIntake:
                 if header.get('action') and not header.get('served'):
                     self._logger.warning(f'FollowJointTrajectory {header["action"]}')
                 self.ready.set()
+                continue
+            if header['kind'] == 'state_applied':
+                self.state_applied.set()
                 continue
             # the time the receiving process took the message, on this node's clock
             age = max(0, time.monotonic_ns()
