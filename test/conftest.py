@@ -98,9 +98,9 @@ def pytest_collection_modifyitems(items):
     ``serial``: a test of test/ros or test/system, unless its module says
     ``PARALLEL_SAFE = True`` (no DDS participant, no process whose timing it judges: the
     linters, the docs build, the import graph). README's command (``scripts/test.sh``)
-    runs these one at a time, and the others meanwhile on two workers (pytest-xdist) at
-    the idle scheduling policy: a DDS test beside another test's CPU load on these 2-core
-    machines judges the load, not the node, and SCHED_IDLE gives way to it.
+    runs the others on two workers first (pytest-xdist), then these one at a time: a DDS
+    test beside another test's CPU load on these 2-core machines judges the load, not the
+    node.
     """
     for item in items:
         parts = pathlib.Path(str(item.fspath)).parts

@@ -139,8 +139,11 @@ class System:
         self._spinner = threading.Thread(target=self.executor.spin, daemon=True)
         self._spinner.start()
         assert self.client.wait_for_server(timeout_sec=30), self.log_text()
-        self.wait(lambda: len(self.states) > 10 and self.topic.get_subscription_count() > 0,
-                  30, 'controller_state and the trajectory subscription')
+        try:
+            self.wait(lambda: len(self.states) > 10 and self.topic.get_subscription_count() > 0,
+                      30, 'controller_state and the trajectory subscription')
+        except AssertionError as err:        # say what the node said (seen once, 2026-12-06)
+            raise AssertionError(f'{err}\n{self.log_text()}') from None
         # the plant started first and sagged until the first command: back to the start
         status, _ = self.result(self.send(goal_of([(2.0, START)])))
         assert status == SUCCEEDED, self.log_text()
