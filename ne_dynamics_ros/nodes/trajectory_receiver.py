@@ -69,7 +69,7 @@ NICENESS = 10
 #: Seconds of start-up after which the child writes every thread's stack to its stderr
 #: (the node's log), and again each time as long again until it says ready: a start that
 #: never got ready (the node's "activate failed: ... the trajectory receiver process has
-#: not started", twice in four fresh-clone suite runs on 2026-12-06, cause not found) then
+#: not started", in two fresh-clone suite runs on 2026-12-06, cause not found) then
 #: says where it waits.
 STARTUP_REPORT = 5.0
 
@@ -359,7 +359,7 @@ class ReceiverProgram:
                 if frame[0].get('kind') == 'state':
                     # applied: goals from now on are taken or refused by it (the node
                     # waits for this before its transition ends)
-                    self.send({'kind': 'state_applied', 'active': frame[0].get('active')}, [])
+                    self.send({'kind': 'state_applied', 'seq': frame[0].get('seq')}, [])
         except (OSError, ValueError):
             pass
         self._pending.close()

@@ -272,4 +272,4 @@ def test_a_transition_ends_only_once_the_receiver_applied_its_goal_options(manag
         finally:
             timer.join()
         assert ended > resumed[0], transition.__name__
-        assert m.node.intake.state_applied.is_set()
+        assert m.node.intake.state_applied_wait(m.node._state_sent, 0.0)

@@ -114,6 +114,7 @@ class ComputedTorqueNode(LifecycleNode):
         #: monotonic ns when the last command left (it answered a valid state)
         self._answered_ns = 0
         self._receiver = None
+        self._state_sent = 0        # the last goal options' number (the receiver echoes it)
         self._subscriptions_made = []
         self.controller = None
         self.goals = None                        # the GoalLink while configured
@@ -239,10 +240,11 @@ class ComputedTorqueNode(LifecycleNode):
         """Tell the receiver whether goals are taken now, and the goal parameters."""
         if self._receiver is not None:
             value = self.get_parameter
-            self.intake.state_applied.clear()
-            self._receiver.send({'kind': 'state', 'active': active, 'options': {
-                name: bool(value(name).value) for name in (
-                    'allow_partial_joints_goal', 'allow_nonzero_velocity_at_trajectory_end')}})
+            self._state_sent += 1
+            options = {name: bool(value(name).value) for name in (
+                'allow_partial_joints_goal', 'allow_nonzero_velocity_at_trajectory_end')}
+            self._receiver.send({'kind': 'state', 'seq': self._state_sent, 'active': active,
+                                 'options': options})
 
     def _goal_options_applied(self, what):
         """Wait until the receiver says it applied the last goal options; warn if it did not.
@@ -255,7 +257,7 @@ class ComputedTorqueNode(LifecycleNode):
         the options say, for the warning.
         """
         if self._receiver is not None and \
-                not self.intake.state_applied.wait(STATE_APPLIED_WAIT):
+                not self.intake.state_applied_wait(self._state_sent, STATE_APPLIED_WAIT):
             self.get_logger().warning(
                 f'the trajectory receiver did not confirm within {STATE_APPLIED_WAIT} s '
                 f'that it {what}')

@@ -47,8 +47,8 @@ class TrajectoryIntake:
         self._controller_of, self._goals_of = controller_of, goals_of
         self._clock, self._logger, self._warnings = clock, logger, warnings
         self.ready = threading.Event()
-        #: set when the receiver has applied the last ``state`` frame (goals taken or not)
-        self.state_applied = threading.Event()
+        self._state_applied = threading.Condition()
+        self._applied_seq = 0        # the number of the last ``state`` frame applied
         self.action = ''
         self.accepted_trajectories = 0
         self.dropped_trajectories = 0
@@ -65,6 +65,14 @@ class TrajectoryIntake:
         self._thread = threading.Thread(target=self._run, name='trajectory_reception',
                                         daemon=True)
         self._thread.start()
+
+    def state_applied_wait(self, seq: int, timeout: float) -> bool:
+        """Wait until the receiver has applied ``state`` frame ``seq`` (or a later one).
+
+        At most ``timeout`` s; returns whether it has.
+        """
+        with self._state_applied:
+            return self._state_applied.wait_for(lambda: self._applied_seq >= seq, timeout)
 
     @property
     def thread(self):
@@ -108,7 +116,9 @@ class TrajectoryIntake:
                 self.ready.set()
                 continue
             if header['kind'] == 'state_applied':
-                self.state_applied.set()
+                with self._state_applied:
+                    self._applied_seq = max(self._applied_seq, int(header.get('seq') or 0))
+                    self._state_applied.notify_all()
                 continue
             # the time the receiving process took the message, on this node's clock
             age = max(0, time.monotonic_ns()
