@@ -248,6 +248,29 @@ def test_a_failed_then_granted_switch_to_the_hold_controller_logs_both(ros_conte
         node.destroy_node()
 
 
+def _stop_process(pid, timeout=2.0):
+    """SIGSTOP ``pid`` and wait (bounded) until every thread of it is stopped.
+
+    ``kill`` returns before the signal is delivered: a thread running on the other core
+    goes on until it next enters the kernel (a fresh-clone run saw the receiver apply a
+    frame sent after the ``kill``).
+    """
+    os.kill(pid, signal.SIGSTOP)
+    deadline = time.monotonic() + timeout
+    while True:
+        states = []
+        for task in os.listdir(f'/proc/{pid}/task'):
+            try:
+                with open(f'/proc/{pid}/task/{task}/stat') as stat:
+                    states.append(stat.read().rpartition(')')[2].split()[0])
+            except FileNotFoundError:
+                pass                               # the thread ended meanwhile
+        if states and all(state in 'tT' for state in states):
+            return
+        assert time.monotonic() < deadline, f'process {pid} not stopped: {states}'
+        time.sleep(0.001)
+
+
 def test_a_transition_ends_only_once_the_receiver_applied_its_goal_options(managed):
     """Deactivate and activate with the receiver process paused (SIGSTOP) for 0.3 s: each
     ends only after the receiver resumed and applied the new goal options, so a goal sent
@@ -263,7 +286,7 @@ def test_a_transition_ends_only_once_the_receiver_applied_its_goal_options(manag
         def resume():
             resumed.append(time.monotonic())
             os.kill(pid, signal.SIGCONT)
-        os.kill(pid, signal.SIGSTOP)
+        _stop_process(pid)
         timer = threading.Timer(0.3, resume)
         timer.start()
         try:
