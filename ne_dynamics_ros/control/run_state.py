@@ -306,12 +306,16 @@ class PreparedTrajectory(NamedTuple):
     to build it from that state (``trajectory`` is then provisional, for its times).
     ``stretch``: how many times slower than sent it is played to stay within the effort
     limits (:func:`~ne_dynamics_ros.control.effort_check.fit_to_limits`; 1.0: as sent).
+    ``receipt``: for a trajectory that starts when it arrives (``header.stamp`` 0), its
+    receipt on the controller's clock, s (it starts when it is installed instead, as
+    joint_trajectory_controller starts it at its first sample); None for a stamped one.
     """
 
     trajectory: Trajectory
     run: 'RunState'
     deferred: Optional[tuple] = None
     stretch: float = 1.0
+    receipt: Optional[float] = None
 
 
 __all__ = ['Command', 'NO_STATE_YET', 'NoCommand', 'PreparedTrajectory', 'Runs', 'RunState',

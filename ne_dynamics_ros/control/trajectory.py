@@ -280,6 +280,20 @@ class Trajectory:
         return cls(time, np.zeros(1), q[np.newaxis, :], zeros[np.newaxis, :],
                    zeros[np.newaxis, :], time, DesiredState(q, zeros, zeros))
 
+    def restarted(self, time: float, state_before: DesiredState) -> 'Trajectory':
+        """The same waypoints started at ``time`` (s) from ``state_before``, not as built.
+
+        For a trajectory that starts when it arrives (``header.stamp`` 0, built with
+        ``start_time == time_before``): joint_trajectory_controller starts such a one at
+        the first cycle that samples it, from the reference then; a trajectory built at
+        its receipt and made the reference later is moved there, waypoints shifted by
+        ``time - time_before``. The segments' coefficients are reused (no refit).
+        """
+        return Trajectory(self.start_time + (time - self.time_before), self.times,
+                          self.positions, self.velocities, self.accelerations, time,
+                          state_before, self.has_velocities, self.has_accelerations,
+                          self._coefficients)
+
     @property
     def end_time(self) -> float:
         """Absolute time (s) of the last waypoint; the last point is held after it."""

@@ -969,3 +969,67 @@ def test_the_command_says_which_joints_sit_at_their_limit_in_the_command_order()
     # the shoulder holds its gravity (far over 5 N*m): at its limit, listed fifth
     assert out.at_limit == at_limit_now == [False, False, False, False, True, False]
     assert out.goal_ends == () and out.report is None and not out.contact_in_force
+
+
+def _quintic(start, goal, duration, t):
+    """Rest-to-rest quintic (closed form): q, qd, qdd at ``t`` s of ``duration``."""
+    s = min(max(t / duration, 0.0), 1.0)
+    q = start + (10 * s ** 3 - 15 * s ** 4 + 6 * s ** 5) * (goal - start)
+    qd = (30 * s ** 2 - 60 * s ** 3 + 30 * s ** 4) / duration * (goal - start)
+    qdd = (60 * s - 180 * s ** 2 + 120 * s ** 3) / duration ** 2 * (goal - start)
+    return q, qd, qdd
+
+
+def _quintic_points(start, goal, duration, count=11):
+    return [TrajectoryPoint(t, *(v.tolist() for v in _quintic(start, goal, duration, t)))
+            for t in np.linspace(0.0, duration, count)]
+
+
+def test_a_zero_stamp_starts_when_installed_not_when_received():
+    """joint_trajectory_controller starts a trajectory with header.stamp 0 at the first
+    cycle that samples it, from the reference then: one prepared at its receipt (10 ms)
+    and made the reference at 40 ms starts at 40 ms (it began 30 ms in before: a
+    reference 3e-6 rad ahead of the arm on this 0.1 rad quintic, 3.6e-5 rad through
+    controller_manager); a stamped one keeps its stamp; without a time, its receipt."""
+    goal = np.asarray(Q0) + 0.1
+    for now_ns, start_ns in ((40 * MS, 40 * MS), (None, 10 * MS)):
+        c = make()
+        assert isinstance(c.update(0, PUMA_JOINTS, Q0), Command)
+        prepared = c.prepare_trajectory(PUMA_JOINTS, _quintic_points(Q0, goal, 1.0), 0,
+                                        10 * MS)
+        c.install_trajectory(prepared, now_ns=now_ns)
+        for t in (0.0, 0.05, 0.3, 0.7, 1.0, 1.2):
+            expected_q, expected_qd, expected_qdd = _quintic(np.asarray(Q0), goal, 1.0, t)
+            reference = c.reference_at(start_ns + int(t * S))
+            np.testing.assert_allclose(reference.q, expected_q, atol=1e-9)
+            np.testing.assert_allclose(reference.qd, expected_qd, atol=1e-8)
+            np.testing.assert_allclose(reference.qdd, expected_qdd, atol=1e-6)
+    c = make()
+    assert isinstance(c.update(0, PUMA_JOINTS, Q0), Command)
+    prepared = c.prepare_trajectory(PUMA_JOINTS, _quintic_points(Q0, goal, 1.0), 20 * MS,
+                                    10 * MS)
+    c.install_trajectory(prepared, now_ns=40 * MS)
+    np.testing.assert_allclose(c.reference_at(520 * MS).q,
+                               _quintic(np.asarray(Q0), goal, 1.0, 0.5)[0], atol=1e-9)
+
+
+def test_a_zero_stamp_installed_mid_motion_continues_from_the_reference_then():
+    """Replacing a moving reference: the new trajectory (first waypoint 0.5 s ahead)
+    starts from the old reference at its install, 30 ms after its receipt (a quintic
+    from its position, velocity and acceleration then), so the reference does not jump
+    there, and it reaches its waypoints at install + their time."""
+    c = make()
+    assert isinstance(c.update(0, PUMA_JOINTS, Q0), Command)
+    moving = np.asarray(Q0) + 0.2
+    c.set_trajectory(PUMA_JOINTS, _quintic_points(Q0, moving, 1.0), 0, 0)
+    before = c.reference_at(430 * MS)
+    target = np.asarray(Q0) - 0.1
+    zeros = [0.0] * len(PUMA_JOINTS)
+    prepared = c.prepare_trajectory(PUMA_JOINTS, [TrajectoryPoint(0.5, target.tolist(), zeros,
+                                                                  zeros)], 0, 400 * MS)
+    c.install_trajectory(prepared, now_ns=430 * MS)
+    after = c.reference_at(430 * MS)
+    np.testing.assert_allclose(after.q, before.q, atol=1e-12)
+    np.testing.assert_allclose(after.qd, before.qd, atol=1e-12)
+    assert np.abs(before.qd).max() > 0.1                      # it was moving
+    np.testing.assert_allclose(c.reference_at(930 * MS).q, target, atol=1e-12)

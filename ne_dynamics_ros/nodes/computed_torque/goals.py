@@ -93,7 +93,9 @@ class GoalLink:
                 points = fill_partial(points.waypoints, header['given'], chain,
                                       reference.q)
             prepared = controller.prepare_trajectory(chain, points, stamp_ns, received_ns)
-            trajectory = controller.install_trajectory(prepared, goal_id, tolerances)
+            # a zero stamp starts now, not at its receipt (JTC: at its first sample)
+            trajectory = controller.install_trajectory(
+                prepared, goal_id, tolerances, self._node.get_clock().now().nanoseconds)
         except TrajectoryError as err:
             self._queue.put(GoalEnd(goal_id, GoalStatus.ABORTED,
                                     int(ResultCode.INVALID_GOAL), f'Aborted: {err}'))

@@ -177,7 +177,9 @@ class TrajectoryIntake:
             with fp_errors.context():
                 prepared = controller.prepare_trajectory(
                     fields.joint_names, fields.points, stamp_ns(fields), received_ns)
-            trajectory = controller.install_trajectory(prepared)
+            # a zero stamp starts now, not at its receipt (JTC: at its first sample)
+            trajectory = controller.install_trajectory(
+                prepared, now_ns=self._clock.now().nanoseconds)
             if goals is not None:
                 goals.wake()               # a goal the topic trajectory replaced
         except TrajectoryError as err:
