@@ -27,8 +27,10 @@ Reported per configuration:
 - p50 and p99 of the latency in ms.
 
 **Tracking** (``--r2c-runs`` moves of 0.3 rad on three joints, a 1.5 s quintic, there
-and back): the worst ``|q_d - q|`` during the moves and whether the loop oscillated (the
-error still above 2 mrad 0.6 s after a move ended). It is measured through the stack with
+and back): the worst ``|q_d - q|`` during the moves, of the node's own error and of the
+arm's (:func:`arm_errors`: ``q_d`` less the arm's own position at the instant of the
+state's stamp, which the broadcaster sets after the read), and whether the loop
+oscillated (the node's error still above 2 mrad 0.6 s after a move ended). It is measured through the stack with
 the shipped wiring (SimArmSystem: the arm on the hardware's clock over its datagram link;
 for the UR5e also with the ``<ros2_control>`` block reversed and the controller's joints
 shuffled), with the arm on the hardware's clock behind ``topic_based_ros2_control``
@@ -135,34 +137,78 @@ def _stop(processes):
         p.wait(timeout=10)
 
 
+def arm_errors(tracking, broadcast, truth, joints):
+    """Return the arm's own error at the instant of each of the node's states.
+
+    Args:
+        tracking: the node's ``~/tracking_error`` rows (stamp s, ``q_d - q`` (n,), effort).
+        broadcast: the states the node read (stamp s, names, positions).
+        truth: the arm's own states (stamp s, receipt, q (n,)), ``joints`` order.
+
+    Returns:
+        ``(stamps (N,), errors (N, n))``, rad: ``q_d`` at each state's stamp (the node's
+        error plus the position it was computed from) less the arm's position at that
+        instant (a cubic spline through the arm's states, 2 ms apart). For the direct
+        topic the two are the node's error; through controller_manager the broadcaster
+        stamps a state with the time of its own update, after the hardware's read
+        (20 us at the median, 2026-12-06, more when the loop is delayed), and the node's
+        error holds ``q' dt`` the arm does not have (up to 1.3e-4 rad in a move whose
+        own error was 2.6e-5).
+    """
+    from scipy.interpolate import CubicSpline
+    stamps = np.array([t for t, _, _ in truth])
+    if stamps.size < 4:
+        return np.zeros(0), np.zeros((0, len(joints)))
+    _, first = np.unique(stamps, return_index=True)
+    spline = CubicSpline(stamps[first], np.array([q for _, _, q in truth])[first])
+    read = {}
+    for stamp, names, positions in broadcast:
+        order = {name: k for k, name in enumerate(names)}
+        read[stamp] = np.array([positions[order[j]] for j in joints])
+    rows = [(t, e + read[t]) for t, e, _ in tracking
+            if t in read and stamps[first[0]] <= t <= stamps[first[-1]]]
+    if not rows:
+        return np.zeros(0), np.zeros((0, len(joints)))
+    at = np.array([t for t, _ in rows])
+    return at, np.array([q_d for _, q_d in rows]) - spline(at)
+
+
 def _moves(probe, runs, joint_names):
-    """Run ``runs`` moves there and back; return (worst error rad, oscillations)."""
+    """Run ``runs`` moves there and back.
+
+    Returns (worst of the node's error, oscillations, worst of the arm's own error
+    (:func:`arm_errors`)), rad.
+    """
     import ros2_control_stack as stack
     publisher = probe.trajectory_publisher    # never destroyed while the probe spins
     deadline = time.monotonic() + 20.0
     while publisher.get_subscription_count() == 0 and time.monotonic() < deadline:
         time.sleep(0.05)
-    worst, oscillations = 0.0, 0
+    worst, oscillations, arm_worst = 0.0, 0, 0.0
     for run in range(runs):
         with probe.lock:
             start = probe.truth[-1][2].copy() if probe.truth else None
-            mark = len(probe.tracking)
+            marks = len(probe.tracking), len(probe.broadcast), len(probe.truth)
         if start is None:
             break
         goal = start + (MOVE if run % 2 == 0 else -MOVE)
         publisher.publish(stack.quintic(joint_names, start, goal, MOVE_TIME))
         time.sleep(MOVE_TIME + SETTLE + 0.4)
         with probe.lock:
-            rows = probe.tracking[mark:]
+            rows = probe.tracking[marks[0]:]
+            broadcast, truth = probe.broadcast[marks[1]:], probe.truth[marks[2]:]
         if not rows:
             continue
         stamps = np.array([r[0] for r in rows])
         errors = np.array([np.max(np.abs(r[1])) for r in rows])
         worst = max(worst, float(np.max(errors)))
+        _, own = arm_errors(rows, broadcast, truth, joint_names)
+        if own.size:
+            arm_worst = max(arm_worst, float(np.max(np.abs(own))))
         late = errors[stamps > stamps[0] + MOVE_TIME + SETTLE]
         if late.size and float(np.max(late)) > OSCILLATING:
             oscillations += 1
-    return worst, oscillations
+    return worst, oscillations, arm_worst
 
 
 def _node_process(domain_id):
@@ -305,7 +351,8 @@ def run_ros2_control(args):
                             continue
                         with s.probe.lock:
                             marks = len(s.probe.truth), len(s.probe.broadcast)
-                        worst, oscillations = _moves(s.probe, args.r2c_runs, joints)
+                        worst, oscillations, arm_worst = _moves(s.probe, args.r2c_runs,
+                                                                joints)
                         with s.probe.lock:
                             ages = None if launch else state_ages(
                                 s.probe.truth[marks[0]:], s.probe.broadcast[marks[1]:],
@@ -314,6 +361,7 @@ def run_ros2_control(args):
                             else {}
                         tracking_rows.append({'arm': arm, 'wiring': label, 'load': load,
                                               'worst_rad': worst,
+                                              'arm_worst_rad': arm_worst,
                                               'oscillations': oscillations,
                                               'runs': args.r2c_runs,
                                               'state_age_p99_ms': values.get(
@@ -365,15 +413,22 @@ def print_ros2_control(result):
         if r.get('failed'):
             print(f'  {r["arm"]:<18}{r["wiring"]:<50} load {r["load"]}: the stack did not '
                   'command (above)')
+    print('  (worst of the node\'s own error |q_d - q| at its states\' stamps, and of the '
+          'arm\'s: q_d less the arm\'s own position at that instant)')
     for r in rows:
-        direct = [d['worst_rad'] for d in rows if d['arm'] == r['arm']
+        direct = [d for d in rows if d['arm'] == r['arm']
                   and d['load'] == r['load'] and d['wiring'].startswith('direct')]
-        ratio = f'{r["worst_rad"] / direct[0]:7.1f}x direct' if direct and direct[0] > 0 \
-            else ''
-        print(f'  {r["arm"]:<18}{r["wiring"]:<50} load {r["load"]}: worst '
-              f'{r["worst_rad"]:.3e} rad {ratio}, {r["oscillations"]} of {r["runs"]} '
-              f'oscillating, state age p99 {r["state_age_p99_ms"]} ms, loop delay '
-              f'{r["loop_delay_ms"]} ms')
+
+        def ratio(key):
+            base = direct[0].get(key) if direct else None
+            return f' ({r[key] / base:.1f}x direct)' if base and r.get(key) is not None \
+                else ''
+        arm = r.get('arm_worst_rad')
+        print(f'  {r["arm"]:<18}{r["wiring"]:<50} load {r["load"]}: the node\'s '
+              f'{r["worst_rad"]:.3e} rad{ratio("worst_rad")}, the arm\'s '
+              + (f'{arm:.3e} rad{ratio("arm_worst_rad")}' if arm is not None else '-')
+              + f', {r["oscillations"]} of {r["runs"]} oscillating, state age p99 '
+              f'{r["state_age_p99_ms"]} ms, loop delay {r["loop_delay_ms"]} ms')
         age = r.get('true_state_age')
         if age:
             print(f'  {"":<18}  the broadcaster\'s states, by the arm\'s own stamps: age '

@@ -256,3 +256,30 @@ def test_the_latency_chain_counts_the_cycles_from_controller_managers_stamps():
     row = summary(result)
     assert row['commands'] == 100 and row['never'] == pytest.approx(0.11)
     assert row['next_cycle'] == pytest.approx(0.89) and row['later'] == 0.0
+
+
+def test_the_arms_own_error_takes_out_the_broadcasters_late_stamp():
+    """A closed form: the arm at q(t) = 0.3 sin(2 t) (its states every 2 ms), a reference
+    it follows 1e-5 rad behind, and each state stamped 20-120 us after the instant it was
+    the arm's (as joint_state_broadcaster stamps its update): the node's error is off by
+    q' dt (up to 7e-5 rad here), the arm's own error is 1e-5 rad again."""
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / 'benchmarks'))
+    from ros2_control_loop import arm_errors
+    joints = ['a', 'b']
+
+    def arm(t):
+        return np.array([0.3 * np.sin(2 * t), -0.3 * np.sin(2 * t)])
+
+    def desired(t):
+        return arm(t) + np.array([1e-5, -1e-5])
+    truth = [(k * 0.002, 0.0, arm(k * 0.002)) for k in range(600)]
+    lag = 20e-6 + 100e-6 * (np.arange(500) % 7) / 6
+    read_at = 0.1 + 0.002 * np.arange(500)
+    stamps = read_at + lag
+    broadcast = [(t, ['b', 'a'], arm(r)[::-1].tolist()) for t, r in zip(stamps, read_at)]
+    tracking = [(t, desired(t) - arm(r), None) for t, r in zip(stamps, read_at)]
+    node = np.array([e for _, e, _ in tracking])
+    assert np.abs(np.abs(node) - 1e-5).max() > 5e-5          # the late stamp shows
+    at, own = arm_errors(tracking, broadcast, truth, joints)
+    np.testing.assert_allclose(at, stamps)
+    np.testing.assert_allclose(own, np.tile([1e-5, -1e-5], (500, 1)), atol=2e-9)
