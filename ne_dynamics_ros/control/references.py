@@ -33,6 +33,22 @@ REPLACED_BY_GOAL = 'Aborted: replaced by a newer goal'
 REPLACED_BY_TOPIC = 'Aborted: a trajectory on ~/joint_trajectory replaced the goal\'s'
 
 
+def restarted(trajectory: Trajectory, time: float, state_before: DesiredState) -> Trajectory:
+    """``trajectory``'s waypoints started at ``time`` (s) from ``state_before`` instead.
+
+    For a trajectory that starts when it arrives (``header.stamp`` 0, built with
+    ``start_time == time_before``): joint_trajectory_controller starts such a one at the
+    first cycle that samples it, from the reference then; one built at its receipt and
+    made the reference later is moved there, its waypoints shifted by
+    ``time - time_before``. The segments' coefficients are reused (no refit).
+    """
+    return Trajectory(trajectory.start_time + (time - trajectory.time_before),
+                      trajectory.times, trajectory.positions, trajectory.velocities,
+                      trajectory.accelerations, time, state_before,
+                      trajectory.has_velocities, trajectory.has_accelerations,
+                      trajectory.coefficients)
+
+
 def stretch_note(c: float) -> str:
     """Return what a goal's success says of a trajectory played ``c`` times slower."""
     return '' if c == 1.0 else (f' (played {c:.4g}x slower than sent, to stay within the '
@@ -205,8 +221,8 @@ class References:
                 'the reference restarted from the measured position while the '
                 'trajectory was prepared (state timeout or resume): send it again')
         if now is not None and prepared.receipt is not None and now > prepared.receipt:
-            prepared = prepared._replace(trajectory=prepared.trajectory.restarted(
-                now, run.trajectory.sample(now)), receipt=None)
+            prepared = prepared._replace(trajectory=restarted(
+                prepared.trajectory, now, run.trajectory.sample(now)), receipt=None)
         self.end_goal(run, GoalStatus.ABORTED, replaced)
         run.trajectory = prepared.trajectory
         if goal_id is not None:

@@ -252,7 +252,7 @@ class Trajectory:
         self.state_before = DesiredState(*(np.array(a, dtype=float) for a in state_before))
         self._abs_times = self.start_time + self.times
         self._abs_list = self._abs_times.tolist()        # for bisect on the hot path
-        self._coefficients = coefficients if coefficients is not None else \
+        self.coefficients = coefficients if coefficients is not None else \
             segment_coefficients(self.times, self.positions, self.velocities,
                                  self.accelerations, self.has_velocities,
                                  self.has_accelerations)
@@ -279,20 +279,6 @@ class Trajectory:
         zeros = np.zeros_like(q)
         return cls(time, np.zeros(1), q[np.newaxis, :], zeros[np.newaxis, :],
                    zeros[np.newaxis, :], time, DesiredState(q, zeros, zeros))
-
-    def restarted(self, time: float, state_before: DesiredState) -> 'Trajectory':
-        """The same waypoints started at ``time`` (s) from ``state_before``, not as built.
-
-        For a trajectory that starts when it arrives (``header.stamp`` 0, built with
-        ``start_time == time_before``): joint_trajectory_controller starts such a one at
-        the first cycle that samples it, from the reference then; a trajectory built at
-        its receipt and made the reference later is moved there, waypoints shifted by
-        ``time - time_before``. The segments' coefficients are reused (no refit).
-        """
-        return Trajectory(self.start_time + (time - self.time_before), self.times,
-                          self.positions, self.velocities, self.accelerations, time,
-                          state_before, self.has_velocities, self.has_accelerations,
-                          self._coefficients)
 
     @property
     def end_time(self) -> float:
@@ -322,7 +308,7 @@ class Trajectory:
             segment, rows = self._rows
             if segment != i:
                 # the segment's polynomial, its coefficients worked out once (__init__)
-                rows = segment_rows(self._coefficients, i)
+                rows = segment_rows(self.coefficients, i)
                 self._rows = (i, rows)
             s = t - self._abs_list[i]
         return evaluate_rows(rows, s)
@@ -349,7 +335,7 @@ class Trajectory:
             _evaluate_planes(rows, t[way] - self.time_before, out, way)
         if inside.any():
             k = segment[inside]
-            _evaluate_planes(self._coefficients[:, k], t[inside] - self._abs_times[k],
+            _evaluate_planes(self.coefficients[:, k], t[inside] - self._abs_times[k],
                              out, inside)
         return DesiredState(*out)
 
