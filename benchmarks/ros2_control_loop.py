@@ -33,11 +33,11 @@ state's stamp, which the broadcaster sets after the read), and whether the loop
 oscillated (the node's error still above 2 mrad 0.6 s after a move ended). It is
 measured through the stack with the shipped wiring (SimArmSystem: the arm on the
 hardware's clock over its datagram link; for the UR5e also with the ``<ros2_control>``
-block reversed and the controller's joints shuffled), with the arm on the hardware's clock behind ``topic_based_ros2_control``
-(DDS topics), with the arm on its own timer at 0.8 x the update rate behind the same
-plugin, quiet and beside ``--load`` processes, and for the direct-topic launch
-(``ur5e_sim.launch.py``: sim_arm_node on the effort topic) on the same machine in the
-same run.
+block reversed and the controller's joints shuffled), with the arm on the hardware's
+clock behind ``topic_based_ros2_control`` (DDS topics), with the arm on its own timer at
+0.8 x the update rate behind the same plugin, quiet and beside ``--load`` processes, and
+for the direct-topic launch (``ur5e_sim.launch.py``: sim_arm_node on the effort topic)
+on the same machine in the same run.
 """
 import subprocess
 import sys
