@@ -18,23 +18,23 @@ in a child process (this module)           4 ms          6 ms          0
 =========================================  ============  ============  ==========
 
 Only the child process keeps an oversized message away from the control path, so
-``computed_torque_node`` starts this module as a child (:class:`TrajectoryReceiver`). The
-child subscribes to the node's resolved ``~/joint_trajectory`` (as node
-``<node>_trajectory_receiver`` in the node's namespace, which is what ``ros2 topic info``
-lists as the subscriber), drops messages over ``max_trajectory_bytes`` unread, reads the
-others (:func:`message_frame`: NumPy for the usual message, rclpy's deserializer for other
-encodings), checks them against the chain and works out their segment polynomials
-(:func:`~ne_dynamics_ros.control.trajectory.prepare_waypoints`), and hands the node
-columns of numbers over a Unix socket pair: a frame is a ``<IQ`` prefix (header length,
-payload length), a JSON header, then the payload of float64 and bool arrays. The node's
-side reads it on a thread of its own (``recv`` gives the GIL up) and installs the
-trajectory on views of the payload: what is left to do there (the way in from the
-reference in force, the stamp) does not depend on the number of points but for one
-``tolist`` of the times. The child runs ``NICENESS`` nicer than the node, so that when
-the two cores are busy, answering joint states wins over reading trajectories: with it,
-the worst gap of the stall run around the 23 MB trajectory fell from 41 to 6-24 ms
-(the states' own stream paused up to 21 ms in that window) and around the 40 MB message
-from 120 to 4-7 ms.
+``computed_torque_node`` starts this module as a child (:class:`TrajectoryReceiver`).
+The child subscribes to the node's resolved ``~/joint_trajectory`` (as node
+``<node>_trajectory_receiver`` in the node's namespace, which is what ``ros2 topic
+info`` lists as the subscriber), drops messages over ``max_trajectory_bytes`` unread,
+reads the others (:func:`message_frame`: NumPy for the usual message, rclpy's
+deserializer for other encodings), checks them against the chain and works out their
+segment polynomials (:func:`~ne_dynamics_ros.control.trajectory.prepare_waypoints`), and
+hands the node columns of numbers over a Unix socket pair: a frame is a ``<IQ`` prefix
+(header length, payload length), a JSON header, then the payload of float64 and bool
+arrays. The node's side reads it on a thread of its own (``recv`` gives the GIL up) and
+installs the trajectory on views of the payload: what is left to do there (the way in
+from the reference in force, the stamp) does not depend on the number of points but for
+one ``tolist`` of the times. Once started, the child runs ``NICENESS`` nicer than the
+node, so that when the two cores are busy, answering joint states wins over reading
+trajectories: with it, the worst gap of the stall run around the 23 MB trajectory fell
+from 41 to 6-24 ms (the states' own stream paused up to 21 ms in that window) and around
+the 40 MB message from 120 to 4-7 ms.
 
 Messages are read in the order they arrive, an oversized one reported at once; should
 more than the subscription's depth (or twice ``max_trajectory_bytes``) wait, the oldest is
@@ -63,14 +63,33 @@ from ne_dynamics_ros.nodes.frames import (ARRAYS, receive_frame, send_frame,  # 
 #: Most joint names read from a trajectory message; more and it is dropped unread (every
 #: name beyond the chain's is refused anyway, and the check is linear up to here).
 MAX_TRAJECTORY_JOINTS = 100_000
-#: How much nicer than the node the receiving process runs (Linux ``nice`` increment).
+#: How much nicer than the node the receiving process runs once started (Linux ``nice``
+#: increment, every thread of it): not during its start-up, which beside two CPU-bound
+#: processes on two cores then got a tenth of a core and did not end within the node's
+#: 10 s activation_timeout (a fresh-clone suite run, 2026-12-06: the child's stack at 5 s
+#: was loading a message type's library).
 NICENESS = 10
+
+
+def nicer(increment):
+    """Make every thread of this process ``increment`` nicer (up to 19).
+
+    Linux keeps a nice value per thread; threads started later inherit their creator's.
+    A thread that ends meanwhile, or a value the OS refuses, is left as it is.
+    """
+    for tid in os.listdir('/proc/self/task'):
+        try:
+            value = os.getpriority(os.PRIO_PROCESS, int(tid))
+            os.setpriority(os.PRIO_PROCESS, int(tid), min(19, value + increment))
+        except OSError:
+            pass
+
 
 #: Seconds of start-up after which the child writes every thread's stack to its stderr
 #: (the node's log), and again each time as long again until it says ready: a start that
 #: never got ready (the node's "activate failed: ... the trajectory receiver process has
-#: not started", in two fresh-clone suite runs on 2026-12-06, cause not found) then
-#: says where it waits.
+#: not started", in fresh-clone suite runs on 2026-12-06, beside CPU-bound processes;
+#: the stacks: loading and creating its node, slowly) then says where it waits.
 STARTUP_REPORT = 5.0
 
 
@@ -373,6 +392,7 @@ class ReceiverProgram:
         except OSError:
             self._pending.close()
         faulthandler.cancel_dump_traceback_later()     # started: see STARTUP_REPORT
+        nicer(NICENESS)              # started: reading trajectories can wait from now on
         for target in (self.send_loop, self.watch_socket):
             threading.Thread(target=target, daemon=True).start()
         while not self._pending.closed.is_set() and self.context.ok():
@@ -434,9 +454,6 @@ def main(argv=None):
     # Ctrl-C in a terminal reaches the whole process group: the node decides when this
     # process ends (it closes the socket), so that it can still publish its zero command
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    # reading trajectories can wait; answering joint states cannot: when the cores are
-    # busy, the scheduler gives this process (and the DDS threads it starts) less time
-    os.nice(NICENESS)
     sock = socket.socket(fileno=args.socket_fd)
     faulthandler.dump_traceback_later(STARTUP_REPORT, repeat=True)   # until ready
     try:

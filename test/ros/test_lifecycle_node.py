@@ -296,3 +296,29 @@ def test_a_transition_ends_only_once_the_receiver_applied_its_goal_options(manag
             timer.join()
         assert ended > resumed[0], transition.__name__
         assert m.node.intake.state_applied_wait(m.node._state_sent, 0.0)
+
+
+def test_the_receiver_starts_at_the_nodes_niceness_and_then_runs_nicer(managed):
+    """The trajectory receiver starts at the node's nice value (niced from its start, it
+    got a tenth of a core beside two CPU-bound processes and was not ready within the
+    10 s activation_timeout) and, once ready, every thread of it runs NICENESS nicer."""
+    from ne_dynamics_ros.nodes.trajectory_receiver import NICENESS
+    m = managed()
+    assert m.node.trigger_configure() == TransitionCallbackReturn.SUCCESS
+    assert m.node.trigger_activate() == TransitionCallbackReturn.SUCCESS
+    pid = m.node._receiver.process.pid
+    expected = min(19, os.getpriority(os.PRIO_PROCESS, 0) + NICENESS)
+
+    def values():
+        out = {}
+        for tid in os.listdir(f'/proc/{pid}/task'):
+            try:
+                out[tid] = os.getpriority(os.PRIO_PROCESS, int(tid))
+            except OSError:
+                pass                                 # a thread that ended meanwhile
+        return out
+    deadline = time.monotonic() + 2.0          # it says ready, then lowers its priority
+    while set(values().values()) != {expected} and time.monotonic() < deadline:
+        time.sleep(0.01)
+    found = values()
+    assert len(found) > 3 and set(found.values()) == {expected}, found
