@@ -72,7 +72,7 @@ NICENESS = 10
 
 
 def nicer(increment):
-    """Make every thread of this process ``increment`` nicer (up to 19).
+    """Lower every thread of this process by ``increment`` nice steps, to 19 at most.
 
     Linux keeps a nice value per thread; threads started later inherit their creator's.
     A thread that ends meanwhile, or a value the OS refuses, is left as it is.
