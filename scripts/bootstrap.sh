@@ -14,7 +14,7 @@ fi
 # on a fresh machine, 2026-12-06). Where uv cannot be had (no PyPI, an unsupported
 # platform), pip does the same steps.
 if .venv/bin/python -m pip install --quiet uv 2> /dev/null && [ -x .venv/bin/uv ]; then
-  pip_install() { .venv/bin/uv pip install --quiet --python .venv/bin/python "$@"; }
+  pip_install() { .venv/bin/uv pip install --quiet --compile-bytecode --python .venv/bin/python "$@"; }
 else
   .venv/bin/python -m pip install --quiet --upgrade pip
   pip_install() { .venv/bin/python -m pip install --quiet "$@"; }
