@@ -38,9 +38,15 @@ the 40 MB message from 120 to 4-7 ms.
 
 Messages are read in the order they arrive, an oversized one reported at once; should
 more than the subscription's depth (or twice ``max_trajectory_bytes``) wait, the oldest is
-dropped and reported. The child lives as long as the node: it runs in a session of its
-own and ignores SIGINT (Ctrl-C reaches the terminal's whole process group; the node
-decides), and exits when the socket closes, which the kernel also does if the node dies.
+dropped and reported. The child lives as long as the node: it runs in a process group of
+its own and ignores SIGINT (Ctrl-C reaches the terminal's whole foreground process group;
+the node decides), and exits when the socket closes, which the kernel also does if the
+node dies. Not in a session of its own: Linux's autogroup scheduling (on by default) puts
+each session in a scheduling group of its own, and beside two CPU-bound processes such a
+new group was left waiting to run for seconds at its start (2026-12-06, kernel 6.18:
+6 of 27 starts took over 7 s to get ready, 2 past the node's 10 s activation_timeout,
+with 0.1 s of CPU used and 15-28 s of waiting summed over its threads; in the node's own
+session, 14 of 14 were ready within 2 s).
 """
 import argparse
 import collections
@@ -64,10 +70,8 @@ from ne_dynamics_ros.nodes.frames import (ARRAYS, receive_frame, send_frame,  # 
 #: name beyond the chain's is refused anyway, and the check is linear up to here).
 MAX_TRAJECTORY_JOINTS = 100_000
 #: How much nicer than the node the receiving process runs once started (Linux ``nice``
-#: increment, every thread of it): not during its start-up, which beside two CPU-bound
-#: processes on two cores then got a tenth of a core and did not end within the node's
-#: 10 s activation_timeout (a fresh-clone suite run, 2026-12-06: the child's stack at 5 s
-#: was loading a message type's library).
+#: increment, every thread of it): not during its start-up, which the node's activation
+#: waits for.
 NICENESS = 10
 
 
@@ -164,10 +168,11 @@ class TrajectoryReceiver:
                  '--max-bytes', str(max_bytes), '--depth', str(depth),
                  '--action', action_name] + chain,
                 pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL,
-                # a session of its own: Ctrl-C in a terminal (SIGINT to the foreground
-                # process group) must not reach it while it starts, before it can ignore
-                # it; it ends when the node closes the socket
-                start_new_session=True)
+                # a process group of its own: Ctrl-C in a terminal (SIGINT to the
+                # foreground process group) must not reach it while it starts, before it
+                # can ignore it; it ends when the node closes the socket. The node's
+                # session, not one of its own (the module docstring: autogroups)
+                process_group=0)
         finally:
             child.close()
 
@@ -454,6 +459,9 @@ def main(argv=None):
     # Ctrl-C in a terminal reaches the whole process group: the node decides when this
     # process ends (it closes the socket), so that it can still publish its zero command
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # a background process group of the terminal's session: where the terminal says
+    # `stty tostop`, writing to it (the node's log) would stop this process
+    signal.signal(signal.SIGTTOU, signal.SIG_IGN)
     sock = socket.socket(fileno=args.socket_fd)
     faulthandler.dump_traceback_later(STARTUP_REPORT, repeat=True)   # until ready
     try:

@@ -299,14 +299,18 @@ def test_a_transition_ends_only_once_the_receiver_applied_its_goal_options(manag
 
 
 def test_the_receiver_starts_at_the_nodes_niceness_and_then_runs_nicer(managed):
-    """The trajectory receiver starts at the node's nice value (niced from its start, it
-    got a tenth of a core beside two CPU-bound processes and was not ready within the
-    10 s activation_timeout) and, once ready, every thread of it runs NICENESS nicer."""
+    """The trajectory receiver starts at the node's nice value and in the node's session
+    (in a session of its own, Linux's autogroup left it waiting for seconds beside two
+    CPU-bound processes, past the 10 s activation_timeout), in a process group of its own
+    (out of reach of a terminal's Ctrl-C), and, once ready, every thread of it runs
+    NICENESS nicer."""
     from ne_dynamics_ros.nodes.trajectory_receiver import NICENESS
     m = managed()
     assert m.node.trigger_configure() == TransitionCallbackReturn.SUCCESS
     assert m.node.trigger_activate() == TransitionCallbackReturn.SUCCESS
     pid = m.node._receiver.process.pid
+    assert os.getsid(pid) == os.getsid(0)
+    assert os.getpgid(pid) == pid != os.getpgid(0)
     expected = min(19, os.getpriority(os.PRIO_PROCESS, 0) + NICENESS)
 
     def values():
