@@ -89,12 +89,17 @@ def link_messages():
 
 
 def start_stack(domain_id, *arguments, launch='ros2_control.launch.py'):
-    """Start the launch file (its own session; output to a file); return the process."""
+    """Start the launch file (its own process group; output to a file); return the process.
+
+    In the test's session, as a terminal's ``ros2 launch`` is in its own: a session of its
+    own is an autogroup of its own, which Linux left waiting for seconds at its start beside
+    CPU-bound processes (the trajectory receiver's module docstring).
+    """
     log = tempfile.TemporaryFile(mode='w+')
     process = subprocess.Popen(
         [str(ROS2), 'launch', 'ne_dynamics_ros', launch, *arguments],
         env=_python_environment(domain_id), stdout=log, stderr=subprocess.STDOUT, text=True,
-        start_new_session=True)
+        process_group=0)
     process.log = log
     return process
 
@@ -123,8 +128,11 @@ def output(process):
 
 
 def pid_of(process, name):
-    """Return the pid of the launch's child whose command line names ``name`` (or None)."""
-    result = subprocess.run(['pgrep', '-s', str(process.pid), '-f', name],
+    """Return the pid of the launch's child whose command line names ``name`` (or None).
+
+    Its children: the processes of its process group.
+    """
+    result = subprocess.run(['pgrep', '-g', str(process.pid), '-f', name],
                             capture_output=True, text=True)
     pids = [int(p) for p in result.stdout.split()]
     return pids[0] if pids else None

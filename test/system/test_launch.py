@@ -97,7 +97,7 @@ def ros2_launch(env, name, *arguments):
     log = tempfile.TemporaryFile(mode='w+')
     process = subprocess.Popen([str(ROS2), 'launch', 'ne_dynamics_ros', name, *arguments],
                                env=env, stdout=log, stderr=subprocess.STDOUT, text=True,
-                               start_new_session=True)
+                               process_group=0)   # in this session: see start_stack
     process.log = log
     return process
 
