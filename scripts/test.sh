@@ -10,9 +10,9 @@
 # `--together` (first argument) runs both at once instead: the serial tests in the
 # foreground, the others meanwhile under SCHED_IDLE (`chrt --idle 0`; `nice 19` without
 # chrt), put back to the normal policy once the serial tests end. On a quiet machine that
-# took 411-494 s for a fresh clone's .ci/run (2026-12-06), but 3 of 7
-# such runs failed a timing-judging DDS test (a goal refused after an activation, since
-# fixed; a node's trajectory receiver not ready within 10 s; a MuJoCo FollowJointTrajectory
+# took 411-494 s for a fresh clone's .ci/run (2026-12-06), but 3 of 7 such runs failed a
+# timing-judging DDS test (a goal refused after an activation, since fixed; a node's
+# trajectory receiver not ready within 10 s, since fixed; a MuJoCo FollowJointTrajectory
 # setup that never saw the node's controller_state): the serial tests ran about 9 % slower
 # beside it (the two vCPUs share their host's caches, which no policy separates). Not the
 # default until those are understood (docs/getting-started.md).
