@@ -1033,3 +1033,37 @@ def test_a_zero_stamp_installed_mid_motion_continues_from_the_reference_then():
     np.testing.assert_allclose(after.qd, before.qd, atol=1e-12)
     assert np.abs(before.qd).max() > 0.1                      # it was moving
     np.testing.assert_allclose(c.reference_at(930 * MS).q, target, atol=1e-12)
+
+
+def test_a_zero_stamp_moved_from_a_reference_replaced_meanwhile_starts_from_the_new_one():
+    """The zero-stamp trajectory is moved to its install instant outside the controller's
+    lock, from the reference then; if another trajectory became the reference meanwhile,
+    it is moved again from that one (the reference at install does not jump)."""
+    from ne_dynamics_ros.control.references import restarted
+    c = make()
+    assert isinstance(c.update(0, PUMA_JOINTS, Q0), Command)
+    goal = np.asarray(Q0) + 0.1
+    zeros = [0.0] * len(PUMA_JOINTS)
+    points = [TrajectoryPoint(1.0, goal.tolist(), zeros, zeros)]
+    prepared = c.prepare_trajectory(PUMA_JOINTS, points, 0, 10 * MS)
+    stale = c.runs.current.trajectory
+    now = c.runs.seconds(40 * MS)
+    moved = (stale, restarted(prepared.trajectory, now, stale.sample(now)))
+    c.set_trajectory(PUMA_JOINTS, _quintic_points(Q0, np.asarray(Q0) - 0.2, 0.3), 0, 0)
+    before = c.reference_at(40 * MS)
+    assert np.abs(before.qd).max() > 0.1                  # the new reference moves then
+    with c.runs.lock:
+        c.references.install(c.runs.current, prepared, None, None, now, moved)
+    after = c.reference_at(40 * MS)
+    np.testing.assert_allclose(after.q, before.q, atol=1e-12)
+    np.testing.assert_allclose(after.qd, before.qd, atol=1e-12)
+    np.testing.assert_allclose(c.reference_at(1040 * MS).q, goal, atol=1e-12)
+    # with the reference unchanged, the trajectory moved outside the lock is the one used
+    c = make()
+    assert isinstance(c.update(0, PUMA_JOINTS, Q0), Command)
+    prepared = c.prepare_trajectory(PUMA_JOINTS, points, 0, 10 * MS)
+    reference = c.runs.current.trajectory
+    moved = (reference, restarted(prepared.trajectory, now, reference.sample(now)))
+    with c.runs.lock:
+        assert c.references.install(c.runs.current, prepared, None, None, now,
+                                    moved) is moved[1]
