@@ -191,13 +191,55 @@ class FeedforwardSettings(NamedTuple):
     max_step: float = 0.1
 
 
+def checked_goal(model, joint_names, points, state, settings: FeedforwardSettings,
+                 receipt_time=0.0) -> Trajectory:
+    """Return a trajectory message as the reference it makes, or refuse it (chain order).
+
+    The first half of :func:`feedforward_goal`: what decides whether a goal is accepted.
+    The trajectory starts from the arm's ``state`` (JTC's semantics for a first point
+    later than ``time_from_start`` 0: from where the arm is) and is checked against the
+    effort limits at ``settings.rate`` as it will be interpolated (the node's own check:
+    :func:`~ne_dynamics_ros.control.effort_check.check_trajectory`). Arguments and errors
+    as :func:`feedforward_goal`'s.
+    """
+    chain = list(model.joint_names)
+    q, qd = (np.asarray(v, dtype=float).reshape(-1) for v in state)
+    before = DesiredState(q, qd, np.zeros_like(q))
+    trajectory = trajectory_from_points(joint_names, points, chain, None, receipt_time,
+                                        before)
+    limits = np.asarray(settings.effort_limits, dtype=float) * (1.0 - settings.effort_margin)
+    check = check_trajectory(model, trajectory, chain, limits, settings.rate,
+                             settings.gravity, settings.friction, settings.with_gravity,
+                             settings.coulomb_velocity)
+    if check.violation is not None:
+        raise InfeasibleTrajectory(check.violation.text())
+    return trajectory
+
+
+def goal_points(model, trajectory: Trajectory,
+                settings: FeedforwardSettings) -> FeedforwardPoints:
+    """Return the feed-forward points of a :func:`checked_goal` trajectory.
+
+    The second half of :func:`feedforward_goal`: :func:`feedforward_points` with
+    ``min_step = 1 / settings.rate``. ``times`` start at 0: the instant the controller
+    starts the trajectory.
+
+    Raises:
+        TrajectoryError: it would need more than :data:`MAX_POINTS` points.
+    """
+    return feedforward_points(model, trajectory, settings.gravity, settings.tolerance,
+                              1.0 / settings.rate, settings.max_step, settings.friction,
+                              settings.with_gravity, settings.coulomb_velocity)
+
+
 def feedforward_goal(model, joint_names, points, state, settings: FeedforwardSettings,
                      receipt_time=0.0) -> FeedforwardPoints:
     """Return a trajectory message's feed-forward points, or refuse it (chain order).
 
-    The trajectory starts from the arm's ``state`` (JTC's semantics for a first point
-    later than ``time_from_start`` 0: from where the arm is), is checked against the
-    effort limits at ``settings.rate`` as it will be interpolated (the node's own check:
+    :func:`checked_goal` then :func:`goal_points`: the trajectory starts from the arm's
+    ``state`` (JTC's semantics for a first point later than ``time_from_start`` 0: from
+    where the arm is), is checked against the effort limits at ``settings.rate`` as it
+    will be interpolated (the node's own check:
     :func:`~ne_dynamics_ros.control.effort_check.check_trajectory`) and sampled by
     :func:`feedforward_points` with ``min_step = 1 / rate``. ``times`` start at 0: the
     instant the controller starts the trajectory.
@@ -218,20 +260,8 @@ def feedforward_goal(model, joint_names, points, state, settings: FeedforwardSet
         InfeasibleTrajectory: it needs more effort than a limit allows (less the margin):
             the message names the joint, the instant and the effort.
     """
-    chain = list(model.joint_names)
-    q, qd = (np.asarray(v, dtype=float).reshape(-1) for v in state)
-    before = DesiredState(q, qd, np.zeros_like(q))
-    trajectory = trajectory_from_points(joint_names, points, chain, None, receipt_time,
-                                        before)
-    limits = np.asarray(settings.effort_limits, dtype=float) * (1.0 - settings.effort_margin)
-    check = check_trajectory(model, trajectory, chain, limits, settings.rate,
-                             settings.gravity, settings.friction, settings.with_gravity,
-                             settings.coulomb_velocity)
-    if check.violation is not None:
-        raise InfeasibleTrajectory(check.violation.text())
-    return feedforward_points(model, trajectory, settings.gravity, settings.tolerance,
-                              1.0 / settings.rate, settings.max_step, settings.friction,
-                              settings.with_gravity, settings.coulomb_velocity)
+    return goal_points(model, checked_goal(model, joint_names, points, state, settings,
+                                           receipt_time), settings)
 
 
 def hold_effort(model, q, settings: FeedforwardSettings):
@@ -276,6 +306,7 @@ def stop_waypoints(q, qd):
                             zero.tolist())]
 
 
-__all__ = ['CHECKS', 'feedforward_goal', 'feedforward_points', 'FeedforwardPoints',
-           'FeedforwardSettings', 'hold_effort', 'MAX_HALVINGS', 'MAX_POINTS', 'MIN_STOP',
-           'STOP_ACCELERATION', 'STOP_SPEED', 'stop_waypoints']
+__all__ = ['CHECKS', 'checked_goal', 'feedforward_goal', 'feedforward_points',
+           'FeedforwardPoints', 'FeedforwardSettings', 'goal_points', 'hold_effort',
+           'MAX_HALVINGS', 'MAX_POINTS', 'MIN_STOP', 'STOP_ACCELERATION', 'STOP_SPEED',
+           'stop_waypoints']

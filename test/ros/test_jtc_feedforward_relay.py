@@ -72,3 +72,58 @@ def test_a_switch_away_and_straight_back_is_held_though_both_messages_waited(ros
         executor.shutdown()
         relay.destroy_node()
         peer.destroy_node()
+
+
+def test_a_goal_is_accepted_once_checked_and_aborted_if_its_resampling_fails(
+        ros_context, monkeypatch):
+    """The relay answers a goal once it has checked it (the resampling comes after: it
+    took most of the relay's time to accept a 1 000-point goal); a goal whose resampling
+    then fails (here: more points than a lowered MAX_POINTS allows) ends ABORTED with the
+    reason, and the controller never sees it."""
+    stack.link_messages()                    # controller_manager_msgs, for the relay
+    from control_msgs.action import FollowJointTrajectory
+    from rclpy.action import ActionClient, ActionServer, GoalResponse
+    from action_msgs.msg import GoalStatus
+    from ne_dynamics_ros.control import feedforward
+    from ne_dynamics_ros.nodes.jtc_feedforward_node import JtcFeedforward
+    monkeypatch.setattr(feedforward, 'MAX_POINTS', 20)
+    relay = JtcFeedforward(context=ros_context, parameter_overrides=[
+        Parameter('urdf_path', value=str(UR5E_URDF)),
+        Parameter('effort_tolerance', value=1e-9)])       # every interval halved
+    peer = rclpy.create_node('relay_test_jtc', context=ros_context)
+    executor = SingleThreadedExecutor(context=ros_context)
+    seen = []
+
+    def execute(handle):
+        handle.succeed()
+        return FollowJointTrajectory.Result()
+    try:
+        server = ActionServer(peer, FollowJointTrajectory, '/joint_trajectory_controller/'
+                              'follow_joint_trajectory', execute,
+                              goal_callback=lambda goal: seen.append(goal) or GoalResponse.ACCEPT)
+        client = ActionClient(peer, FollowJointTrajectory,
+                              '/jtc_feedforward/follow_joint_trajectory')
+        states = peer.create_publisher(JointState, '/joint_states', qos_profile_sensor_data)
+        for node in (relay, peer):
+            executor.add_node(node)
+        spin_until(executor, lambda: client.server_is_ready()
+                   and relay.client.server_is_ready()
+                   and states.get_subscription_count() == 1, TIMEOUT, 'the relay is up')
+        start = [0.0, -1.57, 1.57, -1.57, -1.57, 0.0]
+        states.publish(JointState(name=CHAIN, position=start, velocity=[0.0] * 6))
+        spin_until(executor, lambda: relay.state is not None, TIMEOUT, 'the relay has a state')
+        goal = FollowJointTrajectory.Goal(trajectory=stack.quintic(
+            CHAIN, start, [v + 0.2 for v in start], 2.0, points=11))
+        sent = client.send_goal_async(goal)
+        spin_until(executor, sent.done, TIMEOUT, 'the goal answered')
+        assert sent.result().accepted
+        result = sent.result().get_result_async()
+        spin_until(executor, result.done, TIMEOUT, 'the goal ended')
+        assert result.result().status == GoalStatus.STATUS_ABORTED
+        assert 'more than 20 points' in result.result().result.error_string
+        assert seen == []
+        server.destroy()
+    finally:
+        executor.shutdown()
+        relay.destroy_node()
+        peer.destroy_node()
