@@ -339,7 +339,9 @@ class References:
                 and prepared.deferred is None:
             # The trajectory moved to start now, built before the lock is taken (O(points):
             # 3.5 ms for 100 000 points, which the control path would wait for); installed
-            # only if the reference it starts from is still the run's.
+            # only if the reference it starts from is still the run's. Sampling it beside
+            # the control thread is safe: its only state, the last segment's rows, is one
+            # tuple replaced whole.
             reference = prepared.run.trajectory
             if reference is not None:
                 moved = (reference, restarted(prepared.trajectory, now, reference.sample(now)))

@@ -261,8 +261,8 @@ class JtcFeedforward(Node):
                                       'follow_joint_trajectory is not available')
             return GoalResponse.REJECT
         try:
-            # the check decides; the resampling waits until the goal is accepted (it took
-            # most of the relay's 84 ms on a 1 000-point goal, 2026-12-03)
+            # the check decides; the resampling and the message wait until the goal is
+            # accepted (19-21 ms of the 24-28 ms a 1 000-point UR5e goal cost, 2026-12-06)
             self.prepared_goals[id(goal)] = self._checked(goal.trajectory)
         except (TrajectoryError, ValueError) as exc:
             self.get_logger().warning(f'goal rejected: {exc}')
