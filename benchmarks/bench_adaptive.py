@@ -6,7 +6,7 @@ loaded, released at B (0.5 s), 2 s back unloaded. The plant applies the load by 
 ``payload_schedule``; the controller starts from the arm's model without it and runs
 either ``computed_torque`` (the fixed model) or ``adaptive`` (Slotine & Li, the load's 10
 parameters learned on line), both with the gains of the package's rule for 500 Hz
-(:mod:`ne_dynamics_ros.control.gains`). In process, the controller as the node runs it
+(:mod:`ne_dynamics_ros.control.laws.gains`). In process, the controller as the node runs it
 (:func:`~ne_dynamics_ros.simulation.closed_loop.run_lockstep`), no DDS.
 
 Printed per arm and plant, beside the goals: every joint's worst |e| during the moves
@@ -35,8 +35,8 @@ import yaml
 
 from ne_dynamics_ros import load_model
 from ne_dynamics_ros.control import ComputedTorqueController
-from ne_dynamics_ros.control.gains import recommended_gains
-from ne_dynamics_ros.control import parameters
+from ne_dynamics_ros.control.laws.gains import recommended_gains
+from ne_dynamics_ros.control.config import parameters
 from ne_dynamics_ros.simulation.closed_loop import cycles_trajectory, run_lockstep
 from ne_dynamics_ros.tools.files import read_node_parameters
 from ne_dynamics_ros.simulation.mujoco_arm import MujocoArm

@@ -49,7 +49,7 @@ sys.path.insert(0, str(REPO / 'benchmarks'))
 
 from ne_dynamics_ros import load_model, resources  # noqa: E402
 from ne_dynamics_ros.control import ComputedTorqueController  # noqa: E402
-from ne_dynamics_ros.control.gains import recommended_gains  # noqa: E402
+from ne_dynamics_ros.control.laws.gains import recommended_gains  # noqa: E402
 from ne_dynamics_ros.control.laws.cartesian import TargetError  # noqa: E402
 from ne_dynamics_ros.dynamics.kinematics import (jacobian, matrix_to_quaternion,  # noqa: E402
                                                  tip_pose)

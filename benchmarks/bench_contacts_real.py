@@ -17,7 +17,7 @@ import pathlib
 import numpy as np
 
 from ne_dynamics_ros import load_model
-from ne_dynamics_ros.control.observer import SUSTAINED_LEVEL, SUSTAINED_TIME
+from ne_dynamics_ros.control.sensing.observer import SUSTAINED_LEVEL, SUSTAINED_TIME
 from ne_dynamics_ros.dynamics.urdf_import import read_urdf_text
 from ne_dynamics_ros.identification.pipeline import identify_model
 from ne_dynamics_ros.identification.recording import JointRecording

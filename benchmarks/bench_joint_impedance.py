@@ -33,7 +33,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from bench_adaptive import ARMS, hidden_plant, identified_controller  # noqa: E402
 
 from ne_dynamics_ros.control import ComputedTorqueController  # noqa: E402
-from ne_dynamics_ros.control.gains import recommended_gains, stiffness_bound  # noqa: E402
+from ne_dynamics_ros.control.laws.gains import recommended_gains, stiffness_bound  # noqa: E402
 from ne_dynamics_ros.dynamics.kinematics import jacobian, tip_pose  # noqa: E402
 from ne_dynamics_ros.simulation.closed_loop import (cycles_trajectory,  # noqa: E402
                                                     run_lockstep)

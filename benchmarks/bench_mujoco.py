@@ -12,7 +12,7 @@ arm in lockstep) and prints its figures beside the goals:
    with the nominal URDF at Kp = 100, Kd = 20, then, after ``--identify`` (excitation
    under feedforward + joint PD, rosbag2, ``ne-dynamics identify``), with the identified
    URDF and YAML loaded as a user loads them (the YAML carries the gains ``identify``
-   recommends, :mod:`ne_dynamics_ros.control.gains`): every joint under 4.26e-4 rad.
+   recommends, :mod:`ne_dynamics_ros.control.laws.gains`): every joint under 4.26e-4 rad.
 3. The identified drive values against the plant's: damping and dry friction within 5 %,
    armature within 10 % where it is identifiable (Ia1, Ia2 fold into link inertias).
 

@@ -816,7 +816,7 @@ def stall_messages(oversized_bytes, sizes=STALL_SIZES, largest_points=None):
     from rclpy.serialization import serialize_message
     from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-    from ne_dynamics_ros.control.trajectory import MAX_POINTS
+    from ne_dynamics_ros.control.reference.trajectory import MAX_POINTS
 
     q0 = np.array([0.1, -0.3, 0.4, 0.2, -0.5, 0.3])
 
@@ -860,7 +860,7 @@ def stall_goals(sizes=STALL_SIZES):
     from rclpy.serialization import deserialize_message
     from trajectory_msgs.msg import JointTrajectory
 
-    from ne_dynamics_ros.control.trajectory import MAX_POINTS
+    from ne_dynamics_ros.control.reference.trajectory import MAX_POINTS
 
     goals = []
     for size in list(sizes) + [MAX_POINTS + 1]:

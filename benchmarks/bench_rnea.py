@@ -352,16 +352,16 @@ def print_safety_costs(repeats):
 
     The observer: one :meth:`ContactSupervisor.observe` on plain floats (the control path),
     against the computed-torque command it rides along (``compute_effort_values``); the
-    check: :func:`~ne_dynamics_ros.control.effort_check.check_trajectory` per sample of a
+    check: :func:`~ne_dynamics_ros.control.reference.effort_check.check_trajectory` per sample of a
     trajectory, on the node's trajectory thread.
     """
     from ne_dynamics_ros.control import ComputedTorqueController
-    from ne_dynamics_ros.control.contact import ContactSupervisor
-    from ne_dynamics_ros.control.effort_check import check_trajectory
+    from ne_dynamics_ros.control.sensing.contact import ContactSupervisor
+    from ne_dynamics_ros.control.reference.effort_check import check_trajectory
     from ne_dynamics_ros.control.laws import compute_effort_values
-    from ne_dynamics_ros.control.sensing import Sensing
-    from ne_dynamics_ros.control.trajectory import (DesiredState, trajectory_from_points,
-                                                    TrajectoryPoint)
+    from ne_dynamics_ros.control.sensing.activation import Sensing
+    from ne_dynamics_ros.control.reference.trajectory import (DesiredState, trajectory_from_points,
+                                                              TrajectoryPoint)
     print('safety costs (issue 33): per control cycle, one state; check per sample')
     print(f'{"robot":<8} {"computed torque µs":>19} {"observer µs":>12} {"ratio":>6} '
           f'{"effort check µs/sample":>23}')

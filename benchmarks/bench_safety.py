@@ -48,10 +48,11 @@ import time
 import numpy as np
 
 from ne_dynamics_ros.control import ComputedTorqueController
-from ne_dynamics_ros.control.effort_check import (check_trajectory, effort_terms,
-                                                  fit_to_limits, smallest_stretch, stretched)
-from ne_dynamics_ros.control.trajectory import (DesiredState, trajectory_from_points,
-                                                TrajectoryError, TrajectoryPoint)
+from ne_dynamics_ros.control.reference.effort_check import (check_trajectory, effort_terms,
+                                                            fit_to_limits, smallest_stretch,
+                                                            stretched)
+from ne_dynamics_ros.control.reference.trajectory import (DesiredState, trajectory_from_points,
+                                                          TrajectoryError, TrajectoryPoint)
 from ne_dynamics_ros.simulation.closed_loop import run_lockstep, TrajectoryMessage
 from ne_dynamics_ros.simulation.mujoco_arm import MujocoArm
 from ne_dynamics_ros.simulation.simulated_arm import SimulatedArm

@@ -4,7 +4,7 @@ MuJoCo's UR5e held by computed torque at 500 Hz (the rule's gains), pushed at th
 (``MujocoArm.push``: ``mj_applyFT``) with 20 N along x, y, z of the base frame, then 20 N
 along z at 0.1 m along the flange's x (a 2 N·m moment), each for 1 s: the controller's
 ``Command.external_wrench`` (the momentum observer's external effort through the damped
-pseudo-inverse of J^T, :mod:`ne_dynamics_ros.control.wrench`), averaged over the push's
+pseudo-inverse of J^T, :mod:`ne_dynamics_ros.control.sensing.wrench`), averaged over the push's
 last 0.2 s, beside the push. On the exact plant with its own model; with
 ``--identified`` on the hidden plant of ``bench_mujoco.py`` (drives, dry friction, 1.2
 kg) with its identified model, held by computed torque and then, compliant, in
@@ -28,7 +28,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from bench_adaptive import hidden_plant, identified_controller  # noqa: E402
 
 from ne_dynamics_ros.control import ComputedTorqueController  # noqa: E402
-from ne_dynamics_ros.control.gains import recommended_gains  # noqa: E402
+from ne_dynamics_ros.control.laws.gains import recommended_gains  # noqa: E402
 from ne_dynamics_ros.dynamics.kinematics import tip_pose  # noqa: E402
 from ne_dynamics_ros.simulation.mujoco_arm import MujocoArm  # noqa: E402
 

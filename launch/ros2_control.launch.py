@@ -173,12 +173,12 @@ def _gains_for_delay(loop_delay, model, node_values, rate):
     """Return kp, kd overrides so that the gains tolerate ``loop_delay`` s ({} if they do).
 
     Per joint, gains of the parameter file that keep less than 45° of phase margin with
-    that delay (:func:`~ne_dynamics_ros.control.gains.tolerated_delay`) are replaced by
+    that delay (:func:`~ne_dynamics_ros.control.laws.gains.tolerated_delay`) are replaced by
     the critically damped pair of the rule's delay bound
-    (:func:`~ne_dynamics_ros.control.gains.delay_bandwidth`); the others are kept.
+    (:func:`~ne_dynamics_ros.control.laws.gains.delay_bandwidth`); the others are kept.
     """
     import numpy as np
-    from ne_dynamics_ros.control.gains import delay_bandwidth, tolerated_delay
+    from ne_dynamics_ros.control.laws.gains import delay_bandwidth, tolerated_delay
     if loop_delay in ('', 'none'):
         return {}
     delay = float(loop_delay)

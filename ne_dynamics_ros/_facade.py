@@ -3,7 +3,7 @@
 A package's ``__init__`` lists what callers import from the package (``from
 ne_dynamics_ros import load_model``); importing every module behind those names at once
 would make each process pay for all of them, also the ones that need none (the node's
-trajectory receiver needs :mod:`ne_dynamics_ros.control.trajectory`, not the controller
+trajectory receiver needs :mod:`ne_dynamics_ros.control.reference.trajectory`, not the controller
 nor the dynamics: measured on the 2-core CI machine, 0.37 s of its 0.6 s start-up went to
 importing the package's ``__init__`` modules). The facade resolves a name on first
 access, per PEP 562 (module ``__getattr__``), and caches it in the package.

@@ -15,7 +15,7 @@ import pinocchio as pin
 import yaml
 
 from ne_dynamics_ros.control import ComputedTorqueController
-from ne_dynamics_ros.control.profiles import evaluate
+from ne_dynamics_ros.control.reference.profiles import evaluate
 from ne_dynamics_ros.simulation.closed_loop import profile_trajectory, run_lockstep
 from ne_dynamics_ros.simulation.simulated_arm import SimulatedArm
 

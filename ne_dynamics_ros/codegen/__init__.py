@@ -14,7 +14,7 @@ work flows:
   ``rnea`` runs the generated Python, checked against the recursion when built;
 * :mod:`~ne_dynamics_ros.codegen.payload_step`: Slotine & Li's adaptive step with a load's
   parameters as symbols (the two-rate recursion and the load's ``Yᵀ s``), for
-  :mod:`ne_dynamics_ros.control.adaptive`.
+  :mod:`ne_dynamics_ros.control.laws.slotine_li`.
 """
 from ne_dynamics_ros.codegen.c_emitter import c_source
 from ne_dynamics_ros.codegen.compiled import CompiledDynamics

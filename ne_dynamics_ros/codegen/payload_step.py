@@ -1,6 +1,6 @@
 """Slotine & Li's step with a load's parameters, generated as straight-line Python.
 
-The adaptive law of :mod:`ne_dynamics_ros.control.adaptive` needs, per control step,
+The adaptive law of :mod:`ne_dynamics_ros.control.laws.slotine_li` needs, per control step,
 
     τ = Y(q, q̇, q̇_r, a) π̂ + …  and  g = Y_loadᵀ s,   a = q̈_r + K s,
 
@@ -12,7 +12,7 @@ generates the inverse dynamics
 (:func:`~ne_dynamics_ros.dynamics.rnea.rnea_reference`) runs on symbols over the arm's
 base parameters, the load's 10 parameters ``p`` (in its link's frame, mapped to the
 body's DH frame by the constant T of
-:func:`~ne_dynamics_ros.control.adaptive.link_frame`) added to its body as symbols; and
+:func:`~ne_dynamics_ros.control.laws.slotine_li.link_frame`) added to its body as symbols; and
 ``g`` is the power of the load's wrench map in the body's twist at rates s
 (:func:`~ne_dynamics_ros.dynamics.rnea.body_twist`,
 :func:`~ne_dynamics_ros.dynamics.rnea.wrench_power`): ``sᵀ Y_load = ξ_b(s)ᵀ A_b T``,

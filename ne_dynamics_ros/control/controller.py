@@ -26,27 +26,28 @@ from typing import Mapping, Optional, Sequence, Union
 import numpy as np
 
 from ne_dynamics_ros.codegen import CompiledDynamics
-from ne_dynamics_ros.control import parameters, state_loss
-from ne_dynamics_ros.control.contact import ContactSupervisor
-from ne_dynamics_ros.control.friction_estimate import CoulombEstimate
-from ne_dynamics_ros.control.goals import GoalStatus
-from ne_dynamics_ros.control.integral import anti_windup, integral_step
+from ne_dynamics_ros.control import state_loss
+from ne_dynamics_ros.control.config import parameters
+from ne_dynamics_ros.control.sensing.contact import ContactSupervisor
+from ne_dynamics_ros.control.sensing.friction_estimate import CoulombEstimate
+from ne_dynamics_ros.control.reference.goals import GoalStatus
+from ne_dynamics_ros.control.laws.integral import anti_windup, integral_step
 from ne_dynamics_ros.control.laws.adaptive import LoadEstimate
 from ne_dynamics_ros.control.laws.base import JointGains, LawContext, LawStep
 from ne_dynamics_ros.control.law_inputs import LawInputs
 from ne_dynamics_ros.control.laws.registry import LAWS
-from ne_dynamics_ros.control.measured_state import (  # noqa: F401 - the controller's names
+from ne_dynamics_ros.control.sensing.measured_state import (  # noqa: F401 - the controller's names
     JointStateError, JointStateSample, MAX_POSITION, MAX_STATE_JOINTS, SPEED_FACTOR,
     StateReader)
 from ne_dynamics_ros.control.prediction import RepeatedStates, SentCommands
 from ne_dynamics_ros.control.references import FollowsReferences, References
 from ne_dynamics_ros.control.run_state import (  # noqa: F401 - the controller's names
     Command, NoCommand, Runs, RunState, SkipReason, STAMP_TOLERANCE_NS, Timeout)
-from ne_dynamics_ros.control.sensing import Sensing
-from ne_dynamics_ros.control.parameter_checks import checked_joints
-from ne_dynamics_ros.control.settings import (  # noqa: F401 - the controller's names
+from ne_dynamics_ros.control.sensing.activation import Sensing
+from ne_dynamics_ros.control.config.parameter_checks import checked_joints
+from ne_dynamics_ros.control.config.settings import (  # noqa: F401 - the controller's names
     ControllerSettings, DEFAULT_SETTINGS, for_joints)
-from ne_dynamics_ros.control.trajectory import Trajectory
+from ne_dynamics_ros.control.reference.trajectory import Trajectory
 from ne_dynamics_ros.dynamics.model import load_model
 from ne_dynamics_ros.errors import (ControlParameterError, ModelError, NonFiniteEffortError,
                                     StateError)
@@ -194,7 +195,7 @@ class ComputedTorqueController(LawInputs, FollowsReferences):
         return self.references.rejected
 
     def _new_sensing(self) -> Sensing:
-        """Return a fresh :class:`~ne_dynamics_ros.control.sensing.Sensing` (a new activation)."""
+        """Return a fresh :class:`~.sensing.activation.Sensing` (a new activation)."""
         return Sensing.new(self.model.joint_names, self.settings, self.model.friction)
 
     def _apply(self, settings: ControllerSettings):

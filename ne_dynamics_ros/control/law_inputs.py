@@ -7,7 +7,7 @@ learned load, the contact in force, the caveats of the settings), and the observ
 switch. It works on the controller's public parts only: ``runs`` (the run in force and
 its lock), ``context`` (the :class:`~ne_dynamics_ros.control.laws.base.LawContext` in
 force), ``load`` (the :class:`~ne_dynamics_ros.control.laws.adaptive.LoadEstimate`),
-``contact_supervisor`` (the :class:`~ne_dynamics_ros.control.contact.ContactSupervisor`),
+``contact_supervisor`` (the :class:`~ne_dynamics_ros.control.sensing.contact.ContactSupervisor`),
 ``model`` and ``settings``. What a state's command says is in the
 :class:`~ne_dynamics_ros.control.run_state.Command` itself.
 """
@@ -33,7 +33,7 @@ class LawInputs:
     def delay_checked_gains(self):
         """``(kp, kd)`` lists where they set the error dynamics (1/s², 1/s), else None.
 
-        What the delay rule of :mod:`~ne_dynamics_ros.control.gains` is about
+        What the delay rule of :mod:`~ne_dynamics_ros.control.laws.gains` is about
         (:attr:`~.laws.base.Law.acceleration_gains`).
         """
         gains = self.context.gains
@@ -97,7 +97,7 @@ class LawInputs:
         """Map the observer's r to the tip's wrench on every state (default False).
 
         True: each :class:`~ne_dynamics_ros.control.run_state.Command` whose observer ran
-        carries ``external_wrench`` (:mod:`~ne_dynamics_ros.control.wrench`); the node sets
+        carries ``external_wrench`` (:mod:`~ne_dynamics_ros.control.sensing.wrench`); the node sets
         it from ``~/external_wrench``'s subscribers, with :attr:`external_effort_wanted`.
         """
         return self.contact_supervisor.wrench_wanted

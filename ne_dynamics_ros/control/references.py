@@ -20,13 +20,14 @@ from typing import List, Optional, Sequence, Union
 
 import numpy as np
 
-from ne_dynamics_ros.control.effort_check import fit_to_limits, stretched_waypoints
-from ne_dynamics_ros.control.goals import (GoalEnd, GoalMonitor, GoalStatus, ResultCode,
-                                           SegmentTolerances)
+from ne_dynamics_ros.control.reference.effort_check import fit_to_limits, stretched_waypoints
+from ne_dynamics_ros.control.reference.goals import (GoalEnd, GoalMonitor, GoalStatus, ResultCode,
+                                                     SegmentTolerances)
 from ne_dynamics_ros.control.run_state import PreparedTrajectory
-from ne_dynamics_ros.control.trajectory import (DesiredState, prepared_waypoints, Trajectory,
-                                                trajectory_from_points, TrajectoryError,
-                                                TrajectoryPoint, WaypointArrays)
+from ne_dynamics_ros.control.reference.trajectory import (DesiredState, prepared_waypoints,
+                                                          Trajectory, trajectory_from_points,
+                                                          TrajectoryError, TrajectoryPoint,
+                                                          WaypointArrays)
 
 #: What an end says of a goal a newer goal replaced, or a topic trajectory.
 REPLACED_BY_GOAL = 'Aborted: replaced by a newer goal'
@@ -121,8 +122,8 @@ class References:
     def fit(self, trajectory, settings):
         """Check a trajectory against the effort limits: ``(trajectory, stretch)``.
 
-        :func:`~ne_dynamics_ros.control.effort_check.fit_to_limits` with ``settings``;
-        raises its :class:`~ne_dynamics_ros.control.effort_check.InfeasibleTrajectory`.
+        :func:`~ne_dynamics_ros.control.reference.effort_check.fit_to_limits` with ``settings``;
+        raises its :class:`~ne_dynamics_ros.control.reference.effort_check.InfeasibleTrajectory`.
         """
         return fit_to_limits(self.model, trajectory, self.chain, self.effort_limits,
                              settings, with_gravity=self._with[0],
@@ -137,7 +138,7 @@ class References:
         :class:`~ne_dynamics_ros.control.run_state.PreparedTrajectory`.
 
         Raises:
-            TrajectoryError: any reason of :func:`~ne_dynamics_ros.control.trajectory.
+            TrajectoryError: any reason of :func:`~ne_dynamics_ros.control.reference.trajectory.
                 trajectory_from_points`, or the effort limits (not counted here).
         """
         if state_before is None:
@@ -321,7 +322,7 @@ class References:
         """Make a trajectory from :meth:`prepare_trajectory` the reference.
 
         ``goal_id`` and ``tolerances`` (chain order): the trajectory of an action goal,
-        judged on every state from now on (:class:`~ne_dynamics_ros.control.goals.
+        judged on every state from now on (:class:`~ne_dynamics_ros.control.reference.goals.
         GoalMonitor`). Any goal active before ends ABORTED (JTC's preemption). A new
         reference ends a law that is no mode's (a contact's ``comply``). ``now_ns``: the
         controller's clock now, ns: a trajectory with ``header.stamp`` 0 starts then, from
@@ -372,20 +373,20 @@ class References:
         Args:
             joint_names: the trajectory's joints, any order; every controlled joint once.
             points: waypoints (``time_from_start`` in s, values in ``joint_names`` order):
-                :class:`~ne_dynamics_ros.control.trajectory.TrajectoryPoint` items or one
-                :class:`~ne_dynamics_ros.control.trajectory.WaypointArrays`.
+                :class:`~ne_dynamics_ros.control.reference.trajectory.TrajectoryPoint` items or one
+                :class:`~ne_dynamics_ros.control.reference.trajectory.WaypointArrays`.
             stamp_ns: ``header.stamp`` in ns on the controller's clock; 0 = start now.
             now_ns: the controller's clock now, ns.
 
         Returns:
-            The new :class:`~ne_dynamics_ros.control.trajectory.Trajectory` (chain order),
-            sampled from now on; it starts from the reference in force now. Before the
+            The new :class:`~ne_dynamics_ros.control.reference.trajectory.Trajectory` (chain
+            order), sampled from now on; it starts from the reference in force now. Before the
             first valid state of a run it is checked at once and kept: it becomes the
             reference on that state, starting from it.
 
         Raises:
             TrajectoryError: inactive, a state timeout, a law that follows no trajectory,
-                or any reason of :func:`~ne_dynamics_ros.control.trajectory.
+                or any reason of :func:`~ne_dynamics_ros.control.reference.trajectory.
                 trajectory_from_points`. The previous trajectory stays in force.
         """
         return self.install_trajectory(self.prepare_trajectory(joint_names, points,

@@ -9,7 +9,7 @@ resume, a cancel and leaving gravity compensation replace whole (nothing is rese
 field). Installing a trajectory changes the run in force (its reference, its goal, its
 integral); a trajectory prepared against another run is refused. What the run knows of
 the arm itself (the velocity estimator's history, the momentum observer, the contact
-detector: a :class:`~ne_dynamics_ros.control.sensing.Sensing`) is handed from run to run
+detector: a :class:`~ne_dynamics_ros.control.sensing.activation.Sensing`) is handed from run to run
 within an activation, and is new at configure, activate and deactivate.
 
 The answers: :class:`Command` (publish it), :class:`NoCommand` with a
@@ -24,9 +24,9 @@ from typing import NamedTuple, Optional
 
 import numpy as np
 
-from ne_dynamics_ros.control.goals import GoalMonitor
-from ne_dynamics_ros.control.sensing import Sensing
-from ne_dynamics_ros.control.trajectory import DesiredState, Trajectory
+from ne_dynamics_ros.control.reference.goals import GoalMonitor
+from ne_dynamics_ros.control.sensing.activation import Sensing
+from ne_dynamics_ros.control.reference.trajectory import DesiredState, Trajectory
 
 #: A state stamped within this many nanoseconds of ``now`` is taken to be on our clock.
 STAMP_TOLERANCE_NS = 500_000_000
@@ -49,7 +49,7 @@ class RunState:
         timed_out: no valid state for ``state_timeout``: zero effort until one returns.
         last_valid_steady_ns: steady clock of the last valid state, ns; None: none yet in
             this run (no state timeout can start).
-        goal: the :class:`~ne_dynamics_ros.control.goals.GoalMonitor` judging the
+        goal: the :class:`~ne_dynamics_ros.control.reference.goals.GoalMonitor` judging the
             reference (an action goal), or None.
         integral: (n,) list, the integral of ``q_d - q``, rad*s (m*s).
         integral_time: when ``integral`` was last advanced, s; None: not yet.
@@ -65,7 +65,7 @@ class RunState:
         last_effort: (n,) list, the last command (chain order), or None.
         loss_effort: (n,) list (chain order): what a state timeout commands while
             ``state_loss_hold`` lasts (``state_loss_policy``); None: zeros.
-        sensing: the activation's :class:`~ne_dynamics_ros.control.sensing.Sensing`
+        sensing: the activation's :class:`~ne_dynamics_ros.control.sensing.activation.Sensing`
             (velocity estimator, observer, detector), handed on by a restart.
     """
 
@@ -111,7 +111,7 @@ class Runs:
 
     Args:
         n: the number of joints.
-        sensing: the first run's :class:`~ne_dynamics_ros.control.sensing.Sensing`.
+        sensing: the first run's :class:`~ne_dynamics_ros.control.sensing.activation.Sensing`.
     """
 
     def __init__(self, n: int, sensing: Optional[Sensing] = None):
@@ -170,20 +170,20 @@ class Command:
         velocity_error_values: ``qd_d - qd``, rad/s (m/s).
         resumed: True when this state ended a state timeout (the reference now holds the
             position it measured; the previous trajectory was discarded).
-        goal_ends: the :class:`~ne_dynamics_ros.control.goals.GoalEnd` items of the goals
+        goal_ends: the :class:`~ne_dynamics_ros.control.reference.goals.GoalEnd` items of the goals
             ended since the last command (reached, a tolerance broken, a contact, or off
             the control path: :mod:`~ne_dynamics_ros.control.references`), oldest first.
         external_effort_values: the momentum observer's estimate of the external effort
-            on each joint at this state, N*m (N) (:mod:`~ne_dynamics_ros.control.
+            on each joint at this state, N*m (N) (:mod:`~ne_dynamics_ros.control.sensing.
             observer`), or None.
-        contact: the :class:`~ne_dynamics_ros.control.observer.Contact` this state
+        contact: the :class:`~ne_dynamics_ros.control.sensing.observer.Contact` this state
             started (the command already reacts to it), else None.
         at_limit: n bools: the command sits at the joint's effort limit.
         contact_in_force: a contact is in force (detected, not yet over).
         contact_reaction: with ``contact``, what ``contact.reaction`` does (text).
         report: what the law reports for the node's outputs, ``{output: value}`` (e.g.
             ``'current_pose'``, ``'payload'``: :meth:`~.laws.base.Law.report`), or None.
-        external_wrench: the :class:`~ne_dynamics_ros.control.wrench.TipWrench` the
+        external_wrench: the :class:`~ne_dynamics_ros.control.sensing.wrench.TipWrench` the
             observer's external effort is the joint image of, while it is wanted, or None.
     """
 
@@ -305,7 +305,7 @@ class PreparedTrajectory(NamedTuple):
     the run awaited its first state, ``(PreparedWaypoints, start s or None, receipt s)``
     to build it from that state (``trajectory`` is then provisional, for its times).
     ``stretch``: how many times slower than sent it is played to stay within the effort
-    limits (:func:`~ne_dynamics_ros.control.effort_check.fit_to_limits`; 1.0: as sent).
+    limits (:func:`~ne_dynamics_ros.control.reference.effort_check.fit_to_limits`; 1.0: as sent).
     ``receipt``: for a trajectory that starts when it arrives (``header.stamp`` 0), its
     receipt on the controller's clock, s (it starts when it is installed instead, as
     joint_trajectory_controller starts it at its first sample); None for a stamped one.

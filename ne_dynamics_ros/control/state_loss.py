@@ -19,7 +19,7 @@ from typing import Callable, Optional, Sequence
 
 import numpy as np
 
-from ne_dynamics_ros.control.goals import GoalStatus
+from ne_dynamics_ros.control.reference.goals import GoalStatus
 from ne_dynamics_ros.control.laws.base import clamp
 from ne_dynamics_ros.control.run_state import RunState, Timeout
 from ne_dynamics_ros.errors import NonFiniteEffortError
@@ -31,7 +31,7 @@ def loss_effort(settings, last_q: Optional[list], last_effort: Optional[list],
     """Return what ``settings.state_loss_policy`` commands after the last state, or None.
 
     Args:
-        settings: the controller's :class:`~ne_dynamics_ros.control.settings.
+        settings: the controller's :class:`~ne_dynamics_ros.control.config.settings.
             ControllerSettings` (``state_loss_policy``, ``state_loss_hold``).
         last_q: (n,) the last valid state's positions, chain order, or None (none yet).
         last_effort: (n,) the last command, chain order, N*m (N).

@@ -152,7 +152,7 @@ def sample_excitation(excitation, start, move_duration, periods=1, sample_period
     Raises:
         ValueError: ``start`` of the wrong length, ``periods`` not an integer >= 1.
     """
-    from ne_dynamics_ros.control.profiles import sample_profile, sample_times
+    from ne_dynamics_ros.control.reference.profiles import sample_profile, sample_times
     start = np.asarray(start, dtype=float)
     if start.size != len(excitation.joints):
         raise ValueError(f'{start.size} start values for the excitation\'s '

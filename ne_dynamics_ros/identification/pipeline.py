@@ -48,7 +48,7 @@ class IdentifiedModel:
             ``friction``, ``friction_velocity``, ``friction_offset`` lists,
             ``friction_compensation``, the recommended ``kp``, ``kd``, ``ki``,
             ``integral_limit``, and ``contact.threshold``).
-        gains: the :class:`~ne_dynamics_ros.control.gains.GainRecommendation` behind
+        gains: the :class:`~ne_dynamics_ros.control.laws.gains.GainRecommendation` behind
             those gains (sized for the identified model at the recording's rate).
         physical: the :class:`~ne_dynamics_ros.identification.physical_fit.PhysicalFit`
             (drive terms chosen, prior weight, per-link notes).
@@ -340,11 +340,11 @@ def _allowed(model, result):
 def _recommended_gains(model, parameters, recording, cutoff):
     """Size the gains for the identified model, at the recording's rate and noise.
 
-    :func:`~ne_dynamics_ros.control.gains.recommended_gains` with the position noise
+    :func:`~ne_dynamics_ros.control.laws.gains.recommended_gains` with the position noise
     measured in the recording (:func:`~ne_dynamics_ros.identification.signals.
     position_noise`).
     """
-    from ne_dynamics_ros.control.gains import recommended_gains
+    from ne_dynamics_ros.control.laws.gains import recommended_gains
     from ne_dynamics_ros.identification.signals import position_noise
     return recommended_gains(model.with_parameters(parameters), recording.rate,
                              position_noise=position_noise(recording.q, cutoff,

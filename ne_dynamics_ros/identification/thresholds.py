@@ -1,7 +1,7 @@
 """Contact thresholds from an identification recording, for ``ne-dynamics identify``.
 
 Pure module (NumPy, SciPy). The node's momentum observer
-(:class:`~ne_dynamics_ros.control.observer.MomentumObserver`) reads what its model does
+(:class:`~ne_dynamics_ros.control.sensing.observer.MomentumObserver`) reads what its model does
 not explain as external effort. During the recording nothing touched the arm, so the
 observer run over it (:func:`observed_effort`), with the identified model, the recorded
 efforts as the efforts that acted (``sim_arm_node`` and ``joint_state_broadcaster``
@@ -63,7 +63,7 @@ from typing import List, NamedTuple, Optional
 
 import numpy as np
 
-from ne_dynamics_ros.control.observer import MAX_GAP
+from ne_dynamics_ros.control.sensing.observer import MAX_GAP
 from ne_dynamics_ros.dynamics.model import STANDARD_GRAVITY
 from ne_dynamics_ros.errors import RecordingError
 
@@ -131,7 +131,7 @@ def observed_effort(model, t, q, qd, effort, gain=DEFAULT_GAIN, with_gravity=Tru
     """Run the momentum observer over a recording; return r, (N, n) N·m (N).
 
     The maths of :meth:`MomentumObserver.update
-    <ne_dynamics_ros.control.observer.MomentumObserver.update>`, vectorised: ``r_0 = 0``;
+    <ne_dynamics_ros.control.sensing.observer.MomentumObserver.update>`, vectorised: ``r_0 = 0``;
     for each later sample k, with ``dt_k = t_k − t_{k−1}``,
 
         τ̂_k = RNEA(q_k, q̇_k, (q̇_k − q̇_{k−1}) / dt_k) + τ_f(q̇_k) − effort_k,
@@ -139,7 +139,7 @@ def observed_effort(model, t, q, qd, effort, gain=DEFAULT_GAIN, with_gravity=Tru
         r_k = r_{k−1} + (1 − exp(−K_O dt_k)) (τ̂_k − r_{k−1}),
 
     and ``r_k = 0`` (the observer restarts, the next step from there) where ``dt_k >``
-    :data:`~ne_dynamics_ros.control.observer.MAX_GAP` or ``dt_k <= 0``. ``effort_k`` is
+    :data:`~ne_dynamics_ros.control.sensing.observer.MAX_GAP` or ``dt_k <= 0``. ``effort_k`` is
     the recorded effort at state k, the one that acted over the step ending there (the
     online observer's ``applied``). The batch RNEA runs in blocks of ``block`` samples
     (memory bounded by the block, not the recording: under 100 MiB at the default for a
@@ -203,9 +203,9 @@ def first_order_lag(x, t, gain) -> np.ndarray:
 
     ``r_k = r_{k-1} + (1 - e^{-K dt_k}) (x_k - r_{k-1})`` at the samples' times ``t``
     (N,) s, exactly for any steps; 0 at the first sample and after a step over
-    :data:`~ne_dynamics_ros.control.observer.MAX_GAP` or not forward (where the streaming
+    :data:`~ne_dynamics_ros.control.sensing.observer.MAX_GAP` or not forward (where the streaming
     filters of the control path start again). The contact detector's second level
-    (:class:`~ne_dynamics_ros.control.observer.ContactDetector`) over a recording.
+    (:class:`~ne_dynamics_ros.control.sensing.observer.ContactDetector`) over a recording.
     """
     x = np.asarray(x, dtype=float)
     t = np.asarray(t, dtype=float)

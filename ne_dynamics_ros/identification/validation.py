@@ -15,8 +15,8 @@ from typing import List
 
 import numpy as np
 
-from ne_dynamics_ros.control.observer import (RELEASE, SUSTAINED_LEVEL, sustained_levels,
-                                              SUSTAINED_TIME)
+from ne_dynamics_ros.control.sensing.observer import (RELEASE, SUSTAINED_LEVEL, sustained_levels,
+                                                      SUSTAINED_TIME)
 from ne_dynamics_ros.dynamics.model import STANDARD_GRAVITY
 from ne_dynamics_ros.errors import IdentificationError
 from ne_dynamics_ros.identification.signals import (aligned_efforts, decimation_index,
@@ -178,14 +178,14 @@ def count_contacts(r, threshold, debounce=3, t=None, band=None,
                    sustained_time=SUSTAINED_TIME, sustained_level=SUSTAINED_LEVEL):
     """Return (contacts, largest ``|r|`` / threshold per joint) of ``r`` (N, n).
 
-    :class:`~ne_dynamics_ros.control.observer.ContactDetector`'s rule over a recording:
+    :class:`~ne_dynamics_ros.control.sensing.observer.ContactDetector`'s rule over a recording:
     a contact starts where ``debounce`` samples in a row have some ``|r_j| >
     threshold_j``, or, given the samples' times ``t`` (N,) s, where ``r`` filtered over
     ``sustained_time`` (first order, started again after a gap over
-    :data:`~ne_dynamics_ros.control.observer.MAX_GAP`) exceeds ``b_j + sustained_level
+    :data:`~ne_dynamics_ros.control.sensing.observer.MAX_GAP`) exceeds ``b_j + sustained_level
     (threshold_j - b_j)`` with ``b`` the friction ``band`` (n,) (None: 0); it ends once
     every ``|r_j|`` and filtered ``r_j`` has been under
-    :data:`~ne_dynamics_ros.control.observer.RELEASE` of its level for ``debounce``
+    :data:`~ne_dynamics_ros.control.sensing.observer.RELEASE` of its level for ``debounce``
     samples (the detector's hysteresis), and the next one may start after.
     """
     from ne_dynamics_ros.identification.thresholds import first_order_lag

@@ -31,7 +31,7 @@ from typing import List, NamedTuple, Sequence, Tuple, Union
 
 import numpy as np
 
-from ne_dynamics_ros.control.trajectory import TrajectoryPoint, WaypointArrays
+from ne_dynamics_ros.control.reference.trajectory import TrajectoryPoint, WaypointArrays
 
 __all__ = ['CdrError', 'UnsupportedEncoding', 'TooManyNames', 'JointStateFields',
            'JointStateReader', 'JointTrajectoryFields', 'read_joint_trajectory',
@@ -123,9 +123,9 @@ class JointTrajectoryFields(NamedTuple):
 
     ``sec, nanosec``: ``header.stamp``; ``frame_id``: UTF-8 bytes; ``joint_names``: tuple
     of str; ``points``: the waypoints (each point's ``effort`` is skipped), one
-    :class:`~ne_dynamics_ros.control.trajectory.WaypointArrays` when every point gives
+    :class:`~ne_dynamics_ros.control.reference.trajectory.WaypointArrays` when every point gives
     its fields with the same lengths (the usual message, read all at once), otherwise a
-    list of :class:`~ne_dynamics_ros.control.trajectory.TrajectoryPoint` (time in s,
+    list of :class:`~ne_dynamics_ros.control.reference.trajectory.TrajectoryPoint` (time in s,
     the values as ``array('d')``, empty when not given). Values in rad, rad/s, rad/s^2
     or m, m/s, m/s^2.
     """
@@ -178,7 +178,7 @@ def trajectory_message_fields(msg) -> JointTrajectoryFields:
 
     What :func:`read_joint_trajectory` gives for its bytes, from a message rclpy already
     made (a deserialized one, an action goal's): points as
-    :class:`~ne_dynamics_ros.control.trajectory.TrajectoryPoint` items.
+    :class:`~ne_dynamics_ros.control.reference.trajectory.TrajectoryPoint` items.
     """
     stamp = msg.header.stamp
     return JointTrajectoryFields(

@@ -12,14 +12,14 @@ for.
 What happens where:
 
 * here, on the receiver's executor: a goal is checked without clock or state
-  (:func:`~ne_dynamics_ros.control.goals.check_goal`: not active, joints, empty, times,
+  (:func:`~ne_dynamics_ros.control.reference.goals.check_goal`: not active, joints, empty, times,
   sizes, NaN/inf, position limits, ``multi_dof_trajectory``, non-zero final velocity,
   a stamp already past) and *rejected* with the reason (sent to the node, which logs
   it), or accepted and sent to the node as a frame of columns (its segment polynomials
   worked out here, as for a topic trajectory);
 * in the node: the goal's trajectory replaces the reference exactly as a topic
   trajectory does, the controller judges it on every state
-  (:class:`~ne_dynamics_ros.control.goals.GoalMonitor`) and the node sends back the
+  (:class:`~ne_dynamics_ros.control.reference.goals.GoalMonitor`) and the node sends back the
   goal's end (succeeded, aborted with the reason, canceled) and its feedback at
   ``action_monitor_rate``;
 * here again: the end becomes the action's result, the feedback its feedback.
@@ -35,10 +35,10 @@ import time
 
 import numpy as np
 
-from ne_dynamics_ros.control.goals import (check_goal, given_joints, GoalOptions, GoalStatus,
-                                           ResultCode)
-from ne_dynamics_ros.control.trajectory import (MAX_POINTS, prepare_waypoints,
-                                                TrajectoryError, waypoint_arrays)
+from ne_dynamics_ros.control.reference.goals import (check_goal, given_joints, GoalOptions,
+                                                     GoalStatus, ResultCode)
+from ne_dynamics_ros.control.reference.trajectory import (MAX_POINTS, prepare_waypoints,
+                                                          TrajectoryError, waypoint_arrays)
 from ne_dynamics_ros.nodes.cdr import trajectory_message_fields
 from ne_dynamics_ros.nodes.frames import trajectory_arrays
 
@@ -63,7 +63,7 @@ def goal_frame(goal_id: str, goal, chain, lower, upper, options: GoalOptions,
     ``code`` None: accepted, ``frame`` = ``(header, arrays)`` to send to the node (a
     ``goal`` frame: the trajectory in chain order with its segment polynomials, or the
     given joints' columns for a partial goal, plus the goal's tolerances). Otherwise the
-    :class:`~ne_dynamics_ros.control.goals.ResultCode` and the reason, ``frame`` None.
+    :class:`~ne_dynamics_ros.control.reference.goals.ResultCode` and the reason, ``frame`` None.
 
     Args:
         goal_id: the goal's UUID as text.

@@ -13,7 +13,7 @@ import struct
 
 import numpy as np
 
-from ne_dynamics_ros.control.trajectory import PreparedWaypoints, WaypointArrays
+from ne_dynamics_ros.control.reference.trajectory import PreparedWaypoints, WaypointArrays
 from ne_dynamics_ros.nodes.cdr import JointTrajectoryFields
 
 _PREFIX = struct.Struct('<IQ')          # header bytes, payload bytes
@@ -51,7 +51,7 @@ def trajectory_arrays(points: WaypointArrays, coefficients, joint_names) -> dict
 def trajectory_fields(header, arrays) -> JointTrajectoryFields:
     """Return the :class:`JointTrajectoryFields` of a ``'trajectory'`` frame.
 
-    Its points are :class:`~ne_dynamics_ros.control.trajectory.PreparedWaypoints` of the
+    Its points are :class:`~ne_dynamics_ros.control.reference.trajectory.PreparedWaypoints` of the
     chain (views of the frame's payload, nothing copied); ``frame_id`` is not carried.
     """
     m, n, p = header['points'], header['width'], header['planes']

@@ -12,9 +12,9 @@ Chung, Mudge and Turney 1982, eq. 4.1, with the drives' armature and friction):
   calls) and ``~/joint_trajectory`` (``trajectory_msgs/JointTrajectory``) take
   trajectories; each is checked (joints, times, values; the effort it needs against the
   limits less ``effort_margin``, as the node checks its own:
-  :func:`~ne_dynamics_ros.control.feedforward.checked_goal`), resampled where JTC's linear
-  interpolation of the model's effort would be off by more than ``effort_tolerance``
-  (:func:`~ne_dynamics_ros.control.feedforward.goal_points`) and sent on to
+  :func:`~ne_dynamics_ros.control.reference.feedforward.checked_goal`), resampled where
+  JTC's linear interpolation of the model's effort would be off by more than ``effort_tolerance``
+  (:func:`~ne_dynamics_ros.control.reference.feedforward.goal_points`) and sent on to
   ``/<controller>/follow_joint_trajectory`` (``/<controller>/joint_trajectory``), in the
   controller's ``joints`` order, every point with the trajectory's own ``q, q̇, q̈``. A
   goal that is malformed or needs more than the limits is rejected before JTC sees it; a
@@ -28,10 +28,10 @@ Chung, Mudge and Turney 1982, eq. 4.1, with the drives' armature and friction):
   the PID winds up. Whenever the controller becomes active and after a goal ends other
   than by success, this node sends JTC a one-point trajectory at the measured position
   with the model's gravity as its effort
-  (:func:`~ne_dynamics_ros.control.feedforward.hold_effort`); an arm still moving (a
+  (:func:`~ne_dynamics_ros.control.reference.feedforward.hold_effort`); an arm still moving (a
   cancel mid-move) first gets a smooth stop with the model's efforts
-  (:func:`~ne_dynamics_ros.control.feedforward.stop_waypoints`), whose last point JTC then
-  holds. After a success JTC holds the goal's last point, whose effort is already the
+  (:func:`~ne_dynamics_ros.control.reference.feedforward.stop_waypoints`), whose last point
+  JTC then holds. After a success JTC holds the goal's last point, whose effort is already the
   model's.
 
 The control loop never waits for this node: it runs in controller_manager's cycle. The
@@ -53,10 +53,10 @@ from controller_manager_msgs.msg import ControllerManagerActivity
 from lifecycle_msgs.msg import State
 
 from ne_dynamics_ros.codegen.compiled import CompiledDynamics
-from ne_dynamics_ros.control.feedforward import (checked_goal, feedforward_goal,
-                                                 FeedforwardSettings, goal_points,
-                                                 hold_effort, stop_waypoints)
-from ne_dynamics_ros.control.trajectory import TrajectoryError, TrajectoryPoint
+from ne_dynamics_ros.control.reference.feedforward import (checked_goal, feedforward_goal,
+                                                           FeedforwardSettings, goal_points,
+                                                           hold_effort, stop_waypoints)
+from ne_dynamics_ros.control.reference.trajectory import TrajectoryError, TrajectoryPoint
 from ne_dynamics_ros.dynamics.model import load_model
 from ne_dynamics_ros.errors import ModelError
 from ne_dynamics_ros.nodes.qos import ACTIVITY_QOS
@@ -82,7 +82,7 @@ def message_points(msg):
 def trajectory_message(points, order, joints):
     """Return the feed-forward points as a ``JointTrajectory`` for the controller.
 
-    ``points``: :class:`~ne_dynamics_ros.control.feedforward.FeedforwardPoints` (chain
+    ``points``: :class:`~ne_dynamics_ros.control.reference.feedforward.FeedforwardPoints` (chain
     order); ``order``: (n,) chain index of each of the controller's ``joints``. Stamped 0:
     the controller starts it on receipt.
     """
@@ -340,8 +340,9 @@ class JtcFeedforward(Node):
     def _hold(self, why, preempt=False):
         """Stop the arm smoothly where it goes, then hold it there with the model's gravity.
 
-        A moving arm gets :func:`~ne_dynamics_ros.control.feedforward.stop_waypoints` with
-        the model's efforts; one at rest (or a stop the effort limits refuse) a one-point
+        A moving arm gets
+        :func:`~ne_dynamics_ros.control.reference.feedforward.stop_waypoints` with the
+        model's efforts; one at rest (or a stop the effort limits refuse) a one-point
         trajectory at the measured position. Sent on JTC's topic, or with ``preempt`` as a
         goal of JTC's action (it preempts JTC's active goal: :meth:`_stop_instead_of`).
         Returns False when the server is not there to preempt (nothing sent).

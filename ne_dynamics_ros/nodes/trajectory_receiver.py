@@ -24,7 +24,7 @@ The child subscribes to the node's resolved ``~/joint_trajectory`` (as node
 info`` lists as the subscriber), drops messages over ``max_trajectory_bytes`` unread,
 reads the others (:func:`message_frame`: NumPy for the usual message, rclpy's
 deserializer for other encodings), checks them against the chain and works out their
-segment polynomials (:func:`~ne_dynamics_ros.control.trajectory.prepare_waypoints`), and
+segment polynomials (:func:`~ne_dynamics_ros.control.reference.trajectory.prepare_waypoints`), and
 hands the node columns of numbers over a Unix socket pair: a frame is a ``<IQ`` prefix
 (header length, payload length), a JSON header, then the payload of float64 and bool
 arrays. The node's side reads it on a thread of its own (``recv`` gives the GIL up) and
@@ -60,7 +60,8 @@ import sys
 import threading
 import time
 
-from ne_dynamics_ros.control.trajectory import MAX_POINTS, prepare_waypoints, TrajectoryError
+from ne_dynamics_ros.control.reference.trajectory import (MAX_POINTS, prepare_waypoints,
+                                                          TrajectoryError)
 from ne_dynamics_ros.nodes.cdr import (
     read_joint_trajectory, trajectory_message_fields, UnsupportedEncoding)
 from ne_dynamics_ros.nodes.frames import (ARRAYS, receive_frame, send_frame,  # noqa: F401
@@ -104,7 +105,7 @@ def message_frame(data: bytes, max_bytes: int, chain_joint_names=None):
     and their segment polynomials, see :func:`trajectory_fields`), ``'dropped'`` (over
     ``max_bytes``, which is not read, ``'unread': True``; or bytes no reader
     understands) or ``'rejected'`` (``'reason'``: what
-    :func:`~ne_dynamics_ros.control.trajectory.prepare_waypoints` refused, or no robot
+    :func:`~ne_dynamics_ros.control.reference.trajectory.prepare_waypoints` refused, or no robot
     model yet when ``chain_joint_names`` is None). What is sent on holds the chain's
     joints only, no ``frame_id``. Never raises for bad bytes.
     """

@@ -1,6 +1,6 @@
 r"""``trajectory_source``: publish one point-to-point joint trajectory for the controller.
 
-Samples a profile of :mod:`ne_dynamics_ros.control.profiles` (``quintic``, or
+Samples a profile of :mod:`ne_dynamics_ros.control.reference.profiles` (``quintic``, or
 ``trapezoidal`` after Sasaki 1990, §4) from ``start`` to ``goal`` over ``duration`` every
 ``sample_period`` seconds (and at the end), and publishes it once as a
 ``trajectory_msgs/JointTrajectory`` whose points carry positions, velocities and
@@ -65,7 +65,7 @@ from rclpy.time import Time
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from ne_dynamics_ros.control.profiles import PROFILES, sample_cycles, sample_profile
+from ne_dynamics_ros.control.reference.profiles import PROFILES, sample_cycles, sample_profile
 from ne_dynamics_ros.identification.excitation import FourierTrajectory, sample_excitation
 
 DEFAULT_TOPIC = '/computed_torque_node/joint_trajectory'
@@ -91,7 +91,7 @@ def build_trajectory(joint_names, start, goal, duration, profile='quintic',
 
     ``start_time`` (s) becomes ``header.stamp`` (0: start on receipt). ``cycles`` > 0:
     that many round trips to ``goal`` and back with ``dwell`` s of rest at each end
-    (:func:`~ne_dynamics_ros.control.profiles.sample_cycles`, a pick-and-place cycle).
+    (:func:`~ne_dynamics_ros.control.reference.profiles.sample_cycles`, a pick-and-place cycle).
     """
     start = np.asarray(start, dtype=float)
     goal = np.asarray(goal, dtype=float)

@@ -26,8 +26,8 @@ import numpy as np
 
 from ne_dynamics_ros.control.controller import (ComputedTorqueController, JointStateSample,
                                                 NoCommand)
-from ne_dynamics_ros.control.profiles import sample_cycles, sample_profile
-from ne_dynamics_ros.control.trajectory import TrajectoryPoint
+from ne_dynamics_ros.control.reference.profiles import sample_cycles, sample_profile
+from ne_dynamics_ros.control.reference.trajectory import TrajectoryPoint
 from ne_dynamics_ros.simulation.simulated_arm import SimulatedArm
 
 
@@ -57,7 +57,7 @@ def profile_trajectory(joint_names, profile, start, goal, duration, sample_perio
     Args:
         joint_names: (n,) joint names.
         profile: ``'quintic'`` or ``'trapezoidal'``
-            (:mod:`ne_dynamics_ros.control.profiles`).
+            (:mod:`ne_dynamics_ros.control.reference.profiles`).
         start, goal: (n,) rad (m). duration: s. sample_period: s between waypoints.
         start_time: s on the controller's clock at which the motion starts (0: on receipt).
 
@@ -66,7 +66,7 @@ def profile_trajectory(joint_names, profile, start, goal, duration, sample_perio
         nanosecond as a message carries them.
 
     Raises:
-        ValueError: as :func:`~ne_dynamics_ros.control.profiles.sample_profile`.
+        ValueError: as :func:`~ne_dynamics_ros.control.reference.profiles.sample_profile`.
     """
     return _message(joint_names, *sample_profile(profile, start, goal, duration,
                                                  sample_period), start_time)
@@ -77,11 +77,11 @@ def cycles_trajectory(joint_names, profile, start, goal, duration, cycles, dwell
     """Sample pick-and-place cycles as ``trajectory_source`` does with ``cycles``, ``dwell``.
 
     Round trips ``start -> goal -> start`` with ``dwell`` s of rest at each end
-    (:func:`~ne_dynamics_ros.control.profiles.sample_cycles`); arguments as
+    (:func:`~ne_dynamics_ros.control.reference.profiles.sample_cycles`); arguments as
     :func:`profile_trajectory`.
 
     Raises:
-        ValueError: as :func:`~ne_dynamics_ros.control.profiles.sample_cycles`.
+        ValueError: as :func:`~ne_dynamics_ros.control.reference.profiles.sample_cycles`.
     """
     return _message(joint_names, *sample_cycles(profile, start, goal, duration, cycles, dwell,
                                                 sample_period), start_time)
@@ -124,9 +124,9 @@ class ClosedLoopRun:
             ``[t_k, t_(k+1))``.
         position_error: (N, n) the controller's ``q_d - q`` for each state, rad (m).
         external_effort: (N, n) the controller's momentum observer at each state, N*m
-            (N) (:mod:`~ne_dynamics_ros.control.observer`); NaN where it was not run
+            (N) (:mod:`~ne_dynamics_ros.control.sensing.observer`); NaN where it was not run
             (``external_effort_wanted`` False and no contact threshold).
-        contacts: the :class:`~ne_dynamics_ros.control.observer.Contact` items the
+        contacts: the :class:`~ne_dynamics_ros.control.sensing.observer.Contact` items the
             controller reported, in order.
     """
 

@@ -369,7 +369,7 @@ def _read_identify_recording(path, model, args):
 def gains_command(args):
     """Run ``ne-dynamics gains``: the recommended gains of an arm; return the exit code."""
     import yaml
-    from ne_dynamics_ros.control.gains import recommended_gains
+    from ne_dynamics_ros.control.laws.gains import recommended_gains
     from ne_dynamics_ros.tools.files import read_node_parameters
     try:
         params = read_node_parameters(args.params)
@@ -408,7 +408,7 @@ def gains_command(args):
 def _cartesian_gains(model, args, params):
     """Print the Cartesian stiffness rule's ``cartesian.stiffness`` (``gains --cartesian``)."""
     import yaml
-    from ne_dynamics_ros.control.gains import CARTESIAN_AXES, recommended_stiffness
+    from ne_dynamics_ros.control.laws.gains import CARTESIAN_AXES, recommended_stiffness
     rule = recommended_stiffness(model, args.rate, params.get('effort_limits') or None)
     values = {'cartesian.stiffness': [float(f'{k:.4g}') for k in rule.stiffness]}
     if args.json:
@@ -471,7 +471,7 @@ def _add_model_commands(sub):
 def _add_gains(sub):
     """Add the ``gains`` subcommand."""
     gains = sub.add_parser('gains', help='print the computed-torque gains recommended for '
-                           'an arm (ne_dynamics_ros.control.gains)')
+                           'an arm (ne_dynamics_ros.control.laws.gains)')
     gains.add_argument('urdf', help='URDF file path (the identified one, if any)')
     gains.add_argument('--params', default=None, metavar='YAML',
                        help='computed_torque_node parameter YAML (armature, effort_limits, '

@@ -17,7 +17,7 @@ import pathlib
 import sys
 
 from ne_dynamics_ros.control.laws.registry import law_class
-from ne_dynamics_ros.control.profiles import PROFILES
+from ne_dynamics_ros.control.reference.profiles import PROFILES
 from ne_dynamics_ros.tools.experiment import (  # noqa: F401 - the exit codes are the CLI's
     analyse, DemoError, EXIT_CRASH, EXIT_NO_COMMANDS, EXIT_NO_STATES, EXIT_OK, EXIT_START,
     EXIT_USAGE, identify_and_rerun, is_lee_default, log, plot, plot_comparison,

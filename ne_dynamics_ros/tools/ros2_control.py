@@ -20,7 +20,7 @@ with the node's efforts, from the arm's URDF, and finds the ros2_control program
   the prefix the project's bootstrap unpacks (``<venv>/ros2_control/install``), and the
   environment its programs need.
 
-The hold gains are the node's rule (:mod:`ne_dynamics_ros.control.gains`) in joint
+The hold gains are the node's rule (:mod:`ne_dynamics_ros.control.laws.gains`) in joint
 units on the *lightest* inertia a joint shows over the workspace: ``p = M_jj,min ω²``,
 ``d = 2 M_jj,min ω`` (N·m/rad, N·m·s/rad), ``i = p ω / 10``, its share of the effort
 capped at 10 % of the limit (``i_clamp``), the output at the effort limit
@@ -202,10 +202,10 @@ def hold_gains(model, rate, delay=0.0):
     :class:`~ne_dynamics_ros.dynamics.model.RobotModel` (URDF limits; its armature).
 
     Raises:
-        ModelError: as :func:`~ne_dynamics_ros.control.gains.recommended_gains`.
+        ModelError: as :func:`~ne_dynamics_ros.control.laws.gains.recommended_gains`.
     """
-    from ne_dynamics_ros.control.gains import (CONFIGURATIONS, INTEGRAL_SHARE,
-                                               recommended_gains, workspace_configurations)
+    from ne_dynamics_ros.control.laws.gains import (CONFIGURATIONS, INTEGRAL_SHARE,
+                                                    recommended_gains, workspace_configurations)
     rule = recommended_gains(model, rate, delay=delay)
     inertia_min = np.array([np.diag(model.mass_matrix(q)) for q in workspace_configurations(
         model, CONFIGURATIONS, 0)]).min(axis=0)

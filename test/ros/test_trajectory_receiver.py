@@ -27,7 +27,7 @@ from node_harness import puma_params, trajectory_msg
 from references import PUMA_JOINTS, PUMA_URDF, Q0
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from ne_dynamics_ros.control.trajectory import prepare_waypoints, TrajectoryPoint
+from ne_dynamics_ros.control.reference.trajectory import prepare_waypoints, TrajectoryPoint
 from ne_dynamics_ros.nodes.trajectory_receiver import (
     message_frame, receive_frame, send_frame, trajectory_fields)
 

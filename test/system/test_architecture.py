@@ -145,6 +145,34 @@ def test_each_layer_imports_only_the_layers_before_it():
     assert not wrong, f'imports against the layering {LAYERS}: {wrong}'
 
 
+#: The rooms of ``control`` and the rooms each may import (the run at the top: any).
+CONTROL_ROOMS = {'reference': set(), 'laws': set(), 'sensing': {'laws'},
+                 'config': {'laws', 'sensing'}}
+
+
+def control_room(name):
+    """The room of a ``control`` module (``reference``, ``laws`` ...), '' for the run's."""
+    parts = name.split('.')
+    if parts[:2] != [PACKAGE, 'control']:
+        return None
+    return parts[2] if len(parts) > 2 and parts[2] in CONTROL_ROOMS else ''
+
+
+def test_control_is_by_concern_and_no_import_runs_back_up():
+    top = sorted(p.name for p in (REPO / PACKAGE / 'control').glob('*.py'))
+    assert len(top) <= 10, top
+    wrong = {}
+    for name, path in package_modules():
+        room = control_room(name)
+        if not room:
+            continue
+        for imported in imported_names(path.read_text(), name, path.name == '__init__.py'):
+            target = control_room(imported)
+            if target is not None and target != room and target not in CONTROL_ROOMS[room]:
+                wrong.setdefault(name, []).append(imported)
+    assert not wrong, f'imports up or across the rooms of control {CONTROL_ROOMS}: {wrong}'
+
+
 def import_graph():
     """{module: set of package modules it imports}, at any depth, names resolved to modules.
 
@@ -276,7 +304,7 @@ def test_the_trajectory_receiver_imports_neither_the_controller_nor_the_dynamics
             'ne_dynamics_ros.nodes.follow_joint_trajectory\n'
             'print(json.dumps(sorted(sys.modules)))\n')
     loaded = set(json.loads(result_of(code)))
-    assert f'{PACKAGE}.control.trajectory' in loaded
+    assert f'{PACKAGE}.control.reference.trajectory' in loaded
     assert loaded.isdisjoint({f'{PACKAGE}.control.controller', f'{PACKAGE}.dynamics.model',
                               f'{PACKAGE}.codegen', f'{PACKAGE}.control.laws.registry'})
 

@@ -9,7 +9,7 @@ import yaml
 
 from references import CONFIG_DIR, PUMA560_URDF, UR5E_URDF
 from ne_dynamics_ros import load_model
-from ne_dynamics_ros.control.gains import recommended_gains
+from ne_dynamics_ros.control.laws.gains import recommended_gains
 
 #: no DDS participant and no timing judged: runs beside other tests (test/conftest.py)
 PARALLEL_SAFE = True

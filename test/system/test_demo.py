@@ -22,7 +22,7 @@ from trajectory_msgs.msg import JointTrajectory
 from dds import next_domain_id
 from references import REPO_ROOT
 from references import lee_run
-from ne_dynamics_ros.control.profiles import trapezoidal
+from ne_dynamics_ros.control.reference.profiles import trapezoidal
 from ne_dynamics_ros.nodes.trajectory_source_node import (
     TrajectorySourceError, TrajectorySourceNode)
 

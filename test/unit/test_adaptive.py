@@ -1,4 +1,4 @@
-"""Slotine & Li's adaptive computed torque (ne_dynamics_ros.control.adaptive).
+"""Slotine & Li's adaptive computed torque (ne_dynamics_ros.control.laws.slotine_li).
 
 The load's frame map against Pinocchio with the load added to its model; the law with
 Γ = 0 against M q̈_r + C q̇_r + g + K_D s from Pinocchio; a 2 kg load the model does not
@@ -19,10 +19,10 @@ from hypothesis import strategies as st
 from random_urdf import PinocchioReference, random_chains
 
 from ne_dynamics_ros.codegen.payload_step import PayloadStep
-from ne_dynamics_ros.control.adaptive import adaptation_gains, link_frame, PayloadAdaptation
-from ne_dynamics_ros.control.physical_load import (is_physical, parameters_of,
-                                                   project_physical, pseudo_inertia)
-from ne_dynamics_ros.control.profiles import evaluate
+from ne_dynamics_ros.control.laws.slotine_li import adaptation_gains, link_frame, PayloadAdaptation
+from ne_dynamics_ros.control.laws.physical_load import (is_physical, parameters_of,
+                                                        project_physical, pseudo_inertia)
+from ne_dynamics_ros.control.reference.profiles import evaluate
 from ne_dynamics_ros.dynamics.parameters import model_with_parameters, PER_JOINT
 from ne_dynamics_ros.errors import ModelError, StateError
 from ne_dynamics_ros.simulation.simulated_arm import SimulatedArm
@@ -309,8 +309,8 @@ def test_the_load_inertia_bound_holds_for_loads_within_the_radius(urdf, tip, lin
     """Pinocchio with a point mass anywhere within the radius of the link's origin: the
     inertia it adds to each joint's mass-matrix diagonal over the joint's own stays
     within load_inertia_ratio, and the worst point of the sphere comes close to it."""
-    from ne_dynamics_ros.control.adaptive import load_inertia_ratio
-    from ne_dynamics_ros.control.gains import workspace_configurations
+    from ne_dynamics_ros.control.laws.slotine_li import load_inertia_ratio
+    from ne_dynamics_ros.control.laws.gains import workspace_configurations
     model = load_model(str(urdf), tip_link=tip, armature=[armature] * 6)
     mass, radius = 3.0, 0.2
     ratio = load_inertia_ratio(model, link, mass, radius, configurations=5)
@@ -533,7 +533,7 @@ def test_a_bad_payload_schedule_is_refused_naming_the_entry(values, match):
 def test_base_adaptation_starts_from_the_models_dynamics(robot, seed, convention):
     """At its initial estimate the base law is Pinocchio's M a + C q̇_r + g, on random
     chains; its measured-state rows give the regressor's prediction."""
-    from ne_dynamics_ros.control.adaptive import BaseAdaptation
+    from ne_dynamics_ros.control.laws.slotine_li import BaseAdaptation
     rng = np.random.default_rng(seed)
     n = len(robot['joints'])
     armature = rng.uniform(0, 1, n)

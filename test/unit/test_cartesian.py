@@ -19,7 +19,7 @@ from ne_dynamics_ros.control import ComputedTorqueController
 from ne_dynamics_ros.control.laws.cartesian import CartesianImpedanceLaw, TargetError
 from ne_dynamics_ros.control.laws import ComplyLaw, LAWS, make_law
 from ne_dynamics_ros.control.laws import ControlMode
-from ne_dynamics_ros.control.trajectory import TrajectoryError, TrajectoryPoint
+from ne_dynamics_ros.control.reference.trajectory import TrajectoryError, TrajectoryPoint
 from ne_dynamics_ros.dynamics.kinematics import jacobian, matrix_to_quaternion, tip_pose
 from ne_dynamics_ros.simulation.mujoco_arm import MujocoArm
 from ne_dynamics_ros.simulation.simulated_arm import SimulatedArm
@@ -319,7 +319,7 @@ def test_the_stiffness_rule_on_a_cart_is_its_mass_times_the_sampled_bandwidth():
     x, so K_x <= 3.5 (rate / 10)^2 by sampling and 40 / 2 / 0.01 = 2000 N/m by the effort
     limit; the axes it cannot move are unbounded."""
     from ne_dynamics_ros import load_model
-    from ne_dynamics_ros.control.gains import recommended_stiffness
+    from ne_dynamics_ros.control.laws.gains import recommended_stiffness
     model = load_model(SLIDER, tip_link='cart', armature=[0.5])
     for rate, (k, by) in ((100.0, (3.5 * 100.0, 'sampling')),
                           (500.0, (2000.0, 'effort limit'))):

@@ -19,7 +19,7 @@ from ne_dynamics_ros.nodes.cdr import (
     CdrError, controller_state_bytes, float64_multi_array_bytes, joint_names_block,
     joint_state_bytes, JointStateReader, read_joint_trajectory, TooManyNames,
     UnsupportedEncoding)
-from ne_dynamics_ros.control.trajectory import WaypointArrays
+from ne_dynamics_ros.control.reference.trajectory import WaypointArrays
 
 NAMES = [f'joint_{i}' for i in range(1, 7)]
 #: names without NUL (a CDR string ends at its NUL) and without lone surrogates

@@ -12,7 +12,7 @@ from references import PUMA560_URDF
 from ne_dynamics_ros.control import ComputedTorqueController
 from ne_dynamics_ros.simulation.closed_loop import ClosedLoopError, run_lockstep, TrajectoryMessage
 from ne_dynamics_ros.simulation.simulated_arm import SimulatedArm
-from ne_dynamics_ros.control.trajectory import TrajectoryPoint
+from ne_dynamics_ros.control.reference.trajectory import TrajectoryPoint
 from references import LEE_BOUND_RAD, LEE_GOAL, lee_run, PUMA_ARMATURE, PUMA_JOINTS
 
 

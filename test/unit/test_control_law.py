@@ -15,9 +15,9 @@ from ne_dynamics_ros import load_model
 from ne_dynamics_ros.control.laws import (
     clamp, compute_effort, ControlMode, ControlParameterError, JointGains,
     NonFiniteEffortError, parse_mode)
-from ne_dynamics_ros.control.parameter_checks import (check_effort_limits, check_gravity,
-                                                      expand_gain)
-from ne_dynamics_ros.control.velocity_estimator import VelocityEstimator
+from ne_dynamics_ros.control.config.parameter_checks import (check_effort_limits, check_gravity,
+                                                             expand_gain)
+from ne_dynamics_ros.control.sensing.velocity_estimator import VelocityEstimator
 from ne_dynamics_ros.errors import StateError
 from references import PinocchioArm, urdf_joint_values
 

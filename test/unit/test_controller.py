@@ -18,7 +18,7 @@ from ne_dynamics_ros.control import (
 from ne_dynamics_ros.control import state_loss
 from ne_dynamics_ros.control.controller import DEFAULT_SETTINGS, STAMP_TOLERANCE_NS
 from ne_dynamics_ros.control.laws import ControlParameterError
-from ne_dynamics_ros.control.trajectory import TrajectoryError, TrajectoryPoint
+from ne_dynamics_ros.control.reference.trajectory import TrajectoryError, TrajectoryPoint
 from ne_dynamics_ros.errors import ModelError, URDFError
 
 MS = 1_000_000          # one millisecond in ns
@@ -658,7 +658,7 @@ def test_oversized_trajectories_are_rejected_with_short_messages():
         c.set_trajectory(names, [point], 0, MS)
     assert 'unknown joints' in str(info.value) and '30000 in all' in str(info.value)
     assert len(str(info.value)) < 1000
-    from ne_dynamics_ros.control.trajectory import MAX_POINTS
+    from ne_dynamics_ros.control.reference.trajectory import MAX_POINTS
     many = [TrajectoryPoint(0.001 * (k + 1), Q0) for k in range(MAX_POINTS + 1)]
     with pytest.raises(TrajectoryError, match=f'more than {MAX_POINTS}'):
         c.set_trajectory(PUMA_JOINTS, many, 0, MS)

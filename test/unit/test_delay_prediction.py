@@ -19,7 +19,7 @@ from references import (KP, KD, PinocchioArm, PUMA_ARMATURE, PUMA_JOINTS, PUMA_U
 from ne_dynamics_ros.control import ComputedTorqueController
 from ne_dynamics_ros.control.laws import ControlParameterError
 from ne_dynamics_ros.control.prediction import predict_with_model
-from ne_dynamics_ros.control.trajectory import TrajectoryPoint
+from ne_dynamics_ros.control.reference.trajectory import TrajectoryPoint
 
 MS = 1_000_000
 S = 1_000_000_000

@@ -12,13 +12,13 @@ from hypothesis import given, HealthCheck, settings, strategies as st
 from random_urdf import PinocchioReference, random_chains
 
 from ne_dynamics_ros.control import ComputedTorqueController
-from ne_dynamics_ros.control.effort_check import (check_trajectory, effort_terms,
-                                                  InfeasibleTrajectory, smallest_stretch,
-                                                  stretched)
+from ne_dynamics_ros.control.reference.effort_check import (check_trajectory, effort_terms,
+                                                            InfeasibleTrajectory, smallest_stretch,
+                                                            stretched)
 from ne_dynamics_ros.control.laws import ControlParameterError
-from ne_dynamics_ros.control.settings import ControllerSettings
-from ne_dynamics_ros.control.trajectory import (DesiredState, trajectory_from_points,
-                                                TrajectoryPoint)
+from ne_dynamics_ros.control.config.settings import ControllerSettings
+from ne_dynamics_ros.control.reference.trajectory import (DesiredState, trajectory_from_points,
+                                                          TrajectoryPoint)
 from ne_dynamics_ros.dynamics.model import load_model
 from ne_dynamics_ros.simulation.closed_loop import run_lockstep, TrajectoryMessage
 from ne_dynamics_ros.simulation.simulated_arm import SimulatedArm

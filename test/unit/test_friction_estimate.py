@@ -1,4 +1,4 @@
-"""The Coulomb friction learned from the observer's residual (control/friction_estimate.py).
+"""The Coulomb friction learned from the observer's residual (sensing/friction_estimate.py).
 
 The reference is the friction formula itself: an arm whose drives show ``k Fc`` gives, on
 a joint sliding at ``qd`` with no contact, the residual ``r = f_s(qd) - f_arm(qd)`` of an
@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from ne_dynamics_ros.control.friction_estimate import (CoulombEstimate, REVERSAL_FACTOR,
-                                                       REVERSALS, SCALE_RANGE)
+from ne_dynamics_ros.control.sensing.friction_estimate import (CoulombEstimate, REVERSAL_FACTOR,
+                                                               REVERSALS, SCALE_RANGE)
 from ne_dynamics_ros.dynamics.friction import drive_friction
 
 FC = np.array([2.5, 2.5, 1.5, 0.4, 0.4, 0.0])

@@ -1,4 +1,4 @@
-"""The gain rule (ne_dynamics_ros.control.gains) against closed forms and its documentation.
+"""The gain rule (ne_dynamics_ros.control.laws.gains) against closed forms and its documentation.
 
 Computed torque leaves ``ë + kd ė + kp e = 0``; the rule picks a critically damped
 bandwidth ω = min(rate / 10, the effort limit's bound, the noise's bound). The sampled
@@ -14,8 +14,8 @@ import yaml
 from references import CONFIG_DIR, PUMA560_URDF, UR5E_URDF
 
 from ne_dynamics_ros import load_model
-from ne_dynamics_ros.control.gains import (ERROR_AT_HALF_LIMIT, INTEGRAL_SHARE, NOISE_SHARE,
-                                           recommended_gains, sampled_error_poles)
+from ne_dynamics_ros.control.laws.gains import (ERROR_AT_HALF_LIMIT, INTEGRAL_SHARE, NOISE_SHARE,
+                                                recommended_gains, sampled_error_poles)
 from ne_dynamics_ros.errors import ModelError
 
 PUMA_PARAMS = yaml.safe_load((CONFIG_DIR / 'puma560.yaml').read_text())[

@@ -16,8 +16,8 @@ import pytest
 from references import UR5E_URDF
 
 from ne_dynamics_ros import load_model
-from ne_dynamics_ros.control.gains import (delay_bandwidth, recommended_gains,
-                                           tolerated_delay)
+from ne_dynamics_ros.control.laws.gains import (delay_bandwidth, recommended_gains,
+                                                tolerated_delay)
 from ne_dynamics_ros.errors import ModelError
 
 STEP = 1e-5

@@ -1,4 +1,4 @@
-"""Goals as joint_trajectory_controller judges them, without ROS (control/goals.py).
+"""Goals as joint_trajectory_controller judges them, without ROS (control/reference/goals.py).
 
 The tolerance cases are those of ros2_controllers' ``test/test_tolerances.cpp`` (jazzy):
 defaults from the parameters, values from the goal, ``-1`` erasing, illegal values and
@@ -15,10 +15,10 @@ import pytest
 from references import PUMA560_URDF
 from ne_dynamics_ros.control import ComputedTorqueController
 from ne_dynamics_ros.control.controller import JointStateSample
-from ne_dynamics_ros.control.goals import (
+from ne_dynamics_ros.control.reference.goals import (
     check_goal, default_tolerances, fill_partial, GoalMonitor, GoalOptions, GoalStatus,
     goal_tolerances, resolve_tolerance, ResultCode, tolerance_violation)
-from ne_dynamics_ros.control.trajectory import TrajectoryPoint, waypoint_arrays
+from ne_dynamics_ros.control.reference.trajectory import TrajectoryPoint, waypoint_arrays
 
 JOINTS = ['joint1', 'joint2', 'joint3']
 PUMA_JOINTS = [f'joint_{i}' for i in range(1, 7)]
@@ -176,7 +176,7 @@ def test_goals_are_rejected_with_a_reason(names, points, code, match):
 
 
 def test_sizes_that_disagree_are_refused_when_read():
-    from ne_dynamics_ros.control.trajectory import TrajectoryError
+    from ne_dynamics_ros.control.reference.trajectory import TrajectoryError
     with pytest.raises(TrajectoryError, match='positions has 2 values, expected 3'):
         arrays([(1.0, [0, 0])])
 

@@ -58,7 +58,7 @@ def test_identified_model_predicts_another_motion(setup, identified):
     assert np.all(ours < 0.02), ours
     assert nominal.max() > 0.3, nominal          # the nominal URDF is far off
     # the YAML's gains are the rule's for the identified model at the recording's rate
-    from ne_dynamics_ros.control.gains import recommended_gains
+    from ne_dynamics_ros.control.laws.gains import recommended_gains
     from ne_dynamics_ros.identification.recording import read_bag
     rate = read_bag(setup['bag'], setup['model'].joint_names, progress=False).rate
     rule = recommended_gains(load_model(str(urdf), tip_link='flange',

@@ -12,7 +12,7 @@ from references import PinocchioArm, UR5E_URDF
 from ne_dynamics_ros.control import ComputedTorqueController
 from ne_dynamics_ros.control.laws import ControlParameterError, LawStep, make_law
 from ne_dynamics_ros.control.laws.joint_impedance import JointImpedanceLaw
-from ne_dynamics_ros.control.trajectory import TrajectoryPoint
+from ne_dynamics_ros.control.reference.trajectory import TrajectoryPoint
 from ne_dynamics_ros.dynamics.kinematics import jacobian, tip_pose
 from ne_dynamics_ros.simulation.mujoco_arm import MujocoArm
 

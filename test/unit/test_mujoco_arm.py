@@ -113,7 +113,7 @@ def test_lees_puma_run_on_the_mujoco_plant(integrator):
     RK4 the two plants' runs agree to 1e-6 rad."""
     from references import lee_run, LEE_BOUND_RAD, LEE_GOAL, LEE_START, PUMA_ARMATURE
     from ne_dynamics_ros.control import ComputedTorqueController
-    from ne_dynamics_ros.control.profiles import evaluate
+    from ne_dynamics_ros.control.reference.profiles import evaluate
     from ne_dynamics_ros.simulation.closed_loop import profile_trajectory
     joints = [f'joint_{i}' for i in range(1, 7)]
     controller = ComputedTorqueController.from_urdf(
@@ -196,7 +196,7 @@ def test_friction_compensated_at_the_desired_velocity_breaks_stiction():
     1.1e-3 rad against 0.13 rad (and 1.2e-2 rad when compensating at the measured
     velocity, as the law did before)."""
     from ne_dynamics_ros.control import ComputedTorqueController
-    from ne_dynamics_ros.control.profiles import evaluate
+    from ne_dynamics_ros.control.reference.profiles import evaluate
     from ne_dynamics_ros.simulation.closed_loop import profile_trajectory
     names = ['shoulder_pan_joint', 'shoulder_lift_joint', 'elbow_joint', 'wrist_1_joint',
              'wrist_2_joint', 'wrist_3_joint']
@@ -268,7 +268,7 @@ def test_identification_on_the_hidden_mujoco_plant_closes_lees_bound(ur5e_excita
     parameters take the dry friction's error and the run misses (measured 1.1e-3 rad)."""
     import yaml
     from ne_dynamics_ros.control import ComputedTorqueController
-    from ne_dynamics_ros.control.profiles import evaluate
+    from ne_dynamics_ros.control.reference.profiles import evaluate
     from ne_dynamics_ros.identification.estimation import identify
     from ne_dynamics_ros.identification.pipeline import physical_model
     from ne_dynamics_ros.identification.urdf_writer import identified_urdf, parameters_yaml

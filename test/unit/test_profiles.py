@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from ne_dynamics_ros.control.profiles import evaluate, PROFILES, quintic, trapezoidal
+from ne_dynamics_ros.control.reference.profiles import evaluate, PROFILES, quintic, trapezoidal
 
 START = np.array([np.pi / 2, 0.0, np.pi / 2, 0.0, 0.0, 0.0])
 GOAL = np.radians([45.0, 30.0, 0.0, 45.0, 60.0, 90.0])
@@ -99,7 +99,7 @@ def test_bad_arguments_are_refused():
 
 
 def test_trajectory_message_carries_the_profile():
-    from ne_dynamics_ros.control.profiles import sample_times
+    from ne_dynamics_ros.control.reference.profiles import sample_times
     from ne_dynamics_ros.nodes.trajectory_source_node import build_trajectory
     names = [f'joint_{i}' for i in range(1, 7)]
     msg = build_trajectory(names, START, GOAL, T, 'quintic', 0.01, start_time=0.5)
@@ -122,9 +122,9 @@ def test_trajectory_message_carries_the_profile():
 def test_cycles_go_to_the_goal_and_back_and_rest_between():
     """The controller's interpolation of a cycle trajectory is the closed-form quintic on
     each move and holds still through each dwell (no waypoints there)."""
-    from ne_dynamics_ros.control.profiles import evaluate_cycles, sample_cycles
-    from ne_dynamics_ros.control.trajectory import (DesiredState, trajectory_from_points,
-                                                    TrajectoryPoint)
+    from ne_dynamics_ros.control.reference.profiles import evaluate_cycles, sample_cycles
+    from ne_dynamics_ros.control.reference.trajectory import (DesiredState, trajectory_from_points,
+                                                              TrajectoryPoint)
     names = [f'joint_{i}' for i in range(1, 7)]
     move, dwell, cycles = 2.0, 0.5, 3
     times, q, qd, qdd = sample_cycles('quintic', START, GOAL, move, cycles, dwell, 0.01)

@@ -13,7 +13,7 @@ import scipy.signal
 from references import PUMA560_URDF
 
 from ne_dynamics_ros import load_model
-from ne_dynamics_ros.control.observer import ContactDetector, MAX_GAP, MomentumObserver
+from ne_dynamics_ros.control.sensing.observer import ContactDetector, MAX_GAP, MomentumObserver
 from ne_dynamics_ros.errors import RecordingError
 from ne_dynamics_ros.identification.recording import JointRecording
 from ne_dynamics_ros.identification.thresholds import (

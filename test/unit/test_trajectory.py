@@ -1,4 +1,4 @@
-"""Trajectory interpolation and validation (ne_dynamics_ros.control.trajectory).
+"""Trajectory interpolation and validation (ne_dynamics_ros.control.reference.trajectory).
 
 References are independent of our formulas: ``numpy.interp`` for linear segments,
 ``scipy.interpolate.CubicHermiteSpline`` for cubic and ``scipy.interpolate.BPoly``
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from scipy.interpolate import BPoly, CubicHermiteSpline
 
-from ne_dynamics_ros.control.trajectory import (
+from ne_dynamics_ros.control.reference.trajectory import (
     DesiredState, interpolate_segment, Trajectory, trajectory_from_points, TrajectoryError,
     TrajectoryPoint, waypoint_arrays)
 
@@ -310,7 +310,7 @@ def test_sampling_uses_each_segments_polynomial(waypoints, fraction, seed):
 def test_prepared_waypoints_give_the_same_trajectory():
     """prepare_waypoints ahead (as the node's receiving process does), then the stamp and
     the way in: the same reference as from the points; and only for the chain's joints."""
-    from ne_dynamics_ros.control.trajectory import prepare_waypoints
+    from ne_dynamics_ros.control.reference.trajectory import prepare_waypoints
     rng = np.random.default_rng(4)
     names = CHAIN[::-1]
     points = [TrajectoryPoint(0.2 * (k + 1), rng.normal(size=N),

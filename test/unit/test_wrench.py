@@ -9,7 +9,7 @@ import pytest
 from references import UR5E_URDF
 
 from ne_dynamics_ros.control import ComputedTorqueController
-from ne_dynamics_ros.control.wrench import DAMPING, tip_wrench
+from ne_dynamics_ros.control.sensing.wrench import DAMPING, tip_wrench
 from ne_dynamics_ros.dynamics.kinematics import tip_pose
 from ne_dynamics_ros.simulation.mujoco_arm import MujocoArm
 

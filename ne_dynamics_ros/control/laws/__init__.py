@@ -7,7 +7,10 @@
 * one module per law: :mod:`.computed_torque` (Lee, Chung, Mudge & Turney 1982),
   :mod:`.feedforward`, :mod:`.gravity`, :mod:`.adaptive` (Slotine & Li 1987),
   :mod:`.cartesian` (Cartesian impedance, Albu-Schäffer et al. 2003), and
-  :mod:`.comply` (what a contact's ``comply`` reaction commands; not a mode).
+  :mod:`.comply` (what a contact's ``comply`` reaction commands; not a mode);
+* what the laws share: :mod:`.gains` (the gain and stiffness rule), :mod:`.integral`
+  (the integral action), :mod:`.slotine_li` (the Slotine–Li estimator of the adaptive
+  law) and :mod:`.physical_load` (the load as a physical body).
 
 Units: q in rad (m for prismatic joints), qd in rad/s, qdd in rad/s², efforts in N·m (N).
 """

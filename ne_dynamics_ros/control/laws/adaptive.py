@@ -3,8 +3,8 @@
 Pure module (no ROS). :class:`AdaptiveLaw` is the mode's law (one object per run: its
 step clock); :class:`LoadEstimate` is what the controller keeps across runs and modes:
 the adaptation law the settings make
-(:class:`~ne_dynamics_ros.control.adaptive.PayloadAdaptation` or
-:class:`~ne_dynamics_ros.control.adaptive.BaseAdaptation`) and what it learned or was
+(:class:`~ne_dynamics_ros.control.laws.slotine_li.PayloadAdaptation` or
+:class:`~ne_dynamics_ros.control.laws.slotine_li.BaseAdaptation`) and what it learned or was
 declared, which other laws that carry a load (Cartesian impedance, joint impedance) use.
 
 * the gradient update ``p̂ += dt Γ Yᵀ s`` (Slotine & Li, IJRR 6(3), 1987), frozen while
@@ -25,9 +25,9 @@ import math
 
 import numpy as np
 
-from ne_dynamics_ros.control.adaptive import (adaptation_gains, BaseAdaptation,
-                                              load_inertia_ratio, LOAD_INERTIA_RATIO_WARNING,
-                                              PayloadAdaptation)
+from ne_dynamics_ros.control.laws.slotine_li import (adaptation_gains, BaseAdaptation,
+                                                     load_inertia_ratio,
+                                                     LOAD_INERTIA_RATIO_WARNING, PayloadAdaptation)
 from ne_dynamics_ros.control.laws.base import clamp, Law, reference_friction
 from ne_dynamics_ros.errors import ControlParameterError, ModelError
 
@@ -73,7 +73,7 @@ class LoadEstimate:
     """
 
     def __init__(self, model, link=None):
-        from ne_dynamics_ros.control.adaptive import link_frame
+        from ne_dynamics_ros.control.laws.slotine_li import link_frame
         link_frame(model, link)                   # checked now, whatever the mode
         self.model = model
         self.link = link
@@ -139,8 +139,8 @@ class LoadEstimate:
         """Return warnings (strings) about adaptive ``settings`` on this arm, maybe none.
 
         A joint whose own inertia is below what the bounded load may add about its axis
-        by more than :data:`~ne_dynamics_ros.control.adaptive.LOAD_INERTIA_RATIO_WARNING`
-        (:func:`~ne_dynamics_ros.control.adaptive.load_inertia_ratio`); computed once per
+        by more than :data:`~ne_dynamics_ros.control.laws.slotine_li.LOAD_INERTIA_RATIO_WARNING`
+        (:func:`~ne_dynamics_ros.control.laws.slotine_li.load_inertia_ratio`); computed once per
         ``payload_mass_max``, ``payload_radius``.
         """
         if settings.adaptation != 'payload':

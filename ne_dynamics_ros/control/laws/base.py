@@ -142,13 +142,13 @@ class LawContext:
         dynamics: what the law calls for M, C, g: the model or its generated program
             (:class:`~ne_dynamics_ros.codegen.CompiledDynamics`).
         gains: the :class:`JointGains` in force.
-        settings: the :class:`~ne_dynamics_ros.control.settings.ControllerSettings` in
+        settings: the :class:`~ne_dynamics_ros.control.config.settings.ControllerSettings` in
             force (immutable: new settings are a new context).
         load: the controller's :class:`~.adaptive.LoadEstimate` (what the adaptive law
             learned or was declared: kept across modes and runs).
         law_class: the class of the settings' mode (what it carries, :class:`Law`).
         friction: the controller's
-            :class:`~ne_dynamics_ros.control.friction_estimate.CoulombEstimate` (the
+            :class:`~ne_dynamics_ros.control.sensing.friction_estimate.CoulombEstimate` (the
             drives' Coulomb friction learned while joints slide: kept across modes and
             runs), or None.
     """
@@ -336,7 +336,7 @@ class Law:
         True at ``now`` (s, the controller's clock) while the law pulls joints that may
         still be held by their drives' stiction (a target approached, the return after
         a contact): the contact supervisor then allows those at rest the stiction range
-        (:meth:`~ne_dynamics_ros.control.contact.ContactSupervisor.observe`). Default:
+        (:meth:`~ne_dynamics_ros.control.sensing.contact.ContactSupervisor.observe`). Default:
         never.
         """
         return False

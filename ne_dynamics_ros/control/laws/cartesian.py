@@ -42,7 +42,7 @@ Mode ``cartesian_impedance`` (:class:`CartesianImpedanceLaw`, one of the laws of
   compensation flags hold as in every mode.
 * The Coulomb level of ``tau_f`` is the arm's, learned: ``s Fc`` with ``s`` per joint
   from the momentum observer while the joint slides and no contact is held
-  (:class:`~ne_dynamics_ros.control.friction_estimate.CoulombEstimate`, at
+  (:class:`~ne_dynamics_ros.control.sensing.friction_estimate.CoulombEstimate`, at
   ``cartesian.friction_adaptation`` 1/s; 0: the model's ``Fc``); while a contact is held
   it only falls, for a joint that keeps turning back under the push (a compensation
   above the drive's friction drives a limit cycle there). The compensation toward
@@ -373,7 +373,7 @@ class CartesianImpedanceLaw(Law):
         """Return ``tau_f`` (n,): the drive friction, at the arm's learned Coulomb level.
 
         The controller's
-        :class:`~ne_dynamics_ros.control.friction_estimate.CoulombEstimate` learns from
+        :class:`~ne_dynamics_ros.control.sensing.friction_estimate.CoulombEstimate` learns from
         this state first (it is learned where it is used: with friction compensation on).
         While a target is approached at ``qd + h acceleration`` (the velocity the pull is
         about to give, h :data:`FRICTION_HORIZON`: dry friction compensated from the
@@ -446,11 +446,11 @@ class CartesianReport:
         """Return the axes whose stiffness is above the sampling rule at the rate seen.
 
         ``(axis, stiffness, bound)`` for each axis where ``cartesian.stiffness`` exceeds
-        :func:`~ne_dynamics_ros.control.gains.stiffness_bound` of the inertia the tip shows
+        :func:`~ne_dynamics_ros.control.laws.gains.stiffness_bound` of the inertia the tip shows
         along it, at the rate the states arrive (``ne-dynamics gains --cartesian`` gives
         the bound over the workspace); [] before two states.
         """
-        from ne_dynamics_ros.control.gains import CARTESIAN_AXES, stiffness_bound
+        from ne_dynamics_ros.control.laws.gains import CARTESIAN_AXES, stiffness_bound
         if self._inverse_inertia is None or not self._period:
             return []
         with np.errstate(divide='ignore'):
@@ -465,7 +465,7 @@ class CartesianReport:
         ``manipulability`` (Yoshikawa 1985); ``singularity``: non-empty (a problem: WARN)
         while the task-space inertia is inverted damped near a singularity;
         ``stiffness``: non-empty (WARN) while ``cartesian.stiffness`` is above the
-        sampling rule of :mod:`~ne_dynamics_ros.control.gains` at the rate the states
+        sampling rule of :mod:`~ne_dynamics_ros.control.laws.gains` at the rate the states
         arrive.
         """
         above = self.stiffness_above_rule()

@@ -7,7 +7,7 @@ the joint-state rate (Hz); the control latency, from taking a state's bytes to h
 published its command, p50 and p99 (ms); the age of the states when taken (their stamps
 against the node's clock, p50 and p99, ms) and the loop delay that makes (age + latency +
 one state period for the command to be applied at the next cycle, ms) beside the delay
-the gains in force tolerate (:func:`~ne_dynamics_ros.control.gains.tolerated_delay`, 45°
+the gains in force tolerate (:func:`~ne_dynamics_ros.control.laws.gains.tolerated_delay`, 45°
 of phase margin), warned about when it is exceeded; who drives the arm beside
 ros2_control, and whether anybody takes the commands; states dropped by reason and
 trajectories rejected or dropped unread (since start, and in the period); state timeouts
@@ -240,7 +240,7 @@ def status(name, hardware_id, facts, statistics, elapsed, previous, current, sta
                    KeyValue(key='state age p99 [ms]', value=f'{age99 * 1e3:.3f}'),
                    KeyValue(key='loop delay [ms]', value=f'{total * 1e3:.3f}')]
         if gains is not None:
-            from ne_dynamics_ros.control.gains import tolerated_delay
+            from ne_dynamics_ros.control.laws.gains import tolerated_delay
             tolerated = float(np.min(tolerated_delay(gains[0], gains[1], rate)))
             values.append(KeyValue(key='loop delay the gains tolerate [ms]',
                                    value=f'{tolerated * 1e3:.3f}'))

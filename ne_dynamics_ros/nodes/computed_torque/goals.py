@@ -12,9 +12,9 @@ import queue
 import threading
 import time
 
-from ne_dynamics_ros.control.goals import (default_tolerances, fill_partial, GoalEnd,
-                                           GoalStatus, goal_tolerances, ResultCode)
-from ne_dynamics_ros.control.trajectory import TrajectoryError
+from ne_dynamics_ros.control.reference.goals import (default_tolerances, fill_partial, GoalEnd,
+                                                     GoalStatus, goal_tolerances, ResultCode)
+from ne_dynamics_ros.control.reference.trajectory import TrajectoryError
 
 
 class GoalLink:

@@ -11,7 +11,7 @@ watchdog thread refreshes who does (:meth:`Outputs.refresh`), off the control pa
 external effort per joint, N·m or N, stamped with the state it answers) likewise, and
 ``~/external_wrench`` (``geometry_msgs/WrenchStamped``: that effort as a wrench at the
 tip link's origin, in the frame ``external_wrench_frame`` says:
-:mod:`~ne_dynamics_ros.control.wrench`), in every mode. Every
+:mod:`~ne_dynamics_ros.control.sensing.wrench`), in every mode. Every
 vector is in the command order (the controller's ``joints``). The law's own outputs come
 with the command's report (:attr:`~ne_dynamics_ros.control.run_state.Command.report`):
 ``~/payload`` (``geometry_msgs/Inertia``: the load an adaptive law learned, mass, centre

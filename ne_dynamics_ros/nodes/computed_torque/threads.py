@@ -17,7 +17,7 @@ import subprocess
 import threading
 import time
 
-from ne_dynamics_ros.control.trajectory import TrajectoryError
+from ne_dynamics_ros.control.reference.trajectory import TrajectoryError
 from ne_dynamics_ros.nodes.computed_torque.readers import stamp_ns
 from ne_dynamics_ros.nodes.computed_torque.support import FloatingPointErrors
 from ne_dynamics_ros.nodes.trajectory_receiver import message_frame, trajectory_fields

@@ -164,7 +164,7 @@ class Run:
         if args.mode is not None:
             overrides.append(Parameter('mode', value=args.mode))
         # else as a user loads an identified model: its YAML's armature and the gains
-        # ne-dynamics identify recommends for it (ne_dynamics_ros.control.gains)
+        # ne-dynamics identify recommends for it (ne_dynamics_ros.control.laws.gains)
         if setup.is_lee_experiment:
             # Lee et al.'s start (joint 3 at 90 deg) lies outside RTB's joint 3 range
             # [-225, 45] deg that config/puma560.urdf carries (their joint zeros differ);

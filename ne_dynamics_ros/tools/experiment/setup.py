@@ -145,9 +145,9 @@ class Setup:
         """Return the reference positions (N, n) at times ``t`` (N,) s of the run's clock.
 
         The profile from ``start`` to ``goal`` from ``t_start`` on, or the cycles of
-        :func:`~ne_dynamics_ros.control.profiles.evaluate_cycles` (pick and place).
+        :func:`~ne_dynamics_ros.control.reference.profiles.evaluate_cycles` (pick and place).
         """
-        from ne_dynamics_ros.control.profiles import evaluate, evaluate_cycles
+        from ne_dynamics_ros.control.reference.profiles import evaluate, evaluate_cycles
         args = self.args
         t = np.asarray(t, dtype=float) - self.t_start
         if self.pick_and_place is None:
@@ -177,9 +177,9 @@ class Setup:
                                               PICK_COM, float(self.args.payload)).flat()
 
     def _rule_gains(self):
-        """kp, kd of the gain rule (:mod:`ne_dynamics_ros.control.gains`) at the rate."""
+        """kp, kd of the gain rule (:mod:`ne_dynamics_ros.control.laws.gains`) at the rate."""
         from ne_dynamics_ros import load_model
-        from ne_dynamics_ros.control.gains import recommended_gains
+        from ne_dynamics_ros.control.laws.gains import recommended_gains
         from ne_dynamics_ros.errors import ModelError
         try:
             model = load_model(str(self.urdf_path), armature=self.armature)

@@ -29,8 +29,8 @@ from typing import NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ne_dynamics_ros.control.trajectory import (check_waypoints, TrajectoryError,
-                                                WaypointArrays)
+from ne_dynamics_ros.control.reference.trajectory import (check_waypoints, TrajectoryError,
+                                                          WaypointArrays)
 
 #: JointTolerance's "erase" value: no limit on that quantity.
 ERASE = -1.0

@@ -15,7 +15,7 @@ that a trajectory sent to this package's node is followed along the same referen
   passed on as given, zeros where absent, exactly as joint_trajectory_controller does);
 * a zero ``header.stamp`` (``start_time=None`` here) means "start on receipt".
 
-The segment polynomials themselves are :mod:`ne_dynamics_ros.control.splines`'s.
+The segment polynomials themselves are :mod:`ne_dynamics_ros.control.reference.splines`'s.
 
 A one-point trajectory with ``time_from_start == 0`` therefore needs no special case: it
 is sampled as "after the last point" from the moment it is received, i.e. it is a
@@ -30,7 +30,7 @@ from typing import NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from ne_dynamics_ros.control.splines import evaluate_rows, segment_coefficients, segment_rows
+from .splines import evaluate_rows, segment_coefficients, segment_rows
 
 
 class TrajectoryError(ValueError):

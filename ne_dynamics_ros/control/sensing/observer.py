@@ -61,7 +61,7 @@ contact is reported once).
 import math
 from typing import List, NamedTuple, Optional, Sequence
 
-from ne_dynamics_ros.control.friction_estimate import SCALE_RANGE
+from ne_dynamics_ros.control.sensing.friction_estimate import SCALE_RANGE
 
 #: After a gap between states longer than this (s), the observer starts again from the
 #: next state (its momentum increment would span the gap).
@@ -92,7 +92,7 @@ def sustained_levels(threshold, band, sustained_level) -> List[float]:
 #: A contact on a joint at rest whose ``|r|`` is within this many times the joint's
 #: Coulomb friction may be stiction beyond the model's (:attr:`Contact.friction`): the
 #: upper bound of the Coulomb factor the Cartesian law learns
-#: (:data:`~ne_dynamics_ros.control.friction_estimate.SCALE_RANGE`).
+#: (:data:`~ne_dynamics_ros.control.sensing.friction_estimate.SCALE_RANGE`).
 STICTION_RANGE = SCALE_RANGE[1]
 #: ... at rest: ``|qd|`` below this, rad/s (m/s)
 AT_REST = 0.01
@@ -267,7 +267,7 @@ class ContactDetector:
 
         ``floor``: (n,) N·m (N) or None: for this state, neither level of a joint is
         below its floor (the stiction a joint pulled from rest may show:
-        :meth:`~ne_dynamics_ros.control.contact.ContactSupervisor.observe`). The release
+        :meth:`~ne_dynamics_ros.control.sensing.contact.ContactSupervisor.observe`). The release
         keeps the levels as configured.
         """
         if not self.enabled:

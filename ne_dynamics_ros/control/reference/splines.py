@@ -6,7 +6,7 @@ coefficients of ``interpolate_between_points`` in ros2_controllers'
 ``joint_trajectory_controller/src/trajectory.cpp``: :func:`segment_coefficients` works
 them out for every segment of a trajectory at once; :func:`segment_rows` and
 :func:`evaluate_rows` sample one segment with plain floats (the control path).
-:mod:`ne_dynamics_ros.control.trajectory` builds the reference from them.
+:mod:`ne_dynamics_ros.control.reference.trajectory` builds the reference from them.
 """
 import numpy as np
 

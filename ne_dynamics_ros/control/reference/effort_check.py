@@ -38,8 +38,9 @@ import numpy as np
 
 from ne_dynamics_ros.dynamics.friction import drive_friction
 from ne_dynamics_ros.errors import StateError
-from ne_dynamics_ros.control.trajectory import (prepare_waypoints, PreparedWaypoints,
-                                                Trajectory, TrajectoryError, WaypointArrays)
+from ne_dynamics_ros.control.reference.trajectory import (prepare_waypoints, PreparedWaypoints,
+                                                          Trajectory, TrajectoryError,
+                                                          WaypointArrays)
 
 #: Samples per batch of inverse dynamics: bounds the memory of a long trajectory's check.
 BATCH = 20_000
@@ -210,7 +211,7 @@ def check_trajectory(model, trajectory: Trajectory, joint_names: Sequence[str], 
 
     Args:
         model: the controller's model (its ``rnea``, ``gravity_torques``, friction).
-        trajectory: the :class:`~ne_dynamics_ros.control.trajectory.Trajectory` to check
+        trajectory: the :class:`~ne_dynamics_ros.control.reference.trajectory.Trajectory` to check
             (chain order), from ``start`` (default its ``time_before``, the receipt) to
             its last waypoint.
         joint_names: (n,) the chain's joint names (for the violation's text).

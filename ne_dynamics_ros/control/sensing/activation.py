@@ -12,8 +12,8 @@ Configure, activate and deactivate start a new one (:meth:`Sensing.new`).
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
-from ne_dynamics_ros.control.observer import ContactDetector, MomentumObserver
-from ne_dynamics_ros.control.velocity_estimator import VelocityEstimator
+from ne_dynamics_ros.control.sensing.observer import ContactDetector, MomentumObserver
+from ne_dynamics_ros.control.sensing.velocity_estimator import VelocityEstimator
 
 
 @dataclass(eq=False)
@@ -21,11 +21,11 @@ class Sensing:
     """The measured side of one activation (chain order throughout).
 
     Attributes:
-        estimator: the :class:`~ne_dynamics_ros.control.velocity_estimator.
+        estimator: the :class:`~ne_dynamics_ros.control.sensing.velocity_estimator.
             VelocityEstimator` of states without velocities (its history).
-        observer: the :class:`~ne_dynamics_ros.control.observer.MomentumObserver`
+        observer: the :class:`~ne_dynamics_ros.control.sensing.observer.MomentumObserver`
             (De Luca & Mattone 2005): its r and the previous state.
-        detector: the :class:`~ne_dynamics_ros.control.observer.ContactDetector`: its
+        detector: the :class:`~ne_dynamics_ros.control.sensing.observer.ContactDetector`: its
             debounce counts and the contact in force.
         applied: (n,) list, the last command (clamped), the effort acting until the
             next state, N·m (N); None: no command known to have acted (the observer
@@ -35,7 +35,7 @@ class Sensing:
         skipped: the observer was skipped at the last state (nobody read r); it starts
             afresh when wanted again.
         coulomb: (n,) the Coulomb friction the observer's model held at the previous
-            state (the learned one: :class:`~ne_dynamics_ros.control.friction_estimate.
+            state (the learned one: :class:`~ne_dynamics_ros.control.sensing.friction_estimate.
             CoulombEstimate`), N·m (N), or None.
     """
 

@@ -52,7 +52,7 @@ import numpy as np
 
 from ne_dynamics_ros.codegen.payload_step import (base_columns, BaseStep, PayloadStep,
                                                   without_friction)
-from ne_dynamics_ros.control.physical_load import is_physical, project_physical
+from ne_dynamics_ros.control.laws.physical_load import is_physical, project_physical
 from ne_dynamics_ros.dynamics.model import STANDARD_GRAVITY
 from ne_dynamics_ros.dynamics.parameters import frame_change, inertial_index, PER_JOINT
 from ne_dynamics_ros.dynamics.regressor import reference_regressor
@@ -98,7 +98,7 @@ def load_inertia_ratio(model, link: Optional[str] = None, mass_max: float = DEFA
     revolute joint's axis it adds at most ``mass_max (d + radius)²`` (d the origin's
     distance from the axis), to a prismatic joint ``mass_max``; the joint's own inertia is
     the diagonal of the model's mass matrix, armature included. Both over random
-    configurations (:func:`~ne_dynamics_ros.control.gains.workspace_configurations`),
+    configurations (:func:`~ne_dynamics_ros.control.laws.gains.workspace_configurations`),
     the largest ratio. Joints after ``link`` carry no load: 0.
 
     An estimate is a load like that, and while it is wrong the sampled loop of a joint
@@ -109,7 +109,7 @@ def load_inertia_ratio(model, link: Optional[str] = None, mass_max: float = DEFA
     Raises:
         ModelError: ``link`` is neither the tip link nor a joint's child link.
     """
-    from ne_dynamics_ros.control.gains import workspace_configurations
+    from ne_dynamics_ros.control.laws.gains import workspace_configurations
     body, _ = link_frame(model, link)
     link = link or model.tip_link
     children = [joint.child_link for joint in model.chain.joints]
@@ -360,8 +360,8 @@ class PayloadAdaptation(SlotineLi):
 
     Attributes:
         estimate: (10,) the load's parameters in ``link``'s frame, kept physical
-            (:func:`~ne_dynamics_ros.control.physical_load.is_physical`,
-            :func:`~ne_dynamics_ros.control.physical_load.project_physical`).
+            (:func:`~ne_dynamics_ros.control.laws.physical_load.is_physical`,
+            :func:`~ne_dynamics_ros.control.laws.physical_load.project_physical`).
 
     Raises:
         ModelError: bad gains, link or bound.
@@ -396,7 +396,7 @@ class PayloadAdaptation(SlotineLi):
 
         ``mass`` kg >= 0; ``com`` (3,) m in the link's frame; ``inertia`` (6,) ixx, ixy,
         ixz, iyy, iyz, izz about the centre of mass, kg·m². Kept physical, within
-        ``mass_max`` and ``radius`` (:func:`~ne_dynamics_ros.control.physical_load.
+        ``mass_max`` and ``radius`` (:func:`~ne_dynamics_ros.control.laws.physical_load.
         project_physical`); adaptation goes on from
         it. Raises ModelError for values not finite or a negative mass.
         """

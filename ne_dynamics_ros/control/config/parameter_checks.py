@@ -1,4 +1,4 @@
-"""The checks of the parameter table's values (:mod:`~ne_dynamics_ros.control.parameters`).
+"""The checks of the parameter table's values (:mod:`~ne_dynamics_ros.control.config.parameters`).
 
 Each ``check(value, n, name)`` returns the value normalised or raises
 :class:`~ne_dynamics_ros.errors.ControlParameterError` naming the parameter; ``n``
@@ -9,7 +9,7 @@ import math
 import numpy as np
 
 from ne_dynamics_ros.control.laws.registry import parse_mode
-from ne_dynamics_ros.control.velocity_estimator import check_cutoff
+from ne_dynamics_ros.control.sensing.velocity_estimator import check_cutoff
 from ne_dynamics_ros.errors import ControlParameterError
 
 _SEQUENCES = (list, tuple, np.ndarray)

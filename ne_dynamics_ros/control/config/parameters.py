@@ -20,7 +20,7 @@ from typing import Any, Callable, Optional
 
 from ne_dynamics_ros.control.laws.registry import LAW_CLASSES
 from ne_dynamics_ros.errors import ControlParameterError
-from ne_dynamics_ros.control.parameter_checks import (
+from ne_dynamics_ros.control.config.parameter_checks import (
     checked_byte_count, checked_cutoff, checked_debounce, checked_delay,
     checked_drive_values,
     checked_effort_limits, checked_flag, checked_fraction, checked_friction_offset,

@@ -6,7 +6,7 @@ A law that compensates dry friction with the identified ``Fc`` then either leave
 drives stuck (too little) or pushes them past their goal (too much: the compensation
 adds energy). What the arm's friction is, the momentum observer (De Luca & Mattone 2005)
 tells while a joint slides and nothing touches the arm. The observer's friction is the
-one learned (``s Fc``: :meth:`~ne_dynamics_ros.control.contact.ContactSupervisor.
+one learned (``s Fc``: :meth:`~ne_dynamics_ros.control.sensing.contact.ContactSupervisor.
 observe`), so its residual is then ``r = tau_ext + f_s(qd) - f(qd)`` with ``tau_ext =
 0``, and for ``|qd|`` well above ``v_s`` (the tanh of
 :func:`~ne_dynamics_ros.dynamics.friction.drive_friction` is 1 within 1e-4) the Coulomb

@@ -139,7 +139,7 @@ class GainRecommendation:
         """Return lines saying how the gains were sized (for a YAML comment or a table)."""
         lines = [f'gains for {self.rate:g} Hz'
                  + (f' and a {self.delay * 1e3:g} ms loop delay' if self.delay else '')
-                 + ' by ne_dynamics_ros.control.gains: critically damped, omega = '
+                 + ' by ne_dynamics_ros.control.laws.gains: critically damped, omega = '
                  f'min(rate / {SAMPLES_PER_RADIAN:g}, delay, effort limit, noise)']
         for j, name in enumerate(self.joint_names):
             lines.append(f'  {name}: omega {self.bandwidth[j]:.4g} rad/s ({self.limited_by[j]}'

@@ -13,7 +13,7 @@ Pure module (no ROS). :class:`StateReader` turns one ``sensor_msgs/JointState``'
   :class:`JointStateError` says why (and the velocity estimator restarts).
 * **Velocity estimation**: a state without velocities (or with all-NaN velocities, as
   ``joint_state_broadcaster`` sends for a missing interface) gets filtered finite
-  differences of its positions (the run's :class:`~ne_dynamics_ros.control.
+  differences of its positions (the run's :class:`~ne_dynamics_ros.control.sensing.
   velocity_estimator.VelocityEstimator`), timed by the state's stamps.
 
 Units: q in rad (m for prismatic joints), qd in rad/s (m/s).
@@ -77,7 +77,7 @@ class StateReader:
     Keeps what reading needs from one state to the next: the chain's indices into the
     last names seen, the plausibility bounds (from the model's limits and the settings'
     ``position_limit_margin``) and the origin of the stamps; the velocity estimator is
-    the run's (:class:`~ne_dynamics_ros.control.sensing.Sensing`), passed to
+    the run's (:class:`~ne_dynamics_ros.control.sensing.activation.Sensing`), passed to
     :meth:`measured`. Not thread-safe: the controller calls it under its lock.
 
     Args:
@@ -157,7 +157,7 @@ class StateReader:
     def measured(self, names, positions, velocities, efforts, stamp_ns, now, estimator):
         """(q, qd) in chain order; None if the state names none of our joints.
 
-        ``estimator``: the run's :class:`~ne_dynamics_ros.control.velocity_estimator.
+        ``estimator``: the run's :class:`~ne_dynamics_ros.control.sensing.velocity_estimator.
         VelocityEstimator`, fed the positions of a state without velocities (None: the
         state has them).
 

@@ -1,9 +1,9 @@
 """The controller's contact supervision: the momentum observer on every state, contacts.
 
 Pure module (no ROS). :class:`ContactSupervisor` feeds the
-:class:`~ne_dynamics_ros.control.observer.MomentumObserver` and the
-:class:`~ne_dynamics_ros.control.observer.ContactDetector` of the run (its
-:class:`~ne_dynamics_ros.control.sensing.Sensing`), on each valid state, from the model
+:class:`~ne_dynamics_ros.control.sensing.observer.MomentumObserver` and the
+:class:`~ne_dynamics_ros.control.sensing.observer.ContactDetector` of the run (its
+:class:`~ne_dynamics_ros.control.sensing.activation.Sensing`), on each valid state, from the model
 the control law uses: its generated recursion
 (or, in adaptive mode, Slotine & Li's law with the load it learned), gravity and friction
 left out where the hardware compensates them (as the command leaves them out), and the
@@ -18,8 +18,8 @@ import numpy as np
 
 from ne_dynamics_ros.control.laws.base import Law
 from ne_dynamics_ros.control.laws.comply import ComplyLaw
-from ne_dynamics_ros.control.observer import AT_REST, Contact, STICTION_RANGE
-from ne_dynamics_ros.control.wrench import tip_wrench, TipWrench
+from ne_dynamics_ros.control.sensing.observer import AT_REST, Contact, STICTION_RANGE
+from ne_dynamics_ros.control.sensing.wrench import tip_wrench, TipWrench
 from ne_dynamics_ros.dynamics.kinematics import chain_kinematics
 from ne_dynamics_ros.dynamics.friction import drive_friction, friction_values
 
@@ -86,7 +86,7 @@ class ContactSupervisor:
         """Take ``contact.reaction`` and the gains in force (gravity, compensation flags).
 
         The run's observer and detector take their settings in
-        :meth:`~ne_dynamics_ros.control.sensing.Sensing.configure`.
+        :meth:`~ne_dynamics_ros.control.sensing.activation.Sensing.configure`.
         """
         self.reaction = settings.contact_reaction
         self._friction = not gains.hardware_compensates_friction
@@ -107,7 +107,7 @@ class ContactSupervisor:
     def wrench(self, q, r, frame: str) -> TipWrench:
         """Return the tip's external wrench whose joint image is ``r`` at ``q`` (lists).
 
-        :func:`~ne_dynamics_ros.control.wrench.tip_wrench` with the tip's Jacobian at
+        :func:`~ne_dynamics_ros.control.sensing.wrench.tip_wrench` with the tip's Jacobian at
         ``q``; ``frame``: ``'tip'`` (the tip link's frame) or ``'base'`` (the base link's).
         """
         if self._kinematics is None:
@@ -124,7 +124,7 @@ class ContactSupervisor:
         A load declared is one that just arrived (or left): the model before it was
         right for the motion before it, unlike an estimate the law corrects, whose
         change :meth:`observe` applies to the observer's past (``shift``). ``sensing``:
-        the run's :class:`~ne_dynamics_ros.control.sensing.Sensing`.
+        the run's :class:`~ne_dynamics_ros.control.sensing.activation.Sensing`.
         """
         sensing.estimate = adaptive_law.estimate.tolist()
 
@@ -145,7 +145,7 @@ class ContactSupervisor:
     def _friction_in_force(self, sensing, qd, estimate, shift):
         """Return (friction at ``qd``, shift): at the Coulomb level the arm was learned at.
 
-        ``estimate``: the :class:`~ne_dynamics_ros.control.friction_estimate.
+        ``estimate``: the :class:`~ne_dynamics_ros.control.sensing.friction_estimate.
         CoulombEstimate` of the run's law (``law.context.friction``), or None: the model's
         ``Fc``. A change of it since the previous state is added to ``shift``, as a
         learned load is: ``r`` stays relative to the friction in force.
@@ -163,7 +163,7 @@ class ContactSupervisor:
                 law=None) -> Tuple[List[float], Optional[Contact]]:
         """Advance the run's observer to the state ``(q, qd)`` (lists) at ``now`` (s).
 
-        ``sensing``: the run's :class:`~ne_dynamics_ros.control.sensing.Sensing`;
+        ``sensing``: the run's :class:`~ne_dynamics_ros.control.sensing.activation.Sensing`;
         ``adaptive_law``: the adaptive law in force (its model carries the learned
         load), or None; ``law``: the run's law, or None: the observer's friction is at
         the Coulomb level learned (``law.context.friction``), and while ``law`` is
@@ -177,7 +177,7 @@ class ContactSupervisor:
         stopped a 5 cm step 32 ms in at wrist 1's 0.46 N·m, threshold 0.43). An
         obstacle the tip meets while a joint stands still is found beyond that range
         then, or once the pull ends. Returns ``(r, contact)``: r (n floats, N·m / N) and the
-        :class:`~ne_dynamics_ros.control.observer.Contact` that starts with this state,
+        :class:`~ne_dynamics_ros.control.sensing.observer.Contact` that starts with this state,
         or None; ``(None, None)`` while contact detection is off and :attr:`reading` is
         False.
         """

@@ -8,7 +8,7 @@ own cycle, ``effort_d`` interpolated *linearly* between the trajectory's points
     tau(t) = M(q) q̈ + C(q, q̇) q̇ + g(q) + armature q̈ + Fv q̇ + Fc tanh(q̇ / v_s)
 
 (the computed-torque feed-forward of Lee, Chung, Mudge and Turney 1982, eq. 4.1, with the
-drives' friction and armature; :func:`ne_dynamics_ros.control.effort_check.effort_terms`)
+drives' friction and armature; :func:`ne_dynamics_ros.control.reference.effort_check.effort_terms`)
 at each point, the effort JTC applies between two points is the chord of ``tau`` there,
 off by up to ``h² max|τ''| / 8`` over an interval of length ``h``. :func:`feedforward_points`
 therefore samples the trajectory where that chord stays within ``tolerance`` of the
@@ -28,10 +28,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ne_dynamics_ros.control.effort_check import (check_trajectory, effort_terms,
-                                                  InfeasibleTrajectory)
-from ne_dynamics_ros.control.trajectory import (DesiredState, Trajectory, TrajectoryError,
-                                                TrajectoryPoint, trajectory_from_points)
+from ne_dynamics_ros.control.reference.effort_check import (check_trajectory, effort_terms,
+                                                            InfeasibleTrajectory)
+from ne_dynamics_ros.control.reference.trajectory import (DesiredState, Trajectory,
+                                                          TrajectoryError, TrajectoryPoint,
+                                                          trajectory_from_points)
 
 #: Interior instants of each interval at which the chord is compared with the model.
 CHECKS = (0.2, 0.4, 0.5, 0.6, 0.8)
@@ -120,8 +121,8 @@ def feedforward_points(model, trajectory: Trajectory, gravity, tolerance, min_st
     Args:
         model: a :class:`~ne_dynamics_ros.dynamics.model.RobotModel` (its inertias,
             ``armature``, ``damping`` (Fv) and ``friction`` (Fc)).
-        trajectory: the reference, chain order (:func:`~ne_dynamics_ros.control.trajectory.
-            trajectory_from_points`); sampled from its start to its last waypoint.
+        trajectory: the reference, chain order (:func:`~ne_dynamics_ros.control.reference.
+            trajectory.trajectory_from_points`); sampled from its start to its last waypoint.
         gravity: (3,) m/s² in the base link frame.
         tolerance: largest gap allowed between the interpolated and the model's effort,
             N·m (N), > 0: a scalar or (n,) per joint.
@@ -130,8 +131,8 @@ def feedforward_points(model, trajectory: Trajectory, gravity, tolerance, min_st
             reported.
         max_step: longest interval, s, ``>= min_step``.
         friction, with_gravity, coulomb_velocity: as
-            :func:`~ne_dynamics_ros.control.effort_check.effort_terms` (leave out what the
-            drives compensate themselves).
+            :func:`~ne_dynamics_ros.control.reference.effort_check.effort_terms` (leave out
+            what the drives compensate themselves).
 
     Returns:
         :class:`FeedforwardPoints`; ``times`` start at 0 and include every waypoint's.
@@ -139,7 +140,7 @@ def feedforward_points(model, trajectory: Trajectory, gravity, tolerance, min_st
     Raises:
         ValueError: ``tolerance``, ``min_step`` or ``max_step`` not finite and positive,
             ``max_step < min_step``, or a ``tolerance`` of the wrong length.
-        ne_dynamics_ros.control.trajectory.TrajectoryError: more than :data:`MAX_POINTS`
+        ne_dynamics_ros.control.reference.trajectory.TrajectoryError: more than :data:`MAX_POINTS`
             points would be needed.
     """
     n = trajectory.positions.shape[1]
@@ -199,7 +200,7 @@ def checked_goal(model, joint_names, points, state, settings: FeedforwardSetting
     The trajectory starts from the arm's ``state`` (JTC's semantics for a first point
     later than ``time_from_start`` 0: from where the arm is) and is checked against the
     effort limits at ``settings.rate`` as it will be interpolated (the node's own check:
-    :func:`~ne_dynamics_ros.control.effort_check.check_trajectory`). Arguments and errors
+    :func:`~ne_dynamics_ros.control.reference.effort_check.check_trajectory`). Arguments and errors
     as :func:`feedforward_goal`'s.
     """
     chain = list(model.joint_names)
@@ -240,14 +241,14 @@ def feedforward_goal(model, joint_names, points, state, settings: FeedforwardSet
     ``state`` (JTC's semantics for a first point later than ``time_from_start`` 0: from
     where the arm is), is checked against the effort limits at ``settings.rate`` as it
     will be interpolated (the node's own check:
-    :func:`~ne_dynamics_ros.control.effort_check.check_trajectory`) and sampled by
+    :func:`~ne_dynamics_ros.control.reference.effort_check.check_trajectory`) and sampled by
     :func:`feedforward_points` with ``min_step = 1 / rate``. ``times`` start at 0: the
     instant the controller starts the trajectory.
 
     Args:
         model: the arm's :class:`~ne_dynamics_ros.dynamics.model.RobotModel`.
         joint_names: the message's joints, any order (each chain joint once).
-        points: its waypoints (:class:`~ne_dynamics_ros.control.trajectory.
+        points: its waypoints (:class:`~ne_dynamics_ros.control.reference.trajectory.
             TrajectoryPoint` sequence or ``WaypointArrays``), columns in ``joint_names``.
         state: ``(q, qd)``, (n,) each, the arm's measured state, chain order.
         settings: :class:`FeedforwardSettings`.
@@ -255,7 +256,7 @@ def feedforward_goal(model, joint_names, points, state, settings: FeedforwardSet
 
     Raises:
         TrajectoryError: the message is malformed (as
-            :func:`~ne_dynamics_ros.control.trajectory.trajectory_from_points` says), or
+            :func:`~ne_dynamics_ros.control.reference.trajectory.trajectory_from_points` says), or
             would need more than :data:`MAX_POINTS` points.
         InfeasibleTrajectory: it needs more effort than a limit allows (less the margin):
             the message names the joint, the instant and the effort.
@@ -287,7 +288,7 @@ def stop_waypoints(q, qd):
     """Return the waypoints of a smooth stop from ``(q, qd)``, or None when at rest.
 
     ``q``, ``qd``: (n,) the measured state (rad, rad/s; m, m/s). Two
-    :class:`~ne_dynamics_ros.control.trajectory.TrajectoryPoint` (chain order): now, with
+    :class:`~ne_dynamics_ros.control.reference.trajectory.TrajectoryPoint` (chain order): now, with
     ``qd`` and no acceleration, and ``T`` later at rest at ``q + qd T / 2`` with no
     acceleration; joined by a quintic they decelerate each joint by at most
     ``1.5 |qd| / T``, with ``T = max(MIN_STOP, 1.5 max|qd| / STOP_ACCELERATION)``. A hold

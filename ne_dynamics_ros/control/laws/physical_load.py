@@ -7,7 +7,7 @@ is positive semidefinite (Wensing, Kim & Slotine, "Linear matrix inequalities fo
 physically consistent inertial parameter identification", IEEE RA-L 3(1), 2018);
 :func:`is_physical` tests that (with a mass bound and, optionally, a bounding sphere),
 :func:`project_physical` returns a physical load near any 10 parameters. Both run on
-control steps of :mod:`~ne_dynamics_ros.control.adaptive`'s law, so they are written in
+control steps of :mod:`~ne_dynamics_ros.control.laws.slotine_li`'s law, so they are written in
 plain scalars.
 """
 import math

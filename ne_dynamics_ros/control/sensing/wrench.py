@@ -3,7 +3,7 @@
 A wrench ``F = [f; m]`` at the tip link's origin (force N, moment N·m about that point)
 acts on the joints as ``tau = J^T F``, J the tip's geometric Jacobian (linear rows first,
 base frame axes: :mod:`~ne_dynamics_ros.dynamics.kinematics`). Given the observer's
-estimate of ``tau_ext`` (:mod:`~ne_dynamics_ros.control.observer`), the wrench is its image
+estimate of ``tau_ext`` (:mod:`~ne_dynamics_ros.control.sensing.observer`), the wrench is its image
 through the damped pseudo-inverse of ``J^T`` (Nakamura & Hanafusa 1986; Wampler 1986)::
 
     J = U S V^T      F = U diag(s_i / (s_i^2 + lambda^2)) V^T tau_ext
