@@ -91,7 +91,7 @@ class FourierTrajectory:
                 'duration': float(self.duration), 'harmonics': int(self.harmonics),
                 'q0': self.q0.tolist(), 'a': self.a.tolist(), 'b': self.b.tolist()}
         if self.kp is not None:
-            data['play'] = {'mode': 'feedforward', 'kp': np.asarray(self.kp).tolist(),
+            data['play'] = {'mode': FeedforwardLaw.name, 'kp': np.asarray(self.kp).tolist(),
                             'kd': np.asarray(self.kd).tolist()}
         return data
 

@@ -65,6 +65,7 @@ from rclpy.time import Time
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
+from ne_dynamics_ros.control.laws.feedforward import FeedforwardLaw
 from ne_dynamics_ros.control.reference.profiles import PROFILES, sample_cycles, sample_profile
 from ne_dynamics_ros.identification.excitation import FourierTrajectory, sample_excitation
 
@@ -360,7 +361,7 @@ class TrajectorySourceNode(Node):
             law['previous'] = [ParameterMsg(name=name, value=value)
                                for name, value in zip(LAW_PARAMETERS, values)]
             law['future'] = law['client'].set_parameters_atomically([
-                Parameter('mode', value='feedforward'),
+                Parameter('mode', value=FeedforwardLaw.name),
                 Parameter('kp', value=[float(v) for v in self.excitation.kp]),
                 Parameter('kd', value=[float(v) for v in self.excitation.kd])])
             law['state'] = 'setting'

@@ -16,7 +16,7 @@ import argparse
 import pathlib
 import sys
 
-from ne_dynamics_ros.control.laws.registry import law_class
+from ne_dynamics_ros.control.laws.registry import LAW_CLASSES, law_class
 from ne_dynamics_ros.control.reference.profiles import PROFILES
 from ne_dynamics_ros.tools.experiment import (  # noqa: F401 - the exit codes are the CLI's
     analyse, DemoError, EXIT_CRASH, EXIT_NO_COMMANDS, EXIT_NO_STATES, EXIT_OK, EXIT_START,
@@ -61,8 +61,10 @@ def _add_plant(parser):
 
 def _add_pick_and_place(parser):
     """Add the options of the controller's law and of pick and place."""
-    parser.add_argument('--mode', choices=('computed_torque', 'feedforward', 'adaptive',
-                                           'cartesian_impedance'),
+    # every law that follows a trajectory or takes a target (a law that does neither,
+    # gravity compensation, has nothing to show here)
+    parser.add_argument('--mode', choices=[law.name for law in LAW_CLASSES
+                                           if law.follows_trajectory or law.takes_target],
                         default=None, help="the controller's law (default: the robot's "
                         'config, computed_torque); adaptive: Slotine & Li, the load learned '
                         'on line; cartesian_impedance: the tip pushed, a circle, the '

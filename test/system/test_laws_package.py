@@ -3,7 +3,8 @@
 Read from the source files (syntax trees and text), as the architecture checks are:
 
 * nothing outside ``control/laws/registry.py`` compares a mode (``ControlMode.X``, a mode
-  compared with ``is``/``==``/``in``, or a comparison with a mode's name);
+  compared with ``is``/``==``/``in``, or a comparison with a mode's name), and nothing
+  outside ``control/laws/`` writes a mode's name (a law is named by its class's ``name``);
 * no module reads another module's underscore attribute (``other._x``);
 * the drive friction formula (``tanh`` of a velocity) is written once in the control path
   (``dynamics/friction.py``), and so is the clamp (``laws/base.py``);
@@ -75,6 +76,28 @@ def test_the_comparison_finder_finds_each_form(tmp_path):
                       "h = LAWS[ControlMode.FEEDFORWARD]\n"
                       "i = args.mode is not None\n")
     assert mode_comparisons(sample) == [2, 3, 4, 5, 6, 9]
+
+
+def mode_names_written(path):
+    """The lines of ``path`` that write a mode's name as a string (the registry's list)."""
+    return sorted({node.lineno for node in ast.walk(ast.parse(path.read_text()))
+                   if isinstance(node, ast.Constant) and node.value in MODE_NAMES})
+
+
+def test_no_mode_name_is_written_outside_the_laws():
+    laws = PACKAGE / 'control' / 'laws'
+    found = {str(p.relative_to(REPO)): hits for p in sorted(PACKAGE.rglob('*.py'))
+             if laws not in p.parents and (hits := mode_names_written(p))}
+    assert found == {}
+
+
+def test_the_name_finder_finds_a_mode_written_out(tmp_path):
+    sample = tmp_path / 'sample.py'
+    sample.write_text('"""The feedforward mode, in a docstring, is prose."""\n'
+                      "a = {'mode': 'feedforward'}\n"
+                      "b = ('computed_torque', 'adaptive')\n"
+                      "c = FeedforwardLaw.name\n")
+    assert mode_names_written(sample) == [2, 3]
 
 
 def private_reads(path, tree):

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import math
 from typing import Any, Callable, Optional
 
-from ne_dynamics_ros.control.laws.registry import LAW_CLASSES
+from ne_dynamics_ros.control.laws.registry import DEFAULT_MODE, LAW_CLASSES
 from ne_dynamics_ros.errors import ControlParameterError
 from ne_dynamics_ros.control.config.parameter_checks import (
     checked_byte_count, checked_cutoff, checked_debounce, checked_delay,
@@ -108,7 +108,7 @@ PARAMETERS = (
                   'arms). false: the node starts unconfigured and waits for ros2 lifecycle '
                   'set configure / activate (a real arm, after switching its controllers).',
                   check=checked_flag),
-    ParameterSpec('mode', 'string', 'computed_torque',
+    ParameterSpec('mode', 'string', DEFAULT_MODE,
                   'Control law: ' + '; '.join(f'{law.name} ({law.summary})'
                                               for law in LAW_CLASSES) + '.',
                   constraints='one of: ' + ', '.join(law.name for law in LAW_CLASSES),

@@ -30,6 +30,8 @@ LAW_CLASSES = (
     JointImpedanceLaw,
 )
 
+#: The mode the node starts in (the ``mode`` parameter's default): the first row's.
+DEFAULT_MODE = LAW_CLASSES[0].name
 #: The control law applied on every joint state: the ``mode`` parameter's values.
 ControlMode = enum.Enum('ControlMode', [(law.name.upper(), law.name) for law in LAW_CLASSES],
                         type=str, module=__name__)

@@ -29,6 +29,7 @@ import math
 
 import numpy as np
 
+from ne_dynamics_ros.control.laws.cartesian import CartesianImpedanceLaw
 from ne_dynamics_ros.tools.experiment.setup import DemoError, EXIT_USAGE
 
 #: The start posture of each arm the demo knows, rad.
@@ -94,7 +95,7 @@ def _setup(args, robot):
     urdf, tip, armature = _urdf(robot)
     controller = ComputedTorqueController.from_urdf(
         urdf, tip_link=tip, armature=armature,
-        settings={'mode': 'cartesian_impedance', 'cartesian.stiffness': STIFFNESS,
+        settings={'mode': CartesianImpedanceLaw.name, 'cartesian.stiffness': STIFFNESS,
                   'nullspace.stiffness': 20.0, 'state_timeout': 10.0})
     names = controller.model.joint_names
     if args.plant == 'mujoco':
@@ -161,7 +162,7 @@ def run_cartesian(args, output):
     tips, targets, circle_error = _circle(loop)
     null = _nullspace(loop) if controller.n > 6 else None
     summary = {'robot': robot, 'plant': args.plant, 'rate_hz': args.rate,
-               'mode': 'cartesian_impedance', 'stiffness': STIFFNESS,
+               'mode': CartesianImpedanceLaw.name, 'stiffness': STIFFNESS,
                'compliance': [{'force_n': f, 'displacement_mm': d, 'f_over_k_mm': e}
                               for f, d, e in rows],
                'back_after_release_mm': back, 'circle_max_error_mm': circle_error}

@@ -11,6 +11,7 @@ import pathlib
 
 import numpy as np
 
+from ne_dynamics_ros.control.laws.registry import DEFAULT_MODE
 from ne_dynamics_ros.tools.experiment.setup import DemoError, EXIT_USAGE, is_lee_default, log
 
 
@@ -235,7 +236,7 @@ def plot_pick_and_place(path, setup, result, label=''):
     bottom.legend(fontsize=7, loc='upper right')
     bottom.tick_params(labelsize=8)
     fig.suptitle(f'{setup.robot} on {args.plant}{label}: pick and place of {load:g} kg, '
-                 f'{cycles} cycles, mode {args.mode or "computed_torque"}, {args.rate:g} Hz',
+                 f'{cycles} cycles, mode {args.mode or DEFAULT_MODE}, {args.rate:g} Hz',
                  fontsize=10)
     fig.tight_layout()
     _save_figure(fig, path, setup, dpi=100)
