@@ -36,7 +36,7 @@ import yaml
 from ne_dynamics_ros import load_model
 from ne_dynamics_ros.control import ComputedTorqueController
 from ne_dynamics_ros.control.laws.gains import recommended_gains
-from ne_dynamics_ros.control.config import parameters
+from ne_dynamics_ros.control import parameters
 from ne_dynamics_ros.simulation.closed_loop import cycles_trajectory, run_lockstep
 from ne_dynamics_ros.tools.files import read_node_parameters
 from ne_dynamics_ros.simulation.mujoco_arm import MujocoArm

@@ -20,8 +20,8 @@ myst_heading_anchors = 3
 exclude_patterns = ['_build', '_generated']
 
 # The node's parameter table is generated from the one table in the code
-# (ne_dynamics_ros.control.config.parameters) on every build; node.md includes it.
-from ne_dynamics_ros.control.config.parameters import markdown_table  # noqa: E402
+# (ne_dynamics_ros.control.parameters) on every build; node.md includes it.
+from ne_dynamics_ros.control.parameters import markdown_table  # noqa: E402
 (ROOT / 'docs' / '_generated').mkdir(exist_ok=True)
 (ROOT / 'docs' / '_generated' / 'parameters.md').write_text(markdown_table(),
                                                             encoding='utf-8')

@@ -10,12 +10,13 @@ Pure Python + NumPy (no ROS import); imports only :mod:`ne_dynamics_ros.dynamics
   action, the Slotine–Li estimator and the physical load;
 * :mod:`.sensing`: measured states, velocities, the momentum observer, contacts, the
   friction estimate and the wrench (what the arm does);
-* :mod:`.config`: the parameter table, its checks, the controller's settings;
+* :mod:`.config`: what a parameter is and the checks its values pass (the bottom);
 * the controller's run, at the top: :mod:`.controller`
   (:class:`ComputedTorqueController`, every decision of the node), :mod:`.run_state`
   (what one run changes, and its answers), :mod:`.references` (references installed and
-  goals judged), :mod:`.law_inputs`, :mod:`.prediction` (across the loop's delay) and
-  :mod:`.state_loss`.
+  goals judged), :mod:`.law_inputs`, :mod:`.prediction` (across the loop's delay),
+  :mod:`.state_loss`, :mod:`.parameters` (the node's parameter table: its own rows and
+  each law's) and :mod:`.settings` (the controller's settings, made from it).
 """
 from typing import TYPE_CHECKING
 
@@ -26,11 +27,11 @@ if TYPE_CHECKING:       # the names below, imported on first use (see ne_dynamic
     from .laws.registry import ControlMode
     from .sensing.measured_state import JointStateSample
     from .run_state import Command, NoCommand, SkipReason, Timeout
-    from .config.settings import ControllerSettings
+    from .settings import ControllerSettings
 
 __getattr__, __dir__ = lazy_exports(__name__, {
     'ComputedTorqueController': '.controller', 'ControlMode': '.laws.registry',
-    'JointStateSample': '.sensing.measured_state', 'ControllerSettings': '.config.settings',
+    'JointStateSample': '.sensing.measured_state', 'ControllerSettings': '.settings',
     **dict.fromkeys(('Command', 'NoCommand', 'SkipReason', 'Timeout'), '.run_state')})
 
 __all__ = ['Command', 'ComputedTorqueController', 'ControllerSettings', 'ControlMode',

@@ -27,7 +27,7 @@ import numpy as np
 
 from ne_dynamics_ros.codegen import CompiledDynamics
 from ne_dynamics_ros.control import state_loss
-from ne_dynamics_ros.control.config import parameters
+from ne_dynamics_ros.control import parameters
 from ne_dynamics_ros.control.sensing.contact import ContactSupervisor
 from ne_dynamics_ros.control.sensing.friction_estimate import CoulombEstimate
 from ne_dynamics_ros.control.reference.goals import GoalStatus
@@ -45,7 +45,7 @@ from ne_dynamics_ros.control.run_state import (  # noqa: F401 - the controller's
     Command, NoCommand, Runs, RunState, SkipReason, STAMP_TOLERANCE_NS, Timeout)
 from ne_dynamics_ros.control.sensing.activation import Sensing
 from ne_dynamics_ros.control.config.parameter_checks import checked_joints
-from ne_dynamics_ros.control.config.settings import (  # noqa: F401 - the controller's names
+from ne_dynamics_ros.control.settings import (  # noqa: F401 - the controller's names
     ControllerSettings, DEFAULT_SETTINGS, for_joints)
 from ne_dynamics_ros.control.reference.trajectory import Trajectory
 from ne_dynamics_ros.dynamics.model import load_model

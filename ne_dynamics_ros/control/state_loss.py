@@ -31,7 +31,7 @@ def loss_effort(settings, last_q: Optional[list], last_effort: Optional[list],
     """Return what ``settings.state_loss_policy`` commands after the last state, or None.
 
     Args:
-        settings: the controller's :class:`~ne_dynamics_ros.control.config.settings.
+        settings: the controller's :class:`~ne_dynamics_ros.control.settings.
             ControllerSettings` (``state_loss_policy``, ``state_loss_hold``).
         last_q: (n,) the last valid state's positions, chain order, or None (none yet).
         last_effort: (n,) the last command, chain order, N*m (N).

@@ -61,13 +61,12 @@ def _add_plant(parser):
 
 def _add_pick_and_place(parser):
     """Add the options of the controller's law and of pick and place."""
-    # every law that follows a trajectory or takes a target (a law that does neither,
-    # gravity compensation, has nothing to show here)
-    parser.add_argument('--mode', choices=[law.name for law in LAW_CLASSES
-                                           if law.follows_trajectory or law.takes_target],
+    parser.add_argument('--mode', choices=[law.name for law in LAW_CLASSES],
                         default=None, help="the controller's law (default: the robot's "
-                        'config, computed_torque); adaptive: Slotine & Li, the load learned '
-                        'on line; cartesian_impedance: the tip pushed, a circle, the '
+                        'config, computed_torque); every mode of the node\'s mode parameter; '
+                        'adaptive: Slotine & Li, the load learned on line; '
+                        'gravity_compensation: the arm floats, the reference is ignored; '
+                        'cartesian_impedance: the tip pushed, a circle, the '
                         'null-space posture, controller and plant in process (--robot ur5e '
                         'or panda; ne_dynamics_ros.tools.experiment.cartesian)')
     parser.add_argument('--pick-and-place', type=float, default=0.0, metavar='KG',

@@ -146,8 +146,8 @@ def test_each_layer_imports_only_the_layers_before_it():
 
 
 #: The rooms of ``control`` and the rooms each may import (the run at the top: any).
-CONTROL_ROOMS = {'reference': set(), 'laws': set(), 'sensing': {'laws'},
-                 'config': {'laws', 'sensing'}}
+CONTROL_ROOMS = {'config': set(), 'reference': set(), 'laws': {'config'},
+                 'sensing': {'config', 'laws'}}
 
 
 def control_room(name):

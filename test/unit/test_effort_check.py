@@ -16,7 +16,7 @@ from ne_dynamics_ros.control.reference.effort_check import (check_trajectory, ef
                                                             InfeasibleTrajectory, smallest_stretch,
                                                             stretched)
 from ne_dynamics_ros.control.laws import ControlParameterError
-from ne_dynamics_ros.control.config.settings import ControllerSettings
+from ne_dynamics_ros.control.settings import ControllerSettings
 from ne_dynamics_ros.control.reference.trajectory import (DesiredState, trajectory_from_points,
                                                           TrajectoryPoint)
 from ne_dynamics_ros.dynamics.model import load_model

@@ -18,7 +18,7 @@ from ne_dynamics_ros.control.reference.goals import default_tolerances, GoalStat
 from ne_dynamics_ros.control.laws import ComplyLaw
 from ne_dynamics_ros.control.laws import ControlParameterError
 from ne_dynamics_ros.control.sensing.observer import ContactDetector, MomentumObserver
-from ne_dynamics_ros.control.config.settings import ControllerSettings
+from ne_dynamics_ros.control.settings import ControllerSettings
 from ne_dynamics_ros.control.reference.trajectory import TrajectoryPoint
 from ne_dynamics_ros.identification.recording import JointRecording
 from ne_dynamics_ros.identification.thresholds import (contact_thresholds, observed_effort,

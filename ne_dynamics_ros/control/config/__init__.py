@@ -1,9 +1,9 @@
-"""The controller's configuration: the parameter table, its checks and the settings.
+"""What a parameter is and the checks its values pass: the bottom of ``control``.
 
-* :mod:`.parameters`: the one table of the node's parameters;
-* :mod:`.parameter_checks`: the checks those values pass;
-* :mod:`.settings`: the controller's run-time settings, generated from that table.
+* :mod:`.spec`: :class:`~.spec.ParameterSpec`, one row of the node's parameter table
+  (the node's own rows are in :mod:`ne_dynamics_ros.control.parameters`, each law's in
+  its module);
+* :mod:`.parameter_checks`: the checks those values pass.
 
-Imports :mod:`ne_dynamics_ros.control.laws` (the modes) and
-:mod:`ne_dynamics_ros.control.sensing` (the velocity estimator's bounds).
+Imports only :mod:`ne_dynamics_ros.errors` and NumPy.
 """

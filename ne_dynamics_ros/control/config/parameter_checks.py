@@ -1,4 +1,4 @@
-"""The checks of the parameter table's values (:mod:`~ne_dynamics_ros.control.config.parameters`).
+"""The checks of the parameter table's values (:mod:`~ne_dynamics_ros.control.parameters`).
 
 Each ``check(value, n, name)`` returns the value normalised or raises
 :class:`~ne_dynamics_ros.errors.ControlParameterError` naming the parameter; ``n``
@@ -8,8 +8,6 @@ import math
 
 import numpy as np
 
-from ne_dynamics_ros.control.laws.registry import parse_mode
-from ne_dynamics_ros.control.sensing.velocity_estimator import check_cutoff
 from ne_dynamics_ros.errors import ControlParameterError
 
 _SEQUENCES = (list, tuple, np.ndarray)
@@ -232,11 +230,16 @@ def checked_integral_limit(value, n, name):
     return per_joint(values, n, name)
 
 
-def checked_mode(value, n, name):
-    """Check a ``mode``: one of the control modes."""
-    if not isinstance(value, str):
-        raise ControlParameterError(f'{name} must be a string, got {value!r}')
-    return parse_mode(value)
+def check_cutoff(value) -> float:
+    """Validate a filter cut-off frequency in Hz (> 0, inf allowed).
+
+    Raises:
+        ControlParameterError: NaN or <= 0.
+    """
+    value = float(value)
+    if math.isnan(value) or value <= 0.0:
+        raise ControlParameterError(f'velocity_filter_cutoff must be > 0 Hz, got {value}')
+    return value
 
 
 def checked_gravity(value, n, name):
@@ -338,7 +341,7 @@ __all__ = ['checked_byte_count', 'checked_cutoff', 'checked_debounce', 'checked_
            'checked_effort_limits', 'checked_flag', 'checked_fraction',
            'checked_friction_offset', 'checked_friction_velocity', 'checked_gains',
            'checked_gravity', 'checked_integral_limit', 'checked_joint_names',
-           'checked_delay', 'checked_joint_values', 'checked_ki', 'checked_mode',
+           'checked_delay', 'checked_joint_values', 'checked_ki',
            'checked_non_negative',
            'checked_non_negative_or_inf', 'checked_one_of', 'checked_positive',
            'checked_posture', 'checked_priority', 'checked_six', 'checked_speeds',

@@ -4,6 +4,8 @@
   is built from and sees (:class:`~.base.LawContext`, :class:`~.base.LawStep`), the
   gains in force (:class:`~.base.JointGains`), the one clamp;
 * :mod:`.registry`: the modes and their laws, the only place that names a mode;
+  each law declares its rows of the node's parameter table in its module
+  (:attr:`~.base.Law.parameters`);
 * one module per law: :mod:`.computed_torque` (Lee, Chung, Mudge & Turney 1982),
   :mod:`.feedforward`, :mod:`.gravity`, :mod:`.adaptive` (Slotine & Li 1987),
   :mod:`.cartesian` (Cartesian impedance, Albu-Schäffer et al. 2003), and

@@ -25,6 +25,10 @@ import math
 
 import numpy as np
 
+from ne_dynamics_ros.control.config.parameter_checks import (checked_flag, checked_gains,
+                                                             checked_non_negative, checked_one_of,
+                                                             checked_positive, checked_text)
+from ne_dynamics_ros.control.config.spec import ParameterSpec
 from ne_dynamics_ros.control.laws.slotine_li import (adaptation_gains, BaseAdaptation,
                                                      load_inertia_ratio,
                                                      LOAD_INERTIA_RATIO_WARNING, PayloadAdaptation)
@@ -296,6 +300,56 @@ class AdaptiveLaw(Law):
     """
 
     name = 'adaptive'
+    #: Its rows of the node's parameter table (:mod:`ne_dynamics_ros.control.parameters`).
+    parameters = (
+        ParameterSpec('adaptation_lambda', 'double_array', 0.0,
+                      'adaptive mode: Lambda of Slotine & Li (q_dot_r = qd_d + Lambda e), one '
+                      'value or one per joint; K = kd - Lambda (K_D = K M(q)). 0: Lambda = K = '
+                      'kd/2, '
+                      'the bandwidth of critically damped kp, kd.', unit='1/s',
+                      constraints='>= 0', runtime=True, check=checked_gains),
+        ParameterSpec('adaptation', 'string', 'payload',
+                      'adaptive mode: what is learned. payload: the 10 inertial parameters of a '
+                      'rigid load at adaptation_link (kept physical, mass <= payload_mass_max); '
+                      'base: every base parameter of the arm, from the model\'s values.',
+                      constraints='one of: payload, base', runtime=True,
+                      check=checked_one_of(('payload', 'base'))),
+        ParameterSpec('composite_adaptation', 'bool', False,
+                      'adaptive mode: also adapt from the prediction error of the efforts '
+                      '/joint_states carries (Slotine & Li 1989), filtered at composite_cutoff. '
+                      'Only where those are the joint torques (a torque sensor, a drive\'s '
+                      'calibrated estimate); states without efforts leave it out.',
+                      runtime=True, check=checked_flag),
+        ParameterSpec('composite_weight', 'double', 1e-2,
+                      'adaptive mode: the weight R of the prediction error against the tracking '
+                      'error in the composite update.', unit='rad/(N m s)', constraints='>= 0',
+                      runtime=True, check=checked_non_negative),
+        ParameterSpec('composite_cutoff', 'double', 20.0,
+                      'adaptive mode: cutoff of the first-order filter applied alike to the '
+                      'measured efforts and their regressor.', unit='Hz', constraints='> 0',
+                      runtime=True, check=checked_positive),
+        ParameterSpec('adaptation_gain', 'double', 300.0,
+                      'adaptive mode: gamma of Gamma = gamma diag(L^4 (inertia), L^2 (first '
+                      'moments), 1 (mass)); 0: a fixed model.', constraints='>= 0', runtime=True,
+                      check=checked_non_negative),
+        ParameterSpec('adaptation_length', 'double', 0.1,
+                      'adaptive mode: the load size L of Gamma.', unit='m', constraints='> 0',
+                      runtime=True, check=checked_positive),
+        ParameterSpec('payload_mass_max', 'double', 20.0,
+                      'adaptive mode: bound of the estimated load mass.', unit='kg',
+                      constraints='>= 0', runtime=True, check=checked_non_negative),
+        ParameterSpec('payload_radius', 'double', 0.2,
+                      'adaptive mode: the whole load lies within this distance of '
+                      'adaptation_link\'s origin; bounds the estimated centre of mass and second '
+                      'moments by the estimated mass (a released load takes its inertia with it).',
+                      unit='m', constraints='> 0', runtime=True, check=checked_positive),
+        ParameterSpec('adaptation_reset', 'bool', False,
+                      'adaptive mode: set true to forget the load estimate (each time it is set '
+                      'true).', runtime=True, check=checked_flag),
+        ParameterSpec('adaptation_link', 'string', '',
+                      'adaptive mode: the link the load is fixed to, the tip link or a joint\'s '
+                      'child link; empty: the tip link.', check=checked_text),
+    )
     summary = ('Slotine & Li: a load at adaptation_link learned on line; kp, kd set its '
                'Lambda = K = kd/2 unless adaptation_lambda is set')
     adapts = True

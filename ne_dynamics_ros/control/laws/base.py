@@ -142,7 +142,7 @@ class LawContext:
         dynamics: what the law calls for M, C, g: the model or its generated program
             (:class:`~ne_dynamics_ros.codegen.CompiledDynamics`).
         gains: the :class:`JointGains` in force.
-        settings: the :class:`~ne_dynamics_ros.control.config.settings.ControllerSettings` in
+        settings: the :class:`~ne_dynamics_ros.control.settings.ControllerSettings` in
             force (immutable: new settings are a new context).
         load: the controller's :class:`~.adaptive.LoadEstimate` (what the adaptive law
             learned or was declared: kept across modes and runs).
@@ -274,7 +274,11 @@ class Law:
         leaving it (another mode) holds the position measured then (the arm may have
         been moved by hand);
     ``inputs``, ``outputs``
-        the node's topics it uses (``~/`` names) beside the joint-space ones.
+        the node's topics it uses (``~/`` names) beside the joint-space ones;
+    ``parameters``
+        its rows of the node's parameter table
+        (:class:`~ne_dynamics_ros.control.config.spec.ParameterSpec`: name, type, default,
+        unit, check), declared in its module; the table lists them after the gains.
 
     What it does: :meth:`check` (its settings), :meth:`apply_settings` (on entry and on
     new settings), :meth:`caveats`, :meth:`effort` (one state, clamped), :meth:`report`
@@ -298,6 +302,7 @@ class Law:
     holds_on_exit = False
     inputs = ()
     outputs = ()
+    parameters = ()
     #: why a trajectory is refused when ``follows_trajectory`` is False
     refusal = ''
 

@@ -63,6 +63,10 @@ import math
 
 import numpy as np
 
+from ne_dynamics_ros.control.config.parameter_checks import (checked_gains, checked_non_negative,
+                                                             checked_positive, checked_posture,
+                                                             checked_six, checked_speeds)
+from ne_dynamics_ros.control.config.spec import ParameterSpec
 from ne_dynamics_ros.control.laws.base import clamp, Law, LoadedDynamics, mass_matrix_at
 from ne_dynamics_ros.dynamics.friction import drive_friction, friction_values
 from ne_dynamics_ros.dynamics.kinematics import (chain_kinematics, manipulability,
@@ -157,6 +161,40 @@ class CartesianImpedanceLaw(Law):
     """
 
     name = 'cartesian_impedance'
+    #: Its rows of the node's parameter table (:mod:`ne_dynamics_ros.control.parameters`).
+    parameters = (
+        ParameterSpec('cartesian.stiffness', 'double_array', [500.0, 500.0, 500.0, 50.0, 50.0,
+                                                              50.0],
+                      'cartesian_impedance mode: stiffness of the tip along x, y, z (N/m), then '
+                      'about x, y, z (N*m/rad), base link frame axes; one value or six.',
+                      unit='N/m, N*m/rad', constraints='>= 0', runtime=True, check=checked_six),
+        ParameterSpec('cartesian.damping_ratio', 'double', 1.0,
+                      'cartesian_impedance mode: damping ratio of each direction of the '
+                      'task-space inertia with its stiffness (1: critical).', constraints='> 0',
+                      runtime=True, check=checked_positive),
+        ParameterSpec('cartesian.max_speed', 'double_array', [0.25, 1.0],
+                      'cartesian_impedance mode: a new target is approached at most this fast: '
+                      'along the line (m/s), then about the rotation axis (rad/s).',
+                      unit='m/s, rad/s', constraints='> 0', runtime=True, check=checked_speeds),
+        ParameterSpec('cartesian.friction_adaptation', 'double', 10.0,
+                      'cartesian_impedance mode: how fast the drives\' Coulomb friction the '
+                      'law compensates follows what the momentum observer shows while a joint '
+                      'slides and no contact is held (a factor per joint on the model\'s, '
+                      'within 0.25 and 4; in a contact it only falls, halved at each reversal '
+                      'of a joint that keeps turning back under the push, from the third); 0: '
+                      'the model\'s friction as identified.',
+                      unit='1/s', constraints='>= 0', runtime=True, check=checked_non_negative),
+        ParameterSpec('nullspace.stiffness', 'double_array', 10.0,
+                      'cartesian_impedance mode: stiffness of the posture in the null space of '
+                      'the tip task (one value or one per joint), damped critically by the '
+                      'diagonal of M(q).', unit='N*m/rad', constraints='>= 0', runtime=True,
+                      check=checked_gains),
+        ParameterSpec('nullspace.posture', 'double_array', None,
+                      'cartesian_impedance mode: the posture the null space pulls to (one '
+                      'position per joint); unset: the position when the mode is entered.',
+                      unit='rad', constraints='n finite values', runtime=True,
+                      check=checked_posture),
+    )
     summary = ('the tip held at ~/target_pose by cartesian.stiffness, a posture in the '
                'null space; trajectories refused; Khatib 1987, Albu-Schaeffer et al. 2003')
     follows_trajectory = False

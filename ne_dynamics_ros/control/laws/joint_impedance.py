@@ -40,6 +40,9 @@ import math
 
 import numpy as np
 
+from ne_dynamics_ros.control.config.parameter_checks import (checked_flag, checked_gains,
+                                                             checked_positive)
+from ne_dynamics_ros.control.config.spec import ParameterSpec
 from ne_dynamics_ros.control.laws.base import (clamp, Law, LoadedDynamics, mass_matrix_at,
                                                NO_GRAVITY, reference_friction)
 
@@ -51,6 +54,26 @@ class JointImpedanceLaw(Law):
     """Joint impedance with gravity compensation (module docstring); one object per run."""
 
     name = 'joint_impedance'
+    #: Its rows of the node's parameter table (:mod:`ne_dynamics_ros.control.parameters`).
+    parameters = (
+        ParameterSpec('joint_impedance.stiffness', 'double_array', 100.0,
+                      'joint_impedance mode: the stiffness K of each joint, one value or one per '
+                      'joint (chain order): tau = K (q_d - q) + D (qd_d - qd) + g(q); a force F '
+                      'at the tip moves it by J K^-1 J^T F. Keep sqrt(K / M_ii) within rate / 10 '
+                      'rad/s on the joint of least inertia (ne-dynamics gains: kp * M_ii).',
+                      unit='N*m/rad', constraints='>= 0', runtime=True, check=checked_gains),
+        ParameterSpec('joint_impedance.damping_ratio', 'double', 1.0,
+                      'joint_impedance mode: zeta of D = 2 zeta sqrt(K M_ii(q)), each joint '
+                      'damped with its own inertia (1: critically).', constraints='> 0',
+                      runtime=True, check=checked_positive),
+        ParameterSpec('joint_impedance.feedforward', 'bool', True,
+                      'joint_impedance mode: add the reference\'s inertia and velocity forces '
+                      'M(q) qdd_d + C(q, qd_d) qd_d (one recursion at (q, qd_d, qdd_d) in place '
+                      'of the gravity\'s), so the joints follow a moving reference without '
+                      'lagging it by M_ii qdd_d / K; at rest nothing changes. false: the PD with '
+                      'gravity alone (Takegaki & Arimoto 1981).', runtime=True,
+                      check=checked_flag),
+    )
     summary = ('tau = K (q_d - q) + D (qd_d - qd) + g(q) + M(q) qdd_d + C(q, qd_d) qd_d, '
                'K = joint_impedance.stiffness, D = 2 zeta sqrt(K M_ii(q)); the compliance '
                'J K^-1 J^T at the tip; Takegaki & Arimoto 1981, Paden & Panja 1988')

@@ -8,19 +8,7 @@ import math
 
 import numpy as np
 
-from ne_dynamics_ros.errors import ControlParameterError
-
-
-def check_cutoff(value) -> float:
-    """Validate a filter cut-off frequency in Hz (> 0, inf allowed).
-
-    Raises:
-        ControlParameterError: NaN or <= 0.
-    """
-    value = float(value)
-    if math.isnan(value) or value <= 0.0:
-        raise ControlParameterError(f'velocity_filter_cutoff must be > 0 Hz, got {value}')
-    return value
+from ne_dynamics_ros.control.config.parameter_checks import check_cutoff
 
 
 class VelocityEstimator:

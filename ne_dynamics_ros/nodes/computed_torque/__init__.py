@@ -3,7 +3,7 @@
 A managed (lifecycle) node; its modules, one concern each:
 
 * :mod:`.parameters`: descriptors and validation, built from the one parameter table
-  (:mod:`ne_dynamics_ros.control.config.parameters`);
+  (:mod:`ne_dynamics_ros.control.parameters`);
 * :mod:`.node`: the lifecycle adapter (configure, activate, deactivate, cleanup,
   shutdown; the control path);
 * :mod:`.threads`: the state-timeout watchdog and the trajectory reception;

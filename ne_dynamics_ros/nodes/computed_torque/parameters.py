@@ -1,6 +1,6 @@
 """The node's parameters: descriptors and validation, built from the one table.
 
-:data:`ne_dynamics_ros.control.config.parameters.PARAMETERS` says what each parameter is; here
+:data:`ne_dynamics_ros.control.parameters.PARAMETERS` says what each parameter is; here
 it becomes ROS: a ``ParameterDescriptor`` per parameter (description with the unit,
 ``additional_constraints``, read-only unless it may change at run time), the values read
 back from the node, and the on-set validation (the table's check of each value, then the
@@ -11,7 +11,7 @@ import os
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.parameter import Parameter
 
-from ne_dynamics_ros.control.config import parameters as table
+from ne_dynamics_ros.control import parameters as table
 from ne_dynamics_ros.control.config.parameter_checks import scalar
 from ne_dynamics_ros.control.controller import ComputedTorqueController, ControllerSettings
 from ne_dynamics_ros.errors import ControlParameterError

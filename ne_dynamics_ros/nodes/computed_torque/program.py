@@ -12,7 +12,7 @@ import rclpy
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.signals import SignalHandlerOptions
 
-from ne_dynamics_ros.control.config.parameters import EXECUTORS, MAX_TRAJECTORY_BYTES
+from ne_dynamics_ros.control.parameters import EXECUTORS, MAX_TRAJECTORY_BYTES
 from ne_dynamics_ros.nodes import transport
 from ne_dynamics_ros.nodes.computed_torque import priority
 from ne_dynamics_ros.nodes.computed_torque.node import ComputedTorqueNode

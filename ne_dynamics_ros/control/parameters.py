@@ -1,8 +1,11 @@
 """Every parameter of ``computed_torque_node``, declared once.
 
-One table (:data:`PARAMETERS`, in the order the docs list them): name, type, default,
+One table (:data:`PARAMETERS`, in the order the docs list them) of
+:class:`~ne_dynamics_ros.control.config.spec.ParameterSpec` rows: name, type, default,
 unit, the constraint in words, the description, whether it may change at run time, and
-the function that checks a value. From it are built:
+the function that checks a value. The node's own rows are here; each law's rows are in
+its module (:attr:`~ne_dynamics_ros.control.laws.base.Law.parameters`), listed after the
+gains in the registry's order. From the table are built:
 
 * the node's parameter descriptors and its on-set validation
   (:mod:`ne_dynamics_ros.nodes.computed_torque.parameters`);
@@ -14,20 +17,19 @@ As generate_parameter_library does for ros2_controllers, but in Python. Pure mod
 ROS import). A ``None`` default means "not set: the model's value" (the URDF's limits,
 chain order, no armature).
 """
-from dataclasses import dataclass
 import math
-from typing import Any, Callable, Optional
 
-from ne_dynamics_ros.control.laws.registry import DEFAULT_MODE, LAW_CLASSES
+from ne_dynamics_ros.control.config.spec import ParameterSpec
+from ne_dynamics_ros.control.laws.registry import DEFAULT_MODE, LAW_CLASSES, parse_mode
 from ne_dynamics_ros.errors import ControlParameterError
 from ne_dynamics_ros.control.config.parameter_checks import (
     checked_byte_count, checked_cutoff, checked_debounce, checked_delay,
     checked_drive_values,
     checked_effort_limits, checked_flag, checked_fraction, checked_friction_offset,
     checked_friction_velocity, checked_gains, checked_gravity, checked_integral_limit,
-    checked_joint_names, checked_ki, checked_mode, checked_non_negative,
-    checked_non_negative_or_inf, checked_one_of, checked_positive, checked_posture,
-    checked_priority, checked_six, checked_speeds, checked_text, checked_thresholds)
+    checked_joint_names, checked_ki, checked_non_negative,
+    checked_non_negative_or_inf, checked_one_of, checked_positive,
+    checked_priority, checked_text, checked_thresholds)
 
 #: The rclpy executors the node can spin on (the ``executor`` parameter).
 EXECUTORS = ('events', 'single_threaded')
@@ -38,32 +40,11 @@ DYNAMICS_BACKENDS = ('generated', 'recursive')
 MAX_TRAJECTORY_BYTES = 32 * 1024 * 1024
 
 
-@dataclass(frozen=True)
-class ParameterSpec:
-    """One parameter: what it is, its default, its unit and how a value is checked.
-
-    Attributes:
-        name: the ROS parameter name.
-        type: ``'string'``, ``'bool'``, ``'integer'``, ``'double'``, ``'double_array'``
-            (one value or one per joint), ``'string_array'``.
-        default: the default value (None: not set).
-        description: what it does.
-        unit: SI unit ('' for none).
-        constraints: the bounds, in words (the descriptor's ``additional_constraints``).
-        runtime: may change while the node runs (otherwise read-only).
-        check: ``check(value, n)`` returns the value normalised or raises
-            :class:`ControlParameterError` naming the parameter; ``n`` is the number of
-            joints, or None before the model is known. None: no check beyond the type.
-    """
-
-    name: str
-    type: str
-    default: Any
-    description: str
-    unit: str = ''
-    constraints: str = ''
-    runtime: bool = False
-    check: Optional[Callable] = None
+def checked_mode(value, n, name):
+    """Check a ``mode``: one of the control modes."""
+    if not isinstance(value, str):
+        raise ControlParameterError(f'{name} must be a string, got {value!r}')
+    return parse_mode(value)
 
 
 #: The parameters of computed_torque_node, in the order the docs list them.
@@ -132,99 +113,7 @@ PARAMETERS = (
                   'Bound of the integral torque, one value or one per joint; .inf: none '
                   'beyond the freeze while saturated.', unit='N*m', constraints='> 0',
                   runtime=True, check=checked_integral_limit),
-    ParameterSpec('cartesian.stiffness', 'double_array', [500.0, 500.0, 500.0, 50.0, 50.0,
-                                                          50.0],
-                  'cartesian_impedance mode: stiffness of the tip along x, y, z (N/m), then '
-                  'about x, y, z (N*m/rad), base link frame axes; one value or six.',
-                  unit='N/m, N*m/rad', constraints='>= 0', runtime=True, check=checked_six),
-    ParameterSpec('cartesian.damping_ratio', 'double', 1.0,
-                  'cartesian_impedance mode: damping ratio of each direction of the '
-                  'task-space inertia with its stiffness (1: critical).', constraints='> 0',
-                  runtime=True, check=checked_positive),
-    ParameterSpec('cartesian.max_speed', 'double_array', [0.25, 1.0],
-                  'cartesian_impedance mode: a new target is approached at most this fast: '
-                  'along the line (m/s), then about the rotation axis (rad/s).',
-                  unit='m/s, rad/s', constraints='> 0', runtime=True, check=checked_speeds),
-    ParameterSpec('cartesian.friction_adaptation', 'double', 10.0,
-                  'cartesian_impedance mode: how fast the drives\' Coulomb friction the '
-                  'law compensates follows what the momentum observer shows while a joint '
-                  'slides and no contact is held (a factor per joint on the model\'s, '
-                  'within 0.25 and 4; in a contact it only falls, halved at each reversal '
-                  'of a joint that keeps turning back under the push, from the third); 0: '
-                  'the model\'s friction as identified.',
-                  unit='1/s', constraints='>= 0', runtime=True, check=checked_non_negative),
-    ParameterSpec('nullspace.stiffness', 'double_array', 10.0,
-                  'cartesian_impedance mode: stiffness of the posture in the null space of '
-                  'the tip task (one value or one per joint), damped critically by the '
-                  'diagonal of M(q).', unit='N*m/rad', constraints='>= 0', runtime=True,
-                  check=checked_gains),
-    ParameterSpec('nullspace.posture', 'double_array', None,
-                  'cartesian_impedance mode: the posture the null space pulls to (one '
-                  'position per joint); unset: the position when the mode is entered.',
-                  unit='rad', constraints='n finite values', runtime=True,
-                  check=checked_posture),
-    ParameterSpec('joint_impedance.stiffness', 'double_array', 100.0,
-                  'joint_impedance mode: the stiffness K of each joint, one value or one per '
-                  'joint (chain order): tau = K (q_d - q) + D (qd_d - qd) + g(q); a force F '
-                  'at the tip moves it by J K^-1 J^T F. Keep sqrt(K / M_ii) within rate / 10 '
-                  'rad/s on the joint of least inertia (ne-dynamics gains: kp * M_ii).',
-                  unit='N*m/rad', constraints='>= 0', runtime=True, check=checked_gains),
-    ParameterSpec('joint_impedance.damping_ratio', 'double', 1.0,
-                  'joint_impedance mode: zeta of D = 2 zeta sqrt(K M_ii(q)), each joint '
-                  'damped with its own inertia (1: critically).', constraints='> 0',
-                  runtime=True, check=checked_positive),
-    ParameterSpec('joint_impedance.feedforward', 'bool', True,
-                  'joint_impedance mode: add the reference\'s inertia and velocity forces '
-                  'M(q) qdd_d + C(q, qd_d) qd_d (one recursion at (q, qd_d, qdd_d) in place of '
-                  'the gravity\'s), so the joints follow a moving reference without lagging '
-                  'it by M_ii qdd_d / K; at rest nothing changes. false: the PD with gravity '
-                  'alone (Takegaki & Arimoto 1981).', runtime=True, check=checked_flag),
-    ParameterSpec('adaptation_lambda', 'double_array', 0.0,
-                  'adaptive mode: Lambda of Slotine & Li (q_dot_r = qd_d + Lambda e), one value '
-                  'or one per joint; K = kd - Lambda (K_D = K M(q)). 0: Lambda = K = kd/2, '
-                  'the bandwidth of critically damped kp, kd.', unit='1/s',
-                  constraints='>= 0', runtime=True, check=checked_gains),
-    ParameterSpec('adaptation', 'string', 'payload',
-                  'adaptive mode: what is learned. payload: the 10 inertial parameters of a '
-                  'rigid load at adaptation_link (kept physical, mass <= payload_mass_max); '
-                  'base: every base parameter of the arm, from the model\'s values.',
-                  constraints='one of: payload, base', runtime=True,
-                  check=checked_one_of(('payload', 'base'))),
-    ParameterSpec('composite_adaptation', 'bool', False,
-                  'adaptive mode: also adapt from the prediction error of the efforts '
-                  '/joint_states carries (Slotine & Li 1989), filtered at composite_cutoff. '
-                  'Only where those are the joint torques (a torque sensor, a drive\'s '
-                  'calibrated estimate); states without efforts leave it out.',
-                  runtime=True, check=checked_flag),
-    ParameterSpec('composite_weight', 'double', 1e-2,
-                  'adaptive mode: the weight R of the prediction error against the tracking '
-                  'error in the composite update.', unit='rad/(N m s)', constraints='>= 0',
-                  runtime=True, check=checked_non_negative),
-    ParameterSpec('composite_cutoff', 'double', 20.0,
-                  'adaptive mode: cutoff of the first-order filter applied alike to the '
-                  'measured efforts and their regressor.', unit='Hz', constraints='> 0',
-                  runtime=True, check=checked_positive),
-    ParameterSpec('adaptation_gain', 'double', 300.0,
-                  'adaptive mode: gamma of Gamma = gamma diag(L^4 (inertia), L^2 (first '
-                  'moments), 1 (mass)); 0: a fixed model.', constraints='>= 0', runtime=True,
-                  check=checked_non_negative),
-    ParameterSpec('adaptation_length', 'double', 0.1,
-                  'adaptive mode: the load size L of Gamma.', unit='m', constraints='> 0',
-                  runtime=True, check=checked_positive),
-    ParameterSpec('payload_mass_max', 'double', 20.0,
-                  'adaptive mode: bound of the estimated load mass.', unit='kg',
-                  constraints='>= 0', runtime=True, check=checked_non_negative),
-    ParameterSpec('payload_radius', 'double', 0.2,
-                  'adaptive mode: the whole load lies within this distance of '
-                  'adaptation_link\'s origin; bounds the estimated centre of mass and second '
-                  'moments by the estimated mass (a released load takes its inertia with it).',
-                  unit='m', constraints='> 0', runtime=True, check=checked_positive),
-    ParameterSpec('adaptation_reset', 'bool', False,
-                  'adaptive mode: set true to forget the load estimate (each time it is set '
-                  'true).', runtime=True, check=checked_flag),
-    ParameterSpec('adaptation_link', 'string', '',
-                  'adaptive mode: the link the load is fixed to, the tip link or a joint\'s '
-                  'child link; empty: the tip link.', check=checked_text),
+    *(row for law in LAW_CLASSES for row in law.parameters),
     ParameterSpec('friction_compensation', 'bool', False,
                   'Add the URDF <dynamics damping friction> torques to the command, evaluated '
                   'at the desired velocity (so that dry friction is compensated as soon as '

@@ -1,6 +1,6 @@
 """The controller's run-time settings, generated from the parameter table.
 
-:class:`ControllerSettings` is built from :data:`ne_dynamics_ros.control.config.parameters.
+:class:`ControllerSettings` is built from :data:`ne_dynamics_ros.control.parameters.
 PARAMETERS` (the parameters marked ``runtime``), as generate_parameter_library generates a
 typed struct for a ros2_controllers controller from its YAML: one field per run-time
 parameter, in the table's order, documented with the table's description and unit, each
@@ -13,11 +13,11 @@ from typing import Mapping, Optional
 
 import numpy as np
 
-from ne_dynamics_ros.control.config import parameters
+from ne_dynamics_ros.control import parameters
 from ne_dynamics_ros.errors import ControlParameterError
 
 #: ``{name: default}`` of the run-time settings: the parameters of the table that may
-#: change while the node runs (:data:`ne_dynamics_ros.control.config.parameters.RUNTIME`).
+#: change while the node runs (:data:`ne_dynamics_ros.control.parameters.RUNTIME`).
 DEFAULT_SETTINGS = parameters.defaults(runtime_only=True)
 
 
