@@ -19,8 +19,7 @@ import numpy as np
 from ne_dynamics_ros import load_model
 from ne_dynamics_ros.control.sensing.observer import SUSTAINED_LEVEL, SUSTAINED_TIME
 from ne_dynamics_ros.dynamics.urdf_import import read_urdf_text
-from ne_dynamics_ros.identification.pipeline import identify_model
-from ne_dynamics_ros.identification.recording import JointRecording
+from ne_dynamics_ros.identification import identify_model, JointRecording
 from ne_dynamics_ros.identification.thresholds import first_order_lag, observed_effort
 from ne_dynamics_ros.identification.validation import count_contacts
 

@@ -28,11 +28,10 @@ import time
 from ne_dynamics_ros import load_model
 from ne_dynamics_ros.identification.estimation import identify
 from ne_dynamics_ros.identification.physical_fit import DriveModel, select_model
-from ne_dynamics_ros.identification.excitation import design_excitation
-from ne_dynamics_ros.identification.recording import read_bag, write_bag
+from ne_dynamics_ros.identification import design_excitation, read_bag, write_bag
 from ne_dynamics_ros.identification.thresholds import contact_thresholds
 from ne_dynamics_ros.identification.validation import DEFAULT_FRACTION, split, validate
-from ne_dynamics_ros.identification.urdf_writer import identified_urdf
+from ne_dynamics_ros.identification import identified_urdf
 from ne_dynamics_ros.simulation.recorder import record_tracking
 from ne_dynamics_ros.simulation.simulated_arm import SimulatedArm
 

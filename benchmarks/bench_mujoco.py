@@ -28,7 +28,7 @@ import time
 
 import numpy as np
 
-from ne_dynamics_ros.identification.pipeline import drive_errors
+from ne_dynamics_ros.identification import drive_errors
 
 BOUND = 4.26e-4
 UR5E_PLANT = ['--payload', '1.2', '--plant-armature', '0.1', '--plant-damping', '6,6,4,1,1,1',

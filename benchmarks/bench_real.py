@@ -36,8 +36,7 @@ from ne_dynamics_ros.dynamics.urdf_import import read_urdf_text
 from ne_dynamics_ros.identification.physical_fit import (MARGIN, nominal_pseudo_inertias,
                                                          relative_margins)
 from ne_dynamics_ros.identification.pipeline import identify_model, regular
-from ne_dynamics_ros.identification.recording import JointRecording
-from ne_dynamics_ros.identification.validation import split, validate
+from ne_dynamics_ros.identification import JointRecording, split, validate
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 DATA = ROOT.parent / 'shared' / 'data' / 'real'

@@ -289,7 +289,7 @@ def contact_figures(identified):
 def identified_figures(folder, summary, plot):
     """Print the hidden UR5e's figures, identified: the push, false contacts; plot."""
     from bench_adaptive import ARMS, hidden_plant, identified_controller, MOVE, REST, schedule
-    from ne_dynamics_ros.identification.excitation import FourierTrajectory
+    from ne_dynamics_ros.identification import FourierTrajectory
     from ne_dynamics_ros.simulation.closed_loop import (cycles_trajectory,
                                                         excitation_trajectory,
                                                         profile_trajectory)

@@ -230,20 +230,7 @@ class SimArmNode(HardwareClockMixin, Node):
                                              read_only=True)
             return self.declare_parameter(name, default, descriptor).value
 
-        self._plant = declare(
-            'plant', 'pinocchio', "the engine: 'pinocchio' (ABA + RK4 from the URDF) or "
-            "'mujoco' (MuJoCo's import of the URDF, or mjcf_path; friction is MuJoCo's "
-            'friction loss, dry)')
-        self._mjcf_path = declare('mjcf_path', '', "plant 'mujoco': an MJCF file instead of "
-                                  'the URDF (joints named as in the URDF)')
-        self._timestep = declare('timestep', 0.0005, "plant 'mujoco': longest MuJoCo step, s")
-        self._integrator = declare('integrator', 'implicitfast', "plant 'mujoco': "
-                                   'implicitfast, implicit, RK4 or Euler')
-        self._payload_com = declare('payload_com', [0.0, 0.0, 0.0], "plant 'mujoco': the "
-                                    "payload's centre of mass in payload_link's frame, m")
-        self._payload_inertia = declare('payload_inertia', [0.0, 0.0, 0.0], "plant 'mujoco': "
-                                        "the payload's principal inertia about its centre of "
-                                        'mass, kg m^2')
+        self._declare_plant_parameters(declare)
         self._robot_description = declare(
             'robot_description', '', 'URDF XML of the arm; if empty, urdf_path is read')
         self._urdf_path = declare('urdf_path', '', 'path to the URDF file')
@@ -253,14 +240,6 @@ class SimArmNode(HardwareClockMixin, Node):
             'states; default: all movable joints in chain order (others are locked at 0)')
         self._armature = declare(
             'armature', [0.0], 'reflected rotor inertia per joint (kg m^2), or one value')
-        self._payload_mass = declare('payload_mass', 0.0,
-                                     'point mass (kg) at the tip link, unknown to the controller')
-        self._payload_link = declare('payload_link', '', 'link carrying the payload; '
-                                     'default: the tip link')
-        self._payload_schedule = declare(
-            'payload_schedule', [0.0], 'pick and place: a load picked and released at '
-            'payload_link, five numbers per entry (time s of simulated time, mass kg, centre '
-            'of mass x, y, z m in the link frame); [0.0] or empty: none')
         self._joint_friction = declare(
             'joint_friction', [0.0], 'extra viscous friction per joint (N m s/rad), or one value')
         self._damping = declare(
@@ -276,8 +255,7 @@ class SimArmNode(HardwareClockMixin, Node):
                                           'initial joint positions (rad or m), or one value')
         self._publish_rate = declare('publish_rate', 100.0,
                                      f'joint state rate, Hz (at most {MAX_PUBLISH_RATE:g})')
-        self._integration_rate = declare('integration_rate', 1000.0,
-                                         'internal RK4 rate, Hz')
+        self._integration_rate = declare('integration_rate', 1000.0, 'internal RK4 rate, Hz')
         self._gravity = declare('gravity', list(DEFAULT_GRAVITY),
                                 'gravity in the URDF root frame, m/s^2')
         self._effort_limits = declare('effort_limits', [0.0],
@@ -303,6 +281,31 @@ class SimArmNode(HardwareClockMixin, Node):
             'physics never waits for a CPU: above controller_manager\'s 50 keeps the '
             'simulated one from stalling when the controllers share its cores')
         self._declare_clock_parameters(declare)
+
+    def _declare_plant_parameters(self, declare):
+        """Declare the engine (``plant``, MuJoCo's own) and the load the controller is not told."""
+        self._plant = declare(
+            'plant', 'pinocchio', "the engine: 'pinocchio' (ABA + RK4 from the URDF) or "
+            "'mujoco' (MuJoCo's import of the URDF, or mjcf_path; friction is MuJoCo's "
+            'friction loss, dry)')
+        self._mjcf_path = declare('mjcf_path', '', "plant 'mujoco': an MJCF file instead of "
+                                  'the URDF (joints named as in the URDF)')
+        self._timestep = declare('timestep', 0.0005, "plant 'mujoco': longest MuJoCo step, s")
+        self._integrator = declare('integrator', 'implicitfast', "plant 'mujoco': "
+                                   'implicitfast, implicit, RK4 or Euler')
+        self._payload_com = declare('payload_com', [0.0, 0.0, 0.0], "plant 'mujoco': the "
+                                    "payload's centre of mass in payload_link's frame, m")
+        self._payload_inertia = declare('payload_inertia', [0.0, 0.0, 0.0], "plant 'mujoco': "
+                                        "the payload's principal inertia about its centre of "
+                                        'mass, kg m^2')
+        self._payload_mass = declare('payload_mass', 0.0,
+                                     'point mass (kg) at the tip link, unknown to the controller')
+        self._payload_link = declare('payload_link', '', 'link carrying the payload; '
+                                     'default: the tip link')
+        self._payload_schedule = declare(
+            'payload_schedule', [0.0], 'pick and place: a load picked and released at '
+            'payload_link, five numbers per entry (time s of simulated time, mass kg, centre '
+            'of mass x, y, z m in the link frame); [0.0] or empty: none')
 
     def _declare_clock_parameters(self, declare):
         """Declare what paces the arm: its own timer, lockstep, or the hardware's writes."""
@@ -352,12 +355,8 @@ class SimArmNode(HardwareClockMixin, Node):
         if not self.max_step > 0:
             raise SimArmConfigError(f'max_step must be > 0 s, got {self.max_step}')
 
-    def _build_arm(self):
-        description = self._robot_description or ''
-        source = description if description.strip() else (self._urdf_path or '')
-        if not str(source).strip():
-            raise SimArmConfigError('sim_arm_node needs robot_description or urdf_path')
-        joints = [j for j in (self._joints or []) if j]
+    def _check_loop_settings(self):
+        """Check and keep the publishing, the command interface, the clock and the noise."""
         self.publish_rate = _float(self._publish_rate, 'publish_rate')
         if not 0 < self.publish_rate <= MAX_PUBLISH_RATE:
             raise SimArmConfigError(f'publish_rate must be in (0, {MAX_PUBLISH_RATE:g}] Hz, '
@@ -376,6 +375,14 @@ class SimArmNode(HardwareClockMixin, Node):
         if not (self.effort_noise >= 0 and math.isfinite(self.effort_noise)):
             raise SimArmConfigError(f'effort_noise must be >= 0 N m, got {self.effort_noise}')
         self._rng = np.random.default_rng()
+
+    def _build_arm(self):
+        description = self._robot_description or ''
+        source = description if description.strip() else (self._urdf_path or '')
+        if not str(source).strip():
+            raise SimArmConfigError('sim_arm_node needs robot_description or urdf_path')
+        joints = [j for j in (self._joints or []) if j]
+        self._check_loop_settings()
         limits = [v if v > 0 else math.inf for v in _floats(self._effort_limits, 'effort_limits')]
         if all(math.isinf(v) for v in limits):
             limits = None

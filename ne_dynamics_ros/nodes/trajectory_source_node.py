@@ -67,7 +67,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from ne_dynamics_ros.control.laws.feedforward import FeedforwardLaw
 from ne_dynamics_ros.control.reference.profiles import PROFILES, sample_cycles, sample_profile
-from ne_dynamics_ros.identification.excitation import FourierTrajectory, sample_excitation
+from ne_dynamics_ros.identification import FourierTrajectory, sample_excitation
 
 DEFAULT_TOPIC = '/computed_torque_node/joint_trajectory'
 #: Values of ``excitation_law``.

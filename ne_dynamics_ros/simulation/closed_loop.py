@@ -24,8 +24,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from ne_dynamics_ros.control.controller import (ComputedTorqueController, JointStateSample,
-                                                NoCommand)
+from ne_dynamics_ros.control import ComputedTorqueController, JointStateSample, NoCommand
 from ne_dynamics_ros.control.reference.profiles import sample_cycles, sample_profile
 from ne_dynamics_ros.control.reference.trajectory import TrajectoryPoint
 from ne_dynamics_ros.simulation.simulated_arm import SimulatedArm
@@ -105,7 +104,7 @@ def excitation_trajectory(excitation, start, move_duration, periods=1, sample_pe
     Raises:
         ValueError: as ``sample_excitation``.
     """
-    from ne_dynamics_ros.identification.excitation import sample_excitation
+    from ne_dynamics_ros.identification import sample_excitation
     return _message(excitation.joints, *sample_excitation(excitation, start, move_duration,
                                                           periods, sample_period),
                     start_time)

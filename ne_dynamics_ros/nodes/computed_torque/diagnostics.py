@@ -206,6 +206,36 @@ def loop_delay(latencies_ns, ages_ns, rate):
     return age50, age99, age50 + latency + 1.0 / rate
 
 
+def _timing(latencies, ages, rate, gains):
+    """Return (the latency and loop-delay rows, the delay's problem or '') of a period.
+
+    ``latencies``: ns from a state's receipt to its command; ``ages``: ns from a state's
+    stamp to its receipt; ``rate``: states per second; ``gains``: (kp, kd) or None.
+    """
+    values, problem = [], ''
+    if latencies:
+        p50, p99 = np.percentile(np.asarray(latencies, dtype=float) * 1e-6, [50, 99])
+        values += [KeyValue(key='control latency p50 [ms]', value=f'{p50:.3f}'),
+                   KeyValue(key='control latency p99 [ms]', value=f'{p99:.3f}')]
+    delay = loop_delay(latencies, ages, rate)
+    if delay is None:
+        return values, problem
+    age50, age99, total = delay
+    values += [KeyValue(key='state age p50 [ms]', value=f'{age50 * 1e3:.3f}'),
+               KeyValue(key='state age p99 [ms]', value=f'{age99 * 1e3:.3f}'),
+               KeyValue(key='loop delay [ms]', value=f'{total * 1e3:.3f}')]
+    if gains is not None:
+        from ne_dynamics_ros.control.laws.gains import tolerated_delay
+        tolerated = float(np.min(tolerated_delay(gains[0], gains[1], rate)))
+        values.append(KeyValue(key='loop delay the gains tolerate [ms]',
+                               value=f'{tolerated * 1e3:.3f}'))
+        if total > tolerated:
+            problem = (f'loop delay {total * 1e3:.1f} ms over the {tolerated * 1e3:.1f}'
+                       ' ms the gains tolerate (45 deg phase margin): lower kp, kd '
+                       '(ne-dynamics gains --delay)')
+    return values, problem
+
+
 def status(name, hardware_id, facts, statistics, elapsed, previous, current, state_timeout,
            joints, timed_out, failed, events=(), gains=None):
     """Build the node's ``DiagnosticArray`` for one period.
@@ -226,28 +256,10 @@ def status(name, hardware_id, facts, statistics, elapsed, previous, current, sta
     """
     states, latencies, saturated, max_error, ages = statistics
     rate = states / elapsed if elapsed > 0 else 0.0
-    delay = loop_delay(latencies, ages, rate)
-    delay_problem = ''
     values = [KeyValue(key=k, value=str(v)) for k, v in facts.items()]
     values.append(KeyValue(key='joint_states rate [Hz]', value=f'{rate:.1f}'))
-    if latencies:
-        p50, p99 = np.percentile(np.asarray(latencies, dtype=float) * 1e-6, [50, 99])
-        values += [KeyValue(key='control latency p50 [ms]', value=f'{p50:.3f}'),
-                   KeyValue(key='control latency p99 [ms]', value=f'{p99:.3f}')]
-    if delay is not None:
-        age50, age99, total = delay
-        values += [KeyValue(key='state age p50 [ms]', value=f'{age50 * 1e3:.3f}'),
-                   KeyValue(key='state age p99 [ms]', value=f'{age99 * 1e3:.3f}'),
-                   KeyValue(key='loop delay [ms]', value=f'{total * 1e3:.3f}')]
-        if gains is not None:
-            from ne_dynamics_ros.control.laws.gains import tolerated_delay
-            tolerated = float(np.min(tolerated_delay(gains[0], gains[1], rate)))
-            values.append(KeyValue(key='loop delay the gains tolerate [ms]',
-                                   value=f'{tolerated * 1e3:.3f}'))
-            if total > tolerated:
-                delay_problem = (f'loop delay {total * 1e3:.1f} ms over the {tolerated * 1e3:.1f}'
-                                 ' ms the gains tolerate (45 deg phase margin): lower kp, kd '
-                                 '(ne-dynamics gains --delay)')
+    timing, delay_problem = _timing(latencies, ages, rate, gains)
+    values += timing
     new = {key: current[key] - previous.get(key, 0) for key in current}
     for key, count in current.items():
         values.append(KeyValue(key=key, value=f'{count} ({new[key]} in the last '

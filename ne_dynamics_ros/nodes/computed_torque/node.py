@@ -143,6 +143,16 @@ class ComputedTorqueNode(LifecycleNode):
             self.get_logger().error(f'invalid parameter: {err}')
             self.destroy_node()
             raise NodeConfigurationError(f'invalid parameter: {err}') from err
+        self._make_interfaces()
+        if self.get_parameter('autostart').value is True:
+            self.trigger_configure()
+            if self.configure_error:
+                self.destroy_node()
+                raise NodeConfigurationError(self.configure_error)
+            self.trigger_activate()
+
+    def _make_interfaces(self):
+        """Make the node's publishers, its service and its parameter callbacks."""
         # the command: a lifecycle publisher, silent unless active
         self._effort_pub = self.create_lifecycle_publisher(
             Float64MultiArray, 'effort_controller/commands', 10)
@@ -163,12 +173,6 @@ class ComputedTorqueNode(LifecycleNode):
         self.add_on_set_parameters_callback(
             lambda changes: params.validate_changes(self, self.controller, changes))
         self.add_post_set_parameters_callback(self._apply_parameters)
-        if self.get_parameter('autostart').value is True:
-            self.trigger_configure()
-            if self.configure_error:
-                self.destroy_node()
-                raise NodeConfigurationError(self.configure_error)
-            self.trigger_activate()
 
     # ---- lifecycle ---------------------------------------------------------------------------
 

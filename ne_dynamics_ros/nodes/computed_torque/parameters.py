@@ -13,7 +13,7 @@ from rclpy.parameter import Parameter
 
 from ne_dynamics_ros.control import parameters as table
 from ne_dynamics_ros.control.config.parameter_checks import scalar
-from ne_dynamics_ros.control.controller import ComputedTorqueController, ControllerSettings
+from ne_dynamics_ros.control import ComputedTorqueController, ControllerSettings
 from ne_dynamics_ros.errors import ControlParameterError
 from ne_dynamics_ros.resources import find_resource
 

@@ -45,6 +45,51 @@ def make_executor(kind, context=None):
     raise NodeConfigurationError(f'executor {kind!r} is not one of {EXECUTORS}')
 
 
+class _FirstSignal:
+    """SIGINT/SIGTERM handler: the first signal stops the node, later ones are swallowed.
+
+    Ctrl-C in a terminal reaches the whole process group: ros2 launch forwards it a second
+    time. Only the first one stops the node; later ones must not interrupt the zero-effort
+    command and the clean shutdown. ``executor``: the executor spinning (None while
+    starting: the signal abandons the start).
+    """
+
+    def __init__(self):
+        self.received = []
+        self.executor = None
+
+    def __call__(self, signum, frame):
+        if self.received:
+            return
+        self.received.append(signum)
+        if self.executor is None:
+            raise KeyboardInterrupt             # still starting: abandon the start
+        # Spinning: only ask the loop to stop. An exception raised here could land inside
+        # rclpy's C++ message conversion, which turns it into a RuntimeError.
+        self.executor.wake()
+
+
+def _raise_priorities(node):
+    """Give the control threads ``realtime_priority``; return what was granted, as text."""
+    watchdog = node.watchdog.thread
+    text, node.control_policy = priority.raise_priority(
+        node.get_parameter('realtime_priority').value,
+        [0] + ([watchdog.native_id] if watchdog is not None else []))
+    return text + priority.raise_node_threads(node)
+
+
+def _stop(node):
+    """Stop the node's threads; hand the arm to the hold controller or command zero effort."""
+    node.stop_threads()       # no watchdog publishing after the final zero command
+    # beside ros2_control with a hold controller: it takes the arm (and the zero then goes
+    # to an effort controller no longer active)
+    handed = node.lifecycle_state == 'active' and node.hand_to_hold()
+    node.publish_zero_effort(wait=ZERO_EFFORT_WAIT)
+    node.get_logger().info(
+        'shutting down: ' + (f'{node.ros2_control.hold} holds the arm; ' if handed
+                             else 'published zero effort; ') + node.drop_summary())
+
+
 def main(args=None):
     """Run the node until Ctrl-C / SIGTERM; return the process exit code.
 
@@ -59,63 +104,37 @@ def main(args=None):
     transports = transport.choose_transports()      # before the participant exists
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     sys.setswitchinterval(SWITCH_INTERVAL)
-    interrupted = []
-    executor = None
-
-    def _terminate(signum, frame):
-        # Ctrl-C in a terminal reaches the whole process group: ros2 launch forwards it a
-        # second time. Only the first one stops the node; later ones must not interrupt
-        # the zero-effort command and the clean shutdown.
-        if interrupted:
-            return
-        interrupted.append(signum)
-        if executor is None:
-            raise KeyboardInterrupt             # still starting: abandon the start
-        # Spinning: only ask the loop to stop. An exception raised here could land inside
-        # rclpy's C++ message conversion, which turns it into a RuntimeError.
-        executor.wake()
-
-    previous_sigterm = signal.signal(signal.SIGTERM, _terminate)
-    previous_sigint = signal.signal(signal.SIGINT, _terminate)
+    signals = _FirstSignal()
+    previous_sigterm = signal.signal(signal.SIGTERM, signals)
+    previous_sigint = signal.signal(signal.SIGINT, signals)
     node = None
     try:
         node = ComputedTorqueNode()
         spinning = make_executor(node.get_parameter('executor').value)
         spinning.add_node(node)
-        executor = spinning
-        watchdog = node.watchdog.thread
-        text, node.control_policy = priority.raise_priority(
-            node.get_parameter('realtime_priority').value,
-            [0] + ([watchdog.native_id] if watchdog is not None else []))
-        text += priority.raise_node_threads(node)
-        node.get_logger().info(f'control path priority: {text}; {transports}')
-        while rclpy.ok() and not interrupted:
+        signals.executor = spinning
+        node.get_logger().info(f'control path priority: {_raise_priorities(node)}; '
+                               f'{transports}')
+        while rclpy.ok() and not signals.received:
             # A finite timeout lets Python run the signal handlers between waits.
-            executor.spin_once(timeout_sec=0.1)
-        if interrupted:
+            spinning.spin_once(timeout_sec=0.1)
+        if signals.received:
             raise KeyboardInterrupt
     except NodeConfigurationError:
         return 1
     except (KeyboardInterrupt, ExternalShutdownException):
         if node is not None and node.context.ok():
-            node.stop_threads()       # no watchdog publishing after the final zero command
-            # beside ros2_control with a hold controller: it takes the arm (and the zero
-            # then goes to an effort controller no longer active)
-            handed = node.lifecycle_state == 'active' and node.hand_to_hold()
-            node.publish_zero_effort(wait=ZERO_EFFORT_WAIT)
-            node.get_logger().info(
-                'shutting down: ' + (f'{node.ros2_control.hold} holds the arm; ' if handed
-                                     else 'published zero effort; ') + node.drop_summary())
+            _stop(node)
     finally:
         # Tear down while our handlers still swallow late signals (ros2 launch forwards a
         # second SIGINT): the executor first, so that no C++ executor calls back into
         # Python afterwards, where a KeyboardInterrupt would abort the process.
-        signalled = bool(interrupted)
-        interrupted.append(None)            # from here on every signal is swallowed
-        if executor is not None:
-            executor.shutdown()
-            executor.remove_node(node)
-        executor = spinning = None
+        signalled = bool(signals.received)
+        signals.received.append(None)       # from here on every signal is swallowed
+        if signals.executor is not None:
+            signals.executor.shutdown()
+            signals.executor.remove_node(node)
+        signals.executor = spinning = None
         if node is not None:
             node.destroy_node()
         rclpy.try_shutdown()

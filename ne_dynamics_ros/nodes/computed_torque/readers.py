@@ -11,7 +11,7 @@ import time
 from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import JointState
 
-from ne_dynamics_ros.control.controller import JointStateSample
+from ne_dynamics_ros.control import JointStateSample
 from ne_dynamics_ros.nodes.cdr import (CdrError, JointStateFields, JointStateReader,
                                        UnsupportedEncoding)
 

@@ -111,8 +111,7 @@ def _identify(args, output, nominal, urdf_text, model, bag):
     URDF path, its YAML path).
     """
     from ne_dynamics_ros.errors import IdentificationError, ModelError, RecordingError
-    from ne_dynamics_ros.identification.pipeline import identify_model
-    from ne_dynamics_ros.identification.recording import read_bag
+    from ne_dynamics_ros.identification import identify_model, read_bag
     from ne_dynamics_ros.tools.files import OutputError, write_outputs
     urdf_path, params = output / 'identified.urdf', output / 'identified.yaml'
     try:

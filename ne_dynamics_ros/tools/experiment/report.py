@@ -321,7 +321,7 @@ def write_run_bag(path, setup, run):
     would keep them.
     """
     import shutil
-    from ne_dynamics_ros.identification.recording import write_bag
+    from ne_dynamics_ros.identification import write_bag
     stamps = np.array(sorted(run.states))
     if path.exists() or path.is_symlink():
         if path.is_symlink() or not (path / 'metadata.yaml').is_file():
@@ -342,7 +342,7 @@ def write_run_bag(path, setup, run):
 
 def print_drive_table(setup, model, found, values):
     """Print the plant's armature, damping, dry friction beside the identified ones."""
-    from ne_dynamics_ros.identification.pipeline import drive_errors
+    from ne_dynamics_ros.identification import drive_errors
 
     identifiable = [f'Ia{j + 1}' in found.names for j in range(model.n)]
     rows = [('armature [kg m^2]', setup.plant_armature, values['armature'], identifiable,
