@@ -122,14 +122,5 @@ class FoldEquations:
         return (AtA[:, cols][:, :, cols], Aty[:, cols], yty.copy(),
                 self.rows.sum(axis=1))
 
-    def weighted_rss(self, folds, weights, cols, x):
-        """Return Σ_j w_j ‖A_j x − y_j‖² over ``folds`` with ``x`` on ``cols`` (>= 0).
-
-        From the weighted sums of :meth:`totals` (``c − 2 bᵀx + xᵀ M x``): no per-joint
-        arrays are gathered, which made most of a cross-validation's time.
-        """
-        M, b, c, _ = self.totals(folds, weights, cols)
-        return max(c - 2.0 * float(b @ x) + float(x @ M @ x), 0.0)
-
 
 __all__ = ['FoldEquations', 'NormalEquations']

@@ -264,13 +264,25 @@ def _quadratic_prior(J0s, n, P_cols):
     return Q
 
 
+def _held_out_error(fold_sums, X):
+    """Return the held-out folds' weighted error per row, Σ_f (c_f − 2 b_fᵀx_f + x_fᵀM_f x_f).
+
+    ``fold_sums``: :meth:`~ne_dynamics_ros.identification.normal_equations.FoldEquations.
+    fold_totals`; ``X``: (F, p) each fold's fit on the other folds.
+    """
+    Mf, bf, cf, rf = fold_sums
+    errors = cf - 2.0 * np.einsum('fp,fp->f', bf, X) + np.einsum('fp,fpq,fq->f', X, Mf, X)
+    return float(np.maximum(errors, 0.0).sum()) / max(float(rf.sum()), 1.0)
+
+
 def _ridge_cv_score(equations, weights, cols, lam, Q, x0, drive_scale):
     """:func:`_cv_score` of the closed-form minimiser, all folds in one batched solve.
 
     Each fold's fit minimises ``(xᵀMx − 2bᵀx)/rows + λ (x−x0)ᵀQ(x−x0) + tiny drive ridge``
-    on the other folds' sums; its held-out error is ``c_f − 2 b_fᵀx + xᵀM_f x``.
+    on the other folds' sums.
     """
-    Mf, bf, cf, rf = equations.fold_totals(weights, cols)
+    sums = equations.fold_totals(weights, cols)
+    Mf, bf, _, rf = sums
     rows = rf.sum() - rf
     A = (Mf.sum(axis=0) - Mf) / rows[:, None, None] + lam * Q + np.diag(drive_scale)
     rhs = (bf.sum(axis=0) - bf) / rows[:, None] + lam * Q @ x0
@@ -278,22 +290,19 @@ def _ridge_cv_score(equations, weights, cols, lam, Q, x0, drive_scale):
         X = np.linalg.solve(A, rhs[..., None])[..., 0]
     except np.linalg.LinAlgError:
         X = np.array([np.linalg.lstsq(a, r, rcond=None)[0] for a, r in zip(A, rhs)])
-    errors = cf - 2.0 * np.einsum('fp,fp->f', bf, X) + np.einsum('fp,fpq,fq->f', X, Mf, X)
-    return float(np.maximum(errors, 0.0).sum()) / max(float(rf.sum()), 1.0)
+    return _held_out_error(sums, X)
 
 
 def _cv_score(equations, weights, cols, solve):
     """Cross-validated weighted error per row: Σ over folds of the held-out fold's error."""
     F = equations.AtA.shape[0]
-    total, rows = 0.0, 0.0
+    X = []
     for f in range(F):
-        train = [g for g in range(F) if g != f]
-        x = solve(train, cols)
+        x = solve([g for g in range(F) if g != f], cols)
         if x is None:
             return math.inf
-        total += equations.weighted_rss([f], weights, cols, x)
-        rows += float(equations.rows[f].sum())
-    return total / max(rows, 1.0)
+        X.append(x)
+    return _held_out_error(equations.fold_totals(weights, cols), np.array(X))
 
 
 def _nominal_x(nominal, n, cols):
