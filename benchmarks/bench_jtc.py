@@ -43,6 +43,8 @@ import numpy as np
 TEST_DIR = pathlib.Path(__file__).resolve().parents[1] / 'test'
 MOVE = np.array([0.3, -0.3, 0.3, 0.0, 0.0, 0.0])
 MOVE_TIME = 1.5
+#: print each move's worst error (``--per-move``)
+PER_MOVE = False
 JTC = 'joint_trajectory_controller'
 UR5E = ['shoulder_pan_joint', 'shoulder_lift_joint', 'elbow_joint', 'wrist_1_joint',
         'wrist_2_joint', 'wrist_3_joint']
@@ -104,6 +106,10 @@ def _moves(s, joints, runs, topic, jtc):
         rows = errors.since(began, None if jtc else mark)
         if len(rows):
             collected.append(rows)
+            if PER_MOVE:
+                print(f'    move {run}: worst {np.max(np.abs(rows)):.3e} rad at '
+                      f'{rows.shape[0] and int(np.argmax(np.max(np.abs(rows), axis=1)))} '
+                      f'of {rows.shape[0]} samples', flush=True)
     rows = np.concatenate(collected) if collected else np.zeros((1, 6))
     return float(np.max(np.abs(rows))), float(np.sqrt(np.mean(rows ** 2)))
 
@@ -217,9 +223,12 @@ def _run(arm, args):
         orders = (f'hardware_joints:=[{", ".join(reversed(joints))}]',
                   f'controller_joints:=[{", ".join(joints[2::-1] + joints[:2:-1])}]')
     for label, arguments, topic, jtc in wirings:
+        if args.wirings and label not in args.wirings:
+            continue
         launch = direct if arguments is None else 'ros2_control.launch.py'
         extra = lee if arguments is None else (f'robot:={robot}', f'rate:={args.rate}',
-                                               *orders, *lee, *arguments)
+                                               *orders, *lee, *arguments,
+                                               *args.launch_arg)
         s = stack.Stack(joints, f'plant:={plant}', *extra, launch=launch)
         try:
             if jtc:
@@ -342,10 +351,19 @@ def main(argv=None):
     parser.add_argument('--lee', action='store_true',
                         help='instead: Lee et al.\'s experiment on the PUMA 560 in every '
                         'wiring, beside their bound')
+    parser.add_argument('--wirings', nargs='*', default=[],
+                        help='only these wirings (their labels, e.g. "JTC + feed-forward")')
+    parser.add_argument('--launch-arg', action='append', default=[], metavar='NAME:=VALUE',
+                        help='an argument of ros2_control.launch.py for the wirings through '
+                        'controller_manager (e.g. effort_offset:=0.0)')
+    parser.add_argument('--per-move', action='store_true',
+                        help='print the worst error of each move')
     parser.add_argument('--acceptance', type=int, default=0, metavar='N',
                         help='instead: N goals of 1 000 and of 50 000 points through the '
                         'relay and straight to JTC, their acceptance times side by side')
     args = parser.parse_args(argv)
+    global PER_MOVE
+    PER_MOVE = args.per_move
     sys.path.insert(0, str(TEST_DIR))
     import ros2_control_stack as stack
     why = stack.missing()

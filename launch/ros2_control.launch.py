@@ -261,6 +261,8 @@ def _jtc_loop(arg, environment, urdf, node_values, command_joints, rate):
                        'joints': list(command_joints), 'rate': float(rate)})
     if arg('effort_tolerance'):
         parameters['effort_tolerance'] = float(arg('effort_tolerance'))
+    if arg('effort_offset'):
+        parameters['effort_offset'] = float(arg('effort_offset'))
     return [Node(package='ne_dynamics_ros', executable='jtc_feedforward',
                  name='jtc_feedforward', output='screen', additional_env=environment,
                  parameters=[parameters],
@@ -354,7 +356,9 @@ ARGUMENTS = [
                      'send them to /jtc_feedforward/follow_joint_trajectory or '
                      '/jtc_feedforward/joint_trajectory)'),
     ('effort_tolerance', '', 'loop:=jtc: jtc_feedforward\'s effort_tolerance, N m '
-                             '(default its own, 0.05)'),
+                             '(default its own, 0.001)'),
+    ('effort_offset', '', 'loop:=jtc: jtc_feedforward\'s effort_offset, controller '
+                          'periods (default its own, -0.5)'),
     ('node', 'true', 'start computed_torque_node'),
     ('guard', 'true', 'start effort_guard (switches to hold_controller when the node\'s '
                       'commands stop)'),

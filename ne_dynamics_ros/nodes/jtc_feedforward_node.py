@@ -14,7 +14,10 @@ Chung, Mudge and Turney 1982, eq. 4.1, with the drives' armature and friction):
   limits less ``effort_margin``, as the node checks its own:
   :func:`~ne_dynamics_ros.control.reference.feedforward.checked_goal`), resampled where
   JTC's linear interpolation of the model's effort would be off by more than ``effort_tolerance``
-  (:func:`~ne_dynamics_ros.control.reference.feedforward.goal_points`) and sent on to
+  (:func:`~ne_dynamics_ros.control.reference.feedforward.goal_points`; each point's effort
+  the model's ``effort_offset`` periods earlier, half a period by default, because JTC
+  applies the effort one period ahead over the period after its cycle:
+  :data:`~ne_dynamics_ros.control.reference.feedforward.EFFORT_OFFSET_PERIODS`) and sent on to
   ``/<controller>/follow_joint_trajectory`` (``/<controller>/joint_trajectory``), in the
   controller's ``joints`` order, every point with the trajectory's own ``q, q̇, q̈``. A
   goal that is malformed or needs more than the limits is rejected before JTC sees it; a
@@ -53,7 +56,9 @@ from controller_manager_msgs.msg import ControllerManagerActivity
 from lifecycle_msgs.msg import State
 
 from ne_dynamics_ros.codegen.compiled import CompiledDynamics
-from ne_dynamics_ros.control.reference.feedforward import (checked_goal, feedforward_goal,
+from ne_dynamics_ros.control.reference.feedforward import (checked_goal,
+                                                           EFFORT_OFFSET_PERIODS,
+                                                           feedforward_goal,
                                                            FeedforwardSettings, goal_points,
                                                            hold_effort, stop_waypoints)
 from ne_dynamics_ros.control.reference.trajectory import TrajectoryError, TrajectoryPoint
@@ -188,6 +193,9 @@ class JtcFeedforward(Node):
         limits = np.where(limits > 0, limits, np.inf)
         tolerance = np.asarray(v['effort_tolerance'], dtype=float).reshape(-1)
         margin = float(v['effort_margin'])
+        offset = float(v['effort_offset'])
+        if not math.isfinite(offset):
+            raise FeedforwardConfigError(f'effort_offset must be finite, periods: {offset}')
         if limits.shape != (n,) or tolerance.size not in (1, n) or \
                 not np.all(tolerance > 0) or not 0.0 <= margin < 1.0:
             raise FeedforwardConfigError(
@@ -200,7 +208,7 @@ class JtcFeedforward(Node):
             effort_limits=limits, effort_margin=margin,
             with_gravity=not v['hardware_compensates_gravity'],
             friction=bool(v['friction_compensation'])
-            and not v['hardware_compensates_friction'])
+            and not v['hardware_compensates_friction'], effort_offset=offset)
 
     # -- inputs -------------------------------------------------------------------------
 
@@ -412,8 +420,11 @@ PARAMETERS = (
     ('joints', [''], 'the controller\'s joints, its order (default: chain order)'),
     ('rate', 500.0, 'the controller\'s update rate, Hz: the shortest interval between '
                     'points and the rate the effort limits are checked at'),
-    ('effort_tolerance', [0.05], 'largest gap between the controller\'s interpolated '
-                                 'effort and the model\'s, N m (one value or per joint)'),
+    ('effort_tolerance', [0.001], 'largest gap between the controller\'s interpolated '
+                                  'effort and the model\'s, N m (one value or per joint)'),
+    ('effort_offset', EFFORT_OFFSET_PERIODS,
+     'where each point\'s effort is the model\'s, in controller periods from the point\'s '
+     'time (-0.5: JTC applies the effort one period ahead, held over the next period)'),
     ('effort_limits', [0.0], 'per joint, N m (0 or empty: the URDF\'s <limit effort>)'),
     ('effort_margin', 0.05, 'share of each effort limit a trajectory may not use'),
     ('hardware_compensates_gravity', False, 'the drives add g(q) themselves: the efforts '

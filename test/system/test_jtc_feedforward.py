@@ -28,6 +28,8 @@ from action_msgs.msg import GoalStatus  # noqa: E402
 from control_msgs.action import FollowJointTrajectory  # noqa: E402
 from rclpy.action import ActionClient  # noqa: E402
 from references import PinocchioArm, UR5E_URDF  # noqa: E402
+
+from ne_dynamics_ros.control.reference.feedforward import EFFORT_OFFSET_PERIODS  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory  # noqa: E402
 
 CHAIN = ['shoulder_pan_joint', 'shoulder_lift_joint', 'elbow_joint', 'wrist_1_joint',
@@ -109,6 +111,14 @@ def arm():
     assert 'Traceback' not in output, output[-4000:]
 
 
+def _quintic(start, t, duration):
+    """(q, qd, qdd) of ``stack.quintic(CHAIN, start, start + MOVE, duration)`` at ``t`` s."""
+    s = min(max(t / duration, 0.0), 1.0)
+    return (start + (10 * s ** 3 - 15 * s ** 4 + 6 * s ** 5) * MOVE,
+            (30 * s ** 2 - 60 * s ** 3 + 30 * s ** 4) / duration * MOVE,
+            (60 * s - 180 * s ** 2 + 120 * s ** 3) / duration ** 2 * MOVE)
+
+
 def test_at_activation_the_arm_is_held_with_gravity_not_left_to_sag(arm):
     s, client = arm
     started = time.monotonic()
@@ -130,12 +140,22 @@ def test_a_topic_trajectory_reaches_jtc_with_pinocchios_efforts_in_its_order(arm
     times = [p.time_from_start.sec + 1e-9 * p.time_from_start.nanosec for p in relayed.points]
     assert times[0] == 0.0 and times[-1] == pytest.approx(1.5)
     assert np.min(np.diff(times)) >= 0.002 - 1e-9         # never finer than one cycle
-    for point in relayed.points[::5]:
+    # each point's effort is the model's half a cycle (the launch's 500 Hz) before it, the
+    # last one's at the goal (jtc_feedforward's effort_offset); the motion the quintic's own
+    offset = EFFORT_OFFSET_PERIODS / 500.0
+    begin = np.empty(6)
+    begin[order] = relayed.points[0].positions     # the relay starts where the arm was
+    for k in list(range(0, len(times) - 1, 5)) + [len(times) - 1]:
+        point = relayed.points[k]
         q, qd, qdd = (np.empty(6) for _ in range(3))
         for values, field in ((q, 'positions'), (qd, 'velocities'), (qdd, 'accelerations')):
             values[order] = getattr(point, field)
-        np.testing.assert_allclose(np.asarray(point.effort),
-                                   reference.rnea(q, qd, qdd)[order], atol=1e-6)
+        # the relay samples at its clock's seconds (~1.8e9 s: 2.4e-7 s apart in a double),
+        # so a value read back off the closed form differs by its rate times that
+        np.testing.assert_allclose(q, _quintic(begin, times[k], 1.5)[0], atol=1e-7)
+        at = times[k] + offset if k < len(times) - 1 else times[k]
+        np.testing.assert_allclose(np.asarray(point.effort), reference.rnea(
+            *_quintic(begin, at, 1.5))[order], atol=2e-5)
     time.sleep(2.5)
     np.testing.assert_allclose(client.here(), start + MOVE, atol=2e-3)
 
