@@ -48,6 +48,7 @@ REPO = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / 'benchmarks'))
 
 from ne_dynamics_ros import load_model, resources  # noqa: E402
+from ne_dynamics_ros.control.laws import InertiaInput, PoseInput  # noqa: E402
 from ne_dynamics_ros.control import ComputedTorqueController  # noqa: E402
 from ne_dynamics_ros.control.laws.gains import recommended_gains  # noqa: E402
 from ne_dynamics_ros.control.laws.cartesian import TargetError  # noqa: E402
@@ -143,8 +144,8 @@ def compliance(make_controller, make_plant, seconds=(1.0, 3.0, 2.0), moved=False
         if moved:
             T = tip_pose(c.model, arm.position)
             for height in (0.05, 0.0):
-                c.set_target_pose(T[:3, 3] + [0.0, 0.0, height],
-                                  matrix_to_quaternion(T[:3, :3]))
+                c.take_input('target_pose', PoseInput(T[:3, 3] + [0.0, 0.0, height],
+                                                      matrix_to_quaternion(T[:3, :3])))
                 loop.run(1.5)
             start = loop.run(seconds[0])[-1]
         force = np.zeros(3)
@@ -181,7 +182,7 @@ def picked_load(make_controller, make_plant, way, seconds=3.0):
     loop = Loop(c, arm)
     before = loop.run(0.5)[-1]
     if way == 'declared':
-        c.declare_payload(LOAD, (0.0, 0.0, 0.05))
+        c.take_input('declared_payload', InertiaInput(LOAD, (0.0, 0.0, 0.05)))
     loop.run(seconds)
     if way == 'adaptive':
         c.reconfigure(mode='cartesian_impedance')   # holds the pose measured now
@@ -206,7 +207,7 @@ def target_step(make_controller, make_plant, height, stiffness, seconds=2.5, axi
     T = tip_pose(c.model, arm.position)
     goal = T[:3, 3].copy()
     goal[axis] += height
-    c.set_target_pose(goal, matrix_to_quaternion(T[:3, :3]))
+    c.take_input('target_pose', PoseInput(goal, matrix_to_quaternion(T[:3, :3])))
     tips = loop.run(seconds)
     distance = np.linalg.norm(tips - goal, axis=1)
     outside = np.nonzero(distance > 2e-3)[0]
@@ -230,11 +231,12 @@ def hostile(make_controller, make_plant):
                                          ((0.3, 0, 0.3), (0.0, 0.0, 0.0, 0.0), ''),
                                          ((0.3, 0, 0.3), unit, 'camera_link')):
         try:
-            c.set_target_pose(position, orientation, frame)
+            c.take_input('target_pose', PoseInput(position, orientation, frame))
         except TargetError:
             refused += 1
     T = tip_pose(c.model, arm.position)
-    c.set_target_pose(T[:3, 3] + [0.0, 1.0, 0.0], matrix_to_quaternion(T[:3, :3]))
+    c.take_input('target_pose', PoseInput(T[:3, 3] + [0.0, 1.0, 0.0],
+                                          matrix_to_quaternion(T[:3, :3])))
     tips = loop.run(1.0)
     return refused, loop.worst, np.linalg.norm(np.diff(tips, axis=0), axis=1).max() * RATE
 
@@ -259,8 +261,8 @@ def seven_joints(seconds=3.0):
     c.reconfigure(**{'nullspace.posture': posture.tolist()})
     efforts = []
     tips = loop.run(seconds, each=lambda t: efforts.append(
-        np.abs(c.cartesian_state.nullspace_effort).max()
-        if c.cartesian_state.nullspace_effort is not None else 0.0))
+        np.abs(c.law.nullspace_effort).max()
+        if c.law.nullspace_effort is not None else 0.0))
     return (1e3 * np.abs(tips - tips[0]).max(), np.linalg.norm(q0 - posture),
             np.linalg.norm(arm.position - posture), max(efforts))
 

@@ -47,6 +47,7 @@ import time
 
 import numpy as np
 
+from ne_dynamics_ros.control.laws import InertiaInput
 from ne_dynamics_ros.control import ComputedTorqueController
 from ne_dynamics_ros.control.reference.effort_check import (check_trajectory, effort_terms,
                                                             fit_to_limits, smallest_stretch,
@@ -335,7 +336,7 @@ def identified_figures(folder, summary, plot):
             # the gripper declares each load as it closes (opens) on it
             while declared and declared[0][0] <= t + 1e-9:
                 _, mass, com = declared.pop(0)
-                c.declare_payload(mass, com)
+                c.take_input('declared_payload', InertiaInput(mass, com))
 
         done = run_lockstep(c, arm, end, RATE, trajectory, declare)
         worst = np.abs(done.external_effort).max(axis=0) / c.settings.contact_threshold

@@ -305,12 +305,12 @@ class ComputedTorqueController(LawInputs, FollowsReferences):
         """Feed the observer (not a repeated measurement: no dt); react to a contact."""
         if repeated:
             return None, None
-        supervisor = self.contact_supervisor
+        supervisor, law_class = self.contact_supervisor, self.context.law_class
         external, contact = supervisor.observe(self.runs.current.sensing, t, q, qd,
-                                               self.context.load_law, self.runs.current.law)
+                                               self.context.load_law, self.runs.current.law,
+                                               law_class.needs_external_effort)
         if contact is not None:
-            law = supervisor.react(self.runs.current.law
-                                   or self.context.law_class(self.context))
+            law = supervisor.react(self.runs.current.law or law_class(self.context))
             if law is not None:
                 self.references.end_goal(self.runs.current, GoalStatus.ABORTED,
                                          f'Aborted: {contact.text()}')
@@ -398,7 +398,7 @@ class ComputedTorqueController(LawInputs, FollowsReferences):
                        external, contact, at_limit,
                        run.sensing.detector.contact is not None,
                        None if contact is None else supervisor.reaction_text,
-                       law.report() if law.outputs else None, wrench)
+                       law.report() if law.reports else None, wrench)
 
     # ---- lifecycle ------------------------------------------------------------------------
 

@@ -11,9 +11,8 @@ force), ``load`` (the :class:`~ne_dynamics_ros.control.laws.adaptive.LoadEstimat
 ``model`` and ``settings``. What a state's command says is in the
 :class:`~ne_dynamics_ros.control.run_state.Command` itself.
 """
-from ne_dynamics_ros.control.laws.base import JointGains
-from ne_dynamics_ros.control.laws.cartesian import target_pose, TargetError
-from ne_dynamics_ros.control.laws.registry import LAW_CLASSES
+from ne_dynamics_ros.control.laws.base import JointGains, LawInputError
+from ne_dynamics_ros.control.laws.registry import INPUTS, LAW_CLASSES
 
 
 def modes_that(what) -> str:
@@ -54,23 +53,6 @@ class LawInputs:
         """
         with self.runs.lock:
             return self.load.payload_estimate
-
-    def declare_payload(self, mass: float, com=(0.0, 0.0, 0.0),
-                        inertia=(0.0, 0.0, 0.0, 0.0, 0.0, 0.0)):
-        """Take a load declared by the caller (a gripper closed on it, or let it go).
-
-        In a law that adapts the estimate becomes it at once (adaptation goes on from
-        it); in the other laws that carry a load their model carries it (e.g. Cartesian
-        impedance: the stiffness stays true). ``mass`` kg, ``com`` (3,) m in
-        ``adaptation_link``'s frame, ``inertia`` (6,) ixx, ixy, ixz, iyy, iyz, izz about
-        the centre of mass, kg·m².
-
-        Raises:
-            ControlParameterError: as :meth:`~.laws.adaptive.LoadEstimate.declare`.
-        """
-        with self.runs.lock:
-            self.load.declare(self.context, mass, com, inertia, modes_that('carries_load'))
-            self.contact_supervisor.declared(self.runs.current.sensing, self.load.law)
 
     @property
     def contact(self):
@@ -120,41 +102,44 @@ class LawInputs:
         with self.runs.lock:
             return self.context.law_class.caveats(self.context)
 
-    # ---- a target pose (laws that take one) ------------------------------------------------
+    # ---- the laws' own input topics ----------------------------------------------------
 
-    def set_target_pose(self, position, orientation, frame_id: str = '') -> None:
-        """Take a new target of the tip (a law that takes one): approached, not jumped.
+    def modes_that(self, what) -> str:
+        """Name the modes whose law has the class attribute ``what`` set (for messages)."""
+        return modes_that(what)
+
+    def take_input(self, key: str, value) -> None:
+        """Give a law the value of its input topic ``key`` (:attr:`~.laws.base.Law.topics`).
+
+        An ``every_mode`` input goes to its law's :meth:`~.laws.base.Law.take_shared`
+        whatever the mode; any other to the run's law (:meth:`~.laws.base.Law.take`) while
+        its mode is in force and the controller active.
 
         Args:
-            position: (3,) m; orientation: quaternion ``(x, y, z, w)``; ``frame_id``:
-                empty or the base link's name (:func:`~.laws.cartesian.target_pose`).
+            key: the topic's key; ``value``: the value of its kind (e.g. a
+                :class:`~.laws.base.PoseInput`), as the node converted the message.
 
         Raises:
-            ne_dynamics_ros.control.laws.cartesian.TargetError: a bad target, or the
-                mode's law takes none, or the controller is inactive (the last good
-                target stays).
+            LawInputError: no law takes ``key``, its mode is not in force or the
+                controller is inactive, or the law refused the value (the message says
+                why; nothing changed).
         """
-        pose = target_pose(position, orientation, frame_id, self.model.base_link)
+        owner = INPUTS.get(key)
+        if owner is None:
+            raise LawInputError(f'no law takes an input {key!r}')
+        law_class, topic = owner
         with self.runs.lock:
-            run, law_class = self.runs.current, self.context.law_class
-            if not law_class.takes_target or not run.active or run.timed_out:
-                raise TargetError(f'a target pose is followed in mode '
-                                  f'{modes_that("takes_target")} while active (mode '
-                                  f'{self.settings.mode.value}'
-                                  f'{", inactive" if not run.active else ""})')
+            if topic.every_mode:
+                law_class.take_shared(self, key, value)
+                return
+            run = self.runs.current
+            if self.context.law_class is not law_class or not run.active or run.timed_out:
+                raise LawInputError(
+                    f'{topic.name} is taken in mode {law_class.name} while active (mode '
+                    f'{self.settings.mode.value}{", inactive" if not run.active else ""})')
             if type(run.law) is not law_class:
-                run.law = self.context.law_class(self.context)
-            run.law.set_goal(pose)
-
-    @property
-    def cartesian_state(self):
-        """The run's law if it follows a target pose, else None.
-
-        E.g. the :class:`~.laws.cartesian.CartesianImpedanceLaw`: its ``pose``,
-        ``target``, ``goal``, ``manipulability``, ``near_singularity``.
-        """
-        law = self.runs.current.law
-        return law if law is not None and law.takes_target else None
+                run.law = law_class(self.context)
+            run.law.take(key, value)
 
 
 __all__ = ['LawInputs', 'modes_that']

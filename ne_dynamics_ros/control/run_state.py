@@ -181,8 +181,8 @@ class Command:
         at_limit: n bools: the command sits at the joint's effort limit.
         contact_in_force: a contact is in force (detected, not yet over).
         contact_reaction: with ``contact``, what ``contact.reaction`` does (text).
-        report: what the law reports for the node's outputs, ``{output: value}`` (e.g.
-            ``'current_pose'``, ``'payload'``: :meth:`~.laws.base.Law.report`), or None.
+        report: what the law reports for its output topics, ``{key: value}``
+            (:meth:`~.laws.base.Law.report`), or None.
         external_wrench: the :class:`~ne_dynamics_ros.control.sensing.wrench.TipWrench` the
             observer's external effort is the joint image of, while it is wanted, or None.
     """

@@ -34,8 +34,8 @@ from .urdf_text import (MAX_URDF_BYTES, parse_urdf, read_urdf_text,  # noqa: F40
 
 ACTUATED_TYPES = ('revolute', 'continuous', 'prismatic')
 
-#: Largest absolute length (m), mass (kg) and inertia entry (kg·m²) accepted: far beyond any arm,
-#: far below where the recursion's products overflow double precision.
+#: Largest absolute length in m, mass in kg and inertia entry in kg·m² accepted: far beyond
+#: any arm, far below where the recursion's products overflow double precision.
 MAX_LENGTH = 1e4
 MAX_MASS = 1e7
 MAX_INERTIA = 1e12

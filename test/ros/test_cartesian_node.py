@@ -42,7 +42,7 @@ def test_targets_current_pose_and_refusals_over_dds(make_harness, capfd):
                                poses.append, 10)
     h.peer.create_subscription(DiagnosticArray, '/diagnostics', diagnostics.append, 10)
     h.spin_until(lambda: targets.get_subscription_count() >= 1
-                 and node.outputs.cartesian.wanted, what='the Cartesian topics')
+                 and node.outputs.laws.wanted('current_pose'), what='the Cartesian topics')
     zero = np.zeros(6)
     effort, _, _ = h.exchange(PUMA_JOINTS, Q, zero)
     pin = PinocchioReference(PUMA_URDF.read_text(), PUMA_JOINTS, model.tip_link,
@@ -56,22 +56,22 @@ def test_targets_current_pose_and_refusals_over_dds(make_harness, capfd):
                                 got.pose.position.z], T[:3, 3], atol=1e-12)
 
     # bad targets: dropped with a warning; the goal stays the pose held
-    held = controller.cartesian_state.goal.copy()
+    held = controller.law.goal.copy()
     quaternion = matrix_to_quaternion(T[:3, :3])
     for bad in (pose_msg([math.nan, 0.0, 0.0], quaternion),
                 pose_msg(T[:3, 3], [0.0, 0.0, 0.0, 0.0]),
                 pose_msg(T[:3, 3], quaternion, frame='camera_link')):
         targets.publish(bad)
     deadline = h.k + 50
-    while 'dropped a target pose' not in capfd.readouterr().err:
+    while 'dropped a message on ~/target_pose' not in capfd.readouterr().err:
         assert h.k < deadline, 'no warning of the bad targets'
         h.exchange(PUMA_JOINTS, Q, zero)
     h.exchange(PUMA_JOINTS, Q, zero)
-    np.testing.assert_array_equal(controller.cartesian_state.goal, held)
+    np.testing.assert_array_equal(controller.law.goal, held)
 
     # a target 1 cm along x pulls with J^T K e (reached in one step at this max_speed)
     targets.publish(pose_msg(T[:3, 3] + [0.01, 0.0, 0.0], quaternion))
-    h.spin_until(lambda: not np.allclose(controller.cartesian_state.goal, held),
+    h.spin_until(lambda: not np.allclose(controller.law.goal, held),
                  what='the target to be taken')
     pulled, _, _ = h.exchange(PUMA_JOINTS, Q, zero)
     expected = pin.rnea(Q, zero, zero) + jacobian(model, Q)[:3].T @ [4.0, 0.0, 0.0]

@@ -4,7 +4,8 @@ Read from the source files (syntax trees and text), as the architecture checks a
 
 * nothing outside ``control/laws/registry.py`` compares a mode (``ControlMode.X``, a mode
   compared with ``is``/``==``/``in``, or a comparison with a mode's name), and nothing
-  outside ``control/laws/`` writes a mode's name (a law is named by its class's ``name``);
+  outside ``control/laws/`` writes a mode's name (a law is named by its class's ``name``)
+  or a law's own topic (the node makes them from the laws' ``topics``);
 * no module reads another module's underscore attribute (``other._x``);
 * the drive friction formula (``tanh`` of a velocity) is written once in the control path
   (``dynamics/friction.py``), and so is the clamp (``laws/base.py``);
@@ -14,7 +15,7 @@ Read from the source files (syntax trees and text), as the architecture checks a
 import ast
 import pathlib
 
-from ne_dynamics_ros.control.laws.registry import LAW_CLASSES
+from ne_dynamics_ros.control.laws.registry import LAW_CLASSES, LAW_TOPICS
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 #: no DDS participant and no timing judged: runs beside other tests (test/conftest.py)
@@ -89,6 +90,46 @@ def test_no_mode_name_is_written_outside_the_laws():
     found = {str(p.relative_to(REPO)): hits for p in sorted(PACKAGE.rglob('*.py'))
              if laws not in p.parents and (hits := mode_names_written(p))}
     assert found == {}
+
+
+def topic_names_written(path):
+    """The lines of ``path`` that name a law's own topic: a string that is a topic name
+    ending in one (``'~/target_pose'``, ``'/node/payload'``), or a key given to
+    ``take_input``. Prose (docstrings, strings with spaces) is not a name."""
+    names = {topic.name.rsplit('/', 1)[-1] for _, topic in LAW_TOPICS}
+    keys = {topic.key for _, topic in LAW_TOPICS}
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                and ' ' not in node.value and '/' in node.value \
+                and node.value.rsplit('/', 1)[-1] in names:
+            found.add(node.lineno)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr == 'take_input' and node.args \
+                and isinstance(node.args[0], ast.Constant) and node.args[0].value in keys:
+            found.add(node.lineno)
+    return sorted(found)
+
+
+def test_no_law_topic_is_named_outside_the_laws():
+    # the node makes every law's topics from their declarations (LawTopic): no module of
+    # the package outside control/laws/ names one (the node, the controller, the demo,
+    # the experiment, identification)
+    laws = PACKAGE / 'control' / 'laws'
+    found = {str(p.relative_to(REPO)): hits for p in sorted(PACKAGE.rglob('*.py'))
+             if laws not in p.parents and (hits := topic_names_written(p))}
+    assert found == {}
+
+
+def test_the_topic_finder_finds_a_law_topic_named(tmp_path):
+    sample = tmp_path / 'sample.py'
+    sample.write_text('"""A law reads ~/target_pose: in a docstring, prose."""\n'
+                      "a = node.create_subscription(Pose, '~/target_pose', cb, 10)\n"
+                      "b = controller.take_input('declared_payload', value)\n"
+                      "c = '/computed_torque_node/payload'\n"
+                      "d = '~/tracking_error'\n"
+                      "e = plot(label='estimate on ~/payload')\n")
+    assert topic_names_written(sample) == [2, 3, 4]
 
 
 def test_the_name_finder_finds_a_mode_written_out(tmp_path):

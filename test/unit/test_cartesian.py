@@ -15,6 +15,7 @@ import pytest
 from references import UR5E_URDF
 from random_urdf import PinocchioReference
 
+from ne_dynamics_ros.control.laws import InertiaInput, LawInputError, PoseInput
 from ne_dynamics_ros.control import ComputedTorqueController
 from ne_dynamics_ros.control.laws.cartesian import CartesianImpedanceLaw, TargetError
 from ne_dynamics_ros.control.laws import ComplyLaw, LAWS, make_law
@@ -103,7 +104,7 @@ def test_entering_the_mode_commands_gravity_only_no_jump():
     pin = PinocchioReference(UR5E_URDF.read_text(), names, 'tool0', ARMATURE)
     np.testing.assert_allclose(out.effort, pin.rnea(UR5E_Q0, 0 * UR5E_Q0, 0 * UR5E_Q0),
                                atol=1e-9)
-    np.testing.assert_allclose(c.cartesian_state.target, tip_pose(c.model, UR5E_Q0),
+    np.testing.assert_allclose(c.law.target, tip_pose(c.model, UR5E_Q0),
                                atol=1e-12)
 
 
@@ -137,7 +138,8 @@ def test_a_target_step_is_approached_at_the_bounded_speed_without_overshoot():
     start = loop.run(0.2)[-1]
     T = tip_pose(c.model, arm.position)
     goal = T[:3, 3] + [0.0, 0.0, 0.05]
-    c.set_target_pose(goal, matrix_to_quaternion(T[:3, :3]), c.model.base_link)
+    c.take_input('target_pose',
+                 PoseInput(goal, matrix_to_quaternion(T[:3, :3]), c.model.base_link))
     tips = loop.run(1.5)
     z = tips[:, 2] - start[2]
     assert np.linalg.norm(tips[-1] - goal) < 2e-3
@@ -151,7 +153,7 @@ def test_hostile_targets_are_refused_and_a_far_one_is_not_jumped_to():
     arm = ur5e_arm()
     loop = Loop(c, arm)
     loop.run(0.1)
-    before = c.cartesian_state.goal.copy()
+    before = c.law.goal.copy()
     q = [0.0, 0.0, 0.0, 1.0]
     for position, orientation, frame in (([math.nan, 0, 0], q, ''),
                                          ([0, 0, math.inf], q, ''),
@@ -160,11 +162,12 @@ def test_hostile_targets_are_refused_and_a_far_one_is_not_jumped_to():
                                          ([0.3, 0, 0.3], q, 'tool0'),
                                          ([0.3, 0, 0.3], q[:3], '')):
         with pytest.raises(TargetError):
-            c.set_target_pose(position, orientation, frame)
-        np.testing.assert_array_equal(c.cartesian_state.goal, before)
+            c.take_input('target_pose', PoseInput(position, orientation, frame))
+        np.testing.assert_array_equal(c.law.goal, before)
     # 1 m away: approached at max_speed (default 0.25 m/s), the command stays bounded
     T = tip_pose(c.model, arm.position)
-    c.set_target_pose(T[:3, 3] + [0.0, 1.0, 0.0], matrix_to_quaternion(T[:3, :3]))
+    c.take_input('target_pose', PoseInput(T[:3, 3] + [0.0, 1.0, 0.0],
+                                          matrix_to_quaternion(T[:3, :3])))
     tips = loop.run(0.4)
     assert np.abs(np.diff(tips, axis=0)).max() * RATE < 0.25 * 1.5
     assert np.all(np.abs(loop.efforts) <= c.effort_limits + 1e-9)
@@ -178,8 +181,8 @@ def test_trajectories_are_refused_with_the_reason_and_targets_outside_the_mode()
         c.set_trajectory(names, [TrajectoryPoint(1.0, UR5E_Q0, np.zeros(6), np.zeros(6))],
                          0, 1_000_000)
     c.reconfigure(mode='computed_torque')
-    with pytest.raises(TargetError, match='mode computed_torque'):
-        c.set_target_pose([0.3, 0.0, 0.3], [0.0, 0.0, 0.0, 1.0])
+    with pytest.raises(LawInputError, match='mode computed_torque'):
+        c.take_input('target_pose', PoseInput([0.3, 0.0, 0.3], [0.0, 0.0, 0.0, 1.0]))
 
 
 def test_new_settings_keep_the_target_and_a_switch_into_the_mode_holds_the_pose():
@@ -192,10 +195,10 @@ def test_new_settings_keep_the_target_and_a_switch_into_the_mode_holds_the_pose(
     assert np.abs(tips - tips[0]).max() < 1e-4                 # no jump on entering it
     T = tip_pose(c.model, arm.position)
     goal = T[:3, 3] + [0.02, 0.0, 0.0]
-    c.set_target_pose(goal, matrix_to_quaternion(T[:3, :3]))
+    c.take_input('target_pose', PoseInput(goal, matrix_to_quaternion(T[:3, :3])))
     loop.run(0.05)
     c.reconfigure(**{'cartesian.stiffness': [800.0, 800.0, 800.0, 60.0, 60.0, 60.0]})
-    np.testing.assert_allclose(c.cartesian_state.goal[:3, 3], goal)
+    np.testing.assert_allclose(c.law.goal[:3, 3], goal)
     assert np.linalg.norm(loop.run(1.5)[-1] - goal) < 1e-3
 
 
@@ -207,7 +210,7 @@ def test_a_contact_with_hold_holds_the_pose_measured_and_comply_yields():
     arm.push('tool0', (0.0, 0.0, 0.0), (60.0, 0.0, 0.0))
     loop.run(0.3)
     assert c.contacts >= 1
-    law = c.cartesian_state
+    law = c.law
     assert isinstance(law, CartesianImpedanceLaw)
     # the new run's target is the pose measured at the contact, not the one held before
     q, _ = next((q, out) for q, out in loop.commands if out.contact is not None)
@@ -228,8 +231,8 @@ def test_at_a_wrist_singularity_the_command_stays_finite_and_says_so():
     q[4] = 0.0
     names = c.model.joint_names
     out = c.update(0, names, q, np.zeros(6), steady_ns=0)
-    assert np.all(np.isfinite(out.effort)) and c.cartesian_state.near_singularity
-    assert c.cartesian_state.manipulability < 1e-6
+    assert np.all(np.isfinite(out.effort)) and c.law.near_singularity
+    assert c.law.manipulability < 1e-6
     for k in range(1, 20):                           # moving through it, pulled away
         out = c.update(k * 2_000_000, names, q + 1e-4 * k, np.full(6, 0.05),
                        steady_ns=k * 2_000_000)
@@ -246,7 +249,7 @@ def test_a_declared_load_keeps_the_stiffness_true():
         arm = ur5e_arm(payload_mass=2.0, payload_link='tool0')
         loop = Loop(c, arm)
         if declared:
-            c.declare_payload(2.0)
+            c.take_input('declared_payload', InertiaInput(2.0))
         tips = loop.run(2.0)
         sags.append(tips[0][2] - tips[-1][2])
     assert sags[0] > 0.8 * 2.0 * 9.81 / 500.0
@@ -299,7 +302,7 @@ def test_seven_joints_the_posture_moves_in_the_null_space_only():
     c.reconfigure(**{'nullspace.posture': posture.tolist()})
     nullspace = []
     tips = loop.run(3.0, each=lambda t: nullspace.append(
-        c.cartesian_state.nullspace_effort if c.cartesian_state.pose is not None else 0.0))
+        c.law.nullspace_effort if c.law.pose is not None else 0.0))
     assert np.abs(tips - tips[0]).max() < 1e-3
     error = np.linalg.norm(arm.position - posture)
     assert error < 0.1 * np.linalg.norm(q0 - posture), error
@@ -340,12 +343,12 @@ def test_a_stiffness_above_the_rule_at_the_rate_seen_is_reported():
     for stiffness in ([1000.0] * 3 + [250.0] * 3, STIFFNESS):
         c = ur5e_controller(**{'cartesian.stiffness': stiffness})
         Loop(c, ur5e_arm()).run(0.2)
-        reports.append(c.cartesian_state.stiffness_above_rule())
+        reports.append(c.law.stiffness_above_rule())
     assert {axis for axis, _, _ in reports[0]} <= {'rx', 'ry', 'rz'} and reports[0]
     assert reports[1] == []
     c = ur5e_controller(**{'cartesian.stiffness': [1000.0] * 3 + [250.0] * 3})
     Loop(c, ur5e_arm()).run(0.1)
-    facts = law_facts(SimpleNamespace(report=c.cartesian_state.report()))   # as a Command
+    facts = law_facts(SimpleNamespace(report=c.law.report()))   # as a Command
     assert 'above the sampling rule' in facts['stiffness'] and float(facts['manipulability']) > 0
 
 
@@ -367,7 +370,7 @@ def test_a_step_on_drives_with_half_the_model_friction_is_reached_learned_or_not
     loop.run(0.5)
     T = tip_pose(c.model, arm.position)
     goal = T[:3, 3] + [0.0, 0.0, 0.05]
-    c.set_target_pose(goal, matrix_to_quaternion(T[:3, :3]))
+    c.take_input('target_pose', PoseInput(goal, matrix_to_quaternion(T[:3, :3])))
     off = np.linalg.norm(loop.run(1.5)[-250:] - goal, axis=1).max()
     assert c.contact_supervisor.contacts == 0
     assert off < 2e-3
@@ -457,7 +460,7 @@ def test_a_step_that_starts_wrist_1_against_twice_the_model_friction_is_no_conta
     assert not law.breaking_away(loop.t)                   # holding: no pull from rest
     T = tip_pose(c.model, arm.position)
     goal = T[:3, 3] + [0.0, 0.05, 0.0]
-    c.set_target_pose(goal, matrix_to_quaternion(T[:3, :3]))
+    c.take_input('target_pose', PoseInput(goal, matrix_to_quaternion(T[:3, :3])))
     pulled, start = [], len(loop.commands)
     loop.run(1.5, each=lambda t: pulled.append(c.runs.current.law.breaking_away(t)))
     assert c.contact_supervisor.contacts == 0
@@ -486,7 +489,8 @@ def test_new_settings_leave_the_window_toward_the_target_as_it_was():
         loop = Loop(c, arm)
         loop.run(0.5)
         T = tip_pose(c.model, arm.position)
-        c.set_target_pose(T[:3, 3] + [0.05, 0.0, 0.0], matrix_to_quaternion(T[:3, :3]))
+        c.take_input('target_pose', PoseInput(T[:3, 3] + [0.05, 0.0, 0.0],
+                                              matrix_to_quaternion(T[:3, :3])))
         loop.run(0.3)
         law = c.runs.current.law
         if reconfigure:
@@ -518,7 +522,7 @@ def test_a_step_on_drives_with_twice_the_model_friction_is_reached_with_no_conta
     T = tip_pose(c.model, arm.position)
     goal = T[:3, 3].copy()
     goal[axis] += 0.05
-    c.set_target_pose(goal, matrix_to_quaternion(T[:3, :3]))
+    c.take_input('target_pose', PoseInput(goal, matrix_to_quaternion(T[:3, :3])))
     tips = loop.run(2.0)[-250:]
     assert c.contact_supervisor.contacts == 0
     assert np.linalg.norm(tips - goal, axis=1).max() < 2e-3
@@ -539,7 +543,8 @@ def test_the_observer_holds_the_friction_learned_so_a_sliding_joint_shows_no_res
     loop = Loop(c, arm)
     loop.run(0.5)
     T = tip_pose(c.model, arm.position)
-    c.set_target_pose(T[:3, 3] + [0.0, 0.0, 0.05], matrix_to_quaternion(T[:3, :3]))
+    c.take_input('target_pose', PoseInput(T[:3, 3] + [0.0, 0.0, 0.05],
+                                          matrix_to_quaternion(T[:3, :3])))
     start = len(loop.commands)
     loop.run(0.6)
     slid = np.abs(c.friction_estimate.scale - 1.0) > 0.5

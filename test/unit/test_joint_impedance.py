@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from references import PinocchioArm, UR5E_URDF
 
+from ne_dynamics_ros.control.laws import InertiaInput
 from ne_dynamics_ros.control import ComputedTorqueController
 from ne_dynamics_ros.control.laws import ControlParameterError, LawStep, make_law
 from ne_dynamics_ros.control.laws.joint_impedance import JointImpedanceLaw
@@ -124,7 +125,7 @@ def test_a_declared_load_is_carried_in_its_gravity():
     arm with 2 kg at the flange's origin (the mode carries a load as cartesian_impedance)."""
     c = controller()
     names = c.model.joint_names
-    c.declare_payload(2.0)
+    c.take_input('declared_payload', InertiaInput(2.0))
     out = c.update(0, names, Q0, np.zeros(6), steady_ns=0)
     pin = PinocchioArm(UR5E_URDF, names, ARMATURE)
     J = np.zeros((3, 6))

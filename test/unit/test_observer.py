@@ -13,6 +13,7 @@ import pytest
 from references import PUMA560_URDF, UR5E_URDF
 from random_urdf import PinocchioReference
 
+from ne_dynamics_ros.control.laws import InertiaInput, LawInputError
 from ne_dynamics_ros.control import ComputedTorqueController
 from ne_dynamics_ros.control.reference.goals import default_tolerances, GoalStatus
 from ne_dynamics_ros.control.laws import ComplyLaw
@@ -427,7 +428,8 @@ def test_a_declared_payload_is_the_estimate_and_no_contact():
             if k == int(0.2 * RATE):
                 arm.set_payload(2.0, (0.0, 0.0, 0.05))
                 if declared:
-                    c.declare_payload(2.0, (0.0, 0.0, 0.05), (0.001, 0, 0, 0.001, 0, 0.001))
+                    c.take_input('declared_payload', InertiaInput(
+                        2.0, (0.0, 0.0, 0.05), (0.001, 0, 0, 0.001, 0, 0.001)))
             arm.step(np.asarray(out.effort), DT)
             r.append(out.external_effort_values)
         peaks[declared] = np.abs(np.array(r)[int(0.2 * RATE):]).max()
@@ -442,15 +444,16 @@ def test_a_declared_payload_is_the_estimate_and_no_contact():
 
 def test_a_declared_payload_needs_adaptive_mode_and_a_load():
     c = ComputedTorqueController.from_urdf(str(UR5E_URDF))
-    with pytest.raises(ControlParameterError,
+    with pytest.raises(LawInputError,
                        match=r'modes that carry a load \(adaptive, cartesian_impedance'):
-        c.declare_payload(1.0)
+        c.take_input('declared_payload', InertiaInput(1.0))
     c.reconfigure(mode='adaptive')
-    with pytest.raises(ControlParameterError, match='declared load'):
-        c.declare_payload(float('nan'))
-    with pytest.raises(ControlParameterError, match='declared load'):
-        c.declare_payload(-1.0)
-    c.declare_payload(1.5, (0.01, 0.0, 0.02), (2e-3, 0.0, 0.0, 2e-3, 0.0, 1e-3))
+    with pytest.raises(LawInputError, match='declared load'):
+        c.take_input('declared_payload', InertiaInput(float('nan')))
+    with pytest.raises(LawInputError, match='declared load'):
+        c.take_input('declared_payload', InertiaInput(-1.0))
+    c.take_input('declared_payload',
+                 InertiaInput(1.5, (0.01, 0.0, 0.02), (2e-3, 0.0, 0.0, 2e-3, 0.0, 1e-3)))
     mass, com, inertia = c.payload_estimate
     assert mass == pytest.approx(1.5)
     np.testing.assert_allclose(com, [0.01, 0.0, 0.02], atol=1e-12)

@@ -32,7 +32,8 @@ from ne_dynamics_ros.control.config.spec import ParameterSpec
 from ne_dynamics_ros.control.laws.slotine_li import (adaptation_gains, BaseAdaptation,
                                                      load_inertia_ratio,
                                                      LOAD_INERTIA_RATIO_WARNING, PayloadAdaptation)
-from ne_dynamics_ros.control.laws.base import clamp, Law, reference_friction
+from ne_dynamics_ros.control.laws.base import (clamp, Law, LawInputError, LawTopic,
+                                               reference_friction)
 from ne_dynamics_ros.errors import ControlParameterError, ModelError
 
 
@@ -278,6 +279,9 @@ class LoadReport:
         """
         return inertial_of(self.estimate)
 
+    #: the value of ``~/payload`` (an ``inertia`` topic)
+    topic_value = inertial
+
 
 def inertial_of(p):
     """Return ``(mass, com (3,), inertia (6,))`` of a payload law's parameters ``p`` (10,).
@@ -356,7 +360,16 @@ class AdaptiveLaw(Law):
     carries_load = True
     needs_efforts = True
     acceleration_gains = True
-    outputs = ('payload',)
+    topics = (
+        LawTopic('payload', '~/payload', 'inertia', output=True, rate=50.0,
+                 summary='the load an adaptive law learned: mass, centre of mass and inertia '
+                         'about it, in adaptation_link\'s frame (at most 50 per second of the '
+                         'states\' stamps, for rqt_plot)'),
+        LawTopic('declared_payload', '~/declared_payload', 'inertia', every_mode=True,
+                 summary='a load declared (a gripper closed on it, or mass 0: let go), in '
+                         'adaptation_link\'s frame: taken in the modes that carry a load with '
+                         'adaptation: payload'),
+    )
 
     def __init__(self, context):
         super().__init__(context)
@@ -383,6 +396,28 @@ class AdaptiveLaw(Law):
         context = self.context
         return context.load.effort(self, step.now, (step.q, step.qd), step.reference,
                                    step.efforts, context.gains, step.extra)
+
+    @classmethod
+    def take_shared(cls, controller, key, value):
+        """Take a declared load (``declared_payload``: an :class:`~.base.InertiaInput`).
+
+        In a law that adapts the estimate becomes it at once (adaptation goes on from
+        it); in the other laws that carry a load their model carries it (e.g. Cartesian
+        impedance: the stiffness stays true).
+
+        Raises:
+            LawInputError: another key, a mode that carries no load, ``adaptation`` not
+                ``payload``, or values that are not a load (the message says which).
+        """
+        if key != 'declared_payload':
+            return super().take_shared(controller, key, value)
+        try:
+            controller.load.declare(controller.context, float(value.mass), value.com,
+                                    value.inertia, controller.modes_that('carries_load'))
+        except (ControlParameterError, TypeError, ValueError) as err:
+            raise LawInputError(f'declared payload not taken: {err}') from None
+        controller.contact_supervisor.declared(controller.runs.current.sensing,
+                                               controller.load.law)
 
     def report(self):
         """``{'payload': LoadReport}`` with a payload law, else nothing."""

@@ -20,7 +20,7 @@ gravity in m/s², in the chain's base frame.
 """
 from dataclasses import dataclass
 import math
-from typing import Dict, List
+from typing import Dict, List, NamedTuple
 
 import numpy as np
 
@@ -30,6 +30,91 @@ from ne_dynamics_ros.errors import NonFiniteEffortError
 #: Zero gravity, for hardware that compensates gravity itself (constant).
 NO_GRAVITY = np.zeros(3)
 NO_GRAVITY.flags.writeable = False
+
+
+#: The message kinds of the laws' own topics and the values a law sees of them. The node
+#: converts each message to that value (an input) or that value to a message (an output);
+#: the law never sees a message.
+TOPIC_KINDS = {
+    'pose': 'geometry_msgs/PoseStamped: in, a PoseInput; out, a (4, 4) pose (m), the base '
+            'link frame',
+    'wrench': 'geometry_msgs/WrenchStamped: in, a WrenchInput',
+    'inertia': 'geometry_msgs/Inertia: in, an InertiaInput; out, (mass kg, centre of mass '
+               '(3,) m, inertia (6,) kg m^2 ixx ixy ixz iyy iyz izz about it)',
+}
+
+
+class LawTopic(NamedTuple):
+    """A topic of a law's own, beside the joint-space ones, declared in its module.
+
+    The node makes the subscription (or publisher) from it and converts messages of
+    ``kind`` to and from the values of :data:`TOPIC_KINDS`; the law sees values only.
+
+    Attributes:
+        key: the law's name for it: what :meth:`Law.take` (or :meth:`Law.take_shared`)
+            is given with the value, or the key of the law's :meth:`Law.report`.
+        name: the topic's name, ``~/`` relative (remappable as any ROS name).
+        kind: a key of :data:`TOPIC_KINDS`.
+        output: True: the node publishes it from each command's report (while somebody
+            subscribes); False: the node subscribes to it.
+        sensor_data: best-effort QoS of depth 5, as ros2_controllers' broadcasters publish
+            a sensor; False: reliable, depth 10.
+        every_mode: an input taken whatever the mode (by :meth:`Law.take_shared`); False:
+            only while the law's mode is in force and the controller active.
+        rate: an output's largest rate, messages per second of the states' stamps (0: at
+            every command).
+        summary: what it carries, for the node's documentation.
+    """
+
+    key: str
+    name: str
+    kind: str
+    output: bool = False
+    sensor_data: bool = False
+    every_mode: bool = False
+    rate: float = 0.0
+    summary: str = ''
+
+
+class PoseInput(NamedTuple):
+    """A pose taken from a topic (the value of a ``pose`` input).
+
+    ``position`` (3,) m, ``orientation`` (4,) quaternion ``(x, y, z, w)`` (ROS order),
+    ``frame_id`` the frame it is given in; not checked (the law does).
+    """
+
+    position: tuple
+    orientation: tuple
+    frame_id: str = ''
+
+
+class WrenchInput(NamedTuple):
+    """A wrench taken from a topic (the value of a ``wrench`` input).
+
+    ``force`` (3,) N, ``torque`` (3,) N·m about the frame's origin, both in ``frame_id``'s
+    axes; ``stamp`` s (0: not stamped); not checked (the law does).
+    """
+
+    force: tuple
+    torque: tuple
+    frame_id: str = ''
+    stamp: float = 0.0
+
+
+class InertiaInput(NamedTuple):
+    """A rigid body's inertia taken from a topic (the value of an ``inertia`` input).
+
+    ``mass`` kg, ``com`` (3,) m, ``inertia`` (6,) ixx, ixy, ixz, iyy, iyz, izz kg·m² about
+    the centre of mass; not checked (the law does).
+    """
+
+    mass: float
+    com: tuple = (0.0, 0.0, 0.0)
+    inertia: tuple = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+
+
+class LawInputError(ValueError):
+    """An input a law cannot take now (the message says why); nothing was changed."""
 
 
 def clamp(tau, limits):
@@ -267,22 +352,28 @@ class Law:
         the integral action (``ki``) adds to its effort;
     ``needs_efforts``
         the measured efforts are read for it (:attr:`LawStep.efforts`);
+    ``needs_external_effort``
+        the momentum observer runs on every state for it (:attr:`LawStep.external`),
+        whoever reads ``~/external_effort`` and whether contact detection is on;
     ``acceleration_gains``
         its ``kp``, ``kd`` are the error dynamics' own (1/s², 1/s): the delay rule of
         ``ne-dynamics gains`` applies to them;
     ``holds_on_exit``
         leaving it (another mode) holds the position measured then (the arm may have
         been moved by hand);
-    ``inputs``, ``outputs``
-        the node's topics it uses (``~/`` names) beside the joint-space ones;
+    ``topics``
+        its own topics beside the joint-space ones (:class:`LawTopic`: inputs it takes,
+        outputs its :meth:`report` fills); the node makes them for every law of the
+        registry, whatever the mode;
     ``parameters``
         its rows of the node's parameter table
         (:class:`~ne_dynamics_ros.control.config.spec.ParameterSpec`: name, type, default,
         unit, check), declared in its module; the table lists them after the gains.
 
     What it does: :meth:`check` (its settings), :meth:`apply_settings` (on entry and on
-    new settings), :meth:`caveats`, :meth:`effort` (one state, clamped), :meth:`report`
-    (what the command carries for the node: its ``outputs``), :meth:`facts` (its lines on
+    new settings), :meth:`caveats`, :meth:`effort` (one state, clamped), :meth:`take`
+    and :meth:`take_shared` (its inputs), :meth:`report` (what the command carries for
+    its output topics), :meth:`facts` (its lines on
     ``/diagnostics``), :meth:`breaking_away` (pulling joints from rest),
     :meth:`reconfigured` and :meth:`restarted` (new settings, a new run).
 
@@ -298,13 +389,20 @@ class Law:
     adapts = False
     integrates = True
     needs_efforts = False
+    needs_external_effort = False
     acceleration_gains = False
     holds_on_exit = False
-    inputs = ()
-    outputs = ()
+    topics = ()
     parameters = ()
     #: why a trajectory is refused when ``follows_trajectory`` is False
     refusal = ''
+    #: some of :attr:`topics` are outputs: each command carries :meth:`report` (set for
+    #: each subclass from its ``topics``)
+    reports = False
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls.reports = any(topic.output for topic in cls.topics)
 
     def __init__(self, context: LawContext):
         self.context = context
@@ -331,8 +429,36 @@ class Law:
         """
         raise NotImplementedError
 
+    def take(self, key: str, value) -> None:
+        """Take the value of the input topic ``key`` (:attr:`topics`) for this run.
+
+        Called with the controller's lock held, while the law's mode is in force and the
+        controller active. Default: no inputs.
+
+        Raises:
+            LawInputError: a value the law cannot take (nothing changed).
+        """
+        raise LawInputError(f'the {self.name} law takes no input {key!r}')
+
+    @classmethod
+    def take_shared(cls, controller, key: str, value) -> None:
+        """Take the value of an ``every_mode`` input topic ``key``, whatever the mode.
+
+        ``controller``: the :class:`~ne_dynamics_ros.control.controller.
+        ComputedTorqueController`, its lock held (its ``context``, ``load``, ``runs``,
+        ``contact_supervisor``). Default: no such inputs.
+
+        Raises:
+            LawInputError: a value that cannot be taken (nothing changed).
+        """
+        raise LawInputError(f'the {cls.name} law takes no input {key!r} in every mode')
+
     def report(self) -> Dict[str, object]:
-        """Return what the command carries for the node's :attr:`outputs` (default: none)."""
+        """Return what the command carries for the law's output topics, by key.
+
+        Each value has ``topic_value()``: the value of its topic's kind
+        (:data:`TOPIC_KINDS`), made only when the node publishes it. Default: none.
+        """
         return {}
 
     def breaking_away(self, now: float) -> bool:
@@ -420,5 +546,6 @@ class JointLaw(Law):
                                  *step.reference, step.extra)
 
 
-__all__ = ['clamp', 'JointGains', 'JointLaw', 'Law', 'LawContext', 'LawStep', 'LoadedDynamics',
-           'mass_matrix_at', 'NO_GRAVITY', 'reference_friction']
+__all__ = ['clamp', 'InertiaInput', 'JointGains', 'JointLaw', 'Law', 'LawContext',
+           'LawInputError', 'LawStep', 'LawTopic', 'LoadedDynamics', 'mass_matrix_at',
+           'NO_GRAVITY', 'PoseInput', 'reference_friction', 'TOPIC_KINDS', 'WrenchInput']

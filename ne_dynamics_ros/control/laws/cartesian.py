@@ -67,7 +67,8 @@ from ne_dynamics_ros.control.config.parameter_checks import (checked_gains, chec
                                                              checked_positive, checked_posture,
                                                              checked_six, checked_speeds)
 from ne_dynamics_ros.control.config.spec import ParameterSpec
-from ne_dynamics_ros.control.laws.base import clamp, Law, LoadedDynamics, mass_matrix_at
+from ne_dynamics_ros.control.laws.base import (clamp, Law, LawInputError, LawTopic,
+                                               LoadedDynamics, mass_matrix_at)
 from ne_dynamics_ros.dynamics.friction import drive_friction, friction_values
 from ne_dynamics_ros.dynamics.kinematics import (chain_kinematics, manipulability,
                                                  pose_error, quaternion_to_matrix,
@@ -108,7 +109,7 @@ APPROACH_CHECK = 0.1
 NEAR_SINGULAR = 1e-5
 
 
-class TargetError(ValueError):
+class TargetError(LawInputError):
     """A target pose that cannot be taken (the message says why); the last good one stays."""
 
 
@@ -201,8 +202,15 @@ class CartesianImpedanceLaw(Law):
     takes_target = True
     carries_load = True
     integrates = False
-    inputs = ('target_pose',)
-    outputs = ('current_pose',)
+    topics = (
+        LawTopic('target_pose', '~/target_pose', 'pose',
+                 summary='the pose the tip is held at, in the chain\'s base link frame '
+                         '(header.frame_id empty or the base link\'s name), approached at '
+                         'cartesian.max_speed'),
+        LawTopic('current_pose', '~/current_pose', 'pose', output=True,
+                 summary='the tip pose measured at each command, base link frame, stamped '
+                         'like the state it answers'),
+    )
     refusal = ('mode cartesian_impedance follows ~/target_pose: trajectories and goals are '
                'refused (set mode to a joint-space mode to follow them)')
 
@@ -257,6 +265,20 @@ class CartesianImpedanceLaw(Law):
         have without the new settings (its end and the tip's closest distance carried).
         """
         return CartesianImpedanceLaw(context, carried=self)
+
+    def take(self, key, value):
+        """Take a new target (``target_pose``: a :class:`~.base.PoseInput`).
+
+        Approached at ``cartesian.max_speed``, not jumped to.
+
+        Raises:
+            TargetError: another frame than the base link's, a non-finite value or a zero
+                quaternion (:func:`target_pose`); the last good target stays.
+        """
+        if key != 'target_pose':
+            return super().take(key, value)
+        self.set_goal(target_pose(value.position, value.orientation, value.frame_id,
+                                  self.context.model.base_link))
 
     def set_goal(self, pose):
         """Take a new goal pose ((4, 4), base link frame; checked by the caller)."""
@@ -479,6 +501,10 @@ class CartesianReport:
     def manipulability(self) -> float:
         """``sqrt(det(J J^T))`` (Yoshikawa 1985)."""
         return manipulability(self.jacobian)
+
+    def topic_value(self):
+        """Return the value of ``~/current_pose``: the (4, 4) tip pose, base link frame."""
+        return self.pose
 
     def stiffness_above_rule(self) -> list:
         """Return the axes whose stiffness is above the sampling rule at the rate seen.

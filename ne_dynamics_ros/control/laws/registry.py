@@ -12,7 +12,7 @@ from typing import Dict
 import numpy as np
 
 from ne_dynamics_ros.control.laws.adaptive import AdaptiveLaw
-from ne_dynamics_ros.control.laws.base import JointLaw, Law, LawContext
+from ne_dynamics_ros.control.laws.base import JointLaw, Law, LawContext, TOPIC_KINDS
 from ne_dynamics_ros.control.laws.cartesian import CartesianImpedanceLaw
 from ne_dynamics_ros.control.laws.computed_torque import ComputedTorqueLaw
 from ne_dynamics_ros.control.laws.feedforward import FeedforwardLaw
@@ -38,6 +38,28 @@ ControlMode = enum.Enum('ControlMode', [(law.name.upper(), law.name) for law in 
 
 #: The law of each mode: ``LAWS[mode](context)`` builds it.
 LAWS: Dict[ControlMode, type] = {ControlMode(law.name): law for law in LAW_CLASSES}
+
+
+def _topics():
+    """Every law's own topics, each once (by name), in the registry's order."""
+    seen = {}
+    for law in LAW_CLASSES:
+        for topic in law.topics:
+            if topic.kind not in TOPIC_KINDS:
+                raise TypeError(f'{law.__name__} declares {topic.name} of an unknown kind '
+                                f'{topic.kind!r} (one of {sorted(TOPIC_KINDS)})')
+            if seen.setdefault(topic.name, (law, topic))[1] != topic:
+                raise TypeError(f'{topic.name} is declared twice, differently '
+                                f'({seen[topic.name][0].__name__} and {law.__name__})')
+    return tuple(seen.values())
+
+
+#: ``(law class, LawTopic)`` of every law's own topic: the node makes each once,
+#: whatever the mode.
+LAW_TOPICS = _topics()
+#: The input topics by key: ``INPUTS[key] = (law class, LawTopic)``.
+INPUTS: Dict[str, tuple] = {topic.key: (law, topic) for law, topic in LAW_TOPICS
+                            if not topic.output}
 
 
 def parse_mode(value) -> ControlMode:
@@ -111,5 +133,5 @@ def compute_effort(model, gains, q, qd, q_d, qd_d, qdd_d):
     return law.checked_effort(model, gains, gains.law_gravity, *arrays)
 
 
-__all__ = ['compute_effort', 'compute_effort_values', 'ControlMode', 'LAW_CLASSES',
-           'law_class', 'LAWS', 'make_law', 'parse_mode']
+__all__ = ['compute_effort', 'compute_effort_values', 'ControlMode', 'INPUTS', 'LAW_CLASSES',
+           'LAW_TOPICS', 'law_class', 'LAWS', 'make_law', 'parse_mode']

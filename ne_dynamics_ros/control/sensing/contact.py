@@ -160,7 +160,7 @@ class ContactSupervisor:
         return friction, shift
 
     def observe(self, sensing, now: float, q, qd, adaptive_law=None,
-                law=None) -> Tuple[List[float], Optional[Contact]]:
+                law=None, wanted=False) -> Tuple[List[float], Optional[Contact]]:
         """Advance the run's observer to the state ``(q, qd)`` (lists) at ``now`` (s).
 
         ``sensing``: the run's :class:`~ne_dynamics_ros.control.sensing.activation.Sensing`;
@@ -178,10 +178,10 @@ class ContactSupervisor:
         obstacle the tip meets while a joint stands still is found beyond that range
         then, or once the pull ends. Returns ``(r, contact)``: r (n floats, N·m / N) and the
         :class:`~ne_dynamics_ros.control.sensing.observer.Contact` that starts with this state,
-        or None; ``(None, None)`` while contact detection is off and :attr:`reading` is
-        False.
+        or None; ``(None, None)`` while contact detection is off and neither
+        :attr:`reading` nor ``wanted`` (the law in force reads r) is True.
         """
-        if not (self.reading or sensing.detector.enabled):
+        if not (self.reading or wanted or sensing.detector.enabled):
             sensing.skipped = True           # nothing reads r: no observer, no cost
             return None, None
         if sensing.skipped:

@@ -1,15 +1,8 @@
-"""What the node answers besides joint states: ``~/query_state`` and declared payloads.
+"""What the node answers besides joint states: ``~/query_state``.
 
 :func:`query_state` answers control_msgs' ``QueryTrajectoryState`` as
-joint_trajectory_controller does. :func:`declared_payload_subscription` subscribes
-``~/declared_payload`` (``geometry_msgs/Inertia``: mass kg, centre of mass m, inertia
-about it kg·m², in ``adaptation_link``'s frame): a gripper driver that closed on a load
-(or opened) says so, and in adaptive mode the load estimate becomes it at once, so that
-the motion and the momentum observer carry it without the law's learning transient
-(:meth:`~ne_dynamics_ros.control.law_inputs.LawInputs.declare_payload`).
-Both run on the executor, off the control path.
+joint_trajectory_controller does, on the executor, off the control path.
 """
-from ne_dynamics_ros.errors import ControlParameterError
 
 
 def query_state(controller, request, response):
@@ -28,27 +21,4 @@ def query_state(controller, request, response):
     return response
 
 
-def declared_payload_subscription(node):
-    """Subscribe ``~/declared_payload`` on ``node``; None without geometry_msgs."""
-    try:
-        from geometry_msgs.msg import Inertia
-    except ImportError:          # geometry_msgs comes with control_msgs' wheel
-        return None
-
-    def declared(msg):
-        controller = node.controller
-        if controller is None:
-            return
-        com = (msg.com.x, msg.com.y, msg.com.z)
-        inertia = (msg.ixx, msg.ixy, msg.ixz, msg.iyy, msg.iyz, msg.izz)
-        try:
-            controller.declare_payload(msg.m, com, inertia)
-        except ControlParameterError as err:
-            node.warn_throttled('declared_payload', f'declared payload not taken: {err}')
-            return
-        node.get_logger().info(f'declared payload taken: {msg.m:g} kg at {com} m')
-
-    return node.create_subscription(Inertia, '~/declared_payload', declared, 10)
-
-
-__all__ = ['declared_payload_subscription', 'query_state']
+__all__ = ['query_state']

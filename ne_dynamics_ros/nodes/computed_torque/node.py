@@ -206,9 +206,6 @@ class ComputedTorqueNode(LifecycleNode):
         # JointState into Python objects costs more than the control law.
         self._subscriptions_made.append(self.create_subscription(
             JointState, 'joint_states', self._on_joint_state_bytes, JOINT_STATE_QOS, raw=True))
-        payload = answers.declared_payload_subscription(self)
-        if payload is not None:
-            self._subscriptions_made.append(payload)
         # Trajectories are taken and read by a process of their own (see
         # ne_dynamics_ros.nodes.trajectory_receiver): no message, however large, is ever
         # copied in this process before the node sees it; what arrives here are columns.

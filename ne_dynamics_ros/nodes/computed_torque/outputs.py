@@ -12,14 +12,10 @@ external effort per joint, N·m or N, stamped with the state it answers) likewis
 ``~/external_wrench`` (``geometry_msgs/WrenchStamped``: that effort as a wrench at the
 tip link's origin, in the frame ``external_wrench_frame`` says:
 :mod:`~ne_dynamics_ros.control.sensing.wrench`), in every mode. Every
-vector is in the command order (the controller's ``joints``). The law's own outputs come
-with the command's report (:attr:`~ne_dynamics_ros.control.run_state.Command.report`):
-``~/payload`` (``geometry_msgs/Inertia``: the load an adaptive law learned, mass, centre
-of mass and inertia about it, in ``adaptation_link``'s frame) is written at most
-:data:`PAYLOAD_RATE` times per second of the states' stamps (:meth:`Outputs.
-publish_payload_when_due`), for rqt_plot: under simulated time as often per simulated
-second as on a real arm. ``~/target_pose`` and ``~/current_pose`` (a law that follows a
-target pose): :mod:`~ne_dynamics_ros.nodes.computed_torque.cartesian_io`.
+vector is in the command order (the controller's ``joints``). The laws' own topics
+(what each law declares) are :mod:`~ne_dynamics_ros.nodes.computed_torque.law_topics`,
+written from the command's report
+(:attr:`~ne_dynamics_ros.control.run_state.Command.report`).
 """
 import time
 
@@ -30,14 +26,11 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from ne_dynamics_ros.nodes.cdr import (controller_state_bytes, joint_names_block,
                                        joint_state_bytes)
-from ne_dynamics_ros.nodes.computed_torque.cartesian_io import CartesianTopics
+from ne_dynamics_ros.nodes.computed_torque.law_topics import LawTopics
 
 #: No QoS-event handlers on the ~/ outputs: each one is polled by the executor on every
 #: wake-up (~8 us apiece in rclpy), which the 1 kHz loop notices.
 NO_PUBLISHER_EVENTS = PublisherEventCallbacks(use_default_callbacks=False)
-
-#: ``~/payload`` messages per second of the states' stamps (adaptive mode), Hz.
-PAYLOAD_RATE = 50.0
 
 
 class Outputs:
@@ -58,36 +51,28 @@ class Outputs:
         self._controller_state = None if controller_state_type is None else \
             node.create_publisher(controller_state_type, '~/controller_state', 10,
                                   event_callbacks=NO_PUBLISHER_EVENTS)
-        try:
-            from geometry_msgs.msg import Inertia
-        except ImportError:          # geometry_msgs comes with control_msgs' wheel
-            Inertia = None
-        self._inertia_type = Inertia
-        self._payload = None if Inertia is None else node.create_publisher(
-            Inertia, '~/payload', 10, event_callbacks=NO_PUBLISHER_EVENTS)
         self._external_effort = node.create_publisher(
             JointState, '~/external_effort', 10, event_callbacks=NO_PUBLISHER_EVENTS)
         self._external_wrench = node.create_publisher(
             WrenchStamped, '~/external_wrench', 10, event_callbacks=NO_PUBLISHER_EVENTS)
         #: somebody subscribes to ~/external_wrench (refreshed with ~/external_effort)
         self.wrench_wanted = False
-        #: ``~/target_pose`` and ``~/current_pose`` (mode cartesian_impedance)
-        self.cartesian = CartesianTopics(node, NO_PUBLISHER_EVENTS)
+        #: the laws' own topics (each law's ``topics``)
+        self.laws = LawTopics(node, NO_PUBLISHER_EVENTS)
         #: (tracking_error, desired, controller_state, external_effort): somebody
         #: subscribes
         self.wanted = (False, False, False, False)
         self._joints, self._joints_block = [], None
         self._state_rate = 0.0
         self._state_due_ns = 0
-        self._payload_due_ns = None
 
     def configure(self, joints, controller_state_rate: float, base_link: str = ''):
         """Take the command order, ``controller_state_rate`` (Hz) and the base link.
 
-        ``joints``: names; ``base_link``: the chain's base (the frame of
-        ``~/current_pose``).
+        ``joints``: names; ``base_link``: the chain's base (the frame of the laws' pose
+        outputs).
         """
-        self.cartesian.configure(base_link)
+        self.laws.configure(base_link)
         self._joints = list(joints)
         self._joints_block = joint_names_block(self._joints)
         self._state_rate = float(controller_state_rate)
@@ -95,14 +80,14 @@ class Outputs:
     def refresh(self, external_effort=False):
         """Look up who subscribes (the watchdog thread, off the control path).
 
-        ``external_effort``: look ``~/external_effort`` and ``~/current_pose`` up too (the
-        node does once a second, with its diagnostics: two graph queries fewer per
-        watchdog tick).
+        ``external_effort``: look ``~/external_effort``, ``~/external_wrench`` and the
+        laws' outputs up too (the node does once a second, with its diagnostics: graph
+        queries fewer per watchdog tick).
         """
         wanted_external = (self._external_effort.get_subscription_count() > 0
                            if external_effort else self.wanted[3])
         if external_effort:
-            self.cartesian.refresh()
+            self.laws.refresh()
             self.wrench_wanted = self._external_wrench.get_subscription_count() > 0
         self.wanted = (
             self._tracking_error.get_subscription_count() > 0,
@@ -111,44 +96,13 @@ class Outputs:
             and self._controller_state.get_subscription_count() > 0,
             wanted_external)
 
-    def publish_payload_when_due(self, state, load):
-        """Publish ``~/payload`` of ``load`` if :data:`PAYLOAD_RATE` says it is due.
-
-        ``load``: the command's report of the load (a :class:`~ne_dynamics_ros.control.
-        laws.adaptive.LoadReport`), or None (no payload law: nothing). Due by the stamp
-        of ``state`` (the steady clock for a state without one); a stamp that went back
-        (a simulation restarted) makes it due at once.
-        """
-        if load is None:
-            return
-        stamp = state.sec * 1_000_000_000 + state.nanosec or time.monotonic_ns()
-        due = self._payload_due_ns
-        if due is not None and due - int(1e9 / PAYLOAD_RATE) <= stamp < due:
-            return
-        self._payload_due_ns = stamp + int(1e9 / PAYLOAD_RATE)
-        self.publish_payload(load.inertial())
-
-    def publish_payload(self, estimate):
-        """Publish the adaptive law's load estimate ``(mass, com (3,), inertia (6,))``."""
-        if self._payload is None or estimate is None:
-            return
-        mass, com, inertia = estimate
-        message = self._inertia_type(m=float(mass))
-        message.com.x, message.com.y, message.com.z = (float(v) for v in com)
-        (message.ixx, message.ixy, message.ixz, message.iyy, message.iyz,
-         message.izz) = (float(v) for v in inertia)
-        self._payload.publish(message)
-
     def publish(self, state, out):
         """Publish the outputs of the command ``out`` answering ``state``.
 
-        Stamped like ``state``; the law's outputs (``~/payload``, ``~/current_pose``) from
-        ``out.report`` when due and wanted.
+        Stamped like ``state``; the law's own outputs from ``out.report`` when due and
+        wanted (:class:`~ne_dynamics_ros.nodes.computed_torque.law_topics.LawTopics`).
         """
-        report = out.report
-        if report is not None:
-            self.publish_payload_when_due(state, report.get('payload'))
-            self.cartesian.publish(report.get('current_pose'), state)
+        self.laws.publish(out.report, state)
         tracking_error, desired, controller_state, external_effort = self.wanted
         if self.wrench_wanted and out.external_wrench is not None:
             self._publish_wrench(state, out.external_wrench)
@@ -196,4 +150,4 @@ class Outputs:
             out.effort_values))
 
 
-__all__ = ['NO_PUBLISHER_EVENTS', 'Outputs', 'PAYLOAD_RATE']
+__all__ = ['NO_PUBLISHER_EVENTS', 'Outputs']

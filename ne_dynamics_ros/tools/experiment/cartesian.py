@@ -13,7 +13,7 @@ over DDS in ``test/ros``. Three phases, each with its figure in ``cartesian.png`
    steps of 5 N to 20 N (1 s each), then released: the steady displacement of each step
    against F / K (Hooke's law).
 2. **A circle**: targets on a 5 cm circle in the base frame's y-z plane, one period in
-   4 s, streamed to ``set_target_pose`` at every sample: the tip's path beside it. An
+   4 s, streamed to the law's target input at every sample: the tip's path beside it. An
    impedance pulls, it does not track: the damping acts on the tip's velocity, so a
    moving target is followed about ``D v / K`` behind (as in franka_ros'
    Cartesian impedance example, which also damps the velocity alone).
@@ -29,6 +29,7 @@ import math
 
 import numpy as np
 
+from ne_dynamics_ros.control.laws import PoseInput
 from ne_dynamics_ros.control.laws.cartesian import CartesianImpedanceLaw
 from ne_dynamics_ros.tools.experiment.setup import DemoError, EXIT_USAGE
 
@@ -38,6 +39,9 @@ START = {'ur5e': [0.2, -1.4, 1.4, -1.5, -1.5, 0.1],
 STIFFNESS = [500.0, 500.0, 500.0, 50.0, 50.0, 50.0]
 FORCE_STEPS = (5.0, 10.0, 15.0, 20.0)
 RADIUS, PERIOD = 0.05, 4.0
+#: The law's input a target pose is given on (its topic's key)
+TARGET = next(topic.key for topic in CartesianImpedanceLaw.topics
+              if topic.kind == 'pose' and not topic.output)
 
 
 def _urdf(robot):
@@ -82,7 +86,7 @@ class _Loop:
                 effort = effort + jacobian(self.c.model, q)[:3].T @ self.force
             self.arm.step(effort, 1.0 / self.rate)
             self.t += 1.0 / self.rate
-            law = self.c.cartesian_state
+            law = self.c.law
             self.log.append((self.t, tip_pose(self.c.model, self.arm.position)[:3, 3],
                              law.target[:3, 3].copy(), self.arm.position))
         return np.array([row[1] for row in self.log[-int(round(seconds * self.rate)):]])
@@ -132,7 +136,7 @@ def _circle(loop):
         return centre + RADIUS * np.array([0.0, math.cos(a), math.sin(a)])
 
     def each(t):
-        c.set_target_pose(point(t), orientation)
+        c.take_input(TARGET, PoseInput(point(t), orientation))
     loop.run(PERIOD / 4, each)
     first = len(loop.log)
     tips = loop.run(PERIOD, each)

@@ -11,6 +11,7 @@ import time
 
 import numpy as np
 
+from ne_dynamics_ros.control.laws import LAW_TOPICS
 from ne_dynamics_ros.tools.experiment.setup import (
     DemoError, EXIT_CRASH, EXIT_NO_COMMANDS, EXIT_NO_STATES, EXIT_START, EXIT_USAGE, log,
     RESEND_PERIOD)
@@ -65,7 +66,7 @@ class Run:
                                       np.asarray(msg.effort))
 
     def _on_payload(self, msg):
-        # ~/payload has no stamp (the node's watchdog publishes it): the latest state's
+        # the load's messages have no stamp: the latest state's
         if self.states:
             self.payload.append((max(self.states), float(msg.m)))
 
@@ -138,10 +139,13 @@ class Run:
                                      self._on_tracking, 100)
         try:
             from geometry_msgs.msg import Inertia
-        except ImportError:         # the node runs without ~/payload then, as here
+        except ImportError:         # the node runs without the load's output then, as here
             pass
         else:
-            recorder.create_subscription(Inertia, '/computed_torque_node/payload',
+            # the load a law learns: the law's own output of that kind (its declaration)
+            learned = next(topic.name for _, topic in LAW_TOPICS
+                           if topic.output and topic.kind == 'inertia')
+            recorder.create_subscription(Inertia, learned.replace('~', '/computed_torque_node'),
                                          self._on_payload, 100)
         executor.add_node(recorder)
         return recorder
