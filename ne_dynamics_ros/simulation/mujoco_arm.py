@@ -161,6 +161,12 @@ def _movable_ancestors(link, parents):
     return count
 
 
+#: The body of the force-torque sensor (``ft_sensor``): push it to push the tool.
+FT_BODY = 'ne_dynamics_ft'
+#: The sensor's site, at :data:`FT_BODY`'s origin.
+FT_SITE = 'ne_dynamics_ft_site'
+
+
 def _spec(mujoco, urdf, mjcf_path):
     """Return ``(MjSpec, moved)`` of the URDF or MJCF file; ``moved``: joint -> armature.
 
@@ -245,6 +251,12 @@ class MujocoArm:
         payload_schedule: loads picked and released at given times
             (:class:`~ne_dynamics_ros.simulation.payload_schedule.PayloadSchedule`, point
             masses at ``payload_link``), applied at the start of each :meth:`step`.
+        ft_sensor: a link to put a six-axis force-torque sensor at (its origin and axes,
+            as a UR e-series flange sensor sits at ``tool0``), or None: a massless body
+            :data:`FT_BODY` welded there, MuJoCo's force and torque sensors on it, and
+            the payload (at that link) beyond it, so that the sensor carries the tool's
+            weight and inertia and whatever pushes the tool (push :data:`FT_BODY`):
+            :meth:`flange_wrench`.
 
     Raises:
         URDFError: the URDF is unreadable or MuJoCo refuses it (the message is MuJoCo's,
@@ -257,7 +269,7 @@ class MujocoArm:
                  payload_com=(0.0, 0.0, 0.0), payload_inertia=(0.0, 0.0, 0.0),
                  effort_noise=0.0, seed=0, gravity=DEFAULT_GRAVITY, timestep=0.0005,
                  integrator='implicitfast', initial_positions=None, initial_velocities=None,
-                 effort_limits=None, payload_schedule=None):
+                 effort_limits=None, payload_schedule=None, ft_sensor=None):
         mujoco = require('mujoco', 'the MuJoCo plant')
         self._mujoco = mujoco
         spec, moved = _spec(mujoco, urdf, mjcf_path)
@@ -267,6 +279,9 @@ class MujocoArm:
         names = [b.name for b in spec.bodies]
         self.payload_link = payload_link or _deepest_body(spec)
         self.payload_schedule = payload_schedule or PayloadSchedule([])
+        self.ft_sensor = ft_sensor
+        if ft_sensor is not None:
+            self._add_ft_sensor(mujoco, spec, names, ft_sensor)
         if self.payload_mass > 0 or self.payload_schedule:
             self._add_payload(spec, names, payload_com, payload_inertia)
         try:
@@ -307,6 +322,7 @@ class MujocoArm:
         self._effort = np.zeros(n)
         self._load_com = None
         self._push = None
+        self._ft_body = model.body(FT_BODY).id if ft_sensor is not None else None
         #: (n,) the joint efforts of the push in the last sub-step (``qfrc_applied`` of
         #: ``mj_applyFT``), N·m (N): the true external joint effort
         self.external_effort = np.zeros(n)
@@ -350,13 +366,53 @@ class MujocoArm:
             raise ModelError(f'payload_inertia is not positive semidefinite: '
                              f'{inertia.tolist()}')
         inertia = inertia + TINY_INERTIA * np.eye(3)     # MuJoCo needs it positive
-        body = spec.body(self.payload_link).add_body()
+        # a tool at the sensor's link is carried by the sensor
+        parent = FT_BODY if self.payload_link == self.ft_sensor else self.payload_link
+        body = spec.body(parent).add_body()
         body.name = 'ne_dynamics_payload'
         body.pos = com
+        body.ipos = [0.0, 0.0, 0.0]     # the mass at the body's origin (MjSpec's default
+        #                                 put it at 2 com: found by the flange sensor's test)
         body.mass = max(self.payload_mass, TINY_MASS)
         body.fullinertia = [inertia[0, 0], inertia[1, 1], inertia[2, 2], inertia[0, 1],
                             inertia[0, 2], inertia[1, 2]]
         body.explicitinertial = True
+
+    @staticmethod
+    def _add_ft_sensor(mujoco, spec, names, link):
+        """Weld :data:`FT_BODY` at ``link``'s origin, MuJoCo's force and torque on it."""
+        if link not in names:
+            raise ModelError(f'ft_sensor {link!r} is not a link of the model '
+                             f'(links: {names[1:]})')
+        body = spec.body(link).add_body()
+        body.name = FT_BODY
+        body.mass = TINY_MASS
+        body.inertia = [TINY_INERTIA] * 3
+        body.explicitinertial = True
+        site = body.add_site()
+        site.name = FT_SITE
+        for kind, name in ((mujoco.mjtSensor.mjSENS_FORCE, 'ne_dynamics_ft_force'),
+                           (mujoco.mjtSensor.mjSENS_TORQUE, 'ne_dynamics_ft_torque')):
+            sensor = spec.add_sensor()
+            sensor.type, sensor.objtype = kind, mujoco.mjtObj.mjOBJ_SITE
+            sensor.objname, sensor.name = FT_SITE, name
+
+    def flange_wrench(self):
+        """Return the force-torque sensor's reading ``(force (3,) N, torque (3,) N·m)``.
+
+        In the sensor link's frame, about its origin: the wrench the tool side exerts on
+        the arm (a push along +x on the tool reads +x; the tool's weight reads m g,
+        downward), as of the start of the last :meth:`step` (MuJoCo's sensors, which read
+        the force the arm exerts on the tool: negated here).
+
+        Raises:
+            ModelError: the arm was built without ``ft_sensor``.
+        """
+        if self.ft_sensor is None:
+            raise ModelError('this arm has no force-torque sensor: give ft_sensor when '
+                             'building it')
+        values = -np.array(self.data.sensordata[:6], dtype=float)
+        return values[:3], values[3:]
 
     @property
     def integration_rate(self):
@@ -471,11 +527,15 @@ class MujocoArm:
 
         Applied through ``mj_applyFT`` into ``qfrc_applied`` at every sub-step from the
         next :meth:`step` on (``xfrc_applied`` would act at the body's centre of mass);
-        its joint efforts are :attr:`external_effort`. ``link`` None ends the push.
+        its joint efforts are :attr:`external_effort`. A push on :data:`FT_BODY` (the tool
+        beyond a force-torque sensor) is a force on that body (``xfrc_applied``, with
+        the moment of ``point`` about its centre of mass), which the sensor carries; the
+        same joint efforts. ``link`` None ends the push.
 
         Raises:
             ModelError: no body named ``link``.
         """
+        self.data.xfrc_applied[:] = 0.0             # the last push on the tool, if any
         if link is None:
             self._push = None
             self.external_effort = np.zeros(self.n)
@@ -495,6 +555,14 @@ class MujocoArm:
             world = data.xpos[body] + data.xmat[body].reshape(3, 3) @ point
             self._mujoco.mj_applyFT(self.model, data, force, np.zeros(3), world, body, qfrc)
         return qfrc
+
+    def _push_tool(self):
+        """Set the push on the sensor's body as a body force (``xfrc_applied``)."""
+        body, point, force = self._push
+        data = self.data
+        world = data.xpos[body] + data.xmat[body].reshape(3, 3) @ point
+        data.xfrc_applied[body, :3] = force
+        data.xfrc_applied[body, 3:] = np.cross(world - data.xipos[body], force)
 
     def step(self, efforts, dt):
         """Hold ``efforts`` (n,) for ``dt`` seconds and advance the state.
@@ -523,9 +591,12 @@ class MujocoArm:
         for _ in range(substeps):
             if self._push is not None:
                 pushed = self._push_effort()
-                self.data.qfrc_applied[:] = pushed
-                self.data.qfrc_applied[self._vadr] += effort
                 self.external_effort = pushed[self._vadr]
+                if self._push[0] == self._ft_body:
+                    self._push_tool()
+                else:
+                    self.data.qfrc_applied[:] = pushed
+                    self.data.qfrc_applied[self._vadr] += effort
             self._mujoco.mj_step(self.model, self.data)
         if not (np.all(np.isfinite(self.data.qpos)) and np.all(np.isfinite(self.data.qvel))):
             raise StateError('the simulation diverged (non-finite state); lower the gains or '

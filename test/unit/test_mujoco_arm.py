@@ -321,3 +321,31 @@ def test_the_excitation_warning_names_a_joint_held_still_and_only_it(ur5e_excita
                                                           tracking_error=None))
     assert still.tolist() == [False] * 5 + [True]
     assert len(warnings) == 1 and warnings[0].startswith('wrist_3_joint hardly moved')
+
+
+def test_the_flange_sensor_reads_the_tools_weight_and_a_push_on_the_tool():
+    # a UR5e with a 1.5 kg tool 4 cm out along tool0's z, held still by the efforts of
+    # its own inverse dynamics (plus J^T F against a 10 N push on the tool): the sensor
+    # at tool0 reads the tool's weight m g and the push, in tool0's axes (closed form)
+    from ne_dynamics_ros.dynamics.kinematics import jacobian, tip_pose
+    from ne_dynamics_ros.simulation.mujoco_arm import FT_BODY
+    q0 = np.array([0.2, -1.4, 1.4, -1.5, -1.5, 0.1])
+    com = np.array([0.0, 0.0, 0.04])
+    arm = MujocoArm(str(UR5E_URDF), initial_positions=q0, payload_link='tool0',
+                    payload_mass=1.5, payload_com=com, ft_sensor='tool0')
+    model = load_model(str(UR5E_URDF), tip_link='tool0')
+    R = tip_pose(model, q0)[:3, :3]
+    hold = arm.inverse_dynamics(q0, np.zeros(6), np.zeros(6))
+    for push in (np.zeros(3), np.array([10.0, 0.0, 0.0]), np.array([0.0, -6.0, 8.0])):
+        arm.reset(q0)
+        arm.push(FT_BODY if push.any() else None, (0.0, 0.0, 0.0), push)
+        arm.step(hold - jacobian(model, q0)[:3].T @ push, 0.002)
+        force, torque = arm.flange_wrench()
+        weight = R.T @ np.array([0.0, 0.0, -9.81 * 1.5])
+        np.testing.assert_allclose(force, weight + R.T @ push, atol=1e-6)
+        np.testing.assert_allclose(torque, np.cross(com, weight), atol=1e-6)
+    assert np.max(np.abs(arm.position - q0)) < 1e-9
+    with pytest.raises(ModelError, match='force-torque sensor'):
+        MujocoArm(str(UR5E_URDF)).flange_wrench()
+    with pytest.raises(ModelError, match='ft_sensor'):
+        MujocoArm(str(UR5E_URDF), ft_sensor='no_such_link')
