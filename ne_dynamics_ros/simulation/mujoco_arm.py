@@ -161,10 +161,8 @@ def _movable_ancestors(link, parents):
     return count
 
 
-#: The body of the force-torque sensor (``ft_sensor``): push it to push the tool.
-FT_BODY = 'ne_dynamics_ft'
-#: The sensor's site, at :data:`FT_BODY`'s origin.
-FT_SITE = 'ne_dynamics_ft_site'
+#: The body of the force-torque sensor (``ft_sensor``: push it to push the tool), its site.
+FT_BODY, FT_SITE = 'ne_dynamics_ft', 'ne_dynamics_ft_site'
 
 
 def _spec(mujoco, urdf, mjcf_path):
@@ -371,8 +369,7 @@ class MujocoArm:
         body = spec.body(parent).add_body()
         body.name = 'ne_dynamics_payload'
         body.pos = com
-        body.ipos = [0.0, 0.0, 0.0]     # the mass at the body's origin (MjSpec's default
-        #                                 put it at 2 com: found by the flange sensor's test)
+        body.ipos = [0.0, 0.0, 0.0]     # the mass at its origin (MjSpec's default: 2 com)
         body.mass = max(self.payload_mass, TINY_MASS)
         body.fullinertia = [inertia[0, 0], inertia[1, 1], inertia[2, 2], inertia[0, 1],
                             inertia[0, 2], inertia[1, 2]]
@@ -385,9 +382,7 @@ class MujocoArm:
             raise ModelError(f'ft_sensor {link!r} is not a link of the model '
                              f'(links: {names[1:]})')
         body = spec.body(link).add_body()
-        body.name = FT_BODY
-        body.mass = TINY_MASS
-        body.inertia = [TINY_INERTIA] * 3
+        body.name, body.mass, body.inertia = FT_BODY, TINY_MASS, [TINY_INERTIA] * 3
         body.explicitinertial = True
         site = body.add_site()
         site.name = FT_SITE
