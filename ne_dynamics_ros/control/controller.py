@@ -309,7 +309,7 @@ class ComputedTorqueController(LawInputs, FollowsReferences):
         external, contact = supervisor.observe(self.runs.current.sensing, t, q, qd,
                                                self.context.load_law, self.runs.current.law,
                                                law_class.needs_external_effort)
-        if contact is not None:
+        if contact is not None and law_class.reacts_to_contact:
             law = supervisor.react(self.runs.current.law or law_class(self.context))
             if law is not None:
                 self.references.end_goal(self.runs.current, GoalStatus.ABORTED,

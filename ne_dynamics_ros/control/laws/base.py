@@ -355,6 +355,9 @@ class Law:
     ``needs_external_effort``
         the momentum observer runs on every state for it (:attr:`LawStep.external`),
         whoever reads ``~/external_effort`` and whether contact detection is on;
+    ``reacts_to_contact``
+        a contact detected (``contact.threshold``) starts the ``contact.reaction``; False
+        for a law whose input a push is (the contact is still reported);
     ``acceleration_gains``
         its ``kp``, ``kd`` are the error dynamics' own (1/s², 1/s): the delay rule of
         ``ne-dynamics gains`` applies to them;
@@ -390,6 +393,7 @@ class Law:
     integrates = True
     needs_efforts = False
     needs_external_effort = False
+    reacts_to_contact = True
     acceleration_gains = False
     holds_on_exit = False
     topics = ()
