@@ -133,6 +133,28 @@ def _checked_settings(tolerance, min_step, max_step, n):
     return tolerance
 
 
+def _halved(model, trajectory, t, tolerance, min_step, args):
+    """Halve the intervals of ``t`` whose chord is off; return ``(t, state, tau, errors)``.
+
+    ``t``: s from the trajectory's start (:func:`feedforward_points`'s loop).
+    """
+    start = trajectory.start_time
+    for _ in range(MAX_HALVINGS):
+        state, tau = _effort(model, trajectory, start + t, *args)
+        errors = _chord_errors(model, trajectory, start + t, tau, args)
+        split = np.any(errors > tolerance, axis=1) & (np.diff(t) >= 2.0 * min_step)
+        if not split.any():
+            return t, state, tau, errors
+        middles = 0.5 * (t[:-1] + t[1:])[split]
+        if t.size + middles.size > MAX_POINTS:
+            raise TrajectoryError(
+                f'the feed-forward would need more than {MAX_POINTS} points '
+                f'(tolerance {tolerance.tolist()} N·m, min_step {min_step} s)')
+        t = np.union1d(t, middles)
+    state, tau = _effort(model, trajectory, start + t, *args)
+    return t, state, tau, _chord_errors(model, trajectory, start + t, tau, args)
+
+
 def feedforward_points(model, trajectory: Trajectory, gravity, tolerance, min_step,
                        max_step=0.1, friction=True, with_gravity=True,
                        coulomb_velocity=0.003, offset=0.0) -> FeedforwardPoints:
@@ -181,21 +203,7 @@ def feedforward_points(model, trajectory: Trajectory, gravity, tolerance, min_st
     if t.size < 2:                       # one point at its start: nothing to interpolate
         state, tau = _effort(model, trajectory, start + t, *args)
         return FeedforwardPoints(t, state.q, state.qd, state.qdd, tau, np.zeros(n))
-    for _ in range(MAX_HALVINGS):
-        state, tau = _effort(model, trajectory, start + t, *args)
-        errors = _chord_errors(model, trajectory, start + t, tau, args)
-        split = np.any(errors > tolerance, axis=1) & (np.diff(t) >= 2.0 * min_step)
-        if not split.any():
-            break
-        middles = 0.5 * (t[:-1] + t[1:])[split]
-        if t.size + middles.size > MAX_POINTS:
-            raise TrajectoryError(
-                f'the feed-forward would need more than {MAX_POINTS} points '
-                f'(tolerance {tolerance.tolist()} N·m, min_step {min_step} s)')
-        t = np.union1d(t, middles)
-    else:
-        state, tau = _effort(model, trajectory, start + t, *args)
-        errors = _chord_errors(model, trajectory, start + t, tau, args)
+    t, state, tau, errors = _halved(model, trajectory, t, tolerance, min_step, args)
     if offset:
         tau[-1] = _effort(model, trajectory, start + t[-1:], *args[:-1])[1][0]
     return FeedforwardPoints(t, state.q, state.qd, state.qdd, tau, errors.max(axis=0))
