@@ -79,15 +79,18 @@ def nominal_controller(arm_name, mode):
                                         'position_limit_margin': math.inf})
 
 
-def identified_controller(urdf, files, mode):
-    """Return the controller a user gets from ``files`` (shipped YAML, then identified YAML)."""
+def identified_controller(urdf, files, mode, tip_link=None):
+    """Return the controller a user gets from ``files`` (shipped YAML, then identified YAML).
+
+    ``tip_link``: the chain's tip, as a user sets it (default: the files').
+    """
     values = parameters.defaults()
     for path in files:
         values.update(read_node_parameters(path))
     settings = {name: values[name] for name in parameters.RUNTIME if name in values}
     settings.update(mode=mode, state_timeout=10.0, position_limit_margin=math.inf)
     return ComputedTorqueController.from_urdf(
-        str(urdf), tip_link=values['tip_link'] or None, armature=values['armature'],
+        str(urdf), tip_link=tip_link or values['tip_link'] or None, armature=values['armature'],
         damping=values['damping'], friction=values['friction'], settings=settings,
         joints=values['joints'] or None)
 

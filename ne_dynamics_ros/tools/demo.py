@@ -61,9 +61,12 @@ def _add_plant(parser):
 
 def _add_pick_and_place(parser):
     """Add the options of the controller's law and of pick and place."""
-    parser.add_argument('--mode', choices=[law.name for law in LAW_CLASSES],
+    parser.add_argument('--mode', choices=[law.name for law in LAW_CLASSES
+                                           if law.follows_trajectory or law.takes_target],
                         default=None, help="the controller's law (default: the robot's "
-                        'config, computed_torque); every mode of the node\'s mode parameter; '
+                        'config, computed_torque); every mode of the node\'s mode parameter '
+                        'that follows a trajectory or a target (hand guiding follows the '
+                        'operator: benchmarks/bench_hand_guiding.py); '
                         'adaptive: Slotine & Li, the load learned on line; '
                         'gravity_compensation: the arm floats, the reference is ignored; '
                         'cartesian_impedance: the tip pushed, a circle, the '

@@ -17,6 +17,7 @@ from ne_dynamics_ros.control.laws.cartesian import CartesianImpedanceLaw
 from ne_dynamics_ros.control.laws.computed_torque import ComputedTorqueLaw
 from ne_dynamics_ros.control.laws.feedforward import FeedforwardLaw
 from ne_dynamics_ros.control.laws.gravity import GravityCompensationLaw
+from ne_dynamics_ros.control.laws.hand_guiding import HandGuidingLaw
 from ne_dynamics_ros.control.laws.joint_impedance import JointImpedanceLaw
 from ne_dynamics_ros.errors import ControlParameterError
 
@@ -28,6 +29,7 @@ LAW_CLASSES = (
     AdaptiveLaw,
     CartesianImpedanceLaw,
     JointImpedanceLaw,
+    HandGuidingLaw,
 )
 
 #: The mode the node starts in (the ``mode`` parameter's default): the first row's.

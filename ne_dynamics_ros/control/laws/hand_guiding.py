@@ -1,0 +1,308 @@
+"""Mode ``hand_guiding``: the operator moves the arm by its flange (no ROS).
+
+An admittance (Whitney 1977's damping control, with a virtual mass) on top of the
+computed-torque law: the wrench the operator applies at the tip sets the speed of a
+reference the arm tracks::
+
+    Md v' + D v = F_dead(F)              (the virtual mass-damper, base frame axes)
+    qd_r = J^+ v,   q_r += qd_r dt,   qdd_r = (qd_r - qd_r,prev) / dt
+    tau = M(q) (qdd_r + kd (qd_r - qd) + kp (q_r - q)) + C(q, qd) qd + g(q) + tau_f(qd_r)
+          - J^T F
+
+* ``v`` (6,): the tip's reference twist (m/s, then rad/s about the base frame's axes);
+  ``D = diag(hand_guiding.damping)`` (N·s/m, N·m·s/rad), ``Md =
+  diag(hand_guiding.mass)`` (kg, kg·m²). A steady push F moves the tip at ``F / D``; let
+  go, the tip stops within ``|v| Md / D`` (the virtual mass's time constant). Integrated
+  semi-implicitly (``v = (v + dt F / Md) / (1 + dt D / Md)``): stable at any rate.
+* ``F_dead``: a dead band against the sensor's noise, on the force's and the moment's
+  norms, ``hand_guiding.dead_band`` (N, N·m): nothing within it, exact from twice it on,
+  linear in between (so a push above twice the band moves the tip at exactly F / D).
+* ``J^+``: the pseudo-inverse of the tip's geometric Jacobian (singular values under
+  :data:`SINGULAR` of the largest left out: no speed blows up near a singularity); the
+  reference stays within each joint's URDF range: a joint that would leave it is held at
+  its limit (its share of ``v`` is lost, not turned into another joint's). The effort is
+  the computed-torque law's with the node's ``kp``, ``kd`` (Lee, Chung, Mudge & Turney
+  1982, eqs 4.1, 4.4) on the reference (q_r, qd_r, qdd_r), the
+  model's friction at the reference's velocity where ``friction_compensation`` asks for
+  it, with the load the model carries (declared), within the effort limits. The push
+  itself, which acts on the arm as ``J^T F``, is taken out (``- J^T F``, F before the
+  dead band): the arm moves as the virtual mass-damper says, the tracking loop does not
+  give way to the push (by ``Lambda^-1 F / kp``) and spring back when it is let go.
+* The wrench, ``hand_guiding.wrench``: ``sensor``: a flange force-torque sensor on
+  ``~/flange_wrench`` (``geometry_msgs/WrenchStamped``, as ros2_controllers'
+  force_torque_sensor_broadcaster publishes a UR e-series' sensor: remap it), the force
+  and the moment about the sensor's origin in its axes, taken as the tip link's frame
+  (``header.frame_id`` empty, the tip link, or ``hand_guiding.sensor_frame``), the wrench
+  the tool side exerts on the arm (a push along +x reads +x). Its bias is taken out at the
+  start of each run (the mean over ``hand_guiding.tare_time``, the arm held, hands off),
+  and the tool's own weight and inertia from the model of it (``hand_guiding.tool_mass``
+  at ``hand_guiding.tool_com``, sensor frame; its inertia as the mass times the tip's
+  reference acceleration) at every state. A sensor silent for
+  ``hand_guiding.sensor_timeout`` reads as no push (the arm held). ``estimate``: the
+  momentum observer's external effort (De Luca & Mattone 2005) mapped to the tip's wrench
+  through ``J^T``'s pseudo-inverse, as ``~/external_wrench``: every effort the model
+  does not explain (a drive's friction it holds wrong) is read as a push.
+
+Units: q in rad (m for prismatic joints), qd in rad/s, efforts in N·m (N); wrenches in N,
+N·m; the base link frame.
+"""
+import numpy as np
+
+from ne_dynamics_ros.control.config.parameter_checks import (checked_non_negative,
+                                                             checked_one_of, checked_positive,
+                                                             checked_text, numbers)
+from ne_dynamics_ros.control.config.spec import ParameterSpec
+from ne_dynamics_ros.control.laws.base import (Law, LawInputError, LawTopic, LoadedDynamics)
+from ne_dynamics_ros.control.laws.computed_torque import ComputedTorqueLaw
+from ne_dynamics_ros.dynamics.kinematics import chain_kinematics
+from ne_dynamics_ros.errors import ControlParameterError
+
+#: Singular values of J under this fraction of the largest are left out of its inverse.
+SINGULAR = 0.02
+#: The longest step the admittance integrates over, s (a silence is no longer push).
+MAX_STEP = 0.05
+
+
+def _checked_axes(size, unit):
+    """Return a check of ``size`` finite values >= 0 (one value: all of them)."""
+    def check(value, n, name):
+        values = numbers(value, name)
+        if values.size not in (1, size) or not np.all(np.isfinite(values) & (values >= 0)):
+            raise ControlParameterError(f'{name} must be one or {size} finite values >= 0 '
+                                        f'({unit}), got {values.tolist()}')
+        return np.broadcast_to(values, (size,)).copy()
+    return check
+
+
+def _checked_positive_six(value, n, name):
+    values = _checked_axes(6, 'x, y, z, then about them')(value, n, name)
+    if np.any(values <= 0):
+        raise ControlParameterError(f'{name} must be > 0 on every axis, got {values.tolist()}')
+    return values
+
+
+def _checked_com(value, n, name):
+    values = numbers(value, name)
+    if values.size != 3 or not np.all(np.isfinite(values)):
+        raise ControlParameterError(f'{name} must be 3 finite values (m), got '
+                                    f'{values.tolist()}')
+    return values
+
+
+def dead_band(x, band):
+    """Return ``x`` (3,) shrunk by its norm's dead band ``band`` (>= 0).
+
+    Zero within ``band``, ``x`` itself from ``2 band`` on, linear in the norm between.
+    """
+    size = float(np.linalg.norm(x))
+    if size <= band:
+        return np.zeros(3)
+    if size >= 2.0 * band:
+        return np.asarray(x, dtype=float)
+    return np.asarray(x, dtype=float) * (2.0 * (size - band) / size)
+
+
+class HandGuidingLaw(Law):
+    """Hand guiding: an admittance on the measured wrench (module docstring); per run."""
+
+    name = 'hand_guiding'
+    summary = ('the tip moved by the operator\'s wrench at the flange (a force-torque sensor '
+               'on ~/flange_wrench, or the observer\'s estimate): Md v\' + D v = F, tracked '
+               'by computed torque; trajectories refused')
+    parameters = (
+        ParameterSpec('hand_guiding.damping', 'double_array',
+                      [100.0, 100.0, 100.0, 10.0, 10.0, 10.0],
+                      'hand_guiding mode: the virtual damping D of the tip along x, y, z then '
+                      'about them (base frame): a steady push F moves the tip at F / D.',
+                      unit='N*s/m, N*m*s/rad', constraints='> 0, one or six values',
+                      runtime=True, check=_checked_positive_six),
+        ParameterSpec('hand_guiding.mass', 'double_array', [1.0, 1.0, 1.0, 0.05, 0.05, 0.05],
+                      'hand_guiding mode: the virtual mass Md of the tip (then inertia about '
+                      'x, y, z): let go, the tip stops within its speed times Md / D.',
+                      unit='kg, kg*m^2', constraints='> 0, one or six values', runtime=True,
+                      check=_checked_positive_six),
+        ParameterSpec('hand_guiding.dead_band', 'double_array', [2.0, 0.2],
+                      'hand_guiding mode: the force and moment norms under which the wrench '
+                      'moves nothing (exact from twice these on).', unit='N, N*m',
+                      constraints='two values >= 0', runtime=True,
+                      check=_checked_axes(2, 'N, then N*m')),
+        ParameterSpec('hand_guiding.wrench', 'string', 'sensor',
+                      'hand_guiding mode: where the wrench comes from: sensor (~/flange_wrench, '
+                      'a flange force-torque sensor) or estimate (the momentum observer\'s '
+                      'external effort through J^T).', runtime=True,
+                      check=checked_one_of(('sensor', 'estimate'))),
+        ParameterSpec('hand_guiding.sensor_frame', 'string', '',
+                      'hand_guiding mode: the name the sensor\'s header gives its frame, taken '
+                      'as the tip link\'s (e.g. tool0_controller on a UR); the tip link\'s '
+                      'name and an empty one are always taken.', runtime=True,
+                      check=checked_text),
+        ParameterSpec('hand_guiding.tool_mass', 'double', 0.0,
+                      'hand_guiding mode: the mass of the tool beyond the sensor, whose weight '
+                      'is taken out of its reading at every state.', unit='kg',
+                      constraints='>= 0', runtime=True, check=checked_non_negative),
+        ParameterSpec('hand_guiding.tool_com', 'double_array', [0.0, 0.0, 0.0],
+                      'hand_guiding mode: the tool\'s centre of mass in the sensor\'s frame.',
+                      unit='m', constraints='3 finite values', runtime=True,
+                      check=_checked_com),
+        ParameterSpec('hand_guiding.tare_time', 'double', 0.2,
+                      'hand_guiding mode: how long the sensor is averaged for its bias at the '
+                      'start of each run, the arm held (hands off then).', unit='s',
+                      constraints='> 0', runtime=True, check=checked_positive),
+        ParameterSpec('hand_guiding.sensor_timeout', 'double', 0.1,
+                      'hand_guiding mode: a sensor silent this long reads as no push (the arm '
+                      'is held).', unit='s', constraints='> 0', runtime=True,
+                      check=checked_positive),
+    )
+    topics = (
+        LawTopic('flange_wrench', '~/flange_wrench', 'wrench', sensor_data=True,
+                 summary='the flange force-torque sensor (geometry_msgs/WrenchStamped, as '
+                         'force_torque_sensor_broadcaster publishes it: remap '
+                         '/force_torque_sensor_broadcaster/wrench here)'),
+    )
+    follows_trajectory = False
+    refusal = ('mode hand_guiding follows the operator\'s hand: trajectories and goals are '
+               'refused (set mode to a joint-space mode to follow them)')
+    carries_load = True
+    integrates = False
+    holds_on_exit = True
+    acceleration_gains = True
+    needs_external_effort = True
+    reacts_to_contact = False
+
+    def __init__(self, context):
+        super().__init__(context)
+        settings, model = context.settings, context.model
+        self.kinematics = chain_kinematics(model)
+        self._damping = np.asarray(settings.hand_guiding_damping, dtype=float)
+        self._mass = np.asarray(settings.hand_guiding_mass, dtype=float)
+        self._band = np.asarray(settings.hand_guiding_dead_band, dtype=float)
+        self._source = settings.hand_guiding_wrench
+        self._frames = {'', model.tip_link, settings.hand_guiding_sensor_frame}
+        self._tool = (float(settings.hand_guiding_tool_mass),
+                      np.asarray(settings.hand_guiding_tool_com, dtype=float))
+        self._tare_time = float(settings.hand_guiding_tare_time)
+        self._timeout = float(settings.hand_guiding_sensor_timeout)
+        self._lower = np.asarray(model.lower_limits, dtype=float)
+        self._upper = np.asarray(model.upper_limits, dtype=float)
+        self._loaded = LoadedDynamics()
+        #: the reference (q_r, qd_r) and the tip's reference twist v (6,); None before
+        #: the run's first state
+        self.q_ref = self.qd_ref = None
+        self.twist = np.zeros(6)
+        self._acceleration = np.zeros(3)        # the tip's reference acceleration, m/s²
+        self._time = None
+        #: the wrench that moved the reference at the last state, (6,) base frame
+        self.wrench = np.zeros(6)
+        self._measured = np.zeros(6)            # ... before the dead band
+        #: the sensor: its newest reading (force, torque) in its frame, a new one came
+        self._reading, self._fresh = None, False
+        self._heard = None               # when the newest reading came (the state's time)
+        self._tare = []                  # readings less the tool, while taring
+        self._tare_start = None
+        #: the sensor's bias, (6,) in its frame; None until tared
+        self.bias = None
+
+    # ---- the sensor ----------------------------------------------------------------------
+
+    def take(self, key, value):
+        """Take a reading of the flange sensor (``flange_wrench``: a WrenchInput).
+
+        Raises:
+            LawInputError: another key, another frame, or not 3 + 3 finite values.
+        """
+        if key != 'flange_wrench':
+            return super().take(key, value)
+        if value.frame_id not in self._frames:
+            raise LawInputError(
+                f'a wrench in frame {value.frame_id!r}: the sensor is taken in the tip '
+                f'link\'s frame ({self.context.model.tip_link!r}, or set '
+                f'hand_guiding.sensor_frame to {value.frame_id!r})')
+        reading = np.concatenate([np.asarray(value.force, dtype=float).reshape(-1),
+                                  np.asarray(value.torque, dtype=float).reshape(-1)])
+        if reading.shape != (6,) or not np.all(np.isfinite(reading)):
+            raise LawInputError(f'a wrench must be 3 + 3 finite values, got '
+                                f'{reading.tolist()}')
+        self._reading, self._fresh = reading, True
+
+    def _tool_wrench(self, R):
+        """(6,) the tool's weight in the sensor's frame, about its origin."""
+        mass, com = self._tool
+        force = mass * (R.T @ self.context.gains.gravity)
+        return np.concatenate([force, np.cross(com, force)])
+
+    def _sensor_wrench(self, t, R, acceleration):
+        """(6,) the operator's wrench at the tip, base frame, from the sensor (or zeros).
+
+        ``acceleration``: (3,) the tip's reference acceleration, base frame, m/s²: the
+        tool's inertia (its mass times it, which the tool asks of the arm) is taken out
+        with its weight, or a tool of mass m would add m to the virtual mass.
+        """
+        if self._fresh:
+            self._fresh, self._heard = False, t
+        if self._reading is None or t - self._heard > self._timeout:
+            return np.zeros(6)
+        contact = self._reading - self._tool_wrench(R)
+        if self.bias is None:                 # taring: the arm held, hands off
+            if self._tare_start is None:
+                self._tare_start = t
+            self._tare.append(contact)
+            if t - self._tare_start >= self._tare_time:
+                self.bias = np.mean(self._tare, axis=0)
+            return np.zeros(6)
+        contact = contact - self.bias
+        force = R @ contact[:3] + self._tool[0] * acceleration
+        return np.concatenate([force, R @ contact[3:]])
+
+    def _wrench(self, step, t, T, J):
+        if self._source == 'sensor':
+            return self._sensor_wrench(t, T[:3, :3], self._acceleration)
+        if step.external is None:
+            return self.wrench
+        return np.linalg.pinv(J.T, rcond=SINGULAR) @ np.asarray(step.external, dtype=float)
+
+    # ---- the law -------------------------------------------------------------------------
+
+    def effort(self, step):
+        """Return the n clamped efforts of one state (module docstring)."""
+        q = np.asarray(step.q, dtype=float)
+        t = step.t
+        T, J = self.kinematics.pose_and_jacobian(q)
+        if self.q_ref is None:
+            self.q_ref, self.qd_ref, self._time = q.copy(), np.zeros_like(q), t
+        dt = min(max(t - self._time, 0.0), MAX_STEP)
+        self._time = t
+        wrench = self._wrench(step, t, T, J)
+        self._measured = wrench
+        self.wrench = np.concatenate([dead_band(wrench[:3], self._band[0]),
+                                      dead_band(wrench[3:], self._band[1])])
+        if dt > 0.0:
+            twist = (self.twist + dt * self.wrench / self._mass) / (
+                1.0 + dt * self._damping / self._mass)
+            self._acceleration = (twist[:3] - self.twist[:3]) / dt
+            self.twist = twist
+        qd_ref = np.linalg.pinv(J, rcond=SINGULAR) @ self.twist
+        q_next = self.q_ref + dt * qd_ref
+        held = ((q_next < self._lower) & (qd_ref < 0)) | ((q_next > self._upper) & (qd_ref > 0))
+        qd_ref[held] = 0.0
+        q_next[held] = self.q_ref[held]
+        qdd_ref = (qd_ref - self.qd_ref) / dt if dt > 0.0 else np.zeros_like(q)
+        self.q_ref, self.qd_ref = q_next, qd_ref
+        # the push itself acts on the arm too: taken out, or the tracking loop would give
+        # way to it by Lambda^-1 F / kp and spring back when let go (12-17 mm at kp 400)
+        return ComputedTorqueLaw.joint_effort(
+            self._loaded.of(self.context), self.context.gains, step.q, step.qd,
+            q_next.tolist(), qd_ref.tolist(), qdd_ref.tolist(), (-(J.T @ wrench)).tolist())
+
+    def facts(self):
+        """Return the wrench's source, the bias and what moves the tip now (``/diagnostics``)."""
+        facts = {'hand guiding wrench': self._source,
+                 'hand guiding push [N, N*m]': ' '.join(f'{v:.2f}' for v in self.wrench)}
+        if self._source == 'sensor':
+            facts['hand guiding sensor bias [N, N*m]'] = (
+                'taring' if self.bias is None else ' '.join(f'{v:.2f}' for v in self.bias))
+            if self._reading is None:
+                facts['hand guiding sensor'] = 'no reading on ~/flange_wrench yet: held'
+        return facts
+
+
+__all__ = ['dead_band', 'HandGuidingLaw', 'MAX_STEP', 'SINGULAR']
