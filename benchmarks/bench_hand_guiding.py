@@ -86,7 +86,7 @@ def plant(friction_scale=1.0, exact=False):
 def settings(source):
     """Return the law's settings: the wrench's source, the tool declared to it."""
     return {'mode': 'hand_guiding', 'hand_guiding.wrench': source,
-            'hand_guiding.tool_mass': TOOL, 'hand_guiding.damping': [DAMPING] * 3 + [10.0] * 3,
+            'ft_sensor.tool_mass': TOOL, 'hand_guiding.damping': [DAMPING] * 3 + [10.0] * 3,
             'state_timeout': 10.0}
 
 

@@ -127,16 +127,17 @@ class LawInputs:
         owner = INPUTS.get(key)
         if owner is None:
             raise LawInputError(f'no law takes an input {key!r}')
-        law_class, topic = owner
+        law_classes, topic = owner
         with self.runs.lock:
             if topic.every_mode:
-                law_class.take_shared(self, key, value)
+                law_classes[0].take_shared(self, key, value)
                 return
-            run = self.runs.current
-            if self.context.law_class is not law_class or not run.active or run.timed_out:
+            run, law_class = self.runs.current, self.context.law_class
+            if law_class not in law_classes or not run.active or run.timed_out:
                 raise LawInputError(
-                    f'{topic.name} is taken in mode {law_class.name} while active (mode '
-                    f'{self.settings.mode.value}{", inactive" if not run.active else ""})')
+                    f'{topic.name} is taken in mode {", ".join(c.name for c in law_classes)} '
+                    f'while active (mode {self.settings.mode.value}'
+                    f'{", inactive" if not run.active else ""})')
             if type(run.law) is not law_class:
                 run.law = law_class(self.context)
             run.law.take(key, value)

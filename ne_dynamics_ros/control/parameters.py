@@ -20,7 +20,8 @@ chain order, no armature).
 import math
 
 from ne_dynamics_ros.control.config.spec import ParameterSpec
-from ne_dynamics_ros.control.laws.registry import DEFAULT_MODE, LAW_CLASSES, parse_mode
+from ne_dynamics_ros.control.laws.registry import (DEFAULT_MODE, LAW_CLASSES, LAW_PARAMETERS,
+                                                   parse_mode)
 from ne_dynamics_ros.errors import ControlParameterError
 from ne_dynamics_ros.control.config.parameter_checks import (
     checked_byte_count, checked_cutoff, checked_debounce, checked_delay,
@@ -113,7 +114,7 @@ PARAMETERS = (
                   'Bound of the integral torque, one value or one per joint; .inf: none '
                   'beyond the freeze while saturated.', unit='N*m', constraints='> 0',
                   runtime=True, check=checked_integral_limit),
-    *(row for law in LAW_CLASSES for row in law.parameters),
+    *LAW_PARAMETERS,
     ParameterSpec('friction_compensation', 'bool', False,
                   'Add the URDF <dynamics damping friction> torques to the command, evaluated '
                   'at the desired velocity (so that dry friction is compensated as soon as '

@@ -29,16 +29,9 @@ reference the arm tracks::
   dead band): the arm moves as the virtual mass-damper says, the tracking loop does not
   give way to the push (by ``Lambda^-1 F / kp``) and spring back when it is let go.
 * The wrench, ``hand_guiding.wrench``: ``sensor``: a flange force-torque sensor on
-  ``~/flange_wrench`` (``geometry_msgs/WrenchStamped``, as ros2_controllers'
-  force_torque_sensor_broadcaster publishes a UR e-series' sensor: remap it), the force
-  and the moment about the sensor's origin in its axes, taken as the tip link's frame
-  (``header.frame_id`` empty, the tip link, or ``hand_guiding.sensor_frame``), the wrench
-  the tool side exerts on the arm (a push along +x reads +x). Its bias is taken out at the
-  start of each run (the mean over ``hand_guiding.tare_time``, the arm held, hands off),
-  and the tool's own weight and inertia from the model of it (``hand_guiding.tool_mass``
-  at ``hand_guiding.tool_com``, sensor frame; its inertia as the mass times the tip's
-  reference acceleration) at every state. A sensor silent for
-  ``hand_guiding.sensor_timeout`` reads as no push (the arm held). ``estimate``: the
+  ``~/flange_wrench``, tared at the start of each run, the tool's weight and inertia taken
+  out (:mod:`~ne_dynamics_ros.control.laws.flange_sensor`: its frame, conventions and
+  ``ft_sensor.*`` parameters); silent, it reads as no push (the arm held). ``estimate``: the
   momentum observer's external effort (De Luca & Mattone 2005) mapped to the tip's wrench
   through ``J^T``'s pseudo-inverse, as ``~/external_wrench``: every effort the model
   does not explain (a drive's friction it holds wrong) is read as a push.
@@ -48,11 +41,11 @@ N·m; the base link frame.
 """
 import numpy as np
 
-from ne_dynamics_ros.control.config.parameter_checks import (checked_non_negative,
-                                                             checked_one_of, checked_positive,
-                                                             checked_text, numbers)
+from ne_dynamics_ros.control.config.parameter_checks import checked_one_of, numbers
 from ne_dynamics_ros.control.config.spec import ParameterSpec
-from ne_dynamics_ros.control.laws.base import (Law, LawInputError, LawTopic, LoadedDynamics)
+from ne_dynamics_ros.control.laws.flange_sensor import (FLANGE_WRENCH, FlangeSensor,
+                                                        PARAMETERS as SENSOR_PARAMETERS)
+from ne_dynamics_ros.control.laws.base import Law, LoadedDynamics
 from ne_dynamics_ros.control.laws.computed_torque import ComputedTorqueLaw
 from ne_dynamics_ros.dynamics.kinematics import chain_kinematics
 from ne_dynamics_ros.errors import ControlParameterError
@@ -78,14 +71,6 @@ def _checked_positive_six(value, n, name):
     values = _checked_axes(6, 'x, y, z, then about them')(value, n, name)
     if np.any(values <= 0):
         raise ControlParameterError(f'{name} must be > 0 on every axis, got {values.tolist()}')
-    return values
-
-
-def _checked_com(value, n, name):
-    values = numbers(value, name)
-    if values.size != 3 or not np.all(np.isfinite(values)):
-        raise ControlParameterError(f'{name} must be 3 finite values (m), got '
-                                    f'{values.tolist()}')
     return values
 
 
@@ -131,34 +116,9 @@ class HandGuidingLaw(Law):
                       'a flange force-torque sensor) or estimate (the momentum observer\'s '
                       'external effort through J^T).', runtime=True,
                       check=checked_one_of(('sensor', 'estimate'))),
-        ParameterSpec('hand_guiding.sensor_frame', 'string', '',
-                      'hand_guiding mode: the name the sensor\'s header gives its frame, taken '
-                      'as the tip link\'s (e.g. tool0_controller on a UR); the tip link\'s '
-                      'name and an empty one are always taken.', runtime=True,
-                      check=checked_text),
-        ParameterSpec('hand_guiding.tool_mass', 'double', 0.0,
-                      'hand_guiding mode: the mass of the tool beyond the sensor, whose weight '
-                      'is taken out of its reading at every state.', unit='kg',
-                      constraints='>= 0', runtime=True, check=checked_non_negative),
-        ParameterSpec('hand_guiding.tool_com', 'double_array', [0.0, 0.0, 0.0],
-                      'hand_guiding mode: the tool\'s centre of mass in the sensor\'s frame.',
-                      unit='m', constraints='3 finite values', runtime=True,
-                      check=_checked_com),
-        ParameterSpec('hand_guiding.tare_time', 'double', 0.2,
-                      'hand_guiding mode: how long the sensor is averaged for its bias at the '
-                      'start of each run, the arm held (hands off then).', unit='s',
-                      constraints='> 0', runtime=True, check=checked_positive),
-        ParameterSpec('hand_guiding.sensor_timeout', 'double', 0.1,
-                      'hand_guiding mode: a sensor silent this long reads as no push (the arm '
-                      'is held).', unit='s', constraints='> 0', runtime=True,
-                      check=checked_positive),
+        *SENSOR_PARAMETERS,
     )
-    topics = (
-        LawTopic('flange_wrench', '~/flange_wrench', 'wrench', sensor_data=True,
-                 summary='the flange force-torque sensor (geometry_msgs/WrenchStamped, as '
-                         'force_torque_sensor_broadcaster publishes it: remap '
-                         '/force_torque_sensor_broadcaster/wrench here)'),
-    )
+    topics = (FLANGE_WRENCH,)
     follows_trajectory = False
     refusal = ('mode hand_guiding follows the operator\'s hand: trajectories and goals are '
                'refused (set mode to a joint-space mode to follow them)')
@@ -177,11 +137,6 @@ class HandGuidingLaw(Law):
         self._mass = np.asarray(settings.hand_guiding_mass, dtype=float)
         self._band = np.asarray(settings.hand_guiding_dead_band, dtype=float)
         self._source = settings.hand_guiding_wrench
-        self._frames = {'', model.tip_link, settings.hand_guiding_sensor_frame}
-        self._tool = (float(settings.hand_guiding_tool_mass),
-                      np.asarray(settings.hand_guiding_tool_com, dtype=float))
-        self._tare_time = float(settings.hand_guiding_tare_time)
-        self._timeout = float(settings.hand_guiding_sensor_timeout)
         self._lower = np.asarray(model.lower_limits, dtype=float)
         self._upper = np.asarray(model.upper_limits, dtype=float)
         self._loaded = LoadedDynamics()
@@ -194,13 +149,8 @@ class HandGuidingLaw(Law):
         #: the wrench that moved the reference at the last state, (6,) base frame
         self.wrench = np.zeros(6)
         self._measured = np.zeros(6)            # ... before the dead band
-        #: the sensor: its newest reading (force, torque) in its frame, a new one came
-        self._reading, self._fresh = None, False
-        self._heard = None               # when the newest reading came (the state's time)
-        self._tare = []                  # readings less the tool, while taring
-        self._tare_start = None
-        #: the sensor's bias, (6,) in its frame; None until tared
-        self.bias = None
+        #: the flange sensor's readings (``hand_guiding.wrench: sensor``)
+        self.sensor = FlangeSensor(settings, model, context.gains.gravity)
 
     # ---- the sensor ----------------------------------------------------------------------
 
@@ -212,50 +162,11 @@ class HandGuidingLaw(Law):
         """
         if key != 'flange_wrench':
             return super().take(key, value)
-        if value.frame_id not in self._frames:
-            raise LawInputError(
-                f'a wrench in frame {value.frame_id!r}: the sensor is taken in the tip '
-                f'link\'s frame ({self.context.model.tip_link!r}, or set '
-                f'hand_guiding.sensor_frame to {value.frame_id!r})')
-        reading = np.concatenate([np.asarray(value.force, dtype=float).reshape(-1),
-                                  np.asarray(value.torque, dtype=float).reshape(-1)])
-        if reading.shape != (6,) or not np.all(np.isfinite(reading)):
-            raise LawInputError(f'a wrench must be 3 + 3 finite values, got '
-                                f'{reading.tolist()}')
-        self._reading, self._fresh = reading, True
-
-    def _tool_wrench(self, R):
-        """(6,) the tool's weight in the sensor's frame, about its origin."""
-        mass, com = self._tool
-        force = mass * (R.T @ self.context.gains.gravity)
-        return np.concatenate([force, np.cross(com, force)])
-
-    def _sensor_wrench(self, t, R, acceleration):
-        """(6,) the operator's wrench at the tip, base frame, from the sensor (or zeros).
-
-        ``acceleration``: (3,) the tip's reference acceleration, base frame, m/s²: the
-        tool's inertia (its mass times it, which the tool asks of the arm) is taken out
-        with its weight, or a tool of mass m would add m to the virtual mass.
-        """
-        if self._fresh:
-            self._fresh, self._heard = False, t
-        if self._reading is None or t - self._heard > self._timeout:
-            return np.zeros(6)
-        contact = self._reading - self._tool_wrench(R)
-        if self.bias is None:                 # taring: the arm held, hands off
-            if self._tare_start is None:
-                self._tare_start = t
-            self._tare.append(contact)
-            if t - self._tare_start >= self._tare_time:
-                self.bias = np.mean(self._tare, axis=0)
-            return np.zeros(6)
-        contact = contact - self.bias
-        force = R @ contact[:3] + self._tool[0] * acceleration
-        return np.concatenate([force, R @ contact[3:]])
+        self.sensor.take(value)
 
     def _wrench(self, step, t, T, J):
         if self._source == 'sensor':
-            return self._sensor_wrench(t, T[:3, :3], self._acceleration)
+            return self.sensor.wrench(t, T[:3, :3], self._acceleration)
         if step.external is None:
             return self.wrench
         return np.linalg.pinv(J.T, rcond=SINGULAR) @ np.asarray(step.external, dtype=float)
@@ -294,15 +205,17 @@ class HandGuidingLaw(Law):
             q_next.tolist(), qd_ref.tolist(), qdd_ref.tolist(), (-(J.T @ wrench)).tolist())
 
     def facts(self):
-        """Return the wrench's source, the bias and what moves the tip now (``/diagnostics``)."""
+        """Return the wrench's source and what moves the tip now (``/diagnostics``)."""
         facts = {'hand guiding wrench': self._source,
                  'hand guiding push [N, N*m]': ' '.join(f'{v:.2f}' for v in self.wrench)}
         if self._source == 'sensor':
-            facts['hand guiding sensor bias [N, N*m]'] = (
-                'taring' if self.bias is None else ' '.join(f'{v:.2f}' for v in self.bias))
-            if self._reading is None:
-                facts['hand guiding sensor'] = 'no reading on ~/flange_wrench yet: held'
+            facts.update(self.sensor.facts())
         return facts
+
+    @property
+    def bias(self):
+        """The flange sensor's bias, (6,) in its frame, or None until tared."""
+        return self.sensor.bias
 
 
 __all__ = ['dead_band', 'HandGuidingLaw', 'MAX_STEP', 'SINGULAR']

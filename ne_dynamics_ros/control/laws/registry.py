@@ -56,12 +56,34 @@ def _topics():
     return tuple(seen.values())
 
 
+def _parameters():
+    """Every law's parameter rows, each once (a row two laws share, e.g. a sensor's)."""
+    rows = {}
+    for law in LAW_CLASSES:
+        for row in law.parameters:
+            if rows.setdefault(row.name, row) is not row:
+                raise TypeError(f'{row.name} is declared twice, differently ({law.__name__})')
+    return tuple(rows.values())
+
+
+#: The laws' rows of the node's parameter table, in the registry's order, each once.
+LAW_PARAMETERS = _parameters()
 #: ``(law class, LawTopic)`` of every law's own topic: the node makes each once,
 #: whatever the mode.
 LAW_TOPICS = _topics()
-#: The input topics by key: ``INPUTS[key] = (law class, LawTopic)``.
-INPUTS: Dict[str, tuple] = {topic.key: (law, topic) for law, topic in LAW_TOPICS
-                            if not topic.output}
+
+
+def _inputs():
+    inputs = {}
+    for law in LAW_CLASSES:
+        for topic in law.topics:
+            if not topic.output:
+                inputs.setdefault(topic.key, ([], topic))[0].append(law)
+    return {key: (tuple(laws), topic) for key, (laws, topic) in inputs.items()}
+
+
+#: The input topics by key: ``INPUTS[key] = (the law classes that take it, LawTopic)``.
+INPUTS: Dict[str, tuple] = _inputs()
 
 
 def parse_mode(value) -> ControlMode:
@@ -136,4 +158,4 @@ def compute_effort(model, gains, q, qd, q_d, qd_d, qdd_d):
 
 
 __all__ = ['compute_effort', 'compute_effort_values', 'ControlMode', 'INPUTS', 'LAW_CLASSES',
-           'LAW_TOPICS', 'law_class', 'LAWS', 'make_law', 'parse_mode']
+           'LAW_PARAMETERS', 'LAW_TOPICS', 'law_class', 'LAWS', 'make_law', 'parse_mode']
