@@ -2,41 +2,38 @@
 
 It stands in for the robot plus ``ros2_control`` (``joint_state_broadcaster`` and an
 ``effort_controllers/JointGroupEffortController`` named ``effort_controller``): it takes
-``std_msgs/Float64MultiArray`` efforts on ``/effort_controller/commands`` (ordered by the
-``joints`` parameter), holds each one constant (zero-order hold), integrates the arm's
-forward dynamics with Pinocchio's ABA
-(:class:`ne_dynamics_ros.simulation.simulated_arm.SimulatedArm`, RK4 at
-``integration_rate``), and publishes ``sensor_msgs/JointState`` (name, position,
-velocity, effort = the effort being applied) on ``/joint_states`` at ``publish_rate``.
-With ``plant: mujoco`` the arm is MuJoCo's instead
-(:class:`ne_dynamics_ros.simulation.mujoco_arm.MujocoArm`: its URDF import or
-``mjcf_path``, ``damping`` and dry ``friction`` as MuJoCo's damping and friction loss,
-``timestep``, ``integrator``, a payload with ``payload_com`` and ``payload_inertia``).
+``std_msgs/Float64MultiArray`` efforts on ``/effort_controller/commands`` (``joints``'
+order), holds each one (zero-order hold), integrates the forward dynamics (Pinocchio's ABA
+(:class:`~ne_dynamics_ros.simulation.simulated_arm.SimulatedArm`, RK4 at ``integration_rate``)),
+and publishes ``sensor_msgs/JointState`` (name, position, velocity, effort applied) on
+``/joint_states`` at ``publish_rate``. With ``plant: mujoco`` the arm is MuJoCo's
+(:class:`~ne_dynamics_ros.simulation.mujoco_arm.MujocoArm`: ``mjcf_path``, ``damping`` and
+dry ``friction`` as MuJoCo's, ``timestep``, ``integrator``, ``payload_com``, ...).
 
 How simulated time advances
 ---------------------------
 ``lockstep: false`` (default) -- hardware-like, real time. A timer at ``publish_rate``
     integrates from the previous step to *now* (the node clock) with whatever command
     arrived last, and publishes the state stamped *now*; so simulated time is the node's
-    clock, as for a real arm, and timer jitter only changes when states are sampled
-    (a step is at most five periods long; if the process stalls longer, the arm's
-    time falls behind and a warning says so). A controller that answers late is simply
-    late, and results depend on the machine's load. Until the first command the arm is
-    held still at ``initial_positions`` by its brakes (``brakes``, default true, as a real
-    arm waits for its controller); ``brakes: false``: zero effort until then (it falls).
+    clock, as for a real arm, and timer jitter only changes when states are sampled (a step
+    is at most five periods long; if the process stalls longer, the arm's time falls behind
+    and a warning says so). A controller that answers late is simply late, and results
+    depend on the machine's load. Until the first command the arm is held still at
+    ``initial_positions`` by its brakes (``brakes``, default true, as a real arm waits for
+    its controller); ``brakes: false``: zero effort until then (it falls).
 ``lockstep: true`` -- a sampled-data experiment, deterministic. Every state is exactly
-    ``1 / publish_rate`` of simulated time after the previous one. The node publishes the
-    state at ``t_k`` and waits for the next command, which is the controller's answer to
-    that state; on its arrival it applies it over ``[t_k, t_k + 1/publish_rate)`` and
-    publishes ``t_(k+1)``. That is a digital controller sampling at ``publish_rate``
-    with a computation delay that is negligible against the sample time (Lee et al.
-    1982, §5: 0.01 s sampling, about 3 ms of computation). Simulated time runs as
-    fast as the loop allows. The node publishes ``rosgraph_msgs/Clock`` on ``/clock``
-    before each state and stamps states with simulated time, so other nodes run with
-    ``use_sim_time: true``. If no command answers within ``lockstep_timeout`` (wall
-    clock) the state is published again with a warning; nothing advances meanwhile.
-    No state is published before ``/joint_states`` has a subscriber. In-process users
-    (the demo) can hold simulated time with :meth:`SimArmNode.run_until`.
+    ``1/publish_rate`` of simulated time after the previous one. The node publishes the state at
+    ``t_k`` and waits for the next command, which is the controller's answer to that state;
+    on its arrival it applies it over ``[t_k, t_k + 1/publish_rate)`` and publishes
+    ``t_(k+1)``. That is a digital controller sampling at ``publish_rate`` with a
+    computation delay that is negligible against the sample time (Lee et al. 1982, §5: 0.01
+    s sampling, about 3 ms of computation). Simulated time runs as fast as the loop allows.
+    The node publishes ``rosgraph_msgs/Clock`` on ``/clock`` before each state and stamps
+    states with simulated time, so other nodes run with ``use_sim_time: true``. If no
+    command answers within ``lockstep_timeout`` (wall clock) the state is published again
+    with a warning; nothing advances meanwhile. No state is published before
+    ``/joint_states`` has a subscriber. In-process users (the demo) can hold simulated time
+    with :meth:`SimArmNode.run_until`.
 
 ``command_interface: sim_arm_system`` -- behind ros2_control's hardware plugin of this
     package, ``ne_dynamics_ros_hardware/SimArmSystem`` (the default of
@@ -51,46 +48,42 @@ How simulated time advances
     with the write), for whoever watches; nothing of the loop itself goes over DDS.
 
 ``clock: hardware`` with ``command_interface: joint_state`` -- behind
-    ``topic_based_ros2_control``, on the hardware's clock. A real arm
-    paces its driver (UR's RTDE, libfranka's 1 kHz callback, KUKA's FRI): the hardware
-    interface's ``read()`` returns the robot's newest state once per cycle. Every command the
-    hardware writes (one per controller_manager cycle, stamped by the hardware) advances
-    the arm by the time since the previous write, under the command that was in force
-    over that time (zero-order hold: the robot does not wait for a late cycle), takes the
-    new command, carries the arm on under it to the hardware's next ``read()``
-    (``state_at_read``; the cycle's grid learnt from joint_state_broadcaster's stamps)
-    and publishes that state at once, stamped with that instant; so each ``read()``
-    finds exactly one new state, the arm's as it is then. A cycle that runs late leaves
-    the previous
-    command acting for longer, as on the robot (up to ``max_step``: a longer silence is
-    simulated only that long, with a warning). No state is published before the hardware
-    writes. ``topic_based_ros2_control`` takes the oldest state it holds: the node watches
-    what each cycle read (``/joint_states_read``, remapped to the broadcaster's
-    ``/joint_states``) and withholds a state when a read lagged, so that the queue drains
+    ``topic_based_ros2_control``, on the hardware's clock. A real arm paces its driver (UR's
+    RTDE, libfranka's 1 kHz callback, KUKA's FRI): the hardware interface's ``read()``
+    returns the robot's newest state once per cycle. Every command the hardware writes (one
+    per controller_manager cycle, stamped by the hardware) advances the arm by the time
+    since the previous write, under the command that was in force over that time (zero-order
+    hold: the robot does not wait for a late cycle), takes the new command, carries the arm
+    on under it to the hardware's next ``read()`` (``state_at_read``; the cycle's grid
+    learnt from joint_state_broadcaster's stamps) and publishes that state at once, stamped
+    with that instant; so each ``read()`` finds exactly one new state, the arm's as it is
+    then. A cycle that runs late leaves the previous command acting for longer, as on the
+    robot (up to ``max_step``: a longer silence is simulated only that long, with a
+    warning). No state is published before the hardware writes. ``topic_based_ros2_control``
+    takes the oldest state it holds: the node watches what each cycle read
+    (``/joint_states_read``, remapped to the broadcaster's ``/joint_states``) and withholds
+    a state when a read lagged, so that the queue drains
     (:class:`~ne_dynamics_ros.simulation.hardware_reads.ReadBacklog`).
 
-Why lockstep matters for a sampled experiment: with Lee et al.'s PUMA run (Kp = 100,
-Kv = 20, 0.01 s), applying each answer one sample late roughly triples the tracking
-error (joint 3: 2.5e-4 -> 7.8e-4 rad, past their 4.26e-4 rad), so a wall-clock loop
-whose answers sometimes miss the next step does not reproduce the paper; the RK4 step
-does not matter (250 Hz and 1 kHz agree to 1e-11 rad).
-
-Bad commands (wrong length, NaN/inf) are dropped with a throttled warning; the previous
-command stays applied (wall-clock mode) or the state waits for a good one (lockstep).
+Lockstep reproduces a sampled experiment: an answer applied one sample late roughly triples
+the error of Lee et al.'s PUMA run (docs/simulation.md). Bad commands (wrong length, NaN/inf)
+are dropped with a throttled warning; the previous command stays applied (wall-clock mode)
+or the state waits for a good one (lockstep). A flange force-torque sensor (``ft_sensor``):
+:mod:`ne_dynamics_ros.nodes.sim_arm_sensor`.
 
 Behind ros2_control (``command_interface: joint_state``): the arm is the "robot" of
-PickNik's ``topic_based_ros2_control/TopicBasedSystem`` hardware, which publishes the
-effort command interfaces as ``sensor_msgs/JointState`` (``effort`` by ``name``) on its
-``joint_commands_topic`` every controller_manager cycle and reads the arm's states from
-its ``joint_states_topic`` (remap ``/effort_controller/commands`` and ``/joint_states``
-to them, as ``ros2_control.launch.py`` does). The hardware writes zero before any
-controller commands: the brakes are released by the first command that is not zero, as
-a real arm's driver releases them when its controller starts. With ``clock: timer``
-(the arm on a timer of its own) ``publish_rate`` below controller_manager's
-``update_rate`` keeps the hardware's state fresh: the plugin's subscription (best effort,
-depth 5) gives ``read()`` one queued message per cycle, so states published at the update
-rate queue up and arrive up to five cycles late, and at a lower rate some cycles read
-nothing new (the broadcaster repeats a state).
+PickNik's ``topic_based_ros2_control/TopicBasedSystem`` hardware, which publishes the effort
+command interfaces as ``sensor_msgs/JointState`` (``effort`` by ``name``) on its
+``joint_commands_topic`` every controller_manager cycle and reads the arm's states from its
+``joint_states_topic`` (remap ``/effort_controller/commands`` and ``/joint_states`` to them,
+as ``ros2_control.launch.py`` does). The hardware writes zero before any controller
+commands: the brakes are released by the first command that is not zero, as a real arm's
+driver releases them when its controller starts. With ``clock: timer`` (the arm on a timer
+of its own) ``publish_rate`` below controller_manager's ``update_rate`` keeps the hardware's
+state fresh: the plugin's subscription (best effort, depth 5) gives ``read()`` one queued
+message per cycle, so states published at the update rate queue up and arrive up to five
+cycles late, and at a lower rate some cycles read nothing new (the broadcaster repeats a
+state).
 """
 import math
 import time
@@ -110,6 +103,7 @@ from ne_dynamics_ros.errors import ModelError
 from ne_dynamics_ros.nodes import cdr
 from ne_dynamics_ros.nodes.spin import init_until_signalled, spin_until_signalled
 from ne_dynamics_ros.nodes.sim_arm_hardware import HardwareClockMixin
+from ne_dynamics_ros.nodes.sim_arm_sensor import FlangeSensorIO
 from ne_dynamics_ros.simulation.hardware_link import HardwareLinkError
 from ne_dynamics_ros.simulation.hardware_reads import ReadBacklog
 from ne_dynamics_ros.simulation.payload_schedule import PayloadSchedule
@@ -177,6 +171,8 @@ class SimArmNode(HardwareClockMixin, Node):
         self.late_writes = 0          # hardware clock: silences longer than max_step
 
         self.state_publisher = self.create_publisher(JointState, STATE_TOPIC, 10)
+        self.sensor = FlangeSensorIO(self, self.arm, self._ft_sensor, _floats(
+            self._ft_noise, 'ft_noise')) if self._ft_sensor else None
         self._names_block = None      # the joints' names serialized, once
         self.backlog = ReadBacklog()
         self._link_thread = None
@@ -300,6 +296,8 @@ class SimArmNode(HardwareClockMixin, Node):
                                         'mass, kg m^2')
         self._payload_mass = declare('payload_mass', 0.0,
                                      'point mass (kg) at the tip link, unknown to the controller')
+        self._ft_sensor = declare('ft_sensor', '', 'a link with a force-torque sensor (tool0)')
+        self._ft_noise = declare('ft_noise', [0.0, 0.0], 'the sensor\'s noise, N and N m')
         self._payload_link = declare('payload_link', '', 'link carrying the payload; '
                                      'default: the tip link')
         self._payload_schedule = declare(
@@ -405,7 +403,7 @@ class SimArmNode(HardwareClockMixin, Node):
                     gravity=_floats(self._gravity, 'gravity'),
                     timestep=_float(self._timestep, 'timestep'),
                     integrator=str(self._integrator), effort_limits=limits,
-                    payload_schedule=schedule)
+                    payload_schedule=schedule, ft_sensor=self._ft_sensor or None)
             else:
                 arm = SimulatedArm(
                     source, joints=joints or None,
@@ -575,6 +573,8 @@ class SimArmNode(HardwareClockMixin, Node):
             self.arm.velocity.tolist(),
             (self._state_effort() if effort is None else effort).tolist()))
         self.states_published += 1
+        if self.sensor is not None:
+            self.sensor.publish(stamp)
 
 
 def main(args=None):

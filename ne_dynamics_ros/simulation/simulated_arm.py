@@ -174,6 +174,7 @@ class SimulatedArm:
         self._theta = np.zeros(model.nv)   # unwrapped joint coordinates, Pinocchio v order
         self._v = np.zeros(model.nv)
         self._tau = np.zeros(model.nv)     # applied effort (after clipping), v order
+        self._push = None                  # (frame id, force N in the base frame)
         self.reset(initial_positions, initial_velocities)
 
     # -- construction helpers -------------------------------------------------------------
@@ -349,6 +350,56 @@ class SimulatedArm:
         tau = self._to_v_order(self._clip(self._check(efforts, 'efforts')))
         return self._acceleration(theta, v, tau)[self._idx_v].copy()
 
+    # -- a push at a link, and the flange's force-torque sensor -------------------------
+
+    def push(self, link=None, point=(0.0, 0.0, 0.0), force=(0.0, 0.0, 0.0)):
+        """Push ``link``'s origin with ``force`` (N, base frame) from the next step on.
+
+        As :meth:`MujocoArm.push <ne_dynamics_ros.simulation.mujoco_arm.MujocoArm.push>`
+        (``point`` must be the origin here): the joint efforts ``J^T F`` (the link's
+        Jacobian, Pinocchio's, at the start of each step) are added to the command over
+        it. ``link`` None ends the push.
+
+        Raises:
+            ModelError: no such link, or a point off its origin.
+        """
+        if link is None:
+            self._push = None
+            return
+        if not self.model.existBodyName(link):
+            raise ModelError(f'no link {link!r} to push in the URDF')
+        if np.any(np.asarray(point, dtype=float)):
+            raise ModelError('the Pinocchio plant pushes a link at its origin only')
+        self._push = (self.model.getFrameId(link), np.array(force, dtype=float))
+
+    def _push_effort(self):
+        """Return the push's joint efforts, v order (zeros without one)."""
+        if self._push is None:
+            return 0.0
+        frame, force = self._push
+        J = pin.computeFrameJacobian(self.model, self.data, self._pin_q(self._theta), frame,
+                                     pin.LOCAL_WORLD_ALIGNED)
+        return J[:3].T @ force
+
+    def flange_wrench(self, link=None):
+        """Return a force-torque sensor's reading at ``link`` (default the payload link).
+
+        ``(force (3,) N, torque (3,) N·m)`` in the link's frame, about its origin: the
+        push applied there (:meth:`push`) and the payload's weight there, the wrench the
+        tool side exerts on the arm (a push along +x reads +x); the load's inertia is not
+        in it (the Pinocchio plant's sensor is the wrench applied, not MuJoCo's measured
+        one).
+        """
+        link = link or self.payload_link
+        frame = self.model.getFrameId(link)
+        pin.framesForwardKinematics(self.model, self.data, self._pin_q(self._theta))
+        R = self.data.oMf[frame].rotation
+        force = self.payload_mass * np.asarray(self.gravity, dtype=float) \
+            if link == self.payload_link else np.zeros(3)
+        if self._push is not None and self._push[0] == frame:
+            force = force + self._push[1]
+        return R.T @ force, np.zeros(3)
+
     def _clip(self, efforts):
         if self.effort_limits is None:
             return efforts
@@ -367,6 +418,7 @@ class SimulatedArm:
         if load is not None:
             self.set_payload(*load)
         self._tau = tau
+        tau = tau + self._push_effort()
         substeps = max(1, math.ceil(dt * self.integration_rate - 1e-9))
         h = dt / substeps
         theta, v = self._theta, self._v

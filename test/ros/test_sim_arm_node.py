@@ -443,3 +443,48 @@ def test_behind_sim_arm_system_each_write_is_answered_with_the_state_of_the_next
             executor.remove_node(node)
             node.destroy_node()
         executor.shutdown()
+
+
+@pytest.mark.parametrize('plant', ['pinocchio', 'mujoco'])
+def test_a_flange_sensor_is_published_as_ur_publishes_it_and_takes_pushes(make_system, plant):
+    # the UR5e with a 1.5 kg tool at tool0 and its sensor there, held by its brakes: each
+    # state comes with the sensor's reading on force_torque_sensor_broadcaster/wrench in
+    # tool0's frame, the arm's own (MujocoArm / SimulatedArm.flange_wrench, tested against
+    # the closed form in test/unit); a push on ~/applied_wrench reaches the arm, on the
+    # Pinocchio plant at once in the reading (20 N along the base's x, in tool0's axes);
+    # a torque or another frame is refused and the push in force stays
+    from geometry_msgs.msg import WrenchStamped
+    from ne_dynamics_ros import load_model
+    from ne_dynamics_ros.dynamics.kinematics import tip_pose
+    sim, probe, executor = make_system(publish_rate=100.0, plant=plant, ft_sensor='tool0',
+                                       payload_mass=1.5, payload_link='tool0',
+                                       initial_positions=[0.2, -1.4, 1.4, -1.5, -1.5, 0.1])
+    readings = []
+    probe.create_subscription(WrenchStamped, '/force_torque_sensor_broadcaster/wrench',
+                              readings.append, 10)
+    push = probe.create_publisher(WrenchStamped, '/sim_arm_node/applied_wrench', 10)
+    _spin_until(executor, lambda: len(readings) > 3 and push.get_subscription_count(), 10.0)
+
+    def force(message):
+        return np.array([message.wrench.force.x, message.wrench.force.y,
+                         message.wrench.force.z])
+    assert readings[-1].header.frame_id == 'tool0'
+    np.testing.assert_allclose(force(readings[-1]), sim.arm.flange_wrench()[0], atol=1e-9)
+    message = WrenchStamped()
+    message.wrench.force.x = 20.0
+    push.publish(message)
+    _spin_until(executor, lambda: sim.arm._push is not None, 5.0)   # noqa: SLF001
+    if plant == 'pinocchio':
+        R = tip_pose(load_model(str(UR5E_URDF), tip_link='tool0'), sim.arm.position)[:3, :3]
+        _spin_until(executor, lambda: np.allclose(
+            force(readings[-1]), R.T @ [20.0, 0.0, -9.81 * 1.5], atol=1e-9), 5.0)
+    pushed = sim.arm._push                                          # noqa: SLF001
+    for field, value in (('torque', 1.0), ('frame', 'camera')):
+        bad = WrenchStamped()
+        if field == 'torque':
+            bad.wrench.torque.z = value
+        else:
+            bad.header.frame_id = value
+        push.publish(bad)
+    _spin_for(executor, 0.3)
+    assert sim.arm._push is pushed                                  # noqa: SLF001

@@ -226,3 +226,31 @@ def test_bad_input_is_refused():
         arm.step([np.nan] * 6, 0.01)
     with pytest.raises(StateError, match='dt'):
         arm.step(np.zeros(6), 0.0)
+
+
+def test_a_push_at_the_flange_acts_as_j_transpose_f_and_its_sensor_reads_it():
+    # Pinocchio's UR5e with a 1.5 kg load at tool0: pushed there with F, the arm moves as
+    # under the command plus J^T F (the link's Jacobian), and the sensor at tool0 reads
+    # F and the load's weight m g in tool0's axes (the closed form)
+    from ne_dynamics_ros import load_model
+    from ne_dynamics_ros.dynamics.kinematics import jacobian, tip_pose
+    q0 = np.array([0.2, -1.4, 1.4, -1.5, -1.5, 0.1])
+    force = np.array([3.0, -6.0, 8.0])
+    pushed = SimulatedArm(str(UR5E_URDF), payload_mass=1.5, payload_link='tool0')
+    plain = SimulatedArm(str(UR5E_URDF), payload_mass=1.5, payload_link='tool0')
+    model = load_model(str(UR5E_URDF), tip_link='tool0')
+    for arm in (pushed, plain):
+        arm.reset(q0)
+    pushed.push('tool0', (0.0, 0.0, 0.0), force)
+    R = tip_pose(model, q0)[:3, :3]
+    reading, torque = pushed.flange_wrench()
+    np.testing.assert_allclose(reading, R.T @ (force + [0.0, 0.0, -9.81 * 1.5]), atol=1e-9)
+    np.testing.assert_array_equal(torque, np.zeros(3))
+    effort = np.full(6, 0.5)
+    pushed.step(effort, 0.001)
+    plain.step(effort + jacobian(model, q0)[:3].T @ force, 0.001)
+    np.testing.assert_allclose(pushed.position, plain.position, atol=1e-9)
+    pushed.push(None)
+    np.testing.assert_allclose(pushed.flange_wrench()[0],
+                               tip_pose(model, pushed.position)[:3, :3].T
+                               @ [0.0, 0.0, -9.81 * 1.5], atol=1e-9)
