@@ -125,7 +125,7 @@ def compliance(make_controller, make_plant):
         arm.push(TIP, (0.0, 0.0, 0.0), force)
         moved = run(2.5) - start
         J = jacobian(c.model, q0)[:3]
-        k = np.asarray(c.settings.joint_impedance_stiffness, dtype=float)
+        k = c.law.stiffness                 # set, or sized for the arm (the default)
         predicted = J @ ((J.T @ force) / k)
         rows.append(('xyz'[axis], 1e3 * moved[axis], 1e3 * predicted[axis],
                      1e3 * np.linalg.norm(np.delete(moved, axis))))
@@ -158,7 +158,13 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--identified', action='store_true',
                         help='also the hidden plant with its identified model (~1 min more)')
+    parser.add_argument('--defaults', action='store_true',
+                        help='instead: the identified model as a user gets it (the YAML\'s '
+                        'gains, joint_impedance.stiffness unset: sized for the arm) beside the '
+                        'old default of 100 N*m/rad (~2 min)')
     args = parser.parse_args(argv)
+    if args.defaults:
+        return defaults()
     k, rule = stiffness(exact_controller('computed_torque').model)
     print(f'UR5e on MuJoCo at {RATE:g} Hz, quintic goals {MOVE:g} s each way; exact model: '
           f'kp {np.round(rule.kp).tolist()}, K = M_ii,max (rate/10)^2 = '
@@ -181,6 +187,29 @@ def main(argv=None):
         for scale in (0.5, 2.0):
             print_plant(f'the same model on the hidden plant with its dry friction x{scale:g} '
                         '(not identified on):', make, lambda: hidden(scale))
+
+
+def defaults():
+    """Print the identified hidden UR5e as a user gets it: the law's default stiffness."""
+    from bench_adaptive import identify_ur5e
+    with tempfile.TemporaryDirectory() as scratch:
+        summary = identify_ur5e(pathlib.Path(scratch) / 'ur5e_identify')
+        files = [REPO / 'config' / 'ur5e_sim.yaml',
+                 summary['identified']['identified_params']]
+        urdf = summary['identified']['identified_urdf']
+        old = {'joint_impedance.stiffness': [100.0]}
+        for title, extra in (('joint_impedance.stiffness unset (sized for the arm)', {}),
+                             ('the old default, 100 N*m/rad', old)):
+            def make(mode, extra=extra):
+                c = identified_controller(urdf, files, mode)
+                if extra:
+                    c.reconfigure(**extra)
+                return c
+            law = make('joint_impedance')
+            law.update(0, law.model.joint_names, A, np.zeros(6), steady_ns=0)
+            print(f'  K = {np.round(law.law.stiffness, 1).tolist()} N*m/rad')
+            print_plant(f'hidden plant, identified model, the YAML\'s gains, {title}:', make,
+                        hidden)
 
 
 if __name__ == '__main__':

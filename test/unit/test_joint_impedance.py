@@ -147,3 +147,28 @@ def test_bad_settings_are_refused_and_change_nothing(values, match):
     with pytest.raises(ControlParameterError, match=match):
         c.reconfigure(**values)
     assert c.settings is before
+
+
+def test_unset_the_stiffness_is_sized_for_the_arm_as_the_gains_are():
+    # K_i = kp_i min M_ii over the workspace: Pinocchio's M_ii (armature included) at the
+    # same configurations; at random others within the limits each joint's natural
+    # frequency sqrt(K_i / M_ii(q)) stays within sqrt(kp_i); /diagnostics says so
+    from ne_dynamics_ros.control.laws.gains import CONFIGURATIONS, workspace_configurations
+    kp = np.array([1743.0, 1808.0, 2500.0, 2500.0, 2500.0, 2500.0])
+    c = ComputedTorqueController.from_urdf(
+        str(UR5E_URDF), tip_link='tool0', armature=ARMATURE,
+        settings={'mode': 'joint_impedance', 'kp': kp.tolist(), 'kd': 80.0})
+    names = c.model.joint_names
+    c.update(0, names, Q0, np.zeros(6), steady_ns=0)
+    pin = PinocchioArm(UR5E_URDF, names, ARMATURE)
+    inertia = np.min([np.diag(pin.mass_matrix(q))
+                      for q in workspace_configurations(c.model, CONFIGURATIONS, 0)], axis=0)
+    np.testing.assert_allclose(c.law.stiffness, kp * inertia, rtol=1e-9)
+    rng = np.random.default_rng(3)
+    for q in rng.uniform(c.model.lower_limits, c.model.upper_limits, (50, 6)):
+        assert np.all(c.law.stiffness / np.diag(pin.mass_matrix(q)) <= kp * (1 + 1e-9))
+    assert 'sized for the arm' in c.law.facts()['joint impedance stiffness [N*m/rad]']
+    c.reconfigure(**{'joint_impedance.stiffness': [300.0]})
+    c.update(10_000_000, names, Q0, np.zeros(6), steady_ns=10_000_000)
+    assert c.law.stiffness.tolist() == [300.0] * 6
+    assert c.law.facts()['joint impedance stiffness [N*m/rad]'].endswith('(set)')

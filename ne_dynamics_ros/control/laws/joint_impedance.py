@@ -8,7 +8,8 @@ torque), with the reference's own dynamics fed forward::
           + M(q) qdd_d + C(q, qd_d) qd_d                       (joint_impedance.feedforward)
     D_ii = 2 zeta sqrt(K_ii M_ii(q))
 
-* ``K = diag(joint_impedance.stiffness)``, N·m/rad (N/m); ``zeta =
+* ``K = diag(joint_impedance.stiffness)``, N·m/rad (N/m), by default sized for the arm
+  as the gains are (:func:`sized_stiffness`: ``kp_i M_ii,min``); ``zeta =
   joint_impedance.damping_ratio``: each joint damped as a mass-spring of its own inertia
   ``M_ii(q)`` (the model's, its armature included) and stiffness, critically for zeta = 1
   (the diagonal case of the factorisation design of Albu-Schäffer, Ott, Frese & Hirzinger
@@ -45,9 +46,42 @@ from ne_dynamics_ros.control.config.parameter_checks import (checked_flag, check
 from ne_dynamics_ros.control.config.spec import ParameterSpec
 from ne_dynamics_ros.control.laws.base import (clamp, Law, LoadedDynamics, mass_matrix_at,
                                                NO_GRAVITY, reference_friction)
+from ne_dynamics_ros.control.laws.gains import CONFIGURATIONS, workspace_configurations
 
 #: M_ii is computed again once a joint moved this far from where it last was, rad (m).
 INERTIA_TOLERANCE = 0.05
+
+
+def _checked_stiffness(value, n, name):
+    """Check a stiffness: unset (None or empty: sized for the arm), or gains >= 0."""
+    if value is None or (isinstance(value, (list, tuple, np.ndarray)) and len(value) == 0):
+        return None
+    return checked_gains(value, n, name)
+
+
+#: (model, kp) -> K of the last stiffness sized for the arm (the workspace's inertia is
+#: sampled once per model and gains, not per run)
+_SIZED = {}
+
+
+def sized_stiffness(model, kp) -> np.ndarray:
+    """Return K (n,) = ``kp_i min M_ii`` over the workspace, N·m/rad (N/m).
+
+    ``kp``: (n,) the acceleration gains, 1/s² (the rule's for the rate:
+    :func:`~.gains.recommended_gains`); ``M_ii`` the model's inertia (its armature
+    included) at :data:`~.gains.CONFIGURATIONS` configurations within the joint limits:
+    each joint as stiff as computed torque makes it where it is lightest, so that its
+    natural frequency ``sqrt(K / M_ii(q))`` stays within ``sqrt(kp)`` (which the rule keeps
+    within the rate's bound) wherever the arm is (``hold_controller``'s gains, the same).
+    """
+    key = (id(model), tuple(np.asarray(kp, dtype=float).tolist()))
+    found = _SIZED.get(key)
+    if found is None or found[0] is not model:
+        inertia = np.min([np.diag(model.mass_matrix(q)) for q in workspace_configurations(
+            model, CONFIGURATIONS, 0)], axis=0)
+        _SIZED.clear()
+        found = _SIZED[key] = (model, np.asarray(kp, dtype=float) * inertia)
+    return found[1]
 
 
 class JointImpedanceLaw(Law):
@@ -56,12 +90,16 @@ class JointImpedanceLaw(Law):
     name = 'joint_impedance'
     #: Its rows of the node's parameter table (:mod:`ne_dynamics_ros.control.parameters`).
     parameters = (
-        ParameterSpec('joint_impedance.stiffness', 'double_array', 100.0,
+        ParameterSpec('joint_impedance.stiffness', 'double_array', None,
                       'joint_impedance mode: the stiffness K of each joint, one value or one per '
                       'joint (chain order): tau = K (q_d - q) + D (qd_d - qd) + g(q); a force F '
-                      'at the tip moves it by J K^-1 J^T F. Keep sqrt(K / M_ii) within rate / 10 '
-                      'rad/s on the joint of least inertia (ne-dynamics gains: kp * M_ii).',
-                      unit='N*m/rad', constraints='>= 0', runtime=True, check=checked_gains),
+                      'at the tip moves it by J K^-1 J^T F. Unset (default): sized for the arm '
+                      'as the gains are, K_i = kp_i M_ii,min (the node\'s kp, which ne-dynamics '
+                      'gains sizes for the rate, times the joint\'s least inertia over the '
+                      'workspace: sqrt(K / M_ii) within sqrt(kp) everywhere), said on '
+                      '/diagnostics. Keep sqrt(K / M_ii) within rate / 10 rad/s on the joint of '
+                      'least inertia.',
+                      unit='N*m/rad', constraints='>= 0', runtime=True, check=_checked_stiffness),
         ParameterSpec('joint_impedance.damping_ratio', 'double', 1.0,
                       'joint_impedance mode: zeta of D = 2 zeta sqrt(K M_ii(q)), each joint '
                       'damped with its own inertia (1: critically).', constraints='> 0',
@@ -86,8 +124,14 @@ class JointImpedanceLaw(Law):
         super().__init__(context)
         n = context.model.n
         settings = context.settings
-        self._k = np.broadcast_to(np.asarray(settings.joint_impedance_stiffness, dtype=float),
-                                  (n,)).tolist()
+        stiffness = settings.joint_impedance_stiffness
+        #: the stiffness is the arm's, sized from its model and the gains (not set)
+        self.sized = stiffness is None
+        if self.sized:
+            stiffness = sized_stiffness(context.model, context.gains.kp)
+        self._k = np.broadcast_to(np.asarray(stiffness, dtype=float), (n,)).tolist()
+        #: the stiffness in force per joint, N·m/rad (N/m): set, or sized for the arm
+        self.stiffness = np.array(self._k)
         self._zeta = float(settings.joint_impedance_damping_ratio)
         self._feedforward = bool(settings.joint_impedance_feedforward)
         self._zeros = [0.0] * n
@@ -134,6 +178,11 @@ class JointImpedanceLaw(Law):
                                 np.asarray(qdd_d, dtype=float), gravity=gains.gravity).tolist()
         return tau
 
+    def facts(self):
+        """Return the stiffness in force and where it came from (``/diagnostics``)."""
+        return {'joint impedance stiffness [N*m/rad]': ' '.join(f'{k:.4g}' for k in self._k)
+                + (' (sized for the arm: kp M_ii,min)' if self.sized else ' (set)')}
+
     def effort(self, step):
         """Return the n clamped efforts of one state (module docstring)."""
         q, qd = step.q, step.qd
@@ -151,4 +200,4 @@ class JointImpedanceLaw(Law):
         return clamp(tau, gains.limit_values)
 
 
-__all__ = ['INERTIA_TOLERANCE', 'JointImpedanceLaw']
+__all__ = ['INERTIA_TOLERANCE', 'JointImpedanceLaw', 'sized_stiffness']
