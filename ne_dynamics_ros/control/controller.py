@@ -394,7 +394,6 @@ class ComputedTorqueController(LawInputs, FollowsReferences):
                 external = [external[i] for i in order]
         tau, q_d, qd_d, qdd_d, position_error, velocity_error, at_limit = vectors
         return Command(tau, (q_d, qd_d, qdd_d), position_error, velocity_error, resumed,
-                       self.references.take_ends() if self.references.ends else (),
                        external, contact, at_limit,
                        run.sensing.detector.contact is not None,
                        None if contact is None else supervisor.reaction_text,

@@ -248,7 +248,12 @@ class References:
         return None if goal is None else goal.goal_id
 
     def take_goal_ends(self) -> List[GoalEnd]:
-        """Return and forget the ends not yet carried by a command (any thread)."""
+        """Return and forget the goals' ends, oldest first: the one way they leave (any thread).
+
+        A goal ends when reached, when a tolerance breaks, on a contact or a state
+        timeout, on a cancel; the node's goal link takes the ends when woken (after a
+        command, when :attr:`goal_ends_waiting`) and answers the action with them.
+        """
         with self.runs.lock:
             return self.take_ends()
 
@@ -408,6 +413,11 @@ class FollowsReferences:
     def take_goal_ends(self) -> list:
         """:meth:`take_goal_ends <References.take_goal_ends>`."""
         return self.references.take_goal_ends()
+
+    @property
+    def goal_ends_waiting(self) -> bool:
+        """Goals ended and not taken yet (:meth:`take_goal_ends`): a read, no lock."""
+        return bool(self.references.ends)
 
     def cancel_goal(self, goal_id: str) -> bool:
         """:meth:`cancel_goal <References.cancel_goal>`."""

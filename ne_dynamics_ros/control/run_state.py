@@ -170,9 +170,6 @@ class Command:
         velocity_error_values: ``qd_d - qd``, rad/s (m/s).
         resumed: True when this state ended a state timeout (the reference now holds the
             position it measured; the previous trajectory was discarded).
-        goal_ends: the :class:`~ne_dynamics_ros.control.reference.goals.GoalEnd` items of the goals
-            ended since the last command (reached, a tolerance broken, a contact, or off
-            the control path: :mod:`~ne_dynamics_ros.control.references`), oldest first.
         external_effort_values: the momentum observer's estimate of the external effort
             on each joint at this state, N*m (N) (:mod:`~ne_dynamics_ros.control.sensing.
             observer`), or None.
@@ -188,13 +185,13 @@ class Command:
     """
 
     __slots__ = ('effort_values', 'desired_values', 'position_error_values',
-                 'velocity_error_values', 'resumed', 'goal_ends', 'external_effort_values',
+                 'velocity_error_values', 'resumed', 'external_effort_values',
                  'contact', 'at_limit', 'contact_in_force', 'contact_reaction', 'report',
                  'external_wrench')
 
     def __init__(self, effort_values, desired_values, position_error_values,
-                 velocity_error_values, resumed=False, goal_ends=(),
-                 external_effort_values=None, contact=None, at_limit=None,
+                 velocity_error_values, resumed=False, external_effort_values=None,
+                 contact=None, at_limit=None,
                  contact_in_force=False, contact_reaction=None, report=None,
                  external_wrench=None):
         self.effort_values = effort_values
@@ -202,7 +199,6 @@ class Command:
         self.position_error_values = position_error_values
         self.velocity_error_values = velocity_error_values
         self.resumed = resumed
-        self.goal_ends = goal_ends
         self.external_effort_values = external_effort_values
         self.contact = contact
         self.at_limit = at_limit
@@ -210,11 +206,6 @@ class Command:
         self.contact_reaction = contact_reaction
         self.report = report
         self.external_wrench = external_wrench
-
-    @property
-    def goal_end(self):
-        """The last of :attr:`goal_ends`, or None."""
-        return self.goal_ends[-1] if self.goal_ends else None
 
     @property
     def effort(self) -> np.ndarray:

@@ -968,7 +968,7 @@ def test_the_command_says_which_joints_sit_at_their_limit_in_the_command_order()
     at_limit_now = (np.abs(effort) >= limits[::-1]).tolist()
     # the shoulder holds its gravity (far over 5 N*m): at its limit, listed fifth
     assert out.at_limit == at_limit_now == [False, False, False, False, True, False]
-    assert out.goal_ends == () and out.report is None and not out.contact_in_force
+    assert out.report is None and not out.contact_in_force and not c.goal_ends_waiting
 
 
 def _quintic(start, goal, duration, t):

@@ -229,9 +229,12 @@ def test_the_controller_judges_a_goal_and_holds_on_a_path_violation():
     c.install_trajectory(c.prepare_trajectory(PUMA_JOINTS, goal_points(target, 1.0), 0,
                                               1_000_000), 'g1', tol)
     assert c.goal_id == 'g1'
-    out = c.update(500_000_000, state(q0, q0, 500_000_000))   # arm stuck: 0.25 rad behind
-    assert out.goal_end.status is GoalStatus.ABORTED
-    assert out.goal_end.error_code == ResultCode.PATH_TOLERANCE_VIOLATED
+    c.update(500_000_000, state(q0, q0, 500_000_000))   # arm stuck: 0.25 rad behind
+    assert c.goal_ends_waiting
+    (end,) = c.take_goal_ends()                        # the one way a goal's end leaves
+    assert end.status is GoalStatus.ABORTED
+    assert end.error_code == ResultCode.PATH_TOLERANCE_VIOLATED
+    assert not c.goal_ends_waiting and c.take_goal_ends() == []
     assert c.goal_id is None
     # it holds the position measured then
     out = c.update(600_000_000, state(q0 + 0.001, q0, 600_000_000))
@@ -246,9 +249,11 @@ def test_the_controller_succeeds_at_the_end_and_reports_goals_ended_elsewhere():
     target = np.full(6, 0.1)
     c.install_trajectory(c.prepare_trajectory(PUMA_JOINTS, goal_points(target, 0.5), 0,
                                               0), 'g1', tol)
-    assert c.update(200_000_000, state(q0, q0, 200_000_000)).goal_end is None
-    out = c.update(600_000_000, state(target + 0.005, q0, 600_000_000))
-    assert out.goal_end.status is GoalStatus.SUCCEEDED and out.goal_end.error_code == 0
+    c.update(200_000_000, state(q0, q0, 200_000_000))
+    assert c.take_goal_ends() == []
+    c.update(600_000_000, state(target + 0.005, q0, 600_000_000))
+    (end,) = c.take_goal_ends()
+    assert end.status is GoalStatus.SUCCEEDED and end.error_code == 0
     # preemption: a newer goal aborts the active one, a topic trajectory too
     for goal_id in ('g2', 'g3', None):
         c.install_trajectory(c.prepare_trajectory(PUMA_JOINTS, goal_points(q0, 0.5), 0,
@@ -318,8 +323,9 @@ def test_a_goal_sent_before_the_first_state_is_judged_from_it():
     assert c.goal_id is None and c.trajectory is None       # kept for the first state
     c.update(1_000_000, state(q0, q0, 1_000_000))
     assert c.goal_id == 'early'
-    out = c.update(600_000_000, state(target, q0, 600_000_000))
-    assert out.goal_end.goal_id == 'early' and out.goal_end.status is GoalStatus.SUCCEEDED
+    c.update(600_000_000, state(target, q0, 600_000_000))
+    (end,) = c.take_goal_ends()
+    assert end.goal_id == 'early' and end.status is GoalStatus.SUCCEEDED
     # prepared while waiting, installed after the first state: from the held position
     c.deactivate()
     c.activate(now_ns=700_000_000, steady_ns=0)

@@ -133,12 +133,11 @@ class Events:
 
         ``reached``: the joints that just reached their effort limit
         (:meth:`ControlStatistics.commanded`); ``joints``: the command order (names).
-        Events: states again after a timeout, a contact and its end, a goal aborted, an
-        effort limit reached.
+        Events: states again after a timeout, a contact and its end, an effort limit
+        reached (a goal aborted: :meth:`goal_ended`, from the goal link).
         """
         in_force = out.contact_in_force
-        aborted = [end for end in out.goal_ends if end.status.name == 'ABORTED']
-        if not (reached or out.resumed or out.contact is not None or aborted
+        if not (reached or out.resumed or out.contact is not None
                 or in_force != self._contact_shown):
             return False
         if out.resumed:
@@ -151,11 +150,14 @@ class Events:
         if self._contact_shown and not in_force:
             self.add('contact over')
         self._contact_shown = in_force
-        for end in aborted:
-            self.add(f'goal {end.goal_id} aborted: {end.error_string}')
         if reached:
             self.add('effort limit reached: ' + ', '.join(joints[j] for j in reached))
         return True
+
+    def goal_ended(self, end):
+        """Queue a goal's end if it was aborted (the goal link's ``on_end``, its thread)."""
+        if end.status.name == 'ABORTED':
+            self.add(f'goal {end.goal_id} aborted: {end.error_string}')
 
     def due(self, now):
         """Return True (and start the interval) if events wait and may be published now."""

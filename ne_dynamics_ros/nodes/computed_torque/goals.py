@@ -27,10 +27,13 @@ class GoalLink:
             ComputedTorqueController`.
         receiver: the :class:`~ne_dynamics_ros.nodes.trajectory_receiver.
             TrajectoryReceiver` serving the action.
+        on_end: called with each goal's end (a :class:`~ne_dynamics_ros.control.reference.
+            goals.GoalEnd`) once sent, on the link's thread, or None.
     """
 
-    def __init__(self, node, controller, receiver):
+    def __init__(self, node, controller, receiver, on_end=None):
         self._node = node
+        self._on_end = on_end
         self._controller = controller
         self._receiver = receiver
         self._queue = queue.SimpleQueue()
@@ -60,10 +63,10 @@ class GoalLink:
     # ---- the control path -------------------------------------------------------------------
 
     def record(self, state, out):
-        """Control path: keep the last command for feedback; queue the goals it ended."""
+        """Control path: keep the last command for feedback; wake the link if goals ended."""
         self._last = (state.sec, state.nanosec, out)
-        for end in out.goal_ends:
-            self._queue.put(end)
+        if self._controller.goal_ends_waiting:
+            self._queue.put(None)
 
     def wake(self):
         """Have the link thread look for goals the controller ended (any thread)."""
@@ -134,6 +137,8 @@ class GoalLink:
             if self._stopping.is_set():
                 return
             try:
+                # the controller's ends leave it one way (take_goal_ends); a goal it never
+                # took (refused at install) is the link's own
                 ends = self._controller.take_goal_ends()
                 if item is not None:
                     ends.append(item)
@@ -158,6 +163,8 @@ class GoalLink:
         self._receiver.send({'kind': 'goal_end', 'goal_id': end.goal_id,
                              'status': end.status.value, 'error_code': end.error_code,
                              'error_string': end.error_string})
+        if self._on_end is not None:
+            self._on_end(end)
 
     def _send_feedback(self):
         goal_id = self._controller.goal_id

@@ -270,7 +270,8 @@ class ComputedTorqueNode(LifecycleNode):
         if not CONTROL_MSGS_MISSING:
             if self.goals is not None:
                 self.goals.stop()
-            self.goals = GoalLink(self, self.controller, self._receiver)
+            self.goals = GoalLink(self, self.controller, self._receiver,
+                                  on_end=self.events.goal_ended)
 
     def _wait_until_ready(self):
         """Wait (bounded) until the receiver and the action server are up and discovered.
