@@ -269,7 +269,8 @@ class ComputedTorqueController(LawInputs, FollowsReferences):
         steady_ns=None)``).
 
         Returns:
-            :class:`Command` (publish it: everything the node says about this state) or
+            :class:`Command` (publish it: all the node says of this state; then, while not
+            :attr:`commands_applied`, the run holds the position measured) or
             :class:`NoCommand` (publish nothing; warn unless the reason is
             ``NOT_CONTROLLED``); ``NoCommand(INACTIVE)`` while inactive.
         """
@@ -281,7 +282,8 @@ class ComputedTorqueController(LawInputs, FollowsReferences):
                 run.idle_sample = (now_ns if sample.steady_ns is None else sample.steady_ns,
                                    sample)
                 return NoCommand(SkipReason.INACTIVE, 'the controller is inactive')
-            return self._update(now_ns, *sample)
+            out = self._update(now_ns, *sample)
+        return out if self.commands_applied else self.held_unapplied(out, now_ns)
 
     def _measure(self, joint_names, positions, velocities, efforts, stamp_ns, now):
         """Return ``(q, qd)`` lists of the controlled joints, or the NoCommand why not."""
@@ -337,9 +339,8 @@ class ComputedTorqueController(LawInputs, FollowsReferences):
         if state.__class__ is NoCommand:
             return state
         q, qd = state
-        # the state's instant (its stamp when on our clock): the observer's time step is
-        # the time between measurements, whenever they were delivered
-        t = self.runs.sample_time(stamp_ns, now_ns, now)
+        # the state's instant (its stamp when on our clock): the observer's step is between
+        t = self.runs.sample_time(stamp_ns, now_ns, now)    # measurements, however delivered
         external, contact = self._observe(t, q, qd, now, repeated)
         resumed = self.runs.current.timed_out
         run = self._current_run(q, now)

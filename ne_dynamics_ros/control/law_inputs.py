@@ -12,7 +12,13 @@ force), ``load`` (the :class:`~ne_dynamics_ros.control.laws.adaptive.LoadEstimat
 :class:`~ne_dynamics_ros.control.run_state.Command` itself.
 """
 from ne_dynamics_ros.control.laws.base import JointGains, LawInputError
+from ne_dynamics_ros.control.reference.goals import GoalStatus
 from ne_dynamics_ros.control.laws.registry import INPUTS, LAW_CLASSES
+
+
+#: Why a goal ends while the commands are not applied.
+UNAPPLIED = ('Aborted: the commands are not applied (the effort controller is not active); '
+             'holding the position measured')
 
 
 def modes_that(what) -> str:
@@ -102,6 +108,30 @@ class LawInputs:
         with self.runs.lock:
             return self.context.law_class.caveats(self.context)
 
+    # ---- whether the commands reach the arm -----------------------------------------------
+
+    #: The hardware applies the commands (the node's input: False while ros2_control's
+    #: effort controller is switched away, a hold controller in charge). While False each
+    #: command's run then holds the position that state measured: the reference follows
+    #: the arm, and the command the effort controller finds when it returns is a hold.
+    commands_applied = True
+
+    def held_unapplied(self, out, now_ns):
+        """Restart the run holding the position ``out`` (a Command) measured; return ``out``.
+
+        :meth:`~.controller.ComputedTorqueController.update`'s step while
+        :attr:`commands_applied` is False (``NoCommand`` passes through).
+        """
+        if out.__class__.__name__ != 'Command':
+            return out
+        q = [d - e for d, e in zip(out.desired_values[0], out.position_error_values)]
+        joints = self.joints
+        with self.runs.lock:                  # (re-entrant) a goal in force ends, with why
+            self.references.end_goal(self.runs.current, GoalStatus.ABORTED, UNAPPLIED)
+            self.activate(q=[q[joints.index(j)] for j in self.model.joint_names],
+                          now_ns=now_ns)
+        return out
+
     # ---- the laws' own input topics ----------------------------------------------------
 
     def modes_that(self, what) -> str:
@@ -143,4 +173,4 @@ class LawInputs:
             run.law.take(key, value)
 
 
-__all__ = ['LawInputs', 'modes_that']
+__all__ = ['LawInputs', 'modes_that', 'UNAPPLIED']

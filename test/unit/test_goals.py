@@ -334,3 +334,26 @@ def test_a_goal_sent_before_the_first_state_is_judged_from_it():
     c.install_trajectory(prepared, 'late', tol)
     assert c.goal_id == 'late'
     np.testing.assert_allclose(c.reference_at(700_000_000).q, q0, atol=1e-12)   # at receipt
+
+
+def test_while_the_commands_are_not_applied_the_run_follows_the_arm_and_ends_its_goal():
+    # ros2_control's effort controller switched away (the node's input): each state is
+    # still answered (the effort controller finds a command when it returns), and the run
+    # then holds the position that state measured: the reference follows the arm, a goal
+    # in force ends (the run restarts), and nothing of the old reference is left
+    c = hold_controller()
+    q0 = np.zeros(6)
+    c.update(0, state(q0, q0, 0))
+    tol = default_tolerances([0.0] * 6, [0.01] * 6, 0.01, 0.0)
+    c.install_trajectory(c.prepare_trajectory(PUMA_JOINTS, goal_points(np.full(6, 0.3), 1.0),
+                                              0, 0), 'g1', tol)
+    c.commands_applied = False
+    moved = q0 + 0.05
+    out = c.update(100_000_000, state(moved, q0, 100_000_000))
+    assert out.__class__.__name__ == 'Command'
+    assert c.goal_id is None and [e.goal_id for e in c.take_goal_ends()] == ['g1']
+    out = c.update(200_000_000, state(moved + 0.01, q0, 200_000_000))
+    np.testing.assert_allclose(out.desired_values[0], moved, atol=1e-12)   # held, as measured
+    c.commands_applied = True                       # back: the position measured last held
+    out = c.update(300_000_000, state(moved + 0.02, q0, 300_000_000))
+    np.testing.assert_allclose(out.desired_values[0], moved + 0.01, atol=1e-12)

@@ -530,17 +530,18 @@ class ComputedTorqueNode(LifecycleNode):
         with self._command_lock, self._fp_errors.context():
             now_ns = self._now_ns()
             measured = sample(state)
+            # an input of the controller, which decides what to hold: nobody applies the
+            # commands (the effort controller is switched away); they are sent on, so
+            # that the effort controller has one the cycle it returns (its buffer is
+            # emptied on activation)
+            link = self.ros2_control
+            applied = link is None or link.effort_active is not False or link.switching
+            controller.commands_applied = applied
             out = controller.update(now_ns, measured)
             commanded = out.__class__ is Command
             if commanded:
                 self.last_command = out
-                link = self.ros2_control
-                if link is not None and link.effort_active is False and not link.switching:
-                    # nobody applies it: hold nothing (the reference follows the arm), and
-                    # send on, so that the effort controller has a command the cycle it
-                    # returns (its buffer is emptied on activation)
-                    self.effort_lost = True
-                    ros2_control_link.hold_measured(controller, out, now_ns)
+                self.effort_lost = self.effort_lost or not applied
                 self._effort_pub.publish(float64_multi_array_bytes(out.effort_values))
                 self._answered_ns = time.monotonic_ns()
         if self._fp_errors.kinds:

@@ -254,11 +254,6 @@ def measured_chain_q(controller, out):
     return [q[names.index(j)] for j in controller.model.joint_names]
 
 
-def hold_measured(controller, out, now_ns):
-    """Restart the controller's run holding the position ``out`` measured."""
-    controller.activate(q=measured_chain_q(controller, out), now_ns=now_ns)
-
-
 def feed_the_hold(node, controller, wait=0.0):
     """Give the hold controller the position last measured and the model's gravity there.
 
@@ -326,5 +321,5 @@ def on_effort_controller(node, active, hold_active=False):
     node.effort_lost = False
 
 
-__all__ = ['ACTIVITY_QOS', 'attach', 'feed_the_hold', 'hand_to_hold', 'hold_measured',
-           'measured_chain_q', 'on_effort_controller', 'Ros2ControlLink']
+__all__ = ['ACTIVITY_QOS', 'attach', 'feed_the_hold', 'hand_to_hold', 'measured_chain_q',
+           'on_effort_controller', 'Ros2ControlLink']
