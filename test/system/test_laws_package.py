@@ -85,11 +85,16 @@ def mode_names_written(path):
                    if isinstance(node, ast.Constant) and node.value in MODE_NAMES})
 
 
-def test_no_mode_name_is_written_outside_the_laws():
+def outside_the_laws(finder):
+    """``{module: lines}`` of the package's modules outside ``control/laws/`` ``finder``
+    finds lines in."""
     laws = PACKAGE / 'control' / 'laws'
-    found = {str(p.relative_to(REPO)): hits for p in sorted(PACKAGE.rglob('*.py'))
-             if laws not in p.parents and (hits := mode_names_written(p))}
-    assert found == {}
+    return {str(p.relative_to(REPO)): hits for p in sorted(PACKAGE.rglob('*.py'))
+            if laws not in p.parents and (hits := finder(p))}
+
+
+def test_no_mode_name_is_written_outside_the_laws():
+    assert outside_the_laws(mode_names_written) == {}
 
 
 def topic_names_written(path):
@@ -115,10 +120,7 @@ def test_no_law_topic_is_named_outside_the_laws():
     # the node makes every law's topics from their declarations (LawTopic): no module of
     # the package outside control/laws/ names one (the node, the controller, the demo,
     # the experiment, identification)
-    laws = PACKAGE / 'control' / 'laws'
-    found = {str(p.relative_to(REPO)): hits for p in sorted(PACKAGE.rglob('*.py'))
-             if laws not in p.parents and (hits := topic_names_written(p))}
-    assert found == {}
+    assert outside_the_laws(topic_names_written) == {}
 
 
 def test_the_topic_finder_finds_a_law_topic_named(tmp_path):
