@@ -237,13 +237,15 @@ def test_a_failed_then_granted_switch_to_the_hold_controller_logs_both(ros_conte
     """rclpy raises ValueError when one call site logs at two severities (the CI log of
     2026-12-02: the node died on deactivate after one failed switch); both answers log."""
     from types import SimpleNamespace
-    from ne_dynamics_ros.nodes.computed_torque.ros2_control_link import hand_to_hold
+    from ne_dynamics_ros.nodes.computed_torque.ros2_control_link import hand_to_hold, NodeSide
     node = rclpy.create_node('hand_to_hold_test', context=ros_context)
     try:
         answers = iter([(False, 'refused'), (True, 'switched'), (False, 'refused')])
-        node.ros2_control = SimpleNamespace(hold='hold_controller', to_hold=lambda: next(answers))
-        node.controller = None
-        assert [hand_to_hold(node) for _ in range(3)] == [False, True, False]
+        link = SimpleNamespace(hold='hold_controller', to_hold=lambda: next(answers))
+        side = NodeSide(controller=lambda: None, last_command=lambda: None,
+                        commanding=lambda: True, event=lambda text: None,
+                        logger=node.get_logger())
+        assert [hand_to_hold(link, side) for _ in range(3)] == [False, True, False]
     finally:
         node.destroy_node()
 

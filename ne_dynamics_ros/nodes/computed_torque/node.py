@@ -135,7 +135,11 @@ class ComputedTorqueNode(LifecycleNode):
         self.control_policy = None     # the control threads' scheduling, set by main()
         #: the Ros2ControlLink while configured with ros2_control.controller_manager
         self.ros2_control = None
-        self.effort_lost = False      # the effort controller went away while active
+        #: what the ros2_control link may ask of this node, and nothing more
+        self._link_side = ros2_control_link.NodeSide(
+            controller=lambda: self.controller, last_command=lambda: self.last_command,
+            commanding=lambda: self.lifecycle_state == 'active', event=self._event,
+            logger=self.get_logger())
         self.last_command = None      # the last Command (the hold's feed-forward)
         try:
             params.declare(self)
@@ -219,7 +223,13 @@ class ComputedTorqueNode(LifecycleNode):
         self._send_goal_options()
         if self.controller is not None:
             self._chain_built()
-        problem = ros2_control_link.attach(self)
+        if self.ros2_control is None:
+            self.ros2_control, problem = ros2_control_link.attach(self.context, {
+                name: self.get_parameter(name).value for name in (
+                    'ros2_control.controller_manager', 'ros2_control.effort_controller',
+                    'ros2_control.hold_controller')}, self._link_side)
+        else:
+            problem = ''
         if problem:
             self.configure_error = f'configure failed: {problem}'
             self.get_logger().error(self.configure_error)
@@ -541,7 +551,8 @@ class ComputedTorqueNode(LifecycleNode):
             commanded = out.__class__ is Command
             if commanded:
                 self.last_command = out
-                self.effort_lost = self.effort_lost or not applied
+                if not applied:
+                    link.lost = True
                 self._effort_pub.publish(float64_multi_array_bytes(out.effort_values))
                 self._answered_ns = time.monotonic_ns()
         if self._fp_errors.kinds:
@@ -568,7 +579,12 @@ class ComputedTorqueNode(LifecycleNode):
 
         :func:`~ne_dynamics_ros.nodes.computed_torque.ros2_control_link.hand_to_hold`.
         """
-        return ros2_control_link.hand_to_hold(self)
+        return ros2_control_link.hand_to_hold(self.ros2_control, self._link_side)
+
+    def _event(self, text):
+        """Say ``text`` on ``/diagnostics`` at once (any thread)."""
+        self.events.add(text)
+        self.watchdog.wake()
 
     def _on_query_state(self, request, response):
         """``~/query_state``: the reference at ``request.time`` (JTC's QueryTrajectoryState)."""

@@ -16,6 +16,7 @@ without the control path's executor. ``controller_manager_msgs`` comes with ros2
 """
 import threading
 import time
+from typing import Callable, NamedTuple
 
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 
@@ -58,6 +59,9 @@ class Ros2ControlLink:
         self.manager, self.effort, self.hold = manager.rstrip('/') or '/', effort, hold
         self.effort_active = None
         self.hold_active = None
+        #: the effort controller went away while the node commanded (the node says so
+        #: when its commands are not applied; cleared when it is back)
+        self.lost = False
         self.states = {}
         #: the node wants the effort controller and has not had it yet (activation in
         #: any start order: retried when the controllers appear)
@@ -229,22 +233,41 @@ class Ros2ControlLink:
         self.node.destroy_node()
 
 
-def attach(node):
-    """Start the node's link when ``ros2_control.controller_manager`` is set.
+class NodeSide(NamedTuple):
+    """All the link asks of the node it serves: a narrow interface, not its attributes.
 
-    Returns '' (also when not set), or why it cannot (controller_manager_msgs missing).
+    ``controller()``: the node's controller, or None; ``last_command()``: the last
+    Command it published, or None; ``commanding()``: the node is active (its lifecycle);
+    ``event(text)``: say ``text`` on ``/diagnostics`` at once; ``logger``: the node's.
     """
-    manager = node.get_parameter('ros2_control.controller_manager').value
-    if not manager or node.ros2_control is not None:
-        return ''
+
+    controller: Callable
+    last_command: Callable
+    commanding: Callable
+    event: Callable
+    logger: object
+
+
+def attach(context, parameters, side):
+    """Return ``(link, problem)``: the link when ``ros2_control.controller_manager`` is set.
+
+    ``parameters``: ``{name: value}`` of the node's ``ros2_control.*`` parameters; ``side``:
+    the :class:`NodeSide` it serves. ``(None, '')`` when not set; ``(None, why)`` when it
+    cannot be (controller_manager_msgs missing).
+    """
+    manager = parameters['ros2_control.controller_manager']
+    if not manager:
+        return None, ''
+    holder = []
     try:
-        node.ros2_control = Ros2ControlLink(
-            node.context, manager, node.get_parameter('ros2_control.effort_controller').value,
-            node.get_parameter('ros2_control.hold_controller').value,
-            lambda active, hold: on_effort_controller(node, active, hold))
+        link = Ros2ControlLink(
+            context, manager, parameters['ros2_control.effort_controller'],
+            parameters['ros2_control.hold_controller'],
+            lambda active, hold: on_effort_controller(holder[0], side, active, hold))
     except ImportError as err:
-        return str(err)
-    return ''
+        return None, str(err)
+    holder.append(link)
+    return link, ''
 
 
 def measured_chain_q(controller, out):
@@ -254,14 +277,14 @@ def measured_chain_q(controller, out):
     return [q[names.index(j)] for j in controller.model.joint_names]
 
 
-def feed_the_hold(node, controller, wait=0.0):
+def feed_the_hold(link, side, controller, wait=0.0):
     """Give the hold controller the position last measured and the model's gravity there.
 
     The gravity of the law's model (with the load it carries; zero where the hardware
     compensates gravity), clamped to the effort limits like every command; nothing is
     sent if it is not finite.
     """
-    out = node.last_command
+    out = side.last_command()
     if out is None:
         return
     q = measured_chain_q(controller, out)
@@ -270,33 +293,33 @@ def feed_the_hold(node, controller, wait=0.0):
                         controller.effort_limits.tolist())
     except (NonFiniteEffortError, StateError):
         return
-    node.ros2_control.hold_here(controller.model.joint_names, q, gravity, wait=wait)
-    node.get_logger().info(f'{node.ros2_control.hold} holds the arm: given the position '
-                           'last measured and its gravity as feed-forward')
+    link.hold_here(controller.model.joint_names, q, gravity, wait=wait)
+    side.logger.info(f'{link.hold} holds the arm: given the position last measured and its '
+                     'gravity as feed-forward')
 
 
-def hand_to_hold(node):
+def hand_to_hold(link, side):
     """Switch to ``ros2_control.hold_controller`` and feed it; True if it holds now.
 
     Deactivate, Ctrl-C and SIGTERM hand the arm over this way beside ros2_control
-    (bounded waits: the switch's answer, the point's delivery); without a hold
+    (bounded waits: the switch's answer, the point's delivery); without a link or a hold
     controller, or when the switch fails, the caller commands zero as before.
     """
-    link = node.ros2_control
     if link is None or not link.hold:
         return False
     handed, message = link.to_hold()
     # one severity per call site: rclpy raises ValueError when a line logs at two
     if handed:
-        node.get_logger().info(f'switch to {link.hold}: {message}')
+        side.logger.info(f'switch to {link.hold}: {message}')
     else:
-        node.get_logger().error(f'switch to {link.hold}: {message}')
-    if handed and node.controller is not None:
-        feed_the_hold(node, node.controller, wait=0.5)
+        side.logger.error(f'switch to {link.hold}: {message}')
+    controller = side.controller()
+    if handed and controller is not None:
+        feed_the_hold(link, side, controller, wait=0.5)
     return handed
 
 
-def on_effort_controller(node, active, hold_active=False):
+def on_effort_controller(link, side, active, hold_active=False):
     """Answer the effort controller becoming active or inactive (the link's thread).
 
     Gone while the node commands: /diagnostics says it is not commanding, and the hold
@@ -304,22 +327,19 @@ def on_effort_controller(node, active, hold_active=False):
     position measured then (the node followed the arm meanwhile), never the reference
     of before.
     """
-    controller = node.controller
-    link = node.ros2_control
+    controller = side.controller()
     if not active and hold_active and controller is not None:
-        feed_the_hold(node, controller)
+        feed_the_hold(link, side, controller)
     if not active:
-        if node.lifecycle_state == 'active':
-            node.events.add(f'{link.effort} not active: not commanding')
-            node.watchdog.wake()
+        if side.commanding():
+            side.event(f'{link.effort} not active: not commanding')
         return
-    if node.effort_lost and controller is not None and controller.active:
-        node.get_logger().warning(f'{link.effort} active again: holding the position '
-                                  'measured when it returned')
-        node.events.add(f'{link.effort} back: holding the position measured')
-        node.watchdog.wake()
-    node.effort_lost = False
+    if link.lost and controller is not None and controller.active:
+        side.logger.warning(f'{link.effort} active again: holding the position measured '
+                            'when it returned')
+        side.event(f'{link.effort} back: holding the position measured')
+    link.lost = False
 
 
 __all__ = ['ACTIVITY_QOS', 'attach', 'feed_the_hold', 'hand_to_hold', 'measured_chain_q',
-           'on_effort_controller', 'Ros2ControlLink']
+           'NodeSide', 'on_effort_controller', 'Ros2ControlLink']
