@@ -48,7 +48,7 @@ REPO = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / 'benchmarks'))
 
 from ne_dynamics_ros import load_model, resources  # noqa: E402
-from ne_dynamics_ros.control.laws import InertiaInput, PoseInput  # noqa: E402
+from ne_dynamics_ros.control.laws import InertiaInput, PoseInput, WrenchInput  # noqa: E402
 from ne_dynamics_ros.control import ComputedTorqueController  # noqa: E402
 from ne_dynamics_ros.control.laws.gains import recommended_gains  # noqa: E402
 from ne_dynamics_ros.control.laws.cartesian import TargetError  # noqa: E402
@@ -278,7 +278,7 @@ def cost():
     return figures
 
 
-def identified(scratch, urdf=None):
+def identified(scratch, urdf=None, tip_link=None):
     """Identify the hidden UR5e as ``bench_adaptive.py`` does; return a controller maker.
 
     ``urdf``: another arm driven by the same hidden drives and load, identified the same
@@ -293,10 +293,77 @@ def identified(scratch, urdf=None):
     urdf = summary['identified']['identified_urdf']
 
     def make(**settings):
-        c = identified_controller(urdf, files, settings.pop('mode', 'cartesian_impedance'))
+        c = identified_controller(urdf, files, settings.pop('mode', 'cartesian_impedance'),
+                                  tip_link=tip_link)
         c.reconfigure(**dict({'cartesian.stiffness': STIFFNESS}, **settings))
         return c
     return make
+
+
+class SensedLoop(Loop):
+    """:class:`Loop` with the flange sensor's reading given to the law before each state.
+
+    As the node gives ``~/flange_wrench``, with the noise :data:`SENSOR_NOISE`.
+    """
+
+    def __init__(self, controller, arm, seed=0):
+        super().__init__(controller, arm)
+        self.rng = np.random.default_rng(seed)
+
+    def run(self, seconds, each=None):
+        def sensed(t):
+            if t > 0.0:
+                force, torque = self.arm.flange_wrench()
+                self.c.take_input('flange_wrench', WrenchInput(
+                    force + self.rng.normal(0.0, SENSOR_NOISE[0], 3),
+                    torque + self.rng.normal(0.0, SENSOR_NOISE[1], 3), 'tool0'))
+            if each is not None:
+                each(t)
+        return super().run(seconds, sensed)
+
+
+#: ``--sensor``: the flange sensor's noise, standard deviation (N, N·m)
+SENSOR_NOISE = (0.3, 0.02)
+
+
+def sensed_compliance(make, scale, sensor, seconds=(1.0, 3.0, 2.0)):
+    """Return rows as :func:`compliance`: 20 N pushes from rest on the tool at a sensor.
+
+    The hidden plant (its drives' dry friction x ``scale``), the sensor at tool0, the law
+    with or without ``cartesian.flange_sensor``.
+    """
+    from bench_adaptive import hidden_plant as hidden
+    from ne_dynamics_ros.simulation.mujoco_arm import FT_BODY
+    rows = []
+    for axis in range(3):
+        values = hidden()
+        values['friction'] = [scale * f for f in values['friction']]
+        arm = MujocoArm(str(UR5E), initial_positions=Q0, payload_link='tool0',
+                        ft_sensor='tool0', **values)
+        c = make(**{'cartesian.flange_sensor': sensor,
+                    'ft_sensor.tool_mass': values['payload_mass']})
+        loop = SensedLoop(c, arm, seed=axis)
+        start = loop.run(seconds[0])[-1]
+        force = np.zeros(3)
+        force[axis] = FORCE
+        arm.push(FT_BODY, (0.0, 0.0, 0.0), force)
+        pushed = loop.run(seconds[1])[-1] - start
+        arm.push(None)
+        back = loop.run(seconds[2])[-1] - start
+        expected = FORCE / c.settings.cartesian_stiffness[axis]
+        rows.append((1e3 * pushed[axis], 1e3 * expected,
+                     1e3 * np.linalg.norm(np.delete(pushed, axis)), 1e3 * np.linalg.norm(back)))
+    return rows
+
+
+def sensor_pushes(make):
+    """Print ``--sensor``: the pushes from rest with and without the flange sensor, x1, x2."""
+    print('1d. a flange sensor at tool0 (the 1.2 kg tool beyond it, its mass declared): '
+          '20 N pushes on the tool from rest, cartesian.flange_sensor off and on')
+    for scale in (1.0, 2.0):
+        for sensor in (False, True):
+            print_compliance(f'  x{scale:g}, flange sensor {"on" if sensor else "off"}:',
+                             sensed_compliance(make, scale, sensor))
 
 
 def friction_scales(make, urdf=UR5E):
@@ -382,8 +449,15 @@ def main(argv=None):
     parser.add_argument('--declared', action='store_true',
                         help='also the nominal UR5e with a declared friction on MuJoCo with '
                              'that friction x0.35 to x2 (~1 min more)')
+    parser.add_argument('--sensor', action='store_true',
+                        help='instead: the identified hidden plant with a flange sensor at '
+                        'tool0, the pushes with cartesian.flange_sensor off and on (~3 min)')
     parser.add_argument('--quick', action='store_true', help='shorter runs (a smoke test)')
     args = parser.parse_args(argv)
+    if args.sensor:
+        with tempfile.TemporaryDirectory() as scratch:
+            sensor_pushes(identified(scratch, tip_link='tool0'))   # the sensor's link
+        return 0
     seconds = (0.3, 1.0, 0.5) if args.quick else (1.0, 3.0, 2.0)
     print(f'mode cartesian_impedance, UR5e on MuJoCo at {RATE:g} Hz, stiffness {STIFFNESS}')
     print('1. compliance: 20 N at the flange for 3 s, then released')

@@ -63,12 +63,16 @@ import math
 
 import numpy as np
 
-from ne_dynamics_ros.control.config.parameter_checks import (checked_gains, checked_non_negative,
+from ne_dynamics_ros.control.config.parameter_checks import (checked_flag, checked_gains,
+                                                             checked_non_negative,
                                                              checked_positive, checked_posture,
                                                              checked_six, checked_speeds)
 from ne_dynamics_ros.control.config.spec import ParameterSpec
 from ne_dynamics_ros.control.laws.base import (clamp, Law, LawInputError, LawTopic,
                                                LoadedDynamics, mass_matrix_at)
+from ne_dynamics_ros.control.laws.flange_sensor import (FLANGE_WRENCH,
+                                                        PARAMETERS as SENSOR_PARAMETERS)
+from ne_dynamics_ros.control.laws.sensed_impedance import SensedImpedance
 from ne_dynamics_ros.dynamics.friction import drive_friction, friction_values
 from ne_dynamics_ros.dynamics.kinematics import (chain_kinematics, manipulability,
                                                  pose_error, quaternion_to_matrix,
@@ -185,6 +189,12 @@ class CartesianImpedanceLaw(Law):
                       'of a joint that keeps turning back under the push, from the third); 0: '
                       'the model\'s friction as identified.',
                       unit='1/s', constraints='>= 0', runtime=True, check=checked_non_negative),
+        ParameterSpec('cartesian.flange_sensor', 'bool', False,
+                      'cartesian_impedance mode: read the flange force-torque sensor '
+                      '(~/flange_wrench, ft_sensor.*) and make the impedance a reference the '
+                      'arm tracks (an admittance): a push held moves the tip K^-1 F however '
+                      'hard the drives stick.', runtime=True, check=checked_flag),
+        *SENSOR_PARAMETERS,
         ParameterSpec('nullspace.stiffness', 'double_array', 10.0,
                       'cartesian_impedance mode: stiffness of the posture in the null space of '
                       'the tip task (one value or one per joint), damped critically by the '
@@ -210,6 +220,7 @@ class CartesianImpedanceLaw(Law):
         LawTopic('current_pose', '~/current_pose', 'pose', output=True,
                  summary='the tip pose measured at each command, base link frame, stamped '
                          'like the state it answers'),
+        FLANGE_WRENCH,
     )
     refusal = ('mode cartesian_impedance follows ~/target_pose: trajectories and goals are '
                'refused (set mode to a joint-space mode to follow them)')
@@ -251,6 +262,9 @@ class CartesianImpedanceLaw(Law):
         self._friction = friction_values(model)
         self._dt = 0.0
         self._adaptation = float(settings.cartesian_friction_adaptation)
+        #: the admittance on the flange sensor (``cartesian.flange_sensor``), else None
+        self.sensed = SensedImpedance(context, self.kinematics) \
+            if settings.cartesian_flange_sensor else None
         if carried is not None:
             self.goal, self.target, self._time = carried.goal, carried.target, carried._time
             self._approaching_until = carried._approaching_until
@@ -264,7 +278,20 @@ class CartesianImpedanceLaw(Law):
         The window in which friction is compensated toward the target ends as it would
         have without the new settings (its end and the tip's closest distance carried).
         """
-        return CartesianImpedanceLaw(context, carried=self)
+        return self._sensor_kept(CartesianImpedanceLaw(context, carried=self))
+
+    def restarted(self):
+        """Return the law for a new run (a contact's hold): the flange sensor's tare kept.
+
+        A run that starts while a push is held must not tare the push away (measured on
+        the identified UR5e: the tip then sprang 38 mm the other way when let go).
+        """
+        return self._sensor_kept(super().restarted())
+
+    def _sensor_kept(self, law):
+        if law.sensed is not None and self.sensed is not None:
+            law.sensed.sensor = self.sensed.sensor
+        return law
 
     def take(self, key, value):
         """Take a new target (``target_pose``: a :class:`~.base.PoseInput`).
@@ -275,6 +302,8 @@ class CartesianImpedanceLaw(Law):
             TargetError: another frame than the base link's, a non-finite value or a zero
                 quaternion (:func:`target_pose`); the last good target stays.
         """
+        if key == 'flange_wrench':              # ignored with cartesian.flange_sensor off
+            return None if self.sensed is None else self.sensed.sensor.take(value)
         if key != 'target_pose':
             return super().take(key, value)
         self.set_goal(target_pose(value.position, value.orientation, value.frame_id,
@@ -391,6 +420,9 @@ class CartesianImpedanceLaw(Law):
                           - 2.0 * np.sqrt(self._kn * M.diagonal()) * qd_a)
         # (I - J^T Jbar^T) tau_0, Jbar^T = Lambda J M^-1
         self.nullspace_effort = posture_torque - J.T @ (Lambda @ (JMinv @ posture_torque))
+        if self.sensed is not None:
+            return self.sensed.effort(step, self.target, self._dt, Lambda, D, self._k,
+                                      dynamics, self.nullspace_effort)
         pull = J.T @ force + self.nullspace_effort
         tau = pull + bias
         if self._in_contact and not step.in_contact:     # released: pulled back to the target
