@@ -74,6 +74,25 @@ def _checked_positive_six(value, n, name):
     return values
 
 
+def twist_reference(q_ref, qd_ref, twist, jacobian, dt, lower=None, upper=None):
+    """Return the joint reference ``(q_r, qd_r, qdd_r)``, (n,) each, one step ``dt`` on.
+
+    ``qd_r = J^+ v`` for the tip's twist ``v`` (6,) (``jacobian`` (6, n); singular values
+    under :data:`SINGULAR` of the largest left out), ``q_r = q_ref + qd_r dt``, ``qdd_r =
+    (qd_r - qd_ref) / dt`` (zeros for ``dt`` 0). With ``lower``, ``upper`` (n,) a joint
+    that would leave its range is held where it is (its ``qd_r`` zero): its share of
+    ``v`` is lost, not turned into another joint's. The admittances' common step
+    (:class:`HandGuidingLaw`, :mod:`.sensed_impedance`).
+    """
+    qd = np.linalg.pinv(jacobian, rcond=SINGULAR) @ twist
+    q = q_ref + dt * qd
+    if lower is not None:
+        held = ((q < lower) & (qd < 0)) | ((q > upper) & (qd > 0))
+        qd[held] = 0.0
+        q[held] = q_ref[held]
+    return q, qd, (qd - qd_ref) / dt if dt > 0.0 else np.zeros_like(q)
+
+
 def dead_band(x, band):
     """Return ``x`` (3,) shrunk by its norm's dead band ``band`` (>= 0).
 
@@ -148,7 +167,6 @@ class HandGuidingLaw(Law):
         self._time = None
         #: the wrench that moved the reference at the last state, (6,) base frame
         self.wrench = np.zeros(6)
-        self._measured = np.zeros(6)            # ... before the dead band
         #: the flange sensor's readings (``hand_guiding.wrench: sensor``)
         self.sensor = FlangeSensor(settings, model, context.gains.gravity)
 
@@ -183,7 +201,6 @@ class HandGuidingLaw(Law):
         dt = min(max(t - self._time, 0.0), MAX_STEP)
         self._time = t
         wrench = self._wrench(step, t, T, J)
-        self._measured = wrench
         self.wrench = np.concatenate([dead_band(wrench[:3], self._band[0]),
                                       dead_band(wrench[3:], self._band[1])])
         if dt > 0.0:
@@ -191,12 +208,8 @@ class HandGuidingLaw(Law):
                 1.0 + dt * self._damping / self._mass)
             self._acceleration = (twist[:3] - self.twist[:3]) / dt
             self.twist = twist
-        qd_ref = np.linalg.pinv(J, rcond=SINGULAR) @ self.twist
-        q_next = self.q_ref + dt * qd_ref
-        held = ((q_next < self._lower) & (qd_ref < 0)) | ((q_next > self._upper) & (qd_ref > 0))
-        qd_ref[held] = 0.0
-        q_next[held] = self.q_ref[held]
-        qdd_ref = (qd_ref - self.qd_ref) / dt if dt > 0.0 else np.zeros_like(q)
+        q_next, qd_ref, qdd_ref = twist_reference(self.q_ref, self.qd_ref, self.twist, J, dt,
+                                                  self._lower, self._upper)
         self.q_ref, self.qd_ref = q_next, qd_ref
         # the push itself acts on the arm too: taken out, or the tracking loop would give
         # way to it by Lambda^-1 F / kp and spring back when let go (12-17 mm at kp 400)
@@ -218,4 +231,4 @@ class HandGuidingLaw(Law):
         return self.sensor.bias
 
 
-__all__ = ['dead_band', 'HandGuidingLaw', 'MAX_STEP', 'SINGULAR']
+__all__ = ['dead_band', 'HandGuidingLaw', 'MAX_STEP', 'SINGULAR', 'twist_reference']

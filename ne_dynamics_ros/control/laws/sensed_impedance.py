@@ -26,10 +26,8 @@ import numpy as np
 
 from ne_dynamics_ros.control.laws.computed_torque import ComputedTorqueLaw
 from ne_dynamics_ros.control.laws.flange_sensor import FlangeSensor
+from ne_dynamics_ros.control.laws.hand_guiding import twist_reference
 from ne_dynamics_ros.dynamics.kinematics import pose_error
-
-#: Singular values of J(q_r) under this fraction of the largest are left out of J^+.
-SINGULAR = 0.02
 
 
 class SensedImpedance:
@@ -72,13 +70,12 @@ class SensedImpedance:
                     self.wrench + stiffness * pose_error(target, T_ref)))
             self._acceleration = (twist[:3] - self.twist[:3]) / dt
             self.twist = twist
-        qd_ref = np.linalg.pinv(J_ref, rcond=SINGULAR) @ self.twist
-        q_ref = self.q_ref + dt * qd_ref
-        qdd_ref = (qd_ref - self.qd_ref) / dt if dt > 0.0 else np.zeros_like(q)
+        q_ref, qd_ref, qdd_ref = twist_reference(self.q_ref, self.qd_ref, self.twist, J_ref,
+                                                 dt)
         self.q_ref, self.qd_ref = q_ref, qd_ref
         return ComputedTorqueLaw.joint_effort(
             dynamics, self.context.gains, step.q, step.qd, q_ref.tolist(), qd_ref.tolist(),
             qdd_ref.tolist(), (np.asarray(extra, dtype=float) - J.T @ self.wrench).tolist())
 
 
-__all__ = ['SensedImpedance', 'SINGULAR']
+__all__ = ['SensedImpedance']
