@@ -130,16 +130,19 @@ def hidden_plant(schedule=None, friction_scale=1.0, urdf=UR5E):
     return MujocoArm(str(urdf), initial_positions=Q0, payload_link='tool0', **values)
 
 
-def compliance(make_controller, make_plant, seconds=(1.0, 3.0, 2.0), moved=False):
+def compliance(make_controller, make_plant, seconds=(1.0, 3.0, 2.0), moved=False,
+               make_loop=None, link='tool0'):
     """Per axis: (along mm, F/K mm, across mm, back mm) of a 20 N push and its release.
 
     ``moved``: the tip first stepped 5 cm up and back (1.5 s each): the drives have slid,
     as on an arm in use, so what the law learns while joints slide is learned.
+    ``make_loop(controller, arm, axis)``: the loop (default :class:`Loop`); ``link``: the
+    body pushed.
     """
     rows = []
     for axis in range(3):
         c, arm = make_controller(), make_plant()
-        loop = Loop(c, arm)
+        loop = Loop(c, arm) if make_loop is None else make_loop(c, arm, axis)
         start = loop.run(seconds[0])[-1]
         if moved:
             T = tip_pose(c.model, arm.position)
@@ -150,7 +153,7 @@ def compliance(make_controller, make_plant, seconds=(1.0, 3.0, 2.0), moved=False
             start = loop.run(seconds[0])[-1]
         force = np.zeros(3)
         force[axis] = FORCE
-        arm.push('tool0', (0.0, 0.0, 0.0), force)
+        arm.push(link, (0.0, 0.0, 0.0), force)
         pushed = loop.run(seconds[1])[-1] - start
         arm.push(None)
         back = loop.run(seconds[2])[-1] - start
@@ -334,26 +337,14 @@ def sensed_compliance(make, scale, sensor, seconds=(1.0, 3.0, 2.0)):
     """
     from bench_adaptive import hidden_plant as hidden
     from ne_dynamics_ros.simulation.mujoco_arm import FT_BODY
-    rows = []
-    for axis in range(3):
-        values = hidden()
-        values['friction'] = [scale * f for f in values['friction']]
-        arm = MujocoArm(str(UR5E), initial_positions=Q0, payload_link='tool0',
-                        ft_sensor='tool0', **values)
-        c = make(**{'cartesian.flange_sensor': sensor,
-                    'ft_sensor.tool_mass': values['payload_mass']})
-        loop = SensedLoop(c, arm, seed=axis)
-        start = loop.run(seconds[0])[-1]
-        force = np.zeros(3)
-        force[axis] = FORCE
-        arm.push(FT_BODY, (0.0, 0.0, 0.0), force)
-        pushed = loop.run(seconds[1])[-1] - start
-        arm.push(None)
-        back = loop.run(seconds[2])[-1] - start
-        expected = FORCE / c.settings.cartesian_stiffness[axis]
-        rows.append((1e3 * pushed[axis], 1e3 * expected,
-                     1e3 * np.linalg.norm(np.delete(pushed, axis)), 1e3 * np.linalg.norm(back)))
-    return rows
+    values = hidden()
+    values['friction'] = [scale * f for f in values['friction']]
+    return compliance(
+        lambda: make(**{'cartesian.flange_sensor': sensor,
+                        'ft_sensor.tool_mass': values['payload_mass']}),
+        lambda: MujocoArm(str(UR5E), initial_positions=Q0, payload_link='tool0',
+                          ft_sensor='tool0', **values),
+        seconds, make_loop=lambda c, arm, axis: SensedLoop(c, arm, seed=axis), link=FT_BODY)
 
 
 def sensor_pushes(make):
