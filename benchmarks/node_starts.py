@@ -9,8 +9,9 @@ sent right after "activated" was lost.
 
 :func:`run_starts` starts the node N times, as ``ros2 run`` starts it, while another
 process streams valid PUMA states at 1 kHz and records every effort command it receives
-(the stall run's streamer, :func:`bench_node.serve_stream`). Per start, from its first
-command to its Ctrl-C: the worst gap between commands, the zero commands, whether a
+(the stall run's streamer, :func:`bench_node.serve_stream`). Per start, from its
+activation (the line it logs) to its Ctrl-C: the worst gap between commands (the first
+from the activation), the zero commands, whether a
 trajectory published as soon as the node logs its activation was installed; a gap or a
 zero that the states' own stream shows (the streaming process starved of the two cores)
 is excused and listed, not the node's.
@@ -155,8 +156,11 @@ def _judged(windows, installed, sent, received):
         inside = (times >= max(activated - 1.0, previous_stop + 0.3)) & (times <= stopped)
         previous_stop = stopped
         commands = times[inside]
-        bounds = np.concatenate([commands, [stopped]])
-        gaps = np.diff(bounds) if commands.size else np.array([stopped - activated])
+        # from the activation logged (the node commands from then on; its first commands
+        # may come just before the line is read) to Ctrl-C: a start whose commands reached
+        # the stream late has that wait as its first gap
+        bounds = np.concatenate([[activated], commands[commands > activated], [stopped]])
+        gaps = np.diff(bounds)
         for k in np.flatnonzero(gaps > GAP_BOUND):
             own = stream_gap(sent, bounds[k + 1], gaps[k] + 0.1)
             if own >= gaps[k] - GAP_BOUND:

@@ -43,12 +43,15 @@ project's bootstrap unpacks (``.venv/ros2_control/install``); without it the lau
 with the reason.
 """
 import os
+import shutil
 import tempfile
 
 import yaml
 
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, ExecuteProcess, OpaqueFunction
+from launch.actions import (DeclareLaunchArgument, ExecuteProcess, OpaqueFunction,
+                            RegisterEventHandler)
+from launch.event_handlers import OnShutdown
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
@@ -331,6 +334,9 @@ def _stack(context):
     if sim:
         actions.insert(0, _sim(arg, urdf, node_values, initial, rate, environment,
                                hardware[2]))
+    # the generated files are read once, when each process starts: gone with the launch
+    actions.append(RegisterEventHandler(OnShutdown(
+        on_shutdown=lambda event, context: shutil.rmtree(folder, ignore_errors=True))))
     return actions
 
 

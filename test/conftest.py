@@ -12,6 +12,7 @@ so parallel runs on one machine and CI never exchange messages with each other.
 """
 import os
 import pathlib
+import shutil
 import sys
 
 import pytest
@@ -81,6 +82,8 @@ def _announce_often():
             rclpy.shutdown(context=context)
     finally:
         del os.environ[variables[0]]
+        # read once, when the first participant was made: no folder left behind per run
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def pytest_collection_finish(session):

@@ -1,7 +1,7 @@
 """Fixtures of the DDS tests: the computed-torque node's harness."""
 import pytest
 
-from node_harness import Harness, puma_params
+from node_harness import Harness, puma_params, SETTLE
 from references import PUMA_LIMITS
 
 
@@ -15,7 +15,12 @@ def make_harness(ros_context):
     made = []
 
     def make(params=None, limits=PUMA_LIMITS):
-        h = Harness(ros_context, puma_params() if params is None else params, limits)
+        if params is None:
+            params = puma_params()
+        elif not any(p.name == SETTLE.name for p in params):
+            # these tests do not test a late discovery: not the 3.5 s default wait
+            params = [*params, SETTLE]
+        h = Harness(ros_context, params, limits)
         made.append(h)
         return h
     yield make

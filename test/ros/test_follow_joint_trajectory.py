@@ -192,7 +192,15 @@ class System:
         response = self.wait_future(future, timeout)
         return response.status, response.result
 
-    def measured(self):
+    def measured(self, fresh=10):
+        """Return the arm's position from a state received after this call.
+
+        Not the last one drained: a goal's result can reach this process before the states
+        that preceded it are drained (the executor's 20 ms timer), and once in a serial
+        pass (2026-12-07) the last drained state was from mid-move.
+        """
+        count = len(self.states)
+        self.wait(lambda: len(self.states) >= count + fresh, 5, f'{fresh} more states')
         return np.array(self.states[-1].feedback.positions)
 
     def reference(self):
