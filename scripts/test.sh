@@ -22,6 +22,13 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-.venv/bin/python}
+# Bytecode is written during the run even where PYTHONDONTWRITEBYTECODE is set (as on this
+# project's machines): pytest keeps a module's assertion rewriting only as bytecode, and
+# without it every pytest process (both workers, then the serial pass) rewrote the test
+# modules and the hypothesis plugin again, about 5 s each (cProfile of a collection,
+# 2026-12-07); the processes the tests start compile the test helpers they import. The
+# files go to __pycache__ folders, which git ignores.
+export PYTHONDONTWRITEBYTECODE=
 together=false
 if [ "${1:-}" = --together ]; then
   together=true
