@@ -39,8 +39,9 @@ class Ros2ControlLink:
     def __init__(self, context, manager, effort, hold, on_change):
         """Start following ``manager`` (a node name).
 
-        ``on_change(effort_active, hold_active)`` is called from the link's thread when
-        either controller's activity changes.
+        ``on_change(link, effort_active, hold_active)`` is called from the link's thread
+        when either controller's activity changes, with this link (the thread starts here:
+        its first call may come before the constructor returns).
 
         Raises:
             ImportError: controller_manager_msgs is not installed (the message says so).
@@ -108,7 +109,7 @@ class Ros2ControlLink:
             # must stay free to receive the answer
             threading.Thread(target=self._retry, daemon=True).start()
         if changed:
-            self._on_change(effort, hold)
+            self._on_change(self, effort, hold)
 
     def _ready(self):
         """Tell whether the effort controller is configured and the hold controller holds."""
@@ -258,15 +259,13 @@ def attach(context, parameters, side):
     manager = parameters['ros2_control.controller_manager']
     if not manager:
         return None, ''
-    holder = []
     try:
         link = Ros2ControlLink(
             context, manager, parameters['ros2_control.effort_controller'],
             parameters['ros2_control.hold_controller'],
-            lambda active, hold: on_effort_controller(holder[0], side, active, hold))
+            lambda link, active, hold: on_effort_controller(link, side, active, hold))
     except ImportError as err:
         return None, str(err)
-    holder.append(link)
     return link, ''
 
 
