@@ -9,9 +9,9 @@
 #   (pure: no DDS, no child process) in one process under SCHED_IDLE (`chrt --idle 0`;
 #   `nice 19` without chrt): it gets only the CPU the serial tests leave (they use under
 #   one core on average), and the normal policy back once they end. Measured on this
-#   project's 2-core machine, 2026-12-07: the serial pass took 337 s beside it (338-339 s
-#   alone that day), test/unit's 863 tests ended inside it (171 s), 421 s of tests in all
-#   against 482 s one pass after the other (docs/getting-started.md).
+#   project's 2-core machine, 2026-12-07: a fresh clone's .ci/run took 420-428 s (2 runs,
+#   test/unit ended inside the serial pass), against 515 s one pass after the other the
+#   same day (docs/getting-started.md).
 #
 # `--two-passes` (first argument): test/unit with the other parallel-safe tests on the two
 # workers, then the serial ones alone. `--together`: every parallel-safe test under
