@@ -199,8 +199,7 @@ class System:
         that preceded it are drained (the executor's 20 ms timer), and once in a serial
         pass (2026-12-07) the last drained state was from mid-move.
         """
-        count = len(self.states)
-        self.wait(lambda: len(self.states) >= count + fresh, 5, f'{fresh} more states')
+        self.more_states(fresh)
         return np.array(self.states[-1].feedback.positions)
 
     def reference(self):
@@ -216,9 +215,14 @@ class System:
 
     def still(self, states=100):
         """Return the reference ``states`` controller states on, and whether it stood still."""
-        first, count = self.reference(), len(self.states)
-        self.wait(lambda: len(self.states) >= count + states, 5, f'{states} more states')
+        first = self.reference()
+        self.more_states(states)
         return self.reference(), bool(np.allclose(self.reference(), first, atol=1e-12))
+
+    def more_states(self, states):
+        """Wait (at most 5 s) until ``states`` more controller states have been drained."""
+        count = len(self.states)
+        self.wait(lambda: len(self.states) >= count + states, 5, f'{states} more states')
 
     def change_state(self, transition_id):
         future = self.call(lambda: self.lifecycle.call_async(
