@@ -439,6 +439,31 @@ class Probe:
         assert len(rows) >= 2, f'{len(rows)} states of the arm since the instant asked'
         return float(np.max(np.abs(rows - rows[0])))
 
+    def motion_timeline(self, monotonic_start, bound):
+        """Say when the arm first moved over ``bound`` / 2 since ``monotonic_start`` and
+        what the hardware wrote around then (for failure messages): its writes' spacing
+        and how many were all zero, by the stamps of the arm and of the writes."""
+        with self.lock:
+            truth = [(stamp, q) for stamp, received, q in self.truth
+                     if received >= monotonic_start]
+            commands = list(self.commands)
+        if len(truth) < 2:
+            return 'no motion recorded'
+        first = truth[0][1]
+        moved = next((stamp for stamp, q in truth if np.max(np.abs(q - first)) > bound / 2),
+                     truth[-1][0])
+        window = [(stamp, effort) for stamp, effort in commands
+                  if moved - 0.15 <= stamp <= moved + 0.05]
+        stamps = np.array([stamp for stamp, _ in window])
+        gaps = np.diff(stamps) if len(stamps) > 1 else np.zeros(0)
+        zero = [round((stamp - moved) * 1e3, 1) for stamp, effort in window
+                if not np.any(effort)]
+        wide = [(round((stamps[k] - moved) * 1e3, 1), round(gaps[k] * 1e3, 1))
+                for k in np.flatnonzero(gaps > 0.005)]
+        return (f'over {bound / 2:g} rad {(moved - truth[0][0]) * 1e3:.1f} ms after the '
+                f'instant asked; {len(window)} writes from 150 ms before to 50 ms after; '
+                f'all-zero writes at {zero} ms; gaps over 5 ms (at ms, ms): {wide}')
+
     def switch(self, activate, deactivate, timeout=5.0):
         """Switch controllers as an operator would (BEST_EFFORT); return the answer's ok."""
         if not self.switch_client.wait_for_service(timeout_sec=timeout):
@@ -522,7 +547,8 @@ class Stack:
                     if 'Overrun' not in line and any(word in line for word in (
                         'computed_torque_node]', 'effort_guard]', 'jtc_feedforward]',
                         'Activat', 'Deactivat', 'SimArmSystem:'))]
-            raise AssertionError(f'the arm moved {motion:.4g} rad (bound {bound:g}); the '
+            raise AssertionError(f'the arm moved {motion:.4g} rad (bound {bound:g}): '
+                                 f'{self.probe.motion_timeline(since, bound)}; the '
                                  'stack said:\n' + '\n'.join(said[-40:]))
 
     def wait_commanding(self, timeout=60.0):

@@ -101,6 +101,7 @@ from std_msgs.msg import Float64MultiArray
 
 from ne_dynamics_ros.errors import ModelError
 from ne_dynamics_ros.nodes import cdr
+from ne_dynamics_ros.nodes.computed_torque.priority import freeze_collector, raise_process
 from ne_dynamics_ros.nodes.spin import init_until_signalled, spin_until_signalled
 from ne_dynamics_ros.nodes.sim_arm_hardware import HardwareClockMixin
 from ne_dynamics_ros.nodes.sim_arm_sensor import FlangeSensorIO
@@ -590,9 +591,9 @@ def main(args=None):
         rclpy.try_shutdown()
         return 1
     if int(node._realtime_priority) > 0:
-        from ne_dynamics_ros.nodes.computed_torque.priority import raise_process
         text = raise_process(node._realtime_priority, 'simulation thread')
         node.get_logger().info(f'simulation: {text}')
+    freeze_collector()      # no full collection walks the set-up objects again
     return spin_until_signalled(node, stop)
 
 

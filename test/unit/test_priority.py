@@ -144,3 +144,34 @@ def test_the_node_threads_get_the_control_policy_or_the_helpers(named_threads, m
     refused = priority.raise_node_threads(SimpleNamespace(
         control_policy=('nice', -5), watchdog=watchdog, intake=intake, goals=None))
     assert 'the same for 0 DDS threads; nice -5 for 0 of the 1 threads' in refused, refused
+
+
+def test_the_collector_frees_cycles_then_leaves_what_survives_alone():
+    """freeze_collector: cyclic garbage made before it is freed; what lives on is frozen
+    (later collections never walk it); what it froze earlier is collected first."""
+    import gc
+    import weakref
+
+    class Node:
+        pass
+
+    def cycle():
+        a, b = Node(), Node()
+        a.other, b.other = b, a
+        return weakref.ref(a)
+
+    gone = cycle()
+    alive = Node()
+    try:
+        priority.freeze_collector()
+        assert gone() is None
+        assert gc.get_freeze_count() > 0
+        assert not gc.is_tracked(alive) or alive not in gc.get_objects(2)
+        frozen_garbage = cycle()        # a cycle frozen as garbage outlives collections...
+        gc.freeze()
+        gc.collect()
+        assert frozen_garbage() is not None
+        priority.freeze_collector()     # ...until the next freeze_collector (reconfigure)
+        assert frozen_garbage() is None
+    finally:
+        gc.unfreeze()

@@ -238,6 +238,7 @@ class ComputedTorqueNode(LifecycleNode):
         self.intake.start(self._receiver, self._max_trajectory_bytes)
         self.watchdog.start()
         priority.raise_node_threads(self)
+        priority.freeze_collector()
         return _SUCCESS
 
     @property
@@ -492,6 +493,7 @@ class ComputedTorqueNode(LifecycleNode):
         self._description_source = 'robot_description topic'
         if self._receiver is not None:
             self._chain_built()
+        priority.freeze_collector()          # the model's objects, before commanding
         if self._activate_when_built:
             self.controller.activate(now_ns=self._now_ns(), steady_ns=time.monotonic_ns())
 

@@ -28,6 +28,7 @@ The flag ``SCHED_RESET_ON_FORK`` keeps the priority from spreading: threads and 
 started later from those threads (the receiver process) begin at the default policy,
 below the control path. Linux only; elsewhere the default scheduling is kept and said so.
 """
+import gc
 import os
 import resource
 
@@ -161,6 +162,24 @@ def raise_process(priority, what):
             'DDS threads')
 
 
+def freeze_collector():
+    """Collect the garbage now and keep what survives out of every later collection.
+
+    Python's cyclic collector stops every thread of the process (it holds the GIL) for
+    as long as it walks the objects it tracks: a full collection of the configured node's
+    ~57 000 objects took 30–37 ms here (2026-12-07), enough to miss 15 cycles at 500 Hz
+    and let a controller switch act with zero effort meanwhile. After ``gc.freeze()``
+    later collections walk only the objects made since, 0.002 ms for the same node. Call
+    it once the process is set up and before it commands (the node: at the end of each
+    configure; what was frozen before is unfrozen and collected first, so a
+    reconfigured model's garbage goes). Objects freed by their reference counts are freed
+    as before; only cycles among frozen objects outlive it.
+    """
+    gc.unfreeze()
+    gc.collect()
+    gc.freeze()
+
+
 def apply(policy, tid=0):
     """Give thread ``tid`` a policy :func:`raise_priority` returned (None: nothing).
 
@@ -180,5 +199,6 @@ def apply(policy, tid=0):
     return True
 
 
-__all__ = ['apply', 'DDS_THREAD_PREFIXES', 'dds_thread_ids', 'helper_policy', 'NICE_FLOOR',
+__all__ = ['apply', 'DDS_THREAD_PREFIXES', 'dds_thread_ids', 'freeze_collector',
+           'helper_policy', 'NICE_FLOOR',
            'raise_node_threads', 'raise_priority', 'raise_process']
