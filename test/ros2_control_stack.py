@@ -440,9 +440,11 @@ class Probe:
         return float(np.max(np.abs(rows - rows[0])))
 
     def motion_timeline(self, monotonic_start, bound):
-        """Say when the arm first moved over ``bound`` / 2 since ``monotonic_start`` and
-        what the hardware wrote around then (for failure messages): its writes' spacing
-        and how many were all zero, by the stamps of the arm and of the writes."""
+        """Say when the arm first moved over ``bound`` / 2 since ``monotonic_start``.
+
+        And what the hardware wrote around then (for failure messages): its writes'
+        spacing and which were all zero, by the stamps of the arm and of the writes.
+        """
         with self.lock:
             truth = [(stamp, q) for stamp, received, q in self.truth
                      if received >= monotonic_start]
