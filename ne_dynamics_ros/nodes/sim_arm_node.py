@@ -579,10 +579,7 @@ class SimArmNode(HardwareClockMixin, Node):
 
 
 def main(args=None):
-    """Run ``sim_arm_node`` until interrupted; exit 1 on a bad configuration.
-
-    SIGINT and SIGTERM end the spin through a flag (:mod:`ne_dynamics_ros.nodes.spin`).
-    """
+    """Run ``sim_arm_node`` until SIGINT or SIGTERM; exit 1 on a bad configuration."""
     stop = init_until_signalled(args)
     try:
         node = SimArmNode()
@@ -591,8 +588,8 @@ def main(args=None):
         rclpy.try_shutdown()
         return 1
     if int(node._realtime_priority) > 0:
-        text = raise_process(node._realtime_priority, 'simulation thread')
-        node.get_logger().info(f'simulation: {text}')
+        node.get_logger().info('simulation: ' + raise_process(node._realtime_priority,
+                                                              'simulation thread'))
     freeze_collector()      # no full collection walks the set-up objects again
     return spin_until_signalled(node, stop)
 

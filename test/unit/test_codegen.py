@@ -171,9 +171,9 @@ def test_base_parameters_shorten_the_program():
         sum(full.operations[k] for k in ('mul', 'add'))
 
 
-# 30 chains in each convention: every generated line is also checked on the shipped arms,
+# 15 chains in each convention: every generated line is also checked on the shipped arms,
 # on prismatic and parallel-axis chains above, and by the adaptive law's generated step
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(robot=random_chains(), seed=st.integers(0, 2**32 - 1))
 def test_random_chains_both_conventions(robot, seed):
     rng = np.random.default_rng(seed)
