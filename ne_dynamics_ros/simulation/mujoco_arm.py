@@ -583,15 +583,16 @@ class MujocoArm:
         self.model.opt.timestep = dt / substeps
         self.data.qfrc_applied[:] = 0.0
         self.data.qfrc_applied[self._vadr] = effort
-        for _ in range(substeps):
-            if self._push is not None:
-                pushed = self._push_effort()
-                self.external_effort = pushed[self._vadr]
-                if self._push[0] == self._ft_body:
-                    self._push_tool()
-                else:
-                    self.data.qfrc_applied[:] = pushed
-                    self.data.qfrc_applied[self._vadr] += effort
+        if self._push is None:                    # the sub-steps in one call
+            self._mujoco.mj_step(self.model, self.data, substeps)
+        for _ in range(0 if self._push is None else substeps):
+            pushed = self._push_effort()          # at each sub-step's state
+            self.external_effort = pushed[self._vadr]
+            if self._push[0] == self._ft_body:
+                self._push_tool()
+            else:
+                self.data.qfrc_applied[:] = pushed
+                self.data.qfrc_applied[self._vadr] += effort
             self._mujoco.mj_step(self.model, self.data)
         if not (np.all(np.isfinite(self.data.qpos)) and np.all(np.isfinite(self.data.qvel))):
             raise StateError('the simulation diverged (non-finite state); lower the gains or '

@@ -222,6 +222,10 @@ class SimulatedArm:
             raise ModelError(f'coulomb_velocity must be > 0, got {coulomb_velocity}')
         self.coulomb_velocity = float(coulomb_velocity)
         self._frictionless = not (np.any(self.joint_friction) or np.any(self.coulomb_friction))
+        # the coefficients in v order (zero on any other coordinate), for _acceleration
+        self._viscous_v, self._coulomb_v = np.zeros(self.model.nv), np.zeros(self.model.nv)
+        self._viscous_v[self._idx_v] = self.joint_friction
+        self._coulomb_v[self._idx_v] = self.coulomb_friction
 
     @staticmethod
     def _reduce(model, joints):
@@ -337,10 +341,7 @@ class SimulatedArm:
         """Forward dynamics in v order: Pinocchio ABA with armature and viscous friction."""
         if self._frictionless:
             return pin.aba(self.model, self.data, self._pin_q(theta), v, tau)
-        friction = np.zeros(self.model.nv)
-        speed = v[self._idx_v]
-        friction[self._idx_v] = (self.joint_friction * speed + self.coulomb_friction
-                                 * np.tanh(speed / self.coulomb_velocity))
+        friction = self._viscous_v * v + self._coulomb_v * np.tanh(v / self.coulomb_velocity)
         return pin.aba(self.model, self.data, self._pin_q(theta), v, tau - friction)
 
     def acceleration(self, positions, velocities, efforts):

@@ -204,11 +204,10 @@ def hold_gains(model, rate, delay=0.0):
     Raises:
         ModelError: as :func:`~ne_dynamics_ros.control.laws.gains.recommended_gains`.
     """
-    from ne_dynamics_ros.control.laws.gains import (CONFIGURATIONS, INTEGRAL_SHARE,
-                                                    recommended_gains, workspace_configurations)
+    from ne_dynamics_ros.control.laws.gains import (INTEGRAL_SHARE, lightest_inertia,
+                                                    recommended_gains)
     rule = recommended_gains(model, rate, delay=delay)
-    inertia_min = np.array([np.diag(model.mass_matrix(q)) for q in workspace_configurations(
-        model, CONFIGURATIONS, 0)]).min(axis=0)
+    inertia_min = lightest_inertia(model)
     p = inertia_min * rule.kp
     d = inertia_min * rule.kd
     i = p * rule.bandwidth / 10.0

@@ -169,6 +169,18 @@ def _inertia_diagonals(model, configurations) -> np.ndarray:
     return efforts.reshape(count, n, n).diagonal(axis1=1, axis2=2).copy()
 
 
+def lightest_inertia(model, configurations: int = CONFIGURATIONS, seed: int = 0) -> np.ndarray:
+    """Return (n,) each joint's smallest ``M_ii(q)`` over the workspace, kg·m² (kg).
+
+    ``M`` is the model's inertia matrix, armature included, at ``configurations`` random
+    positions within the joint limits (:func:`workspace_configurations`), all in one
+    batched recursion: what a joint-space stiffness is sized on so that the natural
+    frequency ``sqrt(K / M_ii(q))`` stays within its bound wherever the arm is.
+    """
+    return _inertia_diagonals(model, workspace_configurations(model, configurations,
+                                                              seed)).min(axis=0)
+
+
 def _checked_rule_inputs(model, rate, delay, effort_limits, position_noise):
     """Return ``(limits, noise)``, (n,) each, of :func:`recommended_gains`'s arguments.
 
@@ -342,4 +354,4 @@ __all__ = ['apparent_inertia', 'CARTESIAN_AXES', 'CONFIGURATIONS', 'delay_bandwi
            'GainRecommendation', 'INTEGRAL_SHARE', 'INTEGRAL_SLOWER', 'NOISE_SHARE',
            'recommended_gains', 'recommended_stiffness', 'sampled_error_poles',
            'SAMPLES_PER_RADIAN', 'stiffness_bound', 'StiffnessRecommendation',
-           'workspace_configurations']
+           'lightest_inertia', 'workspace_configurations']

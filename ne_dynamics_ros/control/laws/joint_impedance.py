@@ -46,7 +46,7 @@ from ne_dynamics_ros.control.config.parameter_checks import (checked_flag, check
 from ne_dynamics_ros.control.config.spec import ParameterSpec
 from ne_dynamics_ros.control.laws.base import (clamp, Law, LoadedDynamics, mass_matrix_at,
                                                NO_GRAVITY, reference_friction)
-from ne_dynamics_ros.control.laws.gains import CONFIGURATIONS, workspace_configurations
+from ne_dynamics_ros.control.laws.gains import lightest_inertia
 
 #: M_ii is computed again once a joint moved this far from where it last was, rad (m).
 INERTIA_TOLERANCE = 0.05
@@ -77,8 +77,7 @@ def sized_stiffness(model, kp) -> np.ndarray:
     key = (id(model), tuple(np.asarray(kp, dtype=float).tolist()))
     found = _SIZED.get(key)
     if found is None or found[0] is not model:
-        inertia = np.min([np.diag(model.mass_matrix(q)) for q in workspace_configurations(
-            model, CONFIGURATIONS, 0)], axis=0)
+        inertia = lightest_inertia(model)
         _SIZED.clear()
         found = _SIZED[key] = (model, np.asarray(kp, dtype=float) * inertia)
     return found[1]
