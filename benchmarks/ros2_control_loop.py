@@ -37,7 +37,9 @@ block reversed and the controller's joints shuffled), with the arm on the hardwa
 clock behind ``topic_based_ros2_control`` (DDS topics), with the arm on its own timer at
 0.8 x the update rate behind the same plugin, quiet and beside ``--load`` processes, and
 for the direct-topic launch (``ur5e_sim.launch.py``: sim_arm_node on the effort topic)
-on the same machine in the same run.
+on the same machine in the same run. Beside each wiring's moves a process at SCHED_FIFO
+90 notes the machine's own stalls (:mod:`machine_stalls`): reported with the median over
+the moves of each move's worst, which a single stall does not decide.
 """
 import subprocess
 import sys
@@ -177,14 +179,15 @@ def _moves(probe, runs, joint_names):
     """Run ``runs`` moves there and back.
 
     Returns (worst of the node's error, oscillations, worst of the arm's own error
-    (:func:`arm_errors`)), rad.
+    (:func:`arm_errors`), per move ``(first stamp, last stamp, the node's worst, the
+    arm's worst)``), rad and wall-clock s.
     """
     import ros2_control_stack as stack
     publisher = probe.trajectory_publisher    # never destroyed while the probe spins
     deadline = time.monotonic() + 20.0
     while publisher.get_subscription_count() == 0 and time.monotonic() < deadline:
         time.sleep(0.05)
-    worst, oscillations, arm_worst = 0.0, 0, 0.0
+    worst, oscillations, arm_worst, per_move = 0.0, 0, 0.0, []
     for run in range(runs):
         with probe.lock:
             start = probe.truth[-1][2].copy() if probe.truth else None
@@ -203,12 +206,36 @@ def _moves(probe, runs, joint_names):
         errors = np.array([np.max(np.abs(r[1])) for r in rows])
         worst = max(worst, float(np.max(errors)))
         _, own = arm_errors(rows, broadcast, truth, joint_names)
-        if own.size:
-            arm_worst = max(arm_worst, float(np.max(np.abs(own))))
+        own_worst = float(np.max(np.abs(own))) if own.size else None
+        if own_worst is not None:
+            arm_worst = max(arm_worst, own_worst)
+        per_move.append((float(stamps[0]), float(stamps[-1]), float(np.max(errors)),
+                         own_worst))
         late = errors[stamps > stamps[0] + MOVE_TIME + SETTLE]
         if late.size and float(np.max(late)) > OSCILLATING:
             oscillations += 1
-    return worst, oscillations, arm_worst
+    return worst, oscillations, arm_worst, per_move
+
+
+def move_statistics(per_move, stalls):
+    """Return the median of the moves' worst errors and the machine's stalls meanwhile.
+
+    ``per_move``: :func:`_moves`'s; ``stalls``: :class:`machine_stalls.StallMonitor`'s
+    notes. As ``{'median_rad': the node's, 'arm_median_rad': the arm's (None without),
+    'stalls_1ms', 'stalls_2ms': how many stalls over 1 and 2 ms fell in the moves,
+    'stall_max_ms', 'seconds': the moves' total time}``: the worst of the moves is decided
+    by the longest stall that met a move's fastest part; the median by the loop.
+    """
+    from machine_stalls import CLEAN
+    inside = [late for t, late in stalls
+              if any(start <= t <= end for start, end, _, _ in per_move)]
+    arms = [m[3] for m in per_move if m[3] is not None]
+    return {'median_rad': float(np.median([m[2] for m in per_move])) if per_move else None,
+            'arm_median_rad': float(np.median(arms)) if arms else None,
+            'stalls_1ms': sum(late > CLEAN for late in inside),
+            'stalls_2ms': sum(late > 2 * CLEAN for late in inside),
+            'stall_max_ms': 1e3 * max(inside, default=0.0),
+            'seconds': sum(end - start for start, end, _, _ in per_move)}
 
 
 def _node_process(domain_id):
@@ -293,6 +320,7 @@ def run_ros2_control(args):
     """Run the latency and tracking measurements; return the result dict."""
     sys.path.insert(0, str(args.test_dir))
     import ros2_control_stack as stack
+    from machine_stalls import StallMonitor
     why = stack.missing()
     if why:
         return {'skipped': why}
@@ -317,7 +345,7 @@ def run_ros2_control(args):
                             s.probe.commands.clear()
                         # moving: every command differs from the one before (a held arm
                         # repeats its command, and a repeated value cannot be told apart)
-                        _moves(s.probe, args.r2c_moves, chain)
+                        _moves(s.probe, args.r2c_moves, chain)   # (their results unused)
                         with s.probe.lock:
                             states = [(t, tuple(e)) for t, _, e in s.probe.tracking]
                             writes = [(t, tuple(e)) for t, e in s.probe.commands]
@@ -351,8 +379,9 @@ def run_ros2_control(args):
                             continue
                         with s.probe.lock:
                             marks = len(s.probe.truth), len(s.probe.broadcast)
-                        worst, oscillations, arm_worst = _moves(s.probe, args.r2c_runs,
-                                                                joints)
+                        with StallMonitor() as monitor:
+                            worst, oscillations, arm_worst, per_move = _moves(
+                                s.probe, args.r2c_runs, joints)
                         with s.probe.lock:
                             ages = None if launch else state_ages(
                                 s.probe.truth[marks[0]:], s.probe.broadcast[marks[1]:],
@@ -368,7 +397,10 @@ def run_ros2_control(args):
                                                   'state age p99 [ms]', ''),
                                               'loop_delay_ms': values.get(
                                                   'loop delay [ms]', ''),
-                                              'true_state_age': ages})
+                                              'true_state_age': ages,
+                                              'moves': move_statistics(per_move,
+                                                                       monitor.stalls),
+                                              'monitor': monitor.policy})
                     finally:
                         s.close()
         finally:
@@ -429,6 +461,18 @@ def print_ros2_control(result):
               + (f'{arm:.3e} rad{ratio("arm_worst_rad")}' if arm is not None else '-')
               + f', {r["oscillations"]} of {r["runs"]} oscillating, state age p99 '
               f'{r["state_age_p99_ms"]} ms, loop delay {r["loop_delay_ms"]} ms')
+        moves, base = r.get('moves'), [d.get('moves') for d in direct]
+        if moves:
+            def versus(key):
+                value, ref = moves.get(key), base[0].get(key) if base and base[0] else None
+                return '-' if value is None else f'{value:.3e} rad' + (
+                    f' ({value / ref:.1f}x direct)' if ref else '')
+            print(f'  {"":<18}  median of the moves\' worst: the node\'s '
+                  f'{versus("median_rad")}, the arm\'s {versus("arm_median_rad")}; the '
+                  f'machine stalled {moves["stalls_1ms"]} times over 1 ms and '
+                  f'{moves["stalls_2ms"]} over 2 ms in {moves["seconds"]:.0f} s of moves, '
+                  f'the longest {moves["stall_max_ms"]:.1f} ms (monitor at '
+                  f'{r.get("monitor", "?")})')
         age = r.get('true_state_age')
         if age:
             print(f'  {"":<18}  the broadcaster\'s states, by the arm\'s own stamps: age '

@@ -283,3 +283,25 @@ def test_the_arms_own_error_takes_out_the_broadcasters_late_stamp():
     at, own = arm_errors(tracking, broadcast, truth, joints)
     np.testing.assert_allclose(at, stamps)
     np.testing.assert_allclose(own, np.tile([1e-5, -1e-5], (500, 1)), atol=2e-9)
+
+
+def test_the_moves_statistics_count_only_the_stalls_inside_the_moves():
+    """Median of the moves' worst (not decided by one move) and the machine's stalls
+    that fell inside a move, counted by length; a stall between moves is not counted."""
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / 'benchmarks'))
+    from machine_stalls import worst_stall
+    from ros2_control_loop import move_statistics
+    # three moves of 2 s: the node's worst 1, 5, 2 (e-5 rad), the arm's 1, 9, 3 (one
+    # without); stalls of 1.5 ms in the first, 2.5 ms between the first two, 3 ms in
+    # the last, 0.7 ms in the second
+    moves = [(10.0, 12.0, 1e-5, 1e-5), (13.0, 15.0, 5e-5, None), (16.0, 18.0, 2e-5, 3e-5)]
+    stalls = [(11.0, 0.0015), (12.5, 0.0025), (14.0, 0.0007), (17.5, 0.003)]
+    got = move_statistics(moves, stalls)
+    assert got['median_rad'] == pytest.approx(2e-5)
+    assert got['arm_median_rad'] == pytest.approx(2e-5)       # of 1 and 3
+    assert (got['stalls_1ms'], got['stalls_2ms']) == (2, 1)
+    assert got['stall_max_ms'] == pytest.approx(3.0) and got['seconds'] == pytest.approx(6.0)
+    assert worst_stall(stalls, 12.0, 14.5) == pytest.approx(0.0025)
+    assert worst_stall(stalls, 18.5, 20.0) == 0.0
+    empty = move_statistics([], stalls)
+    assert empty['median_rad'] is None and empty['stalls_1ms'] == 0

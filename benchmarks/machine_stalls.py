@@ -1,0 +1,106 @@
+"""The machine's own stalls, measured beside a benchmark: which moves met one.
+
+A process of its own at SCHED_FIFO 90 (above every process of the stack: the node 50,
+controller_manager 45/50, the simulated arm 49, ``effort_guard`` 55) sleeps to a 1 ms
+grid and notes each wake-up later than :data:`NOTED` (0.5 ms) by the wall clock, which
+the ROS stamps use. Nothing of the stack can hold it back; a late wake-up is the machine
+not running anything: a virtual machine's host taking its CPUs (``steal`` in
+``/proc/stat``), a kernel thread, an interrupt. During such a stall every process of the
+loop stops together, while the simulated arm, on the hardware's clock, advances by the
+wall time that passed with the command in force, as a real robot would: the loop then
+tracks as a real controller PC that stalled, in any wiring, the direct topic included.
+
+:class:`StallMonitor` starts the process and hands back its notes; :func:`worst_stall`
+gives the longest one within a move. ``bench_node.py --ros2-control`` reports how many
+stalls over :data:`CLEAN` (1 ms) and twice that fell in each wiring's moves.
+"""
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+#: The monitor's period, s.
+PERIOD = 0.001
+#: A wake-up later than this is noted, s.
+NOTED = 0.0005
+#: A move met a stall when a wake-up within it came later than this, s.
+CLEAN = 0.001
+#: The monitor's SCHED_FIFO priority (above the stack's processes).
+PRIORITY = 90
+
+
+def serve(path):
+    """Note late wake-ups until SIGTERM; then write ``wall time, lateness`` lines (s)."""
+    stop = []
+    signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
+    signal.signal(signal.SIGINT, lambda *_: stop.append(1))
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(PRIORITY))
+        policy = f'SCHED_FIFO {PRIORITY}'
+    except OSError as err:
+        policy = f'default scheduling ({err.strerror})'
+    notes = []
+    due = time.monotonic()
+    while not stop:
+        due += PERIOD
+        wait = due - time.monotonic()
+        if wait > 0:
+            time.sleep(wait)
+        late = time.monotonic() - due
+        if late > NOTED:
+            notes.append((time.time() - late, late))
+            due = time.monotonic()                 # the grid starts again after a stall
+    tmp = pathlib.Path(path).with_suffix('.part')
+    tmp.write_text(f'# {policy}\n' + ''.join(f'{t:.6f} {late:.6f}\n' for t, late in notes))
+    tmp.replace(path)
+
+
+class StallMonitor:
+    """The monitor process over a ``with`` block; :attr:`stalls` after it.
+
+    Attributes:
+        stalls: list of ``(wall time s, lateness s)`` of the wake-ups later than
+            :data:`NOTED`, filled when the block ends.
+        policy: the monitor's scheduling as it got it (its first line).
+    """
+
+    def __init__(self):
+        """Prepare a monitor (started by ``with``)."""
+        self.stalls, self.policy, self._process = [], '', None
+        self._folder = tempfile.TemporaryDirectory(prefix='machine_stalls_')
+        self._path = pathlib.Path(self._folder.name) / 'stalls.txt'
+
+    def __enter__(self):
+        """Start the monitor process."""
+        self._process = subprocess.Popen([sys.executable, __file__, str(self._path)])
+        return self
+
+    def __exit__(self, *exc):
+        """Stop it (bounded) and read its notes."""
+        self._process.terminate()
+        try:
+            self._process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait()
+        if self._path.exists():
+            lines = self._path.read_text().splitlines()
+            self.policy = lines[0].lstrip('# ') if lines else ''
+            self.stalls = [tuple(float(v) for v in line.split()) for line in lines[1:]]
+        self._folder.cleanup()
+        return False
+
+
+def worst_stall(stalls, start, end):
+    """Return the longest lateness (s) noted between the wall times ``start`` and ``end``."""
+    return max((late for t, late in stalls if start <= t <= end), default=0.0)
+
+
+if __name__ == '__main__':
+    serve(sys.argv[1])
+
+
+__all__ = ['CLEAN', 'NOTED', 'PERIOD', 'PRIORITY', 'serve', 'StallMonitor', 'worst_stall']
