@@ -32,6 +32,18 @@ CLEAN = 0.001
 PRIORITY = 90
 
 
+def steal_seconds():
+    """Return the CPU time the hypervisor took from this machine since boot, s (all CPUs).
+
+    ``steal`` of ``/proc/stat``'s ``cpu`` line (0 where the file or the field is missing).
+    """
+    try:
+        fields = pathlib.Path('/proc/stat').read_text().split('\n', 1)[0].split()
+        return int(fields[8]) / os.sysconf('SC_CLK_TCK')
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
 def serve(path):
     """Note late wake-ups until SIGTERM; then write ``wall time, lateness`` lines (s)."""
     stop = []
@@ -65,21 +77,24 @@ class StallMonitor:
         stalls: list of ``(wall time s, lateness s)`` of the wake-ups later than
             :data:`NOTED`, filled when the block ends.
         policy: the monitor's scheduling as it got it (its first line).
+        steal: CPU time the hypervisor took over the block (:func:`steal_seconds`), s.
     """
 
     def __init__(self):
         """Prepare a monitor (started by ``with``)."""
-        self.stalls, self.policy, self._process = [], '', None
+        self.stalls, self.policy, self.steal, self._process = [], '', 0.0, None
         self._folder = tempfile.TemporaryDirectory(prefix='machine_stalls_')
         self._path = pathlib.Path(self._folder.name) / 'stalls.txt'
 
     def __enter__(self):
         """Start the monitor process."""
         self._process = subprocess.Popen([sys.executable, __file__, str(self._path)])
+        self.steal = -steal_seconds()
         return self
 
     def __exit__(self, *exc):
         """Stop it (bounded) and read its notes."""
+        self.steal += steal_seconds()
         self._process.terminate()
         try:
             self._process.wait(timeout=10)
@@ -103,4 +118,5 @@ if __name__ == '__main__':
     serve(sys.argv[1])
 
 
-__all__ = ['CLEAN', 'NOTED', 'PERIOD', 'PRIORITY', 'serve', 'StallMonitor', 'worst_stall']
+__all__ = ['CLEAN', 'NOTED', 'PERIOD', 'PRIORITY', 'serve', 'StallMonitor', 'steal_seconds',
+           'worst_stall']

@@ -400,7 +400,8 @@ def run_ros2_control(args):
                                               'true_state_age': ages,
                                               'moves': move_statistics(per_move,
                                                                        monitor.stalls),
-                                              'monitor': monitor.policy})
+                                              'monitor': monitor.policy,
+                                              'steal_s': monitor.steal})
                     finally:
                         s.close()
         finally:
@@ -472,7 +473,8 @@ def print_ros2_control(result):
                   f'machine stalled {moves["stalls_1ms"]} times over 1 ms and '
                   f'{moves["stalls_2ms"]} over 2 ms in {moves["seconds"]:.0f} s of moves, '
                   f'the longest {moves["stall_max_ms"]:.1f} ms (monitor at '
-                  f'{r.get("monitor", "?")})')
+                  f'{r.get("monitor", "?")}); the hypervisor took {r.get("steal_s", 0):.2f} '
+                  'CPU s meanwhile')
         age = r.get('true_state_age')
         if age:
             print(f'  {"":<18}  the broadcaster\'s states, by the arm\'s own stamps: age '
