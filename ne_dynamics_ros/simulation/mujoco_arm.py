@@ -315,8 +315,7 @@ class MujocoArm:
             raise ModelError(f'effort_noise must be >= 0 N m, got {effort_noise}')
         self._rng = np.random.default_rng(seed)
         self.effort_limits = (None if effort_limits is None or np.size(effort_limits) == 0
-                              else _per_joint(effort_limits, n, 'effort_limits',
-                                              allow_inf=True))
+                              else _per_joint(effort_limits, n, 'effort_limits', allow_inf=True))
         self._effort = np.zeros(n)
         self._load_com = None
         self._push = None
