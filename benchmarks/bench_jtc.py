@@ -89,29 +89,44 @@ def _publisher(probe, topic):
 
 
 def _moves(s, joints, runs, topic, jtc):
-    """Run the moves; return (worst, rms) of the controller's own errors, rad."""
+    """Run the moves; return (worst, rms) of the controller's own errors, rad, and more.
+
+    The third value: per move ``(wall-clock start, end, its worst)``.
+    """
     import ros2_control_stack as stack
     probe = s.probe
     errors = Errors(probe, jtc)
     publisher = _publisher(probe, topic)
-    collected = []
+    collected, per_move = [], []
     for run in range(runs):
         with probe.lock:
             start = probe.truth[-1][2].copy()
             mark = len(probe.tracking)
-        began = time.monotonic()
+        began, wall = time.monotonic(), time.time()
         goal = start + (MOVE if run % 2 == 0 else -MOVE)
         publisher.publish(stack.quintic(joints, start, goal, MOVE_TIME))
         time.sleep(MOVE_TIME + 0.8)
         rows = errors.since(began, None if jtc else mark)
         if len(rows):
             collected.append(rows)
+            per_move.append((wall, time.time(), float(np.max(np.abs(rows)))))
             if PER_MOVE:
                 print(f'    move {run}: worst {np.max(np.abs(rows)):.3e} rad at '
                       f'{rows.shape[0] and int(np.argmax(np.max(np.abs(rows), axis=1)))} '
                       f'of {rows.shape[0]} samples', flush=True)
     rows = np.concatenate(collected) if collected else np.zeros((1, 6))
-    return float(np.max(np.abs(rows))), float(np.sqrt(np.mean(rows ** 2)))
+    return float(np.max(np.abs(rows))), float(np.sqrt(np.mean(rows ** 2))), per_move
+
+
+def _stalls(per_move, monitor):
+    """Return the median of the moves' worst, rad, and the machine's stalls in the moves."""
+    from machine_stalls import CLEAN
+    inside = [late for t, late in monitor.stalls
+              if any(start <= t <= end for start, end, _ in per_move)]
+    return {'median': float(np.median([m[2] for m in per_move])) if per_move else None,
+            'stalls_1ms': sum(late > CLEAN for late in inside),
+            'stalls_2ms': sum(late > 2 * CLEAN for late in inside),
+            'stall_max_ms': 1e3 * max(inside, default=0.0), 'steal_s': monitor.steal}
 
 
 def _lee(s, joints, topic, jtc):
@@ -205,6 +220,7 @@ def _cancel_sag(s, joints, relay):
 def _run(arm, args):
     """Return the rows of one arm: one per wiring."""
     import ros2_control_stack as stack
+    from machine_stalls import StallMonitor
     robot, plant = arm.split(':')
     joints, direct = ARMS[robot]
     rows = []
@@ -236,19 +252,27 @@ def _run(arm, args):
                 time.sleep(1.0)
             else:
                 s.wait_commanding()
+            machine = None
             if args.lee:
                 worst, rms = _lee(s, joints, topic, jtc)
             else:
-                worst, rms = _moves(s, joints, args.runs, topic, jtc)
-            row = {'arm': arm, 'wiring': label, 'worst': worst, 'rms': rms}
+                with StallMonitor() as monitor:
+                    worst, rms, per_move = _moves(s, joints, args.runs, topic, jtc)
+                machine = _stalls(per_move, monitor)
+            row = {'arm': arm, 'wiring': label, 'worst': worst, 'rms': rms,
+                   'machine': machine}
             if jtc and not args.lee:
                 row['sag'], row['still'] = _cancel_sag(s, joints,
                                                        relay=label.startswith('JTC +'))
             rows.append(row)
             print(f'  {arm:17s} {label:20s} worst {worst:.3e} rad, RMS {rms:.3e}'
                   + (f', sag after a cancel {row["sag"]:.2e} rad (still joints from the '
-                     f'cancel on {row["still"]:.2e})' if 'sag' in row else ''),
-                  flush=True)
+                     f'cancel on {row["still"]:.2e})' if 'sag' in row else '')
+                  + (f'; median of the moves\' worst {machine["median"]:.3e} rad, the '
+                     f'machine stalled {machine["stalls_1ms"]} times over 1 ms '
+                     f'({machine["stalls_2ms"]} over 2 ms, the longest '
+                     f'{machine["stall_max_ms"]:.1f} ms; steal {machine["steal_s"]:.2f} s)'
+                     if machine and machine['median'] is not None else ''), flush=True)
         finally:
             s.close()
     return rows
