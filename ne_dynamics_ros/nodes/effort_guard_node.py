@@ -49,7 +49,8 @@ from controller_manager_msgs.srv import SwitchController
 from lifecycle_msgs.msg import State
 
 from ne_dynamics_ros.nodes.qos import ACTIVITY_QOS
-from ne_dynamics_ros.nodes.computed_torque.priority import freeze_collector, raise_process
+from ne_dynamics_ros.nodes.computed_torque.priority import (freeze_collector, own_collector,
+                                                            raise_process)
 from ne_dynamics_ros.nodes.spin import (PolledSubscription, init_until_signalled,
                                         spin_until_signalled)
 
@@ -202,6 +203,7 @@ def main(args=None):
     guard = EffortGuard()
     if guard.realtime_priority > 0:
         guard.get_logger().info(raise_process(guard.realtime_priority, 'checks'))
+    own_collector()
     freeze_collector()      # no full collection walks the set-up objects again
     return spin_until_signalled(guard, stop)
 

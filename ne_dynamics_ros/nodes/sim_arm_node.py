@@ -101,7 +101,8 @@ from std_msgs.msg import Float64MultiArray
 
 from ne_dynamics_ros.errors import ModelError
 from ne_dynamics_ros.nodes import cdr
-from ne_dynamics_ros.nodes.computed_torque.priority import freeze_collector, raise_process
+from ne_dynamics_ros.nodes.computed_torque.priority import (freeze_collector, own_collector,
+                                                            raise_process)
 from ne_dynamics_ros.nodes.spin import init_until_signalled, spin_until_signalled
 from ne_dynamics_ros.nodes.sim_arm_hardware import HardwareClockMixin
 from ne_dynamics_ros.nodes.sim_arm_sensor import FlangeSensorIO
@@ -590,6 +591,7 @@ def main(args=None):
     if int(node._realtime_priority) > 0:
         node.get_logger().info('simulation: ' + raise_process(node._realtime_priority,
                                                               'simulation thread'))
+    own_collector()
     freeze_collector()      # no full collection walks the set-up objects again
     return spin_until_signalled(node, stop)
 

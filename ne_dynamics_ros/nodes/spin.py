@@ -15,6 +15,7 @@ from rclpy.callback_groups import CallbackGroup
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 
 from ne_dynamics_ros.nodes import transport
+from ne_dynamics_ros.nodes.computed_torque.priority import release_collector
 
 
 def init_until_signalled(args=None):
@@ -43,6 +44,7 @@ def spin_until_signalled(node, stop):
     except ExternalShutdownException:
         pass
     finally:
+        release_collector()
         executor.shutdown()
         node.destroy_node()
         rclpy.try_shutdown()

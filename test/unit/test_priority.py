@@ -146,11 +146,16 @@ def test_the_node_threads_get_the_control_policy_or_the_helpers(named_threads, m
     assert 'the same for 0 DDS threads; nice -5 for 0 of the 1 threads' in refused, refused
 
 
-def test_the_collector_frees_cycles_then_leaves_what_survives_alone():
-    """freeze_collector: cyclic garbage made before it is freed; what lives on is frozen
-    (later collections never walk it); what it froze earlier is collected first."""
+def test_the_collector_frees_cycles_then_leaves_what_survives_alone(monkeypatch):
+    """freeze_collector: nothing unless the process's program owns the collector; then
+    cyclic garbage made before it is freed, what lives on is frozen (later collections
+    never walk it), what it froze earlier is collected first; release_collector unfreezes
+    (before a teardown)."""
     import gc
     import weakref
+    monkeypatch.setattr(priority, '_COLLECTOR_OWNED', False)
+    assert priority.freeze_collector() is False and gc.get_freeze_count() == 0
+    priority.own_collector()                  # undone by monkeypatch after the test
 
     class Node:
         pass
@@ -173,5 +178,7 @@ def test_the_collector_frees_cycles_then_leaves_what_survives_alone():
         assert frozen_garbage() is not None
         priority.freeze_collector()     # ...until the next freeze_collector (reconfigure)
         assert frozen_garbage() is None
+        priority.release_collector()
+        assert gc.get_freeze_count() == 0
     finally:
         gc.unfreeze()

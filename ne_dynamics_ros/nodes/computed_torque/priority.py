@@ -162,6 +162,31 @@ def raise_process(priority, what):
             'DDS threads')
 
 
+#: Whether :func:`freeze_collector` acts in this process (:func:`own_collector`).
+_COLLECTOR_OWNED = False
+
+
+def own_collector():
+    """Let :func:`freeze_collector` act: called by a program's ``main`` before its node.
+
+    A node made inside another process (a test, a process composing nodes) leaves that
+    process's collector as it is.
+    """
+    global _COLLECTOR_OWNED
+    _COLLECTOR_OWNED = True
+
+
+def release_collector():
+    """Unfreeze before a program tears down, so that its objects go as they did unfrozen.
+
+    Frozen objects outlive the teardown's collections and are freed in the interpreter's
+    finalisation, in an order of its own: a node process aborted there once (glibc's
+    ``malloc_consolidate(): unaligned fastbin chunk``, a fresh-clone run beside two
+    CPU-bound processes, 2026-12-07) with them frozen.
+    """
+    gc.unfreeze()
+
+
 def freeze_collector():
     """Collect the garbage now and keep what survives out of every later collection.
 
@@ -173,11 +198,15 @@ def freeze_collector():
     it once the process is set up and before it commands (the node: at the end of each
     configure; what was frozen before is unfrozen and collected first, so a
     reconfigured model's garbage goes). Objects freed by their reference counts are freed
-    as before; only cycles among frozen objects outlive it.
+    as before; only cycles among frozen objects outlive it. Does nothing (returns False)
+    unless the process's program called :func:`own_collector`.
     """
+    if not _COLLECTOR_OWNED:
+        return False
     gc.unfreeze()
     gc.collect()
     gc.freeze()
+    return True
 
 
 def apply(policy, tid=0):
@@ -200,5 +229,5 @@ def apply(policy, tid=0):
 
 
 __all__ = ['apply', 'DDS_THREAD_PREFIXES', 'dds_thread_ids', 'freeze_collector',
-           'helper_policy', 'NICE_FLOOR',
+           'helper_policy', 'NICE_FLOOR', 'own_collector', 'release_collector',
            'raise_node_threads', 'raise_priority', 'raise_process']

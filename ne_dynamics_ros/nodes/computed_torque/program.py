@@ -108,6 +108,7 @@ def main(args=None):
     previous_sigterm = signal.signal(signal.SIGTERM, signals)
     previous_sigint = signal.signal(signal.SIGINT, signals)
     node = None
+    priority.own_collector()          # the node freezes it once configured
     try:
         node = ComputedTorqueNode()
         spinning = make_executor(node.get_parameter('executor').value)
@@ -131,6 +132,7 @@ def main(args=None):
         # Python afterwards, where a KeyboardInterrupt would abort the process.
         signalled = bool(signals.received)
         signals.received.append(None)       # from here on every signal is swallowed
+        priority.release_collector()
         if signals.executor is not None:
             signals.executor.shutdown()
             signals.executor.remove_node(node)
