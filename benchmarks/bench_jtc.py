@@ -120,13 +120,10 @@ def _moves(s, joints, runs, topic, jtc):
 
 def _stalls(per_move, monitor):
     """Return the median of the moves' worst, rad, and the machine's stalls in the moves."""
-    from machine_stalls import CLEAN
-    inside = [late for t, late in monitor.stalls
-              if any(start <= t <= end for start, end, _ in per_move)]
+    from machine_stalls import stalls_within
     return {'median': float(np.median([m[2] for m in per_move])) if per_move else None,
-            'stalls_1ms': sum(late > CLEAN for late in inside),
-            'stalls_2ms': sum(late > 2 * CLEAN for late in inside),
-            'stall_max_ms': 1e3 * max(inside, default=0.0), 'steal_s': monitor.steal}
+            'steal_s': monitor.steal,
+            **stalls_within(monitor.stalls, [(m[0], m[1]) for m in per_move])}
 
 
 def _lee(s, joints, topic, jtc):

@@ -10,8 +10,8 @@ loop stops together, while the simulated arm, on the hardware's clock, advances 
 wall time that passed with the command in force, as a real robot would: the loop then
 tracks as a real controller PC that stalled, in any wiring, the direct topic included.
 
-:class:`StallMonitor` starts the process and hands back its notes; :func:`worst_stall`
-gives the longest one within a move. ``bench_node.py --ros2-control`` reports how many
+:class:`StallMonitor` starts the process and hands back its notes; :func:`stalls_within`
+counts those within the moves. ``bench_node.py --ros2-control`` reports how many
 stalls over :data:`CLEAN` (1 ms) and twice that fell in each wiring's moves.
 """
 import os
@@ -109,14 +109,22 @@ class StallMonitor:
         return False
 
 
-def worst_stall(stalls, start, end):
-    """Return the longest lateness (s) noted between the wall times ``start`` and ``end``."""
-    return max((late for t, late in stalls if start <= t <= end), default=0.0)
+def stalls_within(stalls, windows):
+    """Count the stalls that began within ``windows`` ((start, end) wall-clock s each).
+
+    Returns ``{'stalls_1ms', 'stalls_2ms': how many were over :data:`CLEAN` and twice it,
+    'stall_max_ms': the longest, 'seconds': the windows' total time}``.
+    """
+    inside = [late for t, late in stalls if any(start <= t <= end for start, end in windows)]
+    return {'stalls_1ms': sum(late > CLEAN for late in inside),
+            'stalls_2ms': sum(late > 2 * CLEAN for late in inside),
+            'stall_max_ms': 1e3 * max(inside, default=0.0),
+            'seconds': sum(end - start for start, end in windows)}
 
 
 if __name__ == '__main__':
     serve(sys.argv[1])
 
 
-__all__ = ['CLEAN', 'NOTED', 'PERIOD', 'PRIORITY', 'serve', 'StallMonitor', 'steal_seconds',
-           'worst_stall']
+__all__ = ['CLEAN', 'NOTED', 'PERIOD', 'PRIORITY', 'serve', 'stalls_within', 'StallMonitor',
+           'steal_seconds']

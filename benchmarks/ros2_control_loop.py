@@ -226,16 +226,11 @@ def move_statistics(per_move, stalls):
     'stall_max_ms', 'seconds': the moves' total time}``: the worst of the moves is decided
     by the longest stall that met a move's fastest part; the median by the loop.
     """
-    from machine_stalls import CLEAN
-    inside = [late for t, late in stalls
-              if any(start <= t <= end for start, end, _, _ in per_move)]
+    from machine_stalls import stalls_within
     arms = [m[3] for m in per_move if m[3] is not None]
     return {'median_rad': float(np.median([m[2] for m in per_move])) if per_move else None,
             'arm_median_rad': float(np.median(arms)) if arms else None,
-            'stalls_1ms': sum(late > CLEAN for late in inside),
-            'stalls_2ms': sum(late > 2 * CLEAN for late in inside),
-            'stall_max_ms': 1e3 * max(inside, default=0.0),
-            'seconds': sum(end - start for start, end, _, _ in per_move)}
+            **stalls_within(stalls, [(m[0], m[1]) for m in per_move])}
 
 
 def _node_process(domain_id):

@@ -289,7 +289,7 @@ def test_the_moves_statistics_count_only_the_stalls_inside_the_moves():
     """Median of the moves' worst (not decided by one move) and the machine's stalls
     that fell inside a move, counted by length; a stall between moves is not counted."""
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / 'benchmarks'))
-    from machine_stalls import worst_stall
+    from machine_stalls import stalls_within
     from ros2_control_loop import move_statistics
     # three moves of 2 s: the node's worst 1, 5, 2 (e-5 rad), the arm's 1, 9, 3 (one
     # without); stalls of 1.5 ms in the first, 2.5 ms between the first two, 3 ms in
@@ -301,7 +301,9 @@ def test_the_moves_statistics_count_only_the_stalls_inside_the_moves():
     assert got['arm_median_rad'] == pytest.approx(2e-5)       # of 1 and 3
     assert (got['stalls_1ms'], got['stalls_2ms']) == (2, 1)
     assert got['stall_max_ms'] == pytest.approx(3.0) and got['seconds'] == pytest.approx(6.0)
-    assert worst_stall(stalls, 12.0, 14.5) == pytest.approx(0.0025)
-    assert worst_stall(stalls, 18.5, 20.0) == 0.0
+    between = stalls_within(stalls, [(12.0, 14.5)])
+    assert (between['stalls_1ms'], between['stalls_2ms']) == (1, 1)
+    assert between['stall_max_ms'] == pytest.approx(2.5)
+    assert stalls_within(stalls, [(18.5, 20.0)])['stall_max_ms'] == 0.0
     empty = move_statistics([], stalls)
     assert empty['median_rad'] is None and empty['stalls_1ms'] == 0
