@@ -23,10 +23,13 @@ The generated ``step(q, qd, q_d, qd_d, qdd_d, lam, k, p)`` takes sequences of fl
 friction not) and the 10 entries of ``Y_loadᵀ s``. It is checked against the NumPy
 regressor when built (:class:`PayloadStep`).
 """
+import collections
 import dataclasses
+import threading
 
 import numpy as np
 
+from ne_dynamics_ros.codegen.compiled import program_key
 from ne_dynamics_ros.codegen.python_emitter import python_lines, load_python
 from ne_dynamics_ros.codegen.symbols import Symbol
 from ne_dynamics_ros.codegen.tracing import GRAVITY, reduced_model, Trace
@@ -307,29 +310,69 @@ def without_friction(model):
     return pi
 
 
+#: Checked steps by everything they were generated and checked from, least recently used
+#: first (at most 16): an adaptive law built again for the same arm and load (a node
+#: reconfigured, a test's second controller) reuses its step; generating and checking one
+#: takes ~40 ms for six joints.
+_STEPS = collections.OrderedDict()
+_STEPS_LOCK = threading.Lock()
+
+
+def _step_key(kind, model, fixed, mapping, gravity, states):
+    """Return what a generated step is made and checked from (:func:`_cached_step`)."""
+    return (kind, program_key(model), fixed.tobytes(), mapping.shape, mapping.tobytes(),
+            tuple(float(g) for g in gravity), states)
+
+
+def _cached_step(instance, key, sources, model, fixed, mapping, gravity, states):
+    """Give ``instance`` the step and rows of ``key``: checked once, then reused."""
+    with _STEPS_LOCK:
+        done = _STEPS.get(key)
+        if done is not None:
+            _STEPS.move_to_end(key)
+    if done is not None:
+        instance.step, instance.rows = done
+        return
+    GeneratedStep.__init__(instance, *sources(), model, fixed, mapping, gravity, states)
+    with _STEPS_LOCK:
+        _STEPS[key] = (instance.step, instance.rows)
+        while len(_STEPS) > 16:
+            _STEPS.popitem(last=False)
+
+
 class PayloadStep(GeneratedStep):
-    """The generated step of one arm and load link (:func:`payload_step_source`), checked."""
+    """The generated step of one arm and load link (:func:`payload_step_source`), checked.
+
+    A step made from the same arm, load link, T, gravity and checks as one of the last 16
+    is theirs (generated and checked once).
+    """
 
     def __init__(self, model, body, T, gravity=(0.0, 0.0, -9.81), states=10):
         mapping = np.zeros((PER_JOINT * model.n, 10))
         mapping[PER_JOINT * body:PER_JOINT * body + 10] = T
-        super().__init__(payload_step_source(model, body, T, gravity),
-                         measured_rows_source(model, payload_spec(body, T), gravity), model,
-                         without_friction(model), mapping, gravity, states)
+        fixed = without_friction(model)
+        _cached_step(self, _step_key('payload', model, fixed, mapping, gravity, states),
+                     lambda: (payload_step_source(model, body, T, gravity),
+                              measured_rows_source(model, payload_spec(body, T), gravity)),
+                     model, fixed, mapping, gravity, states)
 
 
 class BaseStep(GeneratedStep):
-    """The generated step adapting ``columns`` (:func:`base_step_source`), checked."""
+    """The generated step adapting ``columns`` (:func:`base_step_source`), checked.
+
+    Reused as :class:`PayloadStep` is.
+    """
 
     def __init__(self, model, columns, gravity=(0.0, 0.0, -9.81), states=10):
         fixed = without_friction(model)
         fixed[inertial_index(model.n)] = 0.0
         mapping = np.zeros((PER_JOINT * model.n, len(columns)))
         mapping[np.asarray(columns, dtype=int), np.arange(len(columns))] = 1.0
-        super().__init__(base_step_source(model, columns, gravity),
-                         measured_rows_source(model, base_spec(columns), gravity,
-                                              fixed_inertia=False),
-                         model, fixed, mapping, gravity, states)
+        _cached_step(self, _step_key('base', model, fixed, mapping, gravity, states),
+                     lambda: (base_step_source(model, columns, gravity),
+                              measured_rows_source(model, base_spec(columns), gravity,
+                                                   fixed_inertia=False)),
+                     model, fixed, mapping, gravity, states)
 
 
 __all__ = ['base_columns', 'base_spec', 'base_step_source', 'BaseStep', 'GeneratedStep',

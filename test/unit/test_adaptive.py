@@ -151,8 +151,11 @@ def test_a_generated_step_that_differs_from_the_regressor_is_refused(monkeypatch
     from ne_dynamics_ros.codegen import payload_step
     model = load_model(str(PUMA560_URDF), tip_link='flange')
     body, T = link_frame(model)
-    PayloadStep(model, body, T)
+    first = PayloadStep(model, body, T)
+    assert PayloadStep(model, body, T).step is first.step       # checked once, then reused
+    assert PayloadStep(model, body, 2 * T).step is not first.step
     source = payload_step.payload_step_source
+    monkeypatch.setattr(payload_step, '_STEPS', type(payload_step._STEPS)())   # generated anew
     monkeypatch.setattr(payload_step, 'payload_step_source', lambda *args: source(
         *args).replace('    return [', '    return [1.000001 * ', 1))   # the first effort off
     with pytest.raises(ModelError, match='differs from the regressor'):

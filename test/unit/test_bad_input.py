@@ -307,6 +307,26 @@ def test_vendor_extensions_give_one_log_line_and_no_stderr(capfd, caplog):
     assert capfd.readouterr().err == ''
     lines = [r for r in caplog.records if 'urdf_parser_py ignored' in r.getMessage()]
     assert len(lines) == 1 and '20 unknown' in lines[0].getMessage()
+    caplog.clear()
+    with caplog.at_level('INFO', logger='ne_dynamics_ros'):   # parsed again: said again
+        assert load_model(xml).n == 1
+    lines = [r for r in caplog.records if 'urdf_parser_py ignored' in r.getMessage()]
+    assert len(lines) == 1 and '20 unknown' in lines[0].getMessage()
+
+
+def test_a_document_parsed_again_is_a_fresh_robot_and_a_bad_one_fails_again():
+    from ne_dynamics_ros.dynamics.urdf_text import parse_urdf
+    first = parse_urdf(str(UR5E_URDF))
+    k = next(k for k, joint in enumerate(first.joints) if joint.limit is not None)
+    first.joints[k].limit.effort = -1.0          # the caller's object: changed at will
+    first.links.pop()
+    again = parse_urdf(str(UR5E_URDF))
+    assert again is not first and len(again.links) == len(first.links) + 1
+    assert again.joints[k].limit.effort == 150.0 and load_model(str(UR5E_URDF)).n == 6
+    bad = two_link().replace('<link name="base"/>', '<link name="base">')
+    for _ in range(2):
+        with pytest.raises(URDFError, match='malformed'):
+            parse_urdf(bad)
 
 
 def test_overflowing_states_raise_instead_of_returning_inf(ur5e):
