@@ -13,6 +13,9 @@ Per friction and wrench source (the sensor; the observer's estimate, printed bes
 * a 10 N push on the tool along x, y and z for 1 s: the tip's speed along the push over
   the last 0.5 s against ``F / D`` (goal within 10 %), and across it;
 * let go: how far the tip goes on (goal < 2 mm);
+
+with the law's defaults: D and Md sized for the arm
+(:func:`~ne_dynamics_ros.control.laws.hand_guiding.sized_admittance`, printed);
 * no push for 10 s: the tip's drift (goal < 0.5 mm/s).
 
 Figures are printed, never asserted. Usage: ``python benchmarks/bench_hand_guiding.py``
@@ -40,7 +43,6 @@ Q0 = np.array([0.2, -1.4, 1.4, -1.5, -1.5, 0.1])
 #: the sensor's noise, standard deviation: N (force), N·m (torque)
 NOISE = (0.3, 0.02)
 FORCE = 10.0
-DAMPING = 100.0
 TOOL = 1.2
 
 
@@ -86,12 +88,15 @@ def plant(friction_scale=1.0, exact=False):
 def settings(source):
     """Return the law's settings: the wrench's source, the tool declared to it."""
     return {'mode': 'hand_guiding', 'hand_guiding.wrench': source,
-            'ft_sensor.tool_mass': TOOL, 'hand_guiding.damping': [DAMPING] * 3 + [10.0] * 3,
-            'state_timeout': 10.0}
+            'ft_sensor.tool_mass': TOOL, 'state_timeout': 10.0}
 
 
 def guided(make_controller, make_plant, source, seconds=(1.0, 1.0, 1.0, 10.0)):
-    """Per axis (speed along m/s, across m/s, on after the release mm); drift mm/s."""
+    """Return the rows per axis and the drift (mm/s) with no push.
+
+    A row: speed along m/s, across m/s, on after the release mm, the law's D and Md
+    along the axis.
+    """
     settle, push, release, still = seconds
     rows = []
     for axis in range(3):
@@ -106,7 +111,8 @@ def guided(make_controller, make_plant, source, seconds=(1.0, 1.0, 1.0, 10.0)):
         loop.arm.push(None)
         after = loop.run(release)
         rows.append((velocity[axis], float(np.linalg.norm(np.delete(velocity, axis))),
-                     1e3 * float(np.linalg.norm(after[-1] - tips[-1]))))
+                     1e3 * float(np.linalg.norm(after[-1] - tips[-1])),
+                     float(loop.c.law.damping[axis]), float(loop.c.law.mass[axis])))
     loop = Loop(make_controller(source), make_plant(), source, seed=7)
     loop.run(settle)
     tips = loop.run(still)
@@ -119,11 +125,12 @@ def report(title, make_controller, make_plant, seconds):
     for source in ('sensor', 'estimate'):
         begin = time.perf_counter()
         rows, drift = guided(make_controller, make_plant, source, seconds)
-        for axis, (along, across, on) in zip('xyz', rows):
-            ratio = along / (FORCE / DAMPING)
+        for axis, (along, across, on, damping, mass) in zip('xyz', rows):
+            ratio = along / (FORCE / damping)
             print(f'    {source:<8} push along {axis}: {along:.4f} m/s ({ratio:5.3f} F/D, goal '
                   f'0.9-1.1), across {1e3 * across:.2f} mm/s; let go: on {on:.2f} mm '
-                  f'(goal < 2)')
+                  f'(goal < 2; |v| Md/D {1e3 * along * mass / damping:.2f}); D {damping:.1f} '
+                  f'N*s/m, Md {mass:.2f} kg')
         print(f'    {source:<8} no push for {seconds[3]:g} s: drift {drift:.3f} mm/s (goal < 0.5)'
               f'   [{time.perf_counter() - begin:.1f} s]')
 
@@ -170,7 +177,8 @@ def main(argv=None):
                         help='the exact plant and its own model only, shorter runs')
     args = parser.parse_args(argv)
     print(f'mode hand_guiding, UR5e on MuJoCo at {RATE:g} Hz, a {FORCE:g} N push on the tool '
-          f'(F/D = {FORCE / DAMPING:g} m/s), sensor noise {NOISE[0]:g} N / {NOISE[1]:g} N*m')
+          f'(D and Md the law\'s defaults, sized for the arm), sensor noise {NOISE[0]:g} N / '
+          f'{NOISE[1]:g} N*m')
     if args.quick:
         report('exact plant, its own model (1.2 kg tool declared):', exact_maker(),
                lambda: plant(exact=True), (0.5, 1.0, 0.5, 2.0))

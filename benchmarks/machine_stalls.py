@@ -122,9 +122,16 @@ def stalls_within(stalls, windows):
             'seconds': sum(end - start for start, end in windows)}
 
 
+def met_stall(stalls, windows, over=2 * CLEAN):
+    """Return, per window ((start, end) wall-clock s), whether a stall over ``over`` s
+    began within it: a move that met none is one the machine itself did not stop."""
+    return [any(start <= t <= end and late > over for t, late in stalls)
+            for start, end in windows]
+
+
 if __name__ == '__main__':
     serve(sys.argv[1])
 
 
-__all__ = ['CLEAN', 'NOTED', 'PERIOD', 'PRIORITY', 'serve', 'stalls_within', 'StallMonitor',
-           'steal_seconds']
+__all__ = ['CLEAN', 'met_stall', 'NOTED', 'PERIOD', 'PRIORITY', 'serve', 'stalls_within',
+           'StallMonitor', 'steal_seconds']

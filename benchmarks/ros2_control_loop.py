@@ -223,14 +223,23 @@ def move_statistics(per_move, stalls):
     ``per_move``: :func:`_moves`'s; ``stalls``: :class:`machine_stalls.StallMonitor`'s
     notes. As ``{'median_rad': the node's, 'arm_median_rad': the arm's (None without),
     'stalls_1ms', 'stalls_2ms': how many stalls over 1 and 2 ms fell in the moves,
-    'stall_max_ms', 'seconds': the moves' total time}``: the worst of the moves is decided
-    by the longest stall that met a move's fastest part; the median by the loop.
+    'stall_max_ms', 'seconds': the moves' total time, 'clean_moves': how many met no
+    stall over 2 ms, 'clean_worst_rad', 'clean_arm_worst_rad': the worst of those (None
+    without)}``: the worst of the moves is decided by the longest stall that met a move's
+    fastest part; the median, and the worst of the moves the machine did not stop, by the
+    loop.
     """
-    from machine_stalls import stalls_within
+    from machine_stalls import met_stall, stalls_within
+    windows = [(m[0], m[1]) for m in per_move]
     arms = [m[3] for m in per_move if m[3] is not None]
+    clean = [m for m, stalled in zip(per_move, met_stall(stalls, windows)) if not stalled]
+    clean_arms = [m[3] for m in clean if m[3] is not None]
     return {'median_rad': float(np.median([m[2] for m in per_move])) if per_move else None,
             'arm_median_rad': float(np.median(arms)) if arms else None,
-            **stalls_within(stalls, [(m[0], m[1]) for m in per_move])}
+            'clean_moves': len(clean),
+            'clean_worst_rad': max((m[2] for m in clean), default=None),
+            'clean_arm_worst_rad': max(clean_arms, default=None),
+            **stalls_within(stalls, windows)}
 
 
 def _node_process(domain_id):
@@ -470,6 +479,9 @@ def print_ros2_control(result):
                   f'the longest {moves["stall_max_ms"]:.1f} ms (monitor at '
                   f'{r.get("monitor", "?")}); the hypervisor took {r.get("steal_s", 0):.2f} '
                   'CPU s meanwhile')
+            print(f'  {"":<18}  {moves.get("clean_moves", 0)} of {r["runs"]} moves met no '
+                  f'stall over 2 ms: their worst, the node\'s {versus("clean_worst_rad")}, '
+                  f'the arm\'s {versus("clean_arm_worst_rad")}')
         age = r.get('true_state_age')
         if age:
             print(f'  {"":<18}  the broadcaster\'s states, by the arm\'s own stamps: age '

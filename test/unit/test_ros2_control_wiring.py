@@ -305,5 +305,10 @@ def test_the_moves_statistics_count_only_the_stalls_inside_the_moves():
     assert (between['stalls_1ms'], between['stalls_2ms']) == (1, 1)
     assert between['stall_max_ms'] == pytest.approx(2.5)
     assert stalls_within(stalls, [(18.5, 20.0)])['stall_max_ms'] == 0.0
+    # the moves the machine did not stop (no stall over 2 ms inside): the first two
+    assert got['clean_moves'] == 2
+    assert got['clean_worst_rad'] == pytest.approx(5e-5)
+    assert got['clean_arm_worst_rad'] == pytest.approx(1e-5)   # the second has none
     empty = move_statistics([], stalls)
     assert empty['median_rad'] is None and empty['stalls_1ms'] == 0
+    assert empty['clean_moves'] == 0 and empty['clean_arm_worst_rad'] is None

@@ -14,6 +14,10 @@ reference the arm tracks::
   diag(hand_guiding.mass)`` (kg, kg·m²). A steady push F moves the tip at ``F / D``; let
   go, the tip stops within ``|v| Md / D`` (the virtual mass's time constant). Integrated
   semi-implicitly (``v = (v + dt F / Md) / (1 + dt D / Md)``): stable at any rate.
+  Unset, both are sized for the arm (:func:`sized_admittance`): D from its effort and
+  velocity limits (the push it can just hold moves the tip as fast as its joints allow),
+  Md from the gains (the time constant ``Md / D`` the tracking loop's own, ``1 /
+  sqrt(kp)``).
 * ``F_dead``: a dead band against the sensor's noise, on the force's and the moment's
   norms, ``hand_guiding.dead_band`` (N, N·m): nothing within it, exact from twice it on,
   linear in between (so a push above twice the band moves the tip at exactly F / D).
@@ -68,10 +72,75 @@ def _checked_axes(size, unit):
 
 
 def _checked_positive_six(value, n, name):
+    """Check six values > 0 (one value: all of them); unset (None or empty): None."""
+    if value is None or (isinstance(value, (list, tuple, np.ndarray)) and len(value) == 0):
+        return None
     values = _checked_axes(6, 'x, y, z, then about them')(value, n, name)
     if np.any(values <= 0):
         raise ControlParameterError(f'{name} must be > 0 on every axis, got {values.tolist()}')
     return values
+
+
+#: ((model, effort limits, kp_min), (mass, damping)) of the last admittance sized: the
+#: workspace is sampled once per model and gains, not per run
+_SIZED = [None, None]
+
+
+def sized_admittance(model, effort_limits, kp):
+    """Return ``(mass, damping)``, (6,) each: hand guiding's admittance sized for the arm.
+
+    Per axis of the base frame (x, y, z, then about them), over the workspace
+    (:func:`~.gains.workspace_configurations`, :data:`~.gains.CONFIGURATIONS` positions
+    within the joint limits; ``J`` the tip's geometric Jacobian):
+
+    * ``D_i = F_i / v_i`` (N·s/m, N·m·s/rad). ``F_i = min_j effort_limit_j / max_q
+      |J_ji(q)|`` is the largest force (moment) along the axis the arm holds anywhere with
+      every joint within its effort limit (the effort-limit bound of
+      :func:`~.gains.recommended_stiffness`); ``v_i`` the median over the workspace of the
+      tip speed along the axis the joints allow, ``min_j velocity_limit_j / |(J⁺ e_i)_j|``.
+      The push the arm can just hold moves the tip as fast as its joints allow where it
+      typically is; a hand's push, a fraction of it. UR5e (URDF limits): 159 N·s/m and
+      8.6-9.2 N·m·s/rad: 10 N moves the tip at 63 mm/s, 40 N at ISO 10218-1's
+      hand-guiding (reduced) speed of 250 mm/s.
+    * ``Md_i = D_i / ω``, ``ω = sqrt(min kp)`` (kg, kg·m²): the time constant ``Md / D``
+      is the tracking loop's own (``kp = ω²``, sized for the rate by
+      :func:`~.gains.recommended_gains`), so the reference moves no faster than the loop
+      follows where the model is off; a released tip stops within ``|v| / ω``.
+
+    Args:
+        model: the arm's model (its velocity limits, the tip's Jacobian).
+        effort_limits: (n,) the limits in force, N·m (N); kp: (n,) 1/s².
+
+    Raises:
+        ModelError: an axis no joint with finite limits moves, or kp not > 0 (then set
+            ``hand_guiding.damping`` and ``hand_guiding.mass``).
+    """
+    from ne_dynamics_ros.control.laws.gains import CONFIGURATIONS, workspace_configurations
+    from ne_dynamics_ros.errors import ModelError
+    limits = np.asarray(effort_limits, dtype=float).reshape(-1)
+    kp_min = float(np.min(kp))
+    if not kp_min > 0.0:
+        raise ModelError(f'hand guiding\'s virtual mass is sized on kp > 0, got {kp_min}')
+    key = (id(model), tuple(limits.tolist()), kp_min)
+    if _SIZED[0] != key:
+        kinematics = chain_kinematics(model)
+        velocity = np.asarray(model.velocity_limits, dtype=float)
+        reach, speeds = np.zeros((6, model.n)), []
+        with np.errstate(divide='ignore', invalid='ignore'):
+            for q in workspace_configurations(model, CONFIGURATIONS):
+                J = kinematics.jacobian(q)
+                reach = np.maximum(reach, np.abs(J))
+                speeds.append(np.min(velocity[:, None] / np.abs(
+                    np.linalg.pinv(J, rcond=SINGULAR)), axis=0))
+            force = np.min(limits[None, :] / reach, axis=1)
+        damping = force / np.median(speeds, axis=0)
+        if not np.all(np.isfinite(damping) & (damping > 0.0)):
+            raise ModelError('hand guiding\'s damping cannot be sized for this arm (an axis '
+                             'no joint with finite effort and velocity limits moves): set '
+                             'hand_guiding.damping and hand_guiding.mass')
+        _SIZED[:] = [key, (damping / np.sqrt(kp_min), damping)]
+    mass, damping = _SIZED[1]
+    return mass.copy(), damping.copy()
 
 
 def twist_reference(q_ref, qd_ref, twist, jacobian, dt, lower=None, upper=None):
@@ -114,15 +183,19 @@ class HandGuidingLaw(Law):
                'on ~/flange_wrench, or the observer\'s estimate): Md v\' + D v = F, tracked '
                'by computed torque; trajectories refused')
     parameters = (
-        ParameterSpec('hand_guiding.damping', 'double_array',
-                      [100.0, 100.0, 100.0, 10.0, 10.0, 10.0],
+        ParameterSpec('hand_guiding.damping', 'double_array', None,
                       'hand_guiding mode: the virtual damping D of the tip along x, y, z then '
-                      'about them (base frame): a steady push F moves the tip at F / D.',
+                      'about them (base frame): a steady push F moves the tip at F / D. Unset '
+                      '(default): sized for the arm, the force (moment) it holds at its effort '
+                      'limits over the tip speed its velocity limits allow (UR5e: 159 N*s/m, '
+                      '9 N*m*s/rad), said on /diagnostics.',
                       unit='N*s/m, N*m*s/rad', constraints='> 0, one or six values',
                       runtime=True, check=_checked_positive_six),
-        ParameterSpec('hand_guiding.mass', 'double_array', [1.0, 1.0, 1.0, 0.05, 0.05, 0.05],
+        ParameterSpec('hand_guiding.mass', 'double_array', None,
                       'hand_guiding mode: the virtual mass Md of the tip (then inertia about '
-                      'x, y, z): let go, the tip stops within its speed times Md / D.',
+                      'x, y, z): let go, the tip stops within its speed times Md / D. Unset '
+                      '(default): D / sqrt(kp), the tracking loop\'s own time constant, said '
+                      'on /diagnostics.',
                       unit='kg, kg*m^2', constraints='> 0, one or six values', runtime=True,
                       check=_checked_positive_six),
         ParameterSpec('hand_guiding.dead_band', 'double_array', [2.0, 0.2],
@@ -152,8 +225,18 @@ class HandGuidingLaw(Law):
         super().__init__(context)
         settings, model = context.settings, context.model
         self.kinematics = chain_kinematics(model)
-        self._damping = np.asarray(settings.hand_guiding_damping, dtype=float)
-        self._mass = np.asarray(settings.hand_guiding_mass, dtype=float)
+        damping, mass = settings.hand_guiding_damping, settings.hand_guiding_mass
+        #: what was sized for the arm (unset), not set: ``{'damping': bool, 'mass': bool}``
+        self.sized = {'damping': damping is None, 'mass': mass is None}
+        if damping is None:
+            damping = sized_admittance(model, context.gains.effort_limits,
+                                       context.gains.kp)[1]
+        if mass is None:
+            mass = np.asarray(damping, dtype=float) / np.sqrt(np.min(context.gains.kp))
+        #: the virtual damping D and mass Md in force, (6,) each
+        self.damping = np.asarray(damping, dtype=float)
+        self.mass = np.asarray(mass, dtype=float)
+        self._damping, self._mass = self.damping, self.mass
         self._band = np.asarray(settings.hand_guiding_dead_band, dtype=float)
         self._source = settings.hand_guiding_wrench
         self._lower = np.asarray(model.lower_limits, dtype=float)
@@ -218,8 +301,14 @@ class HandGuidingLaw(Law):
             q_next.tolist(), qd_ref.tolist(), qdd_ref.tolist(), (-(J.T @ wrench)).tolist())
 
     def facts(self):
-        """Return the wrench's source and what moves the tip now (``/diagnostics``)."""
-        facts = {'hand guiding wrench': self._source,
+        """Return the admittance, the wrench's source and the push (``/diagnostics``)."""
+        def said(values, key, how):
+            return ' '.join(f'{v:.4g}' for v in values) + (
+                f' (sized for the arm: {how})' if self.sized[key] else ' (set)')
+        facts = {'hand guiding damping [N*s/m, N*m*s/rad]': said(
+                     self.damping, 'damping', 'held force over allowed speed'),
+                 'hand guiding mass [kg, kg*m^2]': said(self.mass, 'mass', 'D / sqrt(kp)'),
+                 'hand guiding wrench': self._source,
                  'hand guiding push [N, N*m]': ' '.join(f'{v:.2f}' for v in self.wrench)}
         if self._source == 'sensor':
             facts.update(self.sensor.facts())
@@ -231,4 +320,5 @@ class HandGuidingLaw(Law):
         return self.sensor.bias
 
 
-__all__ = ['dead_band', 'HandGuidingLaw', 'MAX_STEP', 'SINGULAR', 'twist_reference']
+__all__ = ['dead_band', 'HandGuidingLaw', 'MAX_STEP', 'SINGULAR', 'sized_admittance',
+           'twist_reference']
