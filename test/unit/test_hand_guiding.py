@@ -86,7 +86,7 @@ def test_a_steady_push_moves_the_tip_at_f_over_d_and_it_stops_when_let_go(source
     assert np.linalg.norm(after[-1] - after[-50]) < 1e-5
 
 
-def pinocchio_admittance(urdf, joints, tip, effort_limits, velocity_limits, kp, count):
+def pinocchio_admittance(urdf, joints, tip, effort_limits, velocity_limits, kd, count):
     """sized_admittance's rule on Pinocchio's frame Jacobian (world axes at the tip)."""
     import pinocchio as pin
     from ne_dynamics_ros.control.laws.gains import workspace_configurations
@@ -104,37 +104,37 @@ def pinocchio_admittance(urdf, joints, tip, effort_limits, velocity_limits, kp, 
     force = [min(e / reach[i, j] for j, e in enumerate(effort_limits) if reach[i, j] > 0.0)
              for i in range(6)]
     damping = np.array(force) / np.median(speeds, axis=0)
-    return damping / np.sqrt(min(kp)), damping
+    return damping / min(kd), damping
 
 
 @pytest.mark.parametrize('arm', ['ur5e', 'puma560'])
 def test_unset_the_admittance_is_sized_from_the_arms_limits_and_the_gains(arm):
     """D = the force the arm holds at its effort limits over the tip speed its velocity
     limits allow (the rule on Pinocchio's Jacobian at the same configurations), Md = D /
-    sqrt(kp_min); said on /diagnostics; a damping set alone keeps Md = D / sqrt(kp_min)."""
+    kd_min; said on /diagnostics; a damping set alone keeps Md = D / kd_min."""
     from ne_dynamics_ros.control.laws.gains import CONFIGURATIONS
     urdf, joints, tip = ((UR5E_URDF, UR5E_JOINTS, 'tool0') if arm == 'ur5e' else
                          (PUMA560_URDF, PUMA_JOINTS, 'flange'))
-    kp = [400.0, 900.0] + [1600.0] * 4
+    kp, kd = [400.0, 900.0] + [1600.0] * 4, [40.0, 60.0] + [80.0] * 4
     c = ComputedTorqueController.from_urdf(
-        str(urdf), tip_link=tip, settings={'mode': 'hand_guiding', 'kp': kp})
+        str(urdf), tip_link=tip, settings={'mode': 'hand_guiding', 'kp': kp, 'kd': kd})
     c.update(0, joints, np.zeros(6), np.zeros(6), steady_ns=0)
     mass, damping = pinocchio_admittance(urdf, joints, tip, c.model.effort_limits,
-                                         c.model.velocity_limits, kp, CONFIGURATIONS)
+                                         c.model.velocity_limits, kd, CONFIGURATIONS)
     np.testing.assert_allclose(c.law.damping, damping, rtol=1e-9)
     np.testing.assert_allclose(c.law.mass, mass, rtol=1e-9)
     facts = c.law.facts()
     assert facts['hand guiding damping [N*s/m, N*m*s/rad]'].endswith(
         '(sized for the arm: held force over allowed speed)')
-    assert facts['hand guiding mass [kg, kg*m^2]'].endswith('(sized for the arm: D / sqrt(kp))')
+    assert facts['hand guiding mass [kg, kg*m^2]'].endswith('(sized for the arm: D / kd)')
     if arm == 'ur5e':      # the docstring's figures
         assert np.round(damping[:3]).tolist() == [159.0] * 3
         assert np.all((damping[3:] > 8.5) & (damping[3:] < 9.3))
     alone = ComputedTorqueController.from_urdf(
-        str(urdf), tip_link=tip, settings={'mode': 'hand_guiding', 'kp': kp,
+        str(urdf), tip_link=tip, settings={'mode': 'hand_guiding', 'kp': kp, 'kd': kd,
                                            'hand_guiding.damping': [80.0] * 3 + [4.0] * 3})
     alone.update(0, joints, np.zeros(6), np.zeros(6), steady_ns=0)
-    np.testing.assert_allclose(alone.law.mass, [4.0] * 3 + [0.2] * 3)
+    np.testing.assert_allclose(alone.law.mass, [2.0] * 3 + [0.1] * 3)
     assert alone.law.facts()['hand guiding damping [N*s/m, N*m*s/rad]'].endswith('(set)')
 
 

@@ -16,8 +16,8 @@ reference the arm tracks::
   semi-implicitly (``v = (v + dt F / Md) / (1 + dt D / Md)``): stable at any rate.
   Unset, both are sized for the arm (:func:`sized_admittance`): D from its effort and
   velocity limits (the push it can just hold moves the tip as fast as its joints allow),
-  Md from the gains (the time constant ``Md / D`` the tracking loop's own, ``1 /
-  sqrt(kp)``).
+  Md from the gains (the time constant ``Md / D = 1 / kd``, the tracking loop's
+  velocity gain).
 * ``F_dead``: a dead band against the sensor's noise, on the force's and the moment's
   norms, ``hand_guiding.dead_band`` (N, N·m): nothing within it, exact from twice it on,
   linear in between (so a push above twice the band moves the tip at exactly F / D).
@@ -81,12 +81,12 @@ def _checked_positive_six(value, n, name):
     return values
 
 
-#: ((model, effort limits, kp_min), (mass, damping)) of the last admittance sized: the
+#: ((model, effort limits), damping) of the last admittance sized: the
 #: workspace is sampled once per model and gains, not per run
 _SIZED = [None, None]
 
 
-def sized_admittance(model, effort_limits, kp):
+def sized_admittance(model, effort_limits, kd):
     """Return ``(mass, damping)``, (6,) each: hand guiding's admittance sized for the arm.
 
     Per axis of the base frame (x, y, z, then about them), over the workspace
@@ -102,26 +102,30 @@ def sized_admittance(model, effort_limits, kp):
       typically is; a hand's push, a fraction of it. UR5e (URDF limits): 159 N·s/m and
       8.6-9.2 N·m·s/rad: 10 N moves the tip at 63 mm/s, 40 N at ISO 10218-1's
       hand-guiding (reduced) speed of 250 mm/s.
-    * ``Md_i = D_i / ω``, ``ω = sqrt(min kp)`` (kg, kg·m²): the time constant ``Md / D``
-      is the tracking loop's own (``kp = ω²``, sized for the rate by
-      :func:`~.gains.recommended_gains`), so the reference moves no faster than the loop
-      follows where the model is off; a released tip stops within ``|v| / ω``.
+    * ``Md_i = D_i / min(kd)`` (kg, kg·m²): the time constant ``Md / D`` is ``1 / kd``
+      of the tracking loop's velocity gain (``kd = 2 ω`` of the gain rule for the rate,
+      :func:`~.gains.recommended_gains`; Lee et al. 1982 eq 4.4): the reference's speed
+      settles in the time the loop takes to remove a velocity error, and a released tip
+      stops within ``|v| / kd``. With ``1 / ω`` (twice as long) the MuJoCo UR5e with
+      doubled drive friction went on 2.1 mm after a 10 N push was let go
+      (``benchmarks/bench_hand_guiding.py``, 2026-12-07).
 
     Args:
         model: the arm's model (its velocity limits, the tip's Jacobian).
-        effort_limits: (n,) the limits in force, N·m (N); kp: (n,) 1/s².
+        effort_limits: (n,) the limits in force, N·m (N); kd: (n,) 1/s.
 
     Raises:
-        ModelError: an axis no joint with finite limits moves, or kp not > 0 (then set
+        ModelError: an axis no joint with finite limits moves, or kd not > 0 (then set
             ``hand_guiding.damping`` and ``hand_guiding.mass``).
     """
     from ne_dynamics_ros.control.laws.gains import CONFIGURATIONS, workspace_configurations
     from ne_dynamics_ros.errors import ModelError
     limits = np.asarray(effort_limits, dtype=float).reshape(-1)
-    kp_min = float(np.min(kp))
-    if not kp_min > 0.0:
-        raise ModelError(f'hand guiding\'s virtual mass is sized on kp > 0, got {kp_min}')
-    key = (id(model), tuple(limits.tolist()), kp_min)
+    kd_min = float(np.min(kd))
+    if not kd_min > 0.0:
+        raise ModelError(f'hand guiding\'s virtual mass is sized on kd > 0, got {kd_min}: '
+                         'set hand_guiding.damping and hand_guiding.mass')
+    key = (id(model), tuple(limits.tolist()))
     if _SIZED[0] != key:
         kinematics = chain_kinematics(model)
         velocity = np.asarray(model.velocity_limits, dtype=float)
@@ -138,9 +142,9 @@ def sized_admittance(model, effort_limits, kp):
             raise ModelError('hand guiding\'s damping cannot be sized for this arm (an axis '
                              'no joint with finite effort and velocity limits moves): set '
                              'hand_guiding.damping and hand_guiding.mass')
-        _SIZED[:] = [key, (damping / np.sqrt(kp_min), damping)]
-    mass, damping = _SIZED[1]
-    return mass.copy(), damping.copy()
+        _SIZED[:] = [key, damping]
+    damping = _SIZED[1].copy()
+    return damping / kd_min, damping
 
 
 def twist_reference(q_ref, qd_ref, twist, jacobian, dt, lower=None, upper=None):
@@ -194,8 +198,8 @@ class HandGuidingLaw(Law):
         ParameterSpec('hand_guiding.mass', 'double_array', None,
                       'hand_guiding mode: the virtual mass Md of the tip (then inertia about '
                       'x, y, z): let go, the tip stops within its speed times Md / D. Unset '
-                      '(default): D / sqrt(kp), the tracking loop\'s own time constant, said '
-                      'on /diagnostics.',
+                      '(default): D / kd (the smallest of the node\'s kd), said on '
+                      '/diagnostics.',
                       unit='kg, kg*m^2', constraints='> 0, one or six values', runtime=True,
                       check=_checked_positive_six),
         ParameterSpec('hand_guiding.dead_band', 'double_array', [2.0, 0.2],
@@ -230,9 +234,9 @@ class HandGuidingLaw(Law):
         self.sized = {'damping': damping is None, 'mass': mass is None}
         if damping is None:
             damping = sized_admittance(model, context.gains.effort_limits,
-                                       context.gains.kp)[1]
+                                       context.gains.kd)[1]
         if mass is None:
-            mass = np.asarray(damping, dtype=float) / np.sqrt(np.min(context.gains.kp))
+            mass = np.asarray(damping, dtype=float) / float(np.min(context.gains.kd))
         #: the virtual damping D and mass Md in force, (6,) each
         self.damping = np.asarray(damping, dtype=float)
         self.mass = np.asarray(mass, dtype=float)
@@ -307,7 +311,7 @@ class HandGuidingLaw(Law):
                 f' (sized for the arm: {how})' if self.sized[key] else ' (set)')
         facts = {'hand guiding damping [N*s/m, N*m*s/rad]': said(
                      self.damping, 'damping', 'held force over allowed speed'),
-                 'hand guiding mass [kg, kg*m^2]': said(self.mass, 'mass', 'D / sqrt(kp)'),
+                 'hand guiding mass [kg, kg*m^2]': said(self.mass, 'mass', 'D / kd'),
                  'hand guiding wrench': self._source,
                  'hand guiding push [N, N*m]': ' '.join(f'{v:.2f}' for v in self.wrench)}
         if self._source == 'sensor':
