@@ -123,8 +123,10 @@ def stalls_within(stalls, windows):
 
 
 def met_stall(stalls, windows, over=2 * CLEAN):
-    """Return, per window ((start, end) wall-clock s), whether a stall over ``over`` s
-    began within it: a move that met none is one the machine itself did not stop."""
+    """Return, per window ((start, end) wall-clock s), whether a stall began in it.
+
+    A stall over ``over`` s; a move that met none is one the machine itself did not stop.
+    """
     return [any(start <= t <= end and late > over for t, late in stalls)
             for start, end in windows]
 

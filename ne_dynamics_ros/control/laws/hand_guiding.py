@@ -129,14 +129,12 @@ def sized_admittance(model, effort_limits, kd):
     if _SIZED[0] != key:
         kinematics = chain_kinematics(model)
         velocity = np.asarray(model.velocity_limits, dtype=float)
-        reach, speeds = np.zeros((6, model.n)), []
+        J = np.array([kinematics.jacobian(q)
+                      for q in workspace_configurations(model, CONFIGURATIONS)])
         with np.errstate(divide='ignore', invalid='ignore'):
-            for q in workspace_configurations(model, CONFIGURATIONS):
-                J = kinematics.jacobian(q)
-                reach = np.maximum(reach, np.abs(J))
-                speeds.append(np.min(velocity[:, None] / np.abs(
-                    np.linalg.pinv(J, rcond=SINGULAR)), axis=0))
-            force = np.min(limits[None, :] / reach, axis=1)
+            speeds = np.min(velocity[None, :, None] / np.abs(
+                np.linalg.pinv(J, rcond=SINGULAR)), axis=1)          # (C, 6)
+            force = np.min(limits[None, :] / np.abs(J).max(axis=0), axis=1)
         damping = force / np.median(speeds, axis=0)
         if not np.all(np.isfinite(damping) & (damping > 0.0)):
             raise ModelError('hand guiding\'s damping cannot be sized for this arm (an axis '
@@ -224,6 +222,12 @@ class HandGuidingLaw(Law):
     acceleration_gains = True
     needs_external_effort = True
     reacts_to_contact = False
+
+    @classmethod
+    def apply_settings(cls, context):
+        """Size the admittance where it is unset when the settings change, not at a state."""
+        if context.settings.hand_guiding_damping is None:
+            sized_admittance(context.model, context.gains.effort_limits, context.gains.kd)
 
     def __init__(self, context):
         super().__init__(context)
