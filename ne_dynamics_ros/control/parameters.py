@@ -30,7 +30,7 @@ from ne_dynamics_ros.control.config.parameter_checks import (
     checked_friction_velocity, checked_gains, checked_gravity, checked_integral_limit,
     checked_joint_names, checked_ki, checked_non_negative,
     checked_non_negative_or_inf, checked_one_of, checked_positive,
-    checked_priority, checked_text, checked_thresholds)
+    checked_latency, checked_priority, checked_text, checked_thresholds)
 
 #: The rclpy executors the node can spin on (the ``executor`` parameter).
 EXECUTORS = ('events', 'single_threaded')
@@ -85,6 +85,14 @@ PARAMETERS = (
                   'no CAP_SYS_NICE) a lower nice value, else the default; logged at start. '
                   'The trajectory receiver stays at the default policy, below them. 0: leave '
                   'the scheduling alone.', constraints='0 to 99', check=checked_priority),
+    ParameterSpec('cpu_dma_latency', 'integer', 0,
+                  'The CPUs\' wake-up latency the node asks of Linux while it runs as a program '
+                  '(PM QoS, /dev/cpu_dma_latency, as cyclictest does): no idle state slower to '
+                  'leave is used, so a state or a timer wakes the control path without a deep '
+                  'idle state\'s exit in the way (0: idle CPUs poll; they draw more power). '
+                  'Where the OS refuses it (the device is root\'s) nothing changes; logged at '
+                  'start. -1: leave it alone.', unit='us', constraints='-1 or more',
+                  check=checked_latency),
     ParameterSpec('autostart', 'bool', True,
                   'Configure and activate at start-up (ros2 run, the demo, the simulated '
                   'arms). false: the node starts unconfigured and waits for ros2 lifecycle '

@@ -182,3 +182,40 @@ def test_the_collector_frees_cycles_then_leaves_what_survives_alone(monkeypatch)
         assert gc.get_freeze_count() == 0
     finally:
         gc.unfreeze()
+
+
+def test_the_cpu_latency_request_is_written_held_replaced_and_refusals_said(tmp_path,
+                                                                            monkeypatch):
+    """PM QoS: a 32-bit latency written to the device and the file kept open (the request
+    lasts while it is); a new request replaces the old; -1 asks nothing; a device that
+    cannot be opened or written changes nothing and is named."""
+    import sys
+    monkeypatch.setattr(priority, '_LATENCY_REQUEST', None)
+    device = tmp_path / 'cpu_dma_latency'
+    device.write_bytes(b'')
+    said = priority.hold_cpu_latency(0, str(device))
+    assert said == f'CPU wake-up latency held at 0 us ({device})'
+    assert device.read_bytes() == (0).to_bytes(4, sys.byteorder, signed=True)
+    first = priority._LATENCY_REQUEST
+    os.fstat(first)                                    # still open: the request holds
+    priority.hold_cpu_latency(25, str(device))
+    with pytest.raises(OSError):
+        os.fstat(first)                                # the first one closed
+    assert device.read_bytes()[-4:] == (25).to_bytes(4, sys.byteorder, signed=True)
+    os.close(priority._LATENCY_REQUEST)
+    monkeypatch.setattr(priority, '_LATENCY_REQUEST', None)
+    assert priority.hold_cpu_latency(-1, str(device)) == 'CPU wake-up latency left alone'
+    assert priority._LATENCY_REQUEST is None
+    missing = priority.hold_cpu_latency(0, str(tmp_path / 'none'))
+    assert missing.startswith('CPU wake-up latency left alone') and 'none' in missing
+    assert priority._LATENCY_REQUEST is None
+
+
+@pytest.mark.parametrize('value', [-2, 1.5, '0', True, None])
+def test_a_bad_cpu_dma_latency_is_refused_naming_it(value):
+    from ne_dynamics_ros.control import parameters
+    from ne_dynamics_ros.errors import ControlParameterError
+    assert parameters.check('cpu_dma_latency', 0, 6) == 0
+    assert parameters.check('cpu_dma_latency', -1, 6) == -1
+    with pytest.raises(ControlParameterError, match='cpu_dma_latency must be an integer'):
+        parameters.check('cpu_dma_latency', value, 6)

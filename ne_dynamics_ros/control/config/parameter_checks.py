@@ -285,6 +285,14 @@ def checked_priority(value, n, name):
     return value
 
 
+def checked_latency(value, n, name):
+    """Check ``cpu_dma_latency``: an integer >= -1 (microseconds; -1: leave it alone)."""
+    if type(value) is not int or not -1 <= value <= 2_000_000_000:
+        raise ControlParameterError(f'{name} must be an integer >= -1 (microseconds; -1: '
+                                    f'leave it alone), got {value!r}')
+    return value
+
+
 def checked_joint_values(value, n, name, ok, what):
     """Check per-joint values: unset, or n finite values meeting ``ok`` (``what`` says it)."""
     if value is None:

@@ -115,7 +115,9 @@ def main(args=None):
         spinning.add_node(node)
         signals.executor = spinning
         node.get_logger().info(f'control path priority: {_raise_priorities(node)}; '
-                               f'{transports}')
+                               + priority.hold_cpu_latency(
+                                   node.get_parameter('cpu_dma_latency').value)
+                               + f'; {transports}')
         while rclpy.ok() and not signals.received:
             # A finite timeout lets Python run the signal handlers between waits.
             spinning.spin_once(timeout_sec=0.1)
