@@ -64,6 +64,7 @@ from ne_dynamics_ros.control.reference.feedforward import (checked_goal,
 from ne_dynamics_ros.control.reference.trajectory import TrajectoryError, TrajectoryPoint
 from ne_dynamics_ros.dynamics.model import load_model
 from ne_dynamics_ros.errors import ModelError
+from ne_dynamics_ros.nodes.computed_torque.priority import hold_cpu_latency
 from ne_dynamics_ros.nodes.qos import ACTIVITY_QOS
 from ne_dynamics_ros.nodes.spin import init_until_signalled, spin_until_signalled
 
@@ -433,6 +434,9 @@ PARAMETERS = (
     ('friction_compensation', False, 'add the model\'s drive friction (Fv, Fc) to the '
                                      'points\' efforts, as computed_torque_node\'s '
                                      'parameter of the same name'),
+    ('cpu_dma_latency', 0, 'the CPUs\' wake-up latency asked of Linux while it runs, us '
+     '(PM QoS, /dev/cpu_dma_latency; 0: idle CPUs poll, so controller_manager\'s cycle is '
+     'not woken from a halted core; -1: leave it alone), as computed_torque_node\'s'),
 )
 
 
@@ -446,6 +450,7 @@ def main(args=None):
         rclpy.logging.get_logger('jtc_feedforward').fatal(str(exc))
         rclpy.try_shutdown()
         return 1
+    node.get_logger().info(hold_cpu_latency(int(node.get_parameter('cpu_dma_latency').value)))
     return spin_until_signalled(node, stop)
 
 
