@@ -13,10 +13,10 @@ Per friction and wrench source (the sensor; the observer's estimate, printed bes
 * a 10 N push on the tool along x, y and z for 1 s: the tip's speed along the push over
   the last 0.5 s against ``F / D`` (goal within 10 %), and across it;
 * let go: how far the tip goes on (goal < 2 mm);
+* no push for 10 s: the tip's drift (goal < 0.5 mm/s);
 
 with the law's defaults: D and Md sized for the arm
-(:func:`~ne_dynamics_ros.control.laws.hand_guiding.sized_admittance`, printed);
-* no push for 10 s: the tip's drift (goal < 0.5 mm/s).
+(:func:`~ne_dynamics_ros.control.laws.hand_guiding.sized_admittance`, printed).
 
 Figures are printed, never asserted. Usage: ``python benchmarks/bench_hand_guiding.py``
 (~2 min: the hidden plant is identified first) [--quick] (shorter runs, the exact plant

@@ -81,12 +81,12 @@ def _checked_positive_six(value, n, name):
     return values
 
 
-#: ((model, effort limits), damping) of the last admittance sized: the
-#: workspace is sampled once per model and gains, not per run
-_SIZED = [None, None]
+#: (model, effort limits, damping) of the last damping sized: the workspace is sampled
+#: once per model and limits, not per run (the model itself kept: an id can be reused)
+_SIZED = [None, None, None]
 
 
-def sized_admittance(model, effort_limits, kd):
+def sized_admittance(model, effort_limits, kd, damping=None):
     """Return ``(mass, damping)``, (6,) each: hand guiding's admittance sized for the arm.
 
     Per axis of the base frame (x, y, z, then about them), over the workspace
@@ -113,20 +113,23 @@ def sized_admittance(model, effort_limits, kd):
     Args:
         model: the arm's model (its velocity limits, the tip's Jacobian).
         effort_limits: (n,) the limits in force, N·m (N); kd: (n,) 1/s.
+        damping: None (sized as above), or the one set, (6,): only the mass is sized.
 
     Raises:
-        ModelError: an axis no joint with finite limits moves, or kd not > 0 (then set
-            ``hand_guiding.damping`` and ``hand_guiding.mass``).
+        ModelError: the damping sized, and an axis no joint with finite limits moves, or
+            kd not > 0 (then set ``hand_guiding.damping`` and ``hand_guiding.mass``).
     """
     from ne_dynamics_ros.control.laws.gains import CONFIGURATIONS, workspace_configurations
     from ne_dynamics_ros.errors import ModelError
-    limits = np.asarray(effort_limits, dtype=float).reshape(-1)
     kd_min = float(np.min(kd))
+    if damping is not None:
+        damping = np.broadcast_to(np.asarray(damping, dtype=float), (6,)).copy()
+        return damping / kd_min, damping
     if not kd_min > 0.0:
         raise ModelError(f'hand guiding\'s virtual mass is sized on kd > 0, got {kd_min}: '
                          'set hand_guiding.damping and hand_guiding.mass')
-    key = (id(model), tuple(limits.tolist()))
-    if _SIZED[0] != key:
+    limits = np.asarray(effort_limits, dtype=float).reshape(-1)
+    if _SIZED[0] is not model or _SIZED[1] != tuple(limits.tolist()):
         kinematics = chain_kinematics(model)
         velocity = np.asarray(model.velocity_limits, dtype=float)
         J = np.array([kinematics.jacobian(q)
@@ -140,8 +143,8 @@ def sized_admittance(model, effort_limits, kd):
             raise ModelError('hand guiding\'s damping cannot be sized for this arm (an axis '
                              'no joint with finite effort and velocity limits moves): set '
                              'hand_guiding.damping and hand_guiding.mass')
-        _SIZED[:] = [key, damping]
-    damping = _SIZED[1].copy()
+        _SIZED[:] = [model, tuple(limits.tolist()), damping]
+    damping = _SIZED[2].copy()
     return damping / kd_min, damping
 
 
@@ -236,15 +239,14 @@ class HandGuidingLaw(Law):
         damping, mass = settings.hand_guiding_damping, settings.hand_guiding_mass
         #: what was sized for the arm (unset), not set: ``{'damping': bool, 'mass': bool}``
         self.sized = {'damping': damping is None, 'mass': mass is None}
-        if damping is None:
-            damping = sized_admittance(model, context.gains.effort_limits,
-                                       context.gains.kd)[1]
-        if mass is None:
-            mass = np.asarray(damping, dtype=float) / float(np.min(context.gains.kd))
+        if damping is None or mass is None:
+            sized_mass, sized_damping = sized_admittance(
+                model, context.gains.effort_limits, context.gains.kd, damping)
+            damping = sized_damping if damping is None else damping
+            mass = sized_mass if mass is None else mass
         #: the virtual damping D and mass Md in force, (6,) each
         self.damping = np.asarray(damping, dtype=float)
         self.mass = np.asarray(mass, dtype=float)
-        self._damping, self._mass = self.damping, self.mass
         self._band = np.asarray(settings.hand_guiding_dead_band, dtype=float)
         self._source = settings.hand_guiding_wrench
         self._lower = np.asarray(model.lower_limits, dtype=float)
@@ -295,8 +297,8 @@ class HandGuidingLaw(Law):
         self.wrench = np.concatenate([dead_band(wrench[:3], self._band[0]),
                                       dead_band(wrench[3:], self._band[1])])
         if dt > 0.0:
-            twist = (self.twist + dt * self.wrench / self._mass) / (
-                1.0 + dt * self._damping / self._mass)
+            twist = (self.twist + dt * self.wrench / self.mass) / (
+                1.0 + dt * self.damping / self.mass)
             self._acceleration = (twist[:3] - self.twist[:3]) / dt
             self.twist = twist
         q_next, qd_ref, qdd_ref = twist_reference(self.q_ref, self.qd_ref, self.twist, J, dt,
