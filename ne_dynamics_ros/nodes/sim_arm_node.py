@@ -13,14 +13,17 @@ dry ``friction`` as MuJoCo's, ``timestep``, ``integrator``, ``payload_com``, ...
 How simulated time advances
 ---------------------------
 ``lockstep: false`` (default) -- hardware-like, real time. A timer at ``publish_rate``
-    integrates from the previous step to *now* (the node clock) with whatever command
-    arrived last, and publishes the state stamped *now*; so simulated time is the node's
-    clock, as for a real arm, and timer jitter only changes when states are sampled (a step
-    is at most five periods long; if the process stalls longer, the arm's time falls behind
-    and a warning says so). A controller that answers late is simply late, and results
-    depend on the machine's load. Until the first command the arm is held still at
-    ``initial_positions`` by its brakes (``brakes``, default true, as a real arm waits for
-    its controller); ``brakes: false``: zero effort until then (it falls).
+    integrates from the previous step to *now* (the node clock) and publishes the state
+    stamped *now*; a command acts from the instant it arrives (on its arrival the arm is
+    first integrated up to then under the command in force before it, zero-order hold), so
+    a controller's computation and transport delay is felt as on a real drive. Simulated
+    time is the node's clock, as for a real arm, and timer jitter only changes when states
+    are sampled (a step is at most five periods long; if the process stalls longer, the
+    arm's time falls behind and a warning says so). A controller that answers late is
+    simply late, and results depend on the machine's load. Until the first command the arm
+    is held still at ``initial_positions`` by its brakes (``brakes``, default true, as a
+    real arm waits for its controller); ``brakes: false``: zero effort until then (it
+    falls).
 ``lockstep: true`` -- a sampled-data experiment, deterministic. Every state is exactly
     ``1/publish_rate`` of simulated time after the previous one. The node publishes the state at
     ``t_k`` and waits for the next command, which is the controller's answer to that state;
@@ -33,7 +36,7 @@ How simulated time advances
     command answers within ``lockstep_timeout`` (wall clock) the state is published again
     with a warning; nothing advances meanwhile. No state is published before
     ``/joint_states`` has a subscriber. In-process users (the demo) can hold simulated time
-    with :meth:`SimArmNode.run_until`.
+    with :meth:`~ne_dynamics_ros.nodes.sim_arm_own_clock.OwnClockMixin.run_until`.
 
 ``command_interface: sim_arm_system`` -- behind ros2_control's hardware plugin of this
     package, ``ne_dynamics_ros_hardware/SimArmSystem`` (the default of
@@ -105,6 +108,7 @@ from ne_dynamics_ros.nodes.computed_torque.priority import (freeze_collector, ow
                                                             raise_process)
 from ne_dynamics_ros.nodes.spin import init_until_signalled, spin_until_signalled
 from ne_dynamics_ros.nodes.sim_arm_hardware import HardwareClockMixin
+from ne_dynamics_ros.nodes.sim_arm_own_clock import OwnClockMixin
 from ne_dynamics_ros.nodes.sim_arm_sensor import FlangeSensorIO
 from ne_dynamics_ros.simulation.hardware_link import HardwareLinkError
 from ne_dynamics_ros.simulation.hardware_reads import ReadBacklog
@@ -155,7 +159,7 @@ def _float(value, name):
     return values[0]
 
 
-class SimArmNode(HardwareClockMixin, Node):
+class SimArmNode(OwnClockMixin, HardwareClockMixin, Node):
     """Simulated arm with an effort command interface and a joint-state publisher."""
 
     def __init__(self, **kwargs):
@@ -436,7 +440,7 @@ class SimArmNode(HardwareClockMixin, Node):
             self.get_logger().warning(f'dropped effort command: {reason}',
                                       throttle_duration_sec=WARN_PERIOD)
             return
-        self.command = data
+        self._take_command(data)
         self.commands_received += 1
         if self.lockstep and self._awaiting_answer:
             self._awaiting_answer = False
@@ -463,68 +467,10 @@ class SimArmNode(HardwareClockMixin, Node):
                                  + msg.header.stamp.nanosec)
             return
         if self.commands_received == 0 and not np.any(command):
-            self.command = command      # the idle hardware's zero: the brakes stay on
+            self._take_command(command)   # the idle hardware's zero: the brakes stay on
             return
-        self.command = command
+        self._take_command(command)
         self.commands_received += 1
-
-    def run_until(self, end_time):
-        """Lockstep: let simulated time run up to ``end_time`` (s; None = without end).
-
-        The demo holds the arm at t = 0 (``run_until(0.0)``) until the controller and the
-        trajectory are in place, then releases it for the whole experiment.
-        """
-        self.end_time = end_time
-        if self.lockstep:
-            self._advance()
-
-    def _advance(self):
-        """Lockstep: apply the answer to the current state for one period, publish next."""
-        if self._answer is None:
-            return
-        if self.end_time is not None and \
-                self.arm.time + self.publish_period > self.end_time + 1e-9:
-            return
-        command, self._answer = self._answer, None
-        self.arm.step(command, self.publish_period)
-        self._publish_state()
-
-    def _on_timer(self):
-        now = self.get_clock().now()
-        if self._last_step is None:
-            self._last_step = now
-            self._publish_state(now)
-            return
-        elapsed = (now - self._last_step).nanoseconds * 1e-9
-        if elapsed <= 0:
-            return
-        if self._brakes and self.commands_received == 0:
-            self._last_step = now             # held by its brakes: time passes, not motion
-            self._publish_state(now)
-            return
-        limit = 5 * self.publish_period
-        if elapsed > limit:
-            self.get_logger().warning(
-                f'the timer was {elapsed:.3f} s late; simulating only {limit:.3f} s of it '
-                '(the arm falls behind the clock)', throttle_duration_sec=WARN_PERIOD)
-            elapsed = limit
-        self.arm.step(self.command, elapsed)
-        self._last_step = now
-        self._publish_state(now)
-
-    def _lockstep_watchdog(self):
-        """Publish the first state once someone listens; republish an unanswered one."""
-        if self.state_publisher.get_subscription_count() == 0:
-            return
-        now = time.monotonic()
-        if self._last_publish_wall is None:
-            self._publish_state()
-        elif self._awaiting_answer and now - self._last_publish_wall > self.lockstep_timeout:
-            self.get_logger().warning(
-                f'no effort command answered the state at t = {self.arm.time:.3f} s within '
-                f'{self.lockstep_timeout:g} s; publishing it again',
-                throttle_duration_sec=WARN_PERIOD)
-            self._publish_state()
 
     def destroy_node(self):
         """Say what the hardware read (clock hardware), then destroy the node."""

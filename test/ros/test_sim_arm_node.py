@@ -148,6 +148,32 @@ def test_applies_commands_with_zero_order_hold(make_system, plant):
     assert last.velocity[0] > 0.1 and last.position[0] > 0.0
 
 
+@pytest.mark.parametrize('plant', ['pinocchio', 'mujoco'])
+def test_a_command_acts_from_its_arrival_not_from_the_state_before_it(make_system, plant):
+    """On its own timer the arm is causal: a command sent mid-period acts from then on,
+    not over the whole period since the state before it (which would make any controller
+    on this arm look as if it answered in no time). At 4 Hz, from rest without gravity,
+    the joint's speed at the next state is its acceleration times the time since the
+    command was sent (within 10 ms), not times the period."""
+    sim, probe, executor = make_system(publish_rate=4.0, gravity=[0.0, 0.0, 0.0],
+                                       plant=plant)
+    _spin_until(executor, lambda: len(probe.states) > 1 and
+                probe.commands.get_subscription_count(), 10.0)
+    count = len(probe.states)
+    _spin_until(executor, lambda: len(probe.states) > count, 5.0)
+    before = probe.states[-1][1]
+    _spin_for(executor, 0.1)
+    command = [5.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+    sent = probe.get_clock().now().nanoseconds * 1e-9
+    probe.send(command)
+    _spin_until(executor, lambda: any(_stamp(m) > sent for _, m in probe.states), 5.0)
+    after = next(m for _, m in probe.states if _stamp(m) > sent)
+    acceleration = sim.arm.acceleration(before.position, np.zeros(6), command)[0]
+    acted = after.velocity[0] / acceleration
+    assert _stamp(after) - sent - 0.01 < acted <= _stamp(after) - sent + 1e-3
+    assert acted < 0.8 * (_stamp(after) - _stamp(before))
+
+
 def test_drops_bad_commands_and_keeps_the_last_good_one(make_system):
     sim, probe, executor = make_system(publish_rate=100.0)
     _spin_until(executor, lambda: probe.states and probe.commands.get_subscription_count(),
