@@ -593,7 +593,7 @@ class MujocoArm:
                 self.data.qfrc_applied[:] = pushed
                 self.data.qfrc_applied[self._vadr] += effort
             self._mujoco.mj_step(self.model, self.data)
-        if not (np.all(np.isfinite(self.data.qpos)) and np.all(np.isfinite(self.data.qvel))):
+        if not (np.isfinite(self.data.qpos).all() and np.isfinite(self.data.qvel).all()):
             raise StateError('the simulation diverged (non-finite state); lower the gains or '
                              'the timestep')
         self.time += dt
