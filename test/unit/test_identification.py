@@ -202,19 +202,17 @@ def test_a_joint_that_never_moves_is_named_and_kept_nominal(setup):
 
 
 def plant_gravity(arm, q):
-    """The plant's g(q), (N, n), through its public forward dynamics only.
+    """The plant's g(q), (N, n): Pinocchio's generalized gravity on the plant's own model.
 
-    At rest the acceleration is affine in the effort, ``a(tau) = M⁻¹ (tau - g)``: the
-    columns of M⁻¹ are a(e_i) - a(0), and g = -M a(0) (no friction at zero velocity).
+    ``arm.model`` is the Pinocchio model the plant integrates (its links with the hidden
+    payload, its gravity); armature and friction do not enter g. Nothing of ours computes
+    it: ``arm.configuration`` only maps joint values to Pinocchio's q.
     """
-    n = q.shape[1]
-    zero = np.zeros(n)
-    out = np.empty_like(q)
-    for k, qk in enumerate(q):
-        a0 = arm.acceleration(qk, zero, zero)
-        Minv = np.column_stack([arm.acceleration(qk, zero, e) - a0 for e in np.eye(n)])
-        out[k] = -np.linalg.solve(Minv, a0)
-    return out
+    import pinocchio as pin
+    data = arm.model.createData()
+    order = [arm.model.joints[arm.model.getJointId(name)].idx_v for name in arm.joint_names]
+    return np.array([pin.computeGeneralizedGravity(arm.model, data, arm.configuration(qk))[
+        order] for qk in q])
 
 
 @pytest.fixture(scope='module')
