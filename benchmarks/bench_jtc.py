@@ -99,8 +99,8 @@ def _moves(s, joints, runs, topic, jtc):
     publisher = _publisher(probe, topic)
     collected, per_move = [], []
     for run in range(runs):
+        start = probe.position_now()
         with probe.lock:
-            start = probe.truth[-1][2].copy()
             mark = len(probe.tracking)
         began, wall = time.monotonic(), time.time()
         goal = start + (MOVE if run % 2 == 0 else -MOVE)
@@ -137,12 +137,11 @@ def _lee(s, joints, topic, jtc):
     probe = s.probe
     errors = Errors(probe, jtc)
     publisher = _publisher(probe, topic)
-    with probe.lock:
-        here = probe.truth[-1][2].copy()
+    here = probe.position_now()
     publisher.publish(stack.quintic(joints, here, np.radians(LEE_START_DEG), LEE_TIME))
     time.sleep(LEE_TIME + 1.0)
+    here = probe.position_now()
     with probe.lock:
-        here = probe.truth[-1][2].copy()
         mark = len(probe.tracking)
     began = time.monotonic()
     publisher.publish(stack.quintic(joints, here, np.radians(LEE_GOAL_DEG), LEE_TIME))
@@ -197,8 +196,7 @@ def _cancel_sag(s, joints, relay):
         future = box[0]
         probe.wait(future.done, 20.0, 'an action future')
         return future.result()
-    with probe.lock:
-        start = probe.truth[-1][2].copy()
+    start = probe.position_now()
     trajectory = stack.quintic(joints, start, start + MOVE, 2.0)
     goal = FollowJointTrajectory.Goal(trajectory=trajectory)
     handle = call(lambda: client.send_goal_async(goal))
@@ -289,8 +287,7 @@ def _acceptance_times(s, joints, relay, points, repeats):
     client = _action_client(probe, relay)
     times = []
     for _ in range(repeats):
-        with probe.lock:
-            start = probe.truth[-1][2].copy()
+        start = probe.position_now()
         goal = FollowJointTrajectory.Goal(trajectory=stack.quintic(
             joints, start, start + 0.05 * np.sign(MOVE + 0.5), 0.002 * points,
             points=points))

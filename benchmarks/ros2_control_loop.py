@@ -189,11 +189,12 @@ def _moves(probe, runs, joint_names):
         time.sleep(0.05)
     worst, oscillations, arm_worst, per_move = 0.0, 0, 0.0, []
     for run in range(runs):
-        with probe.lock:
-            start = probe.truth[-1][2].copy() if probe.truth else None
-            marks = len(probe.tracking), len(probe.broadcast), len(probe.truth)
-        if start is None:
+        try:
+            start = probe.position_now()
+        except AssertionError:
             break
+        with probe.lock:
+            marks = len(probe.tracking), len(probe.broadcast), len(probe.truth)
         goal = start + (MOVE if run % 2 == 0 else -MOVE)
         publisher.publish(stack.quintic(joint_names, start, goal, MOVE_TIME))
         time.sleep(MOVE_TIME + SETTLE + 0.4)

@@ -173,8 +173,8 @@ def move(arm, chain, offset=(0.3, -0.3, 0.3, 0.3, -0.3, 0.3), duration=1.5, lead
     controller_manager is what these moves measure.
     """
     probe = arm.probe
+    start = probe.position_now()
     with probe.lock:
-        start = probe.truth[-1][2].copy()
         marks = len(probe.tracking), len(probe.truth), len(probe.broadcast)
     goal = start + np.array(offset)
     publisher = probe.trajectory_publisher
@@ -428,6 +428,27 @@ class Probe:
         with self.lock:
             rows = [q for _, received, q in self.truth if received >= monotonic_start]
         return np.array(rows).reshape(-1, len(self.joints))
+
+    def position_now(self, max_age=0.05, timeout=5.0):
+        """Return the arm's newest position (n,) once its stamp is within ``max_age`` s of now.
+
+        A move starts from where the arm is: a probe that fell behind the stack (its
+        process starved beside CPU-bound neighbours) still holds an older state, and a
+        move from there would start its reference away from the arm.
+
+        Raises:
+            AssertionError: no state that fresh within ``timeout`` s.
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            with self.lock:
+                newest = self.truth[-1] if self.truth else None
+            if newest is not None and time.time() - newest[0] <= max_age:
+                return newest[2].copy()
+            assert time.monotonic() < deadline, (
+                f'no state of the arm within {max_age} s of now in {timeout} s (newest '
+                f'{"none" if newest is None else f"{time.time() - newest[0]:.3f} s old"})')
+            time.sleep(0.005)
 
     def motion_since(self, monotonic_start):
         """Return the largest joint motion (rad) in the truth since ``monotonic_start``.

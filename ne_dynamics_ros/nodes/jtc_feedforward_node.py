@@ -28,9 +28,10 @@ Chung, Mudge and Turney 1982, eq. 4.1, with the drives' armature and friction):
   (not by JTC's cancel, whose zero-effort hold let the arm fall until the stop came).
 * Holding: JTC's own hold (at activation, after a cancel or an abort) carries zero
   effort, so a torque-controlled arm without drive-side gravity compensation sags until
-  the PID winds up. Whenever the controller becomes active and after a goal ends other
-  than by success, this node sends JTC a one-point trajectory at the measured position
-  with the model's gravity as its effort
+  the PID winds up. Whenever the controller becomes active (at the position the arm had
+  then: JTC's own hold point) and after a goal ends other than by success (at the
+  measured position), this node sends JTC a one-point trajectory with the model's
+  gravity as its effort
   (:func:`~ne_dynamics_ros.control.reference.feedforward.hold_effort`); an arm still moving (a
   cancel mid-move) first gets a smooth stop with the model's efforts
   (:func:`~ne_dynamics_ros.control.reference.feedforward.stop_waypoints`), whose last point
@@ -40,6 +41,7 @@ Chung, Mudge and Turney 1982, eq. 4.1, with the drives' armature and friction):
 The control loop never waits for this node: it runs in controller_manager's cycle. The
 arm's state comes from ``/joint_states`` (joint_state_broadcaster's, mapped by name).
 """
+import collections
 import math
 
 import numpy as np
@@ -127,6 +129,8 @@ class JtcFeedforward(Node):
         self.settings = self._settings(v)
         self.state = None                     # (q, qd) chain order, from /joint_states
         self.state_time = 0.0                 # its header stamp, s
+        self.recent = collections.deque(maxlen=RECENT_STATES)   # (stamp s, q) of the last
+        self.activated_at = None              # the controller's activation (its stamp), s
         self.hold_pending = False
         self.active_goals = {}                # our goal id -> JTC's goal handle
         self.stopped_goals = set()            # our goal ids ended by a stop goal
@@ -224,17 +228,30 @@ class JtcFeedforward(Node):
         if np.all(np.isfinite(q)) and np.all(np.isfinite(qd)):
             self.state = (q, qd)
             self.state_time = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+            self.recent.append((self.state_time, q))
             if self.hold_pending:
-                self._hold('the controller became active')
+                self._hold('the controller became active', at=self.activated_at)
 
     def _on_activity(self, msg):
         active = any(c.name == self.controller and c.state.id == State.PRIMARY_STATE_ACTIVE
                      for c in msg.controllers)
         if active and not self.controller_active:
             self.hold_pending = True
+            self.activated_at = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
             if self.state is not None:
-                self._hold('the controller became active')
+                self._hold('the controller became active', at=self.activated_at)
         self.controller_active = active
+
+    def _position_at(self, at):
+        """Return the arm's position (n,) at stamp ``at`` (s): the last state up to it.
+
+        Without a state that old (or ``at`` 0: no stamp), the oldest kept, or the newest.
+        """
+        if at:
+            earlier = [q for stamp, q in self.recent if stamp <= at]
+            if earlier:
+                return earlier[-1]
+        return self.recent[0][1] if at and self.recent else self.state[0]
 
     def _checked(self, trajectory):
         """Return a trajectory message as the reference it makes, or raise (the reason)."""
@@ -346,7 +363,7 @@ class JtcFeedforward(Node):
         # ended by our stop: the empty result JTC gives a goal it cancels itself
         return FollowJointTrajectory.Result() if stopped else answer.result
 
-    def _hold(self, why, preempt=False):
+    def _hold(self, why, preempt=False, at=None):
         """Stop the arm smoothly where it goes, then hold it there with the model's gravity.
 
         A moving arm gets
@@ -354,10 +371,16 @@ class JtcFeedforward(Node):
         model's efforts; one at rest (or a stop the effort limits refuse) a one-point
         trajectory at the measured position. Sent on JTC's topic, or with ``preempt`` as a
         goal of JTC's action (it preempts JTC's active goal: :meth:`_stop_instead_of`).
+        ``at`` (the controller's activation, s): a one-point hold where the arm was then,
+        the point JTC's own hold pulls it to; not a stop from the velocity it has when
+        this runs, tens of ms later, which is JTC's PID pulling it back there (a stop
+        planned from it carried the UR5e 40-70 mrad past, and the hold rang on).
         Returns False when the server is not there to preempt (nothing sent).
         """
         self.hold_pending = False
         q, qd = self.state
+        if at is not None:
+            q, qd = self._position_at(at), np.zeros_like(qd)
         start = None
         if preempt:
             # the stop starts STOP_LEAD s on, from the state carried there: JTC takes the
@@ -386,7 +409,8 @@ class JtcFeedforward(Node):
                                          effort=effort[self.order].tolist())
             point.time_from_start.nanosec = int(2e9 / self.settings.rate)
             message = JointTrajectory(joint_names=self.joints, points=[point])
-            said = ('holding at the measured position with '
+            where = 'at the measured position' if at is None else 'where it was at activation'
+            said = (f'holding {where} with '
                     f'{"the model" if self.settings.with_gravity else "zero"} effort')
         if preempt:
             if not self.client.server_is_ready():
@@ -400,6 +424,10 @@ class JtcFeedforward(Node):
         self.get_logger().info(f'{why}: {said}')
         return True
 
+
+#: States kept to find where the arm was when the controller became active (0.25 s at
+#: 1 kHz; the activation is seen within tens of ms).
+RECENT_STATES = 256
 
 #: How far ahead of now a stop that preempts a goal starts, s (the goal's round trip to
 #: JTC and one cycle, with room).
