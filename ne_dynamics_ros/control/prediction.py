@@ -184,9 +184,10 @@ class SentCommands:
         the commands in flight; otherwise :func:`predict_across_delay`. ``reference``:
         ``(q_d, qd_d, qdd_d)`` at ``t``.
         """
-        delay, period = settings.delay_compensation, self.period()
+        delay = settings.delay_compensation
         if not delay:
             return q, qd, reference
+        period = self.period()
         if settings.delay_prediction == 'model' and period:
             return predict_with_model(sample_values, t, delay, period, q, qd, self.commands,
                                       self.accelerations(context))
