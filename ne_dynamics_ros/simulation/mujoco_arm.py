@@ -554,9 +554,9 @@ class MujocoArm:
         """Set the push on the sensor's body as a body force (``xfrc_applied``)."""
         body, point, force = self._push
         data = self.data
-        world = data.xpos[body] + data.xmat[body].reshape(3, 3) @ point
-        data.xfrc_applied[body, :3] = force
-        data.xfrc_applied[body, 3:] = np.cross(world - data.xipos[body], force)
+        (x, y, z), (a, b, c) = (data.xpos[body] + data.xmat[body].reshape(3, 3) @ point
+                                - data.xipos[body]).tolist(), force.tolist()  # r, F: r x F
+        data.xfrc_applied[body] = (a, b, c, y * c - z * b, z * a - x * c, x * b - y * a)
 
     def step(self, efforts, dt):
         """Hold ``efforts`` (n,) for ``dt`` seconds and advance the state.

@@ -111,7 +111,8 @@ class FlangeSensor:
     def _tool(self, R):
         """(6,) the tool's weight in the sensor's frame, about its origin."""
         force = self._mass * (R.T @ self._gravity)
-        return np.concatenate([force, np.cross(self._com, force)])
+        (x, y, z), (a, b, c) = self._com.tolist(), force.tolist()      # com x force
+        return np.array((a, b, c, y * c - z * b, z * a - x * c, x * b - y * a))
 
     def wrench(self, t, R, acceleration):
         """Return (6,) the wrench on the tool, base frame at the tip's origin, or zeros.
