@@ -78,7 +78,7 @@ class Loop:
             ns = int(round(self.t * 1e9))
             q = self.arm.position
             out = self.c.update(ns, names, q, self.arm.velocity, steady_ns=ns)
-            assert np.all(np.isfinite(out.effort_values))
+            assert all(map(math.isfinite, out.effort_values))
             self.efforts.append(out.effort_values)
             self.commands.append((q, out))
             self.arm.step(out.effort, 1.0 / self.rate)
