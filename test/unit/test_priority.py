@@ -146,6 +146,19 @@ def test_the_node_threads_get_the_control_policy_or_the_helpers(named_threads, m
     assert 'the same for 0 DDS threads; nice -5 for 0 of the 1 threads' in refused, refused
 
 
+@pytest.fixture
+def collector_as_a_process_starts():
+    """Nothing frozen during the test, as in a process that just started (a run of unit
+    tests freezes what its collection made: test/conftest.py); frozen again after."""
+    import gc
+    frozen = gc.get_freeze_count()
+    gc.unfreeze()
+    yield
+    if frozen:
+        gc.freeze()
+
+
+@pytest.mark.usefixtures('collector_as_a_process_starts')
 def test_the_collector_frees_cycles_then_leaves_what_survives_alone(monkeypatch):
     """freeze_collector: nothing unless the process's program owns the collector; then
     cyclic garbage made before it is freed, what lives on is frozen (later collections
