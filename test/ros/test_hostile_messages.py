@@ -24,6 +24,7 @@ import math
 import os
 import pathlib
 import re
+import select
 import signal
 import subprocess
 import sys
@@ -235,6 +236,18 @@ class Peer:
         self._streamer = subprocess.Popen(
             [sys.executable, __file__, str(sent_file)], env=env, stdin=subprocess.PIPE,
             text=True)
+        self._burster = subprocess.Popen(
+            [sys.executable, __file__, '--burst'], env=env, stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, text=True)
+
+    def burst(self, timeout=30.0):
+        """Have the burst process flood ``/joint_states`` (:func:`burst`); return
+        (its span s, how many NaN states it sent)."""
+        assert _line(self._burster, timeout) == 'ready', 'the burst process did not start'
+        self._burster.stdin.write('go\n')
+        self._burster.stdin.flush()
+        span, nan = _line(self._burster, timeout).split()
+        return float(span), int(nan)
 
     def _spin(self):
         while not self._stop.is_set():
@@ -249,9 +262,14 @@ class Peer:
                 np.loadtxt(f'{self._sent_file}.efforts', ndmin=1))
 
     def close(self):
-        if self._streamer.poll() is None:
-            self._streamer.kill()
-            self._streamer.wait()
+        try:
+            self._burster.communicate('', timeout=5)     # stdin closed: it ends itself
+        except (subprocess.TimeoutExpired, ValueError):
+            pass
+        for process in (self._streamer, self._burster):
+            if process.poll() is None:
+                process.kill()
+                process.wait()
         self._stop.set()
         self._spinner.join(timeout=5)
         self.executor.shutdown(timeout_sec=1.0)
@@ -264,7 +282,7 @@ def stream(sent_file):
     (``<sent_file>.efforts``), both time.monotonic s.
 
     Every other state has no velocities. Runs in its own process (see :class:`Peer`): the
-    test process busy-waits through the 5 kHz burst, which would delay its own receipts.
+    test process's own threads cannot delay it.
     """
     rclpy.init()
     node = rclpy.create_node('hostile_valid_stream')
@@ -306,6 +324,46 @@ def stream(sent_file):
     np.savetxt(sent_file, sent)
     np.savetxt(f'{sent_file}.efforts', received)
     executor.shutdown(timeout_sec=1.0)
+    node.destroy_node()
+    rclpy.shutdown()
+
+
+def _line(process, timeout):
+    """Return the next line ``process`` prints (stripped), waiting at most ``timeout`` s."""
+    ready, _, _ = select.select([process.stdout], [], [], timeout)
+    assert ready, f'no line from {process.args} in {timeout} s'
+    return process.stdout.readline().strip()
+
+
+def burst(count=500, rate=5000.0):
+    """Publish ``count`` states at ``rate`` Hz, every other with NaN positions, on ``go``.
+
+    Runs in a process of its own (see :class:`Peer`): published from the test process the
+    burst waited for the GIL behind the test's executor thread and took 0.25 s, no flood
+    (2026-12-07, fresh-clone CI). Prints ``ready`` once the node's subscription is matched,
+    then, after the burst, its span (s) and the number of NaN states sent.
+    """
+    rclpy.init()
+    node = rclpy.create_node('hostile_burst')
+    pub = node.create_publisher(JointState, '/joint_states', JOINT_STATE_QOS)
+    messages = [serialize_message(state(velocity=[0.0] * 6)),
+                serialize_message(state(position=[math.nan] * 6))]
+    deadline = time.monotonic() + 20.0
+    while pub.get_subscription_count() < 1 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    print('ready', flush=True)
+    sys.stdin.readline()
+    start = time.monotonic()
+    for k in range(count):
+        # sleep, not spin: a busy-waiting process would take one of the two cores the
+        # node and the valid stream share, and measure its own load
+        delay = start + k / rate - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+        pub.publish(messages[k % 2])
+    span = time.monotonic() - start
+    print(f'{span} {count // 2}', flush=True)
+    sys.stdin.readline()                       # the test ends it (or kills it)
     node.destroy_node()
     rclpy.shutdown()
 
@@ -393,8 +451,6 @@ def largest_gap(times, start, end):
 def test_hostile_messages_never_silence_or_blind_the_node(ros_context, domain_id, tmp_path):
     states = hostile_states()
     trajectories = hostile_trajectories()
-    nan_burst = state(position=[math.nan] * 6)
-    valid_burst = state(velocity=[0.0] * 6)
     previous_interval = sys.getswitchinterval()
     sys.setswitchinterval(0.0005)
     node = NodeProcess(domain_id)
@@ -418,18 +474,8 @@ def test_hostile_messages_never_silence_or_blind_the_node(ros_context, domain_id
         for _, msg, _ in states:
             peer.state_pub.publish(msg)
             time.sleep(0.02)
-        burst_nan = 0
         phase('NaN burst')
-        burst_start = time.monotonic()
-        for k in range(500):                           # 0.1 s at 5 kHz
-            # sleep, not spin: a busy-waiting test would take one of the two cores the
-            # node and the valid stream share, and measure its own load
-            delay = burst_start + k * 2e-4 - time.monotonic()
-            if delay > 0:
-                time.sleep(delay)
-            peer.state_pub.publish(nan_burst if k % 2 else valid_burst)
-            burst_nan += k % 2
-        burst_span = time.monotonic() - burst_start
+        burst_span, burst_nan = peer.burst()          # 500 states, 0.1 s at 5 kHz
         time.sleep(0.2)
         phase('hostile trajectories')
         for label, data, outcome in trajectories:
@@ -471,7 +517,7 @@ def test_hostile_messages_never_silence_or_blind_the_node(ros_context, domain_id
     timeouts = [line for line in node.lines if 'no valid joint_states' in line]
     assert not np.any(np.all(efforts[during] == 0.0, axis=1)), timeouts
     # a gap in the stream itself (the machine busy elsewhere) is not the node's; the
-    # commands by the instants the node published them (this process busy-waits in the burst)
+    # commands by the instants the node published them (not this process's receipts)
     stream_gap, _ = largest_gap(sent, start, end)
     gap, gap_at = largest_gap(received, start, end)
     assert gap <= STATE_TIMEOUT + max(0.0, stream_gap - 1.0 / RATE), (
@@ -575,4 +621,7 @@ def test_joint_state_bytes_read_or_dropped(ros_context, make_bytes, answered, ca
 
 
 if __name__ == '__main__':
-    stream(sys.argv[1])
+    if sys.argv[1] == '--burst':
+        burst()
+    else:
+        stream(sys.argv[1])
