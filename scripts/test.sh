@@ -1,23 +1,23 @@
 #!/usr/bin/env bash
-# The whole test suite, as CI runs it (.ci/run): three parts.
+# The whole test suite, as CI runs it (.ci/run): two passes side by side.
 #
-# - The parallel-safe tests of test/system (the modules that say PARALLEL_SAFE = True: the
-#   linters, the docs build, command-line tools, the lockstep benchmarks) on two
-#   pytest-xdist workers;
-# - then the tests marked `serial` (DDS participants, processes whose timing a test
-#   judges: test/ros and most of test/system), one at a time, and beside them test/unit
-#   (pure: no DDS, no child process) in one process under SCHED_IDLE (`chrt --idle 0`;
-#   `nice 19` without chrt): it gets only the CPU the serial tests leave (they use under
-#   one core on average), and the normal policy back once they end. Measured on this
-#   project's 2-core machine, 2026-12-07: a fresh clone's .ci/run took 420-428 s (2 runs,
-#   test/unit ended inside the serial pass), against 515 s one pass after the other the
-#   same day (docs/getting-started.md).
+# - The tests marked `serial` (DDS participants, processes whose timing a test judges:
+#   test/ros and most of test/system), one at a time, at the normal policy;
+# - beside them every other test (test/unit, and the parallel-safe modules of test/system,
+#   those that say PARALLEL_SAFE = True: the linters, the docs build, command-line tools,
+#   the lockstep benchmarks) on two pytest-xdist workers under SCHED_IDLE (`chrt --idle 0`;
+#   `nice 19` without chrt): they get only the CPU the serial tests leave (those use under
+#   one core on average), and the normal policy back once the serial tests end.
 #
-# `--two-passes` (first argument): test/unit with the other parallel-safe tests on the two
-# workers, then the serial ones alone. `--together`: every parallel-safe test under
-# SCHED_IDLE beside the serial ones (3 of 7 fresh-clone runs failed a timing-judging DDS
-# test that way, 2026-12-06: the serial tests ran about 9 % slower beside two workers;
-# docs/getting-started.md).
+# Measured on this project's 2-core machine, 2026-12-07 (docs/getting-started.md): a fresh
+# clone's .ci/run took 465 s this way, the serial pass 412 s and the others done inside
+# it, against 577-598 s the same afternoon with only test/unit beside the serial pass and
+# the other parallel-safe tests on the two workers before it (`--unit-beside`).
+#
+# `--unit-beside` (first argument): the parallel-safe tests of test/system on the two
+# workers first, then the serial tests with test/unit in one process at SCHED_IDLE beside
+# them. `--two-passes`: every parallel-safe test on the two workers, then the serial ones
+# alone.
 #
 # Other arguments are passed to every pytest run (e.g. `-x`, `-k name`). The closing line
 # adds them up; the exit status is non-zero when any failed.
@@ -31,9 +31,9 @@ PYTHON=${PYTHON:-.venv/bin/python}
 # 2026-12-07); the processes the tests start compile the test helpers they import. The
 # files go to __pycache__ folders, which git ignores.
 export PYTHONDONTWRITEBYTECODE=
-mode=unit-beside
+mode=together
 case "${1:-}" in
-  --together) mode=together; shift ;;
+  --unit-beside) mode=unit-beside; shift ;;
   --two-passes) mode=two-passes; shift ;;
 esac
 log=$(mktemp "${TMPDIR:-/tmp}/ne_dynamics_ros_parallel_pass.XXXXXX")
