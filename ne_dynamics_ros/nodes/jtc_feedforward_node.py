@@ -48,7 +48,7 @@ import numpy as np
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalResponse
 from rclpy.node import Node
-from rclpy.qos import qos_profile_sensor_data
+from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
@@ -58,6 +58,7 @@ from controller_manager_msgs.msg import ControllerManagerActivity
 from lifecycle_msgs.msg import State
 
 from ne_dynamics_ros.codegen.compiled import CompiledDynamics
+from ne_dynamics_ros.control.controller import MAX_STATE_JOINTS
 from ne_dynamics_ros.control.reference.feedforward import (checked_goal,
                                                            EFFORT_OFFSET_PERIODS,
                                                            feedforward_goal,
@@ -66,9 +67,11 @@ from ne_dynamics_ros.control.reference.feedforward import (checked_goal,
 from ne_dynamics_ros.control.reference.trajectory import TrajectoryError, TrajectoryPoint
 from ne_dynamics_ros.dynamics.model import load_model
 from ne_dynamics_ros.errors import ModelError
-from ne_dynamics_ros.nodes.computed_torque.priority import hold_cpu_latency
+from ne_dynamics_ros.nodes.computed_torque.priority import hold_cpu_latency, raise_process
+from ne_dynamics_ros.nodes.cdr import CdrError, JointStateReader
 from ne_dynamics_ros.nodes.qos import ACTIVITY_QOS
-from ne_dynamics_ros.nodes.spin import init_until_signalled, spin_until_signalled
+from ne_dynamics_ros.nodes.spin import (init_until_signalled, PolledSubscription,
+                                        spin_until_signalled)
 
 WARN_PERIOD = 2.0
 
@@ -137,8 +140,13 @@ class JtcFeedforward(Node):
         self.prepared_goals = {}              # id(goal request) -> its checked trajectory
         self.controller_active = False
         controller = self.controller = v['controller']
-        self.create_subscription(JointState, '/joint_states', self._on_state,
-                                 qos_profile_sensor_data)
+        # read when the relay acts (a goal, a stop, a hold), not a callback per state:
+        # rclpy's executor took half a core for 500 states a second, which at the relay's
+        # SCHED_FIFO priority starved every process at the default policy beside it
+        self.states = PolledSubscription(self, JointState, '/joint_states', STATE_QOS,
+                                         raw=True)
+        self.state_reader = JointStateReader(MAX_STATE_JOINTS)
+        self.pending_timer = None             # polls for a first state while a hold waits
         self.create_subscription(ControllerManagerActivity,
                                  f'{v["controller_manager"]}/activity', self._on_activity,
                                  ACTIVITY_QOS)
@@ -217,20 +225,44 @@ class JtcFeedforward(Node):
 
     # -- inputs -------------------------------------------------------------------------
 
-    def _on_state(self, msg):
-        index = {name: k for k, name in enumerate(msg.name)}
-        chain = self.model.joint_names
-        if any(j not in index for j in chain) or len(msg.position) != len(msg.name):
-            return
-        q = np.array([msg.position[index[j]] for j in chain])
-        qd = np.array([msg.velocity[index[j]] for j in chain]) \
-            if len(msg.velocity) == len(msg.name) else np.zeros_like(q)
-        if np.all(np.isfinite(q)) and np.all(np.isfinite(qd)):
-            self.state = (q, qd)
-            self.state_time = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
-            self.recent.append((self.state_time, q))
-            if self.hold_pending:
-                self._hold('the controller became active', at=self.activated_at)
+    def _read_states(self):
+        """Take the states received since the last look: the newest, and the recent ones.
+
+        A state that does not name every joint of the chain, is malformed or not finite
+        is skipped. Returns True when one was read.
+        """
+        chain, read = self.model.joint_names, False
+        for data, _ in self.states.take():
+            try:
+                fields = self.state_reader.read(data)
+            except CdrError:
+                continue
+            index = {name: k for k, name in enumerate(fields.names)}
+            if any(j not in index for j in chain) or len(fields.position) != len(index):
+                continue
+            q = np.array([fields.position[index[j]] for j in chain])
+            qd = np.array([fields.velocity[index[j]] for j in chain]) \
+                if len(fields.velocity) == len(index) else np.zeros_like(q)
+            if np.all(np.isfinite(q)) and np.all(np.isfinite(qd)):
+                self.state = (q, qd)
+                self.state_time = fields.sec + 1e-9 * fields.nanosec
+                self.recent.append((self.state_time, q))
+                read = True
+        return read
+
+    def newest_state(self):
+        """Return the newest ``(q, qd)`` read (chain order, rad and rad/s), or None yet."""
+        self._read_states()
+        return self.state
+
+    def _hold_when_a_state_comes(self):
+        """Hold once a first state came (a timer's callback while the activation's hold waits)."""
+        self._read_states()
+        if self.state is not None and self.hold_pending:
+            self._hold('the controller became active', at=self.activated_at)
+        if not self.hold_pending and self.pending_timer is not None:
+            self.destroy_timer(self.pending_timer)
+            self.pending_timer = None
 
     def _on_activity(self, msg):
         active = any(c.name == self.controller and c.state.id == State.PRIMARY_STATE_ACTIVE
@@ -238,8 +270,12 @@ class JtcFeedforward(Node):
         if active and not self.controller_active:
             self.hold_pending = True
             self.activated_at = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+            self._read_states()
             if self.state is not None:
                 self._hold('the controller became active', at=self.activated_at)
+            elif self.pending_timer is None:
+                self.pending_timer = self.create_timer(1.0 / self.settings.rate,
+                                                       self._hold_when_a_state_comes)
         self.controller_active = active
 
     def _position_at(self, at):
@@ -255,6 +291,7 @@ class JtcFeedforward(Node):
 
     def _checked(self, trajectory):
         """Return a trajectory message as the reference it makes, or raise (the reason)."""
+        self._read_states()
         if self.state is None:
             raise TrajectoryError('no /joint_states yet: the arm\'s state is unknown')
         now = self.get_clock().now().nanoseconds * 1e-9
@@ -316,6 +353,7 @@ class JtcFeedforward(Node):
         relayed = self.active_goals.get(key)
         if relayed is None:
             return
+        self._read_states()
         if self.state is not None and self._hold('cancel requested', preempt=True):
             self.stopped_goals.add(key)
         else:
@@ -378,6 +416,7 @@ class JtcFeedforward(Node):
         Returns False when the server is not there to preempt (nothing sent).
         """
         self.hold_pending = False
+        self._read_states()
         q, qd = self.state
         if at is not None:
             q, qd = self._position_at(at), np.zeros_like(qd)
@@ -429,6 +468,11 @@ class JtcFeedforward(Node):
 #: 1 kHz; the activation is seen within tens of ms).
 RECENT_STATES = 256
 
+#: The relay's look at ``/joint_states``: best effort as joint_state_broadcaster's readers,
+#: the last :data:`RECENT_STATES` kept until it reads them.
+STATE_QOS = QoSProfile(depth=RECENT_STATES, history=HistoryPolicy.KEEP_LAST,
+                       reliability=ReliabilityPolicy.BEST_EFFORT)
+
 #: How far ahead of now a stop that preempts a goal starts, s (the goal's round trip to
 #: JTC and one cycle, with room).
 STOP_LEAD = 0.02
@@ -462,6 +506,9 @@ PARAMETERS = (
     ('friction_compensation', False, 'add the model\'s drive friction (Fv, Fc) to the '
                                      'points\' efforts, as computed_torque_node\'s '
                                      'parameter of the same name'),
+    ('realtime_priority', 50, 'SCHED_FIFO priority of the relay\'s executor and DDS threads '
+     'where permitted (0: the default policy): the stops and holds it sends start from '
+     'the newest state, which CPU-bound neighbours otherwise delay'),
     ('cpu_dma_latency', 0, 'the CPUs\' wake-up latency asked of Linux while it runs, us '
      '(PM QoS, /dev/cpu_dma_latency; 0: idle CPUs poll, so controller_manager\'s cycle is '
      'not woken from a halted core; -1: leave it alone), as computed_torque_node\'s'),
@@ -479,6 +526,9 @@ def main(args=None):
         rclpy.try_shutdown()
         return 1
     node.get_logger().info(hold_cpu_latency(int(node.get_parameter('cpu_dma_latency').value)))
+    # this thread spins the node: it and the DDS threads made with the node
+    node.get_logger().info(raise_process(int(node.get_parameter('realtime_priority').value),
+                                         'the relay'))
     return spin_until_signalled(node, stop)
 
 

@@ -58,7 +58,8 @@ def test_a_switch_away_and_straight_back_is_held_though_both_messages_waited(ros
         state = JointState(name=CHAIN, position=[0.0, -1.57, 1.57, -1.57, -1.57, 0.0],
                            velocity=[0.0] * 6)
         states.publish(state)
-        spin_until(executor, lambda: relay.state is not None, TIMEOUT, 'the relay has a state')
+        spin_until(executor, lambda: relay.newest_state() is not None, TIMEOUT,
+                   'the relay has a state')
         activity.publish(_activity(messages, True))
         spin_until(executor, lambda: len(held) == 1, TIMEOUT, 'the hold at activation')
         # away and back while the relay's executor is busy elsewhere: both wait for it
@@ -111,7 +112,8 @@ def test_a_goal_is_accepted_once_checked_and_aborted_if_its_resampling_fails(
                    and states.get_subscription_count() == 1, TIMEOUT, 'the relay is up')
         start = [0.0, -1.57, 1.57, -1.57, -1.57, 0.0]
         states.publish(JointState(name=CHAIN, position=start, velocity=[0.0] * 6))
-        spin_until(executor, lambda: relay.state is not None, TIMEOUT, 'the relay has a state')
+        spin_until(executor, lambda: relay.newest_state() is not None, TIMEOUT,
+                   'the relay has a state')
         goal = FollowJointTrajectory.Goal(trajectory=stack.quintic(
             CHAIN, start, [v + 0.2 for v in start], 2.0, points=11))
         sent = client.send_goal_async(goal)
