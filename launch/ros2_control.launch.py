@@ -266,6 +266,8 @@ def _jtc_loop(arg, environment, urdf, node_values, command_joints, rate):
         parameters['effort_tolerance'] = float(arg('effort_tolerance'))
     if arg('effort_offset'):
         parameters['effort_offset'] = float(arg('effort_offset'))
+    if arg('realtime_priority'):
+        parameters['realtime_priority'] = int(arg('realtime_priority'))
     return [Node(package='ne_dynamics_ros', executable='jtc_feedforward',
                  name='jtc_feedforward', output='screen', additional_env=environment,
                  parameters=[parameters],
@@ -415,7 +417,8 @@ ARGUMENTS = [
     ('delay_prediction', '', 'computed_torque_node\'s delay_prediction: model or '
                              'error_rate (default: its parameter file\'s, else model)'),
     ('realtime_priority', '', 'computed_torque_node\'s realtime_priority (default: its '
-                              'parameter file\'s, else 50; 0: the default scheduling)'),
+                              'parameter file\'s, else 50; 0: the default scheduling), '
+                              'or jtc_feedforward\'s with loop:=jtc (default 50)'),
 ]
 
 
