@@ -416,8 +416,7 @@ class JtcFeedforward(Node):
         Returns False when the server is not there to preempt (nothing sent).
         """
         self.hold_pending = False
-        self._read_states()
-        q, qd = self.state
+        q, qd = self.newest_state()
         if at is not None:
             q, qd = self._position_at(at), np.zeros_like(qd)
         start = None
