@@ -209,7 +209,7 @@ class System:
         """Send ``goal``; return its handle once its first feedback says it is followed."""
         feedback = []
         handle = self.send(goal, feedback.append)
-        assert handle.accepted
+        assert handle.accepted, self.log_text()
         self.wait(lambda: feedback, 5, 'the goal\'s first feedback')
         return handle
 
@@ -455,7 +455,7 @@ def test_deactivate_aborts_then_goals_are_rejected_until_activated(system):
     system.wait(lambda: system.states and system.states[-1].header.stamp.sec > 0, 5,
                 'commands again')
     handle = system.send(goal_of([(0.5, system.reference())]))
-    assert handle.accepted
+    assert handle.accepted, system.log_text()
     assert system.result(handle)[0] == SUCCEEDED
 
 

@@ -126,13 +126,16 @@ def test_a_50000_point_trajectory_is_installed_and_followed(make_harness):
     in another order than the chain's; each joint moves at its own constant speed, so
     the reference it publishes must be the straight line of each joint (velocity = its
     speed), all at the same elapsed time."""
-    h = make_harness()
-    h.exchange(PUMA_JOINTS, Q0, np.zeros(6))
     speed = np.array([0.01, -0.02, 0.03, -0.04, 0.05, -0.06])        # rad/s
     order = [3, 0, 5, 1, 4, 2]
     names = [PUMA_JOINTS[i] for i in order]
     times = 1e-3 * np.arange(1, 50_001)
     msg = trajectory_msg(names, [(t, (Q0 + speed * t)[order]) for t in times])
+    # no state comes from the test while the message is published and read: a state
+    # timeout far over that (beside two CPU-bound processes it took over the 5 s of
+    # puma_params in a fresh-clone run, 2026-12-07, and the node restarted its reference)
+    h = make_harness(puma_params(state_timeout=60.0))
+    h.exchange(PUMA_JOINTS, Q0, np.zeros(6))
     h.send_trajectory(msg)
     trajectory = h.node.controller.trajectory
     assert len(trajectory.times) == 50_000
