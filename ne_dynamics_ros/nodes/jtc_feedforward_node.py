@@ -229,9 +229,9 @@ class JtcFeedforward(Node):
         """Take the states received since the last look: the newest, and the recent ones.
 
         A state that does not name every joint of the chain, is malformed or not finite
-        is skipped. Returns True when one was read.
+        is skipped.
         """
-        chain, read = self.model.joint_names, False
+        chain = self.model.joint_names
         for data, _ in self.states.take():
             try:
                 fields = self.state_reader.read(data)
@@ -247,8 +247,6 @@ class JtcFeedforward(Node):
                 self.state = (q, qd)
                 self.state_time = fields.sec + 1e-9 * fields.nanosec
                 self.recent.append((self.state_time, q))
-                read = True
-        return read
 
     def newest_state(self):
         """Return the newest ``(q, qd)`` read (chain order, rad and rad/s), or None yet."""
@@ -257,8 +255,7 @@ class JtcFeedforward(Node):
 
     def _hold_when_a_state_comes(self):
         """Hold once a first state came (a timer's callback while the activation's hold waits)."""
-        self._read_states()
-        if self.state is not None and self.hold_pending:
+        if self.newest_state() is not None and self.hold_pending:
             self._hold('the controller became active', at=self.activated_at)
         if not self.hold_pending and self.pending_timer is not None:
             self.destroy_timer(self.pending_timer)
@@ -270,8 +267,7 @@ class JtcFeedforward(Node):
         if active and not self.controller_active:
             self.hold_pending = True
             self.activated_at = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
-            self._read_states()
-            if self.state is not None:
+            if self.newest_state() is not None:
                 self._hold('the controller became active', at=self.activated_at)
             elif self.pending_timer is None:
                 self.pending_timer = self.create_timer(1.0 / self.settings.rate,
@@ -291,8 +287,7 @@ class JtcFeedforward(Node):
 
     def _checked(self, trajectory):
         """Return a trajectory message as the reference it makes, or raise (the reason)."""
-        self._read_states()
-        if self.state is None:
+        if self.newest_state() is None:
             raise TrajectoryError('no /joint_states yet: the arm\'s state is unknown')
         now = self.get_clock().now().nanoseconds * 1e-9
         return checked_goal(self.dynamics, list(trajectory.joint_names),
@@ -353,8 +348,7 @@ class JtcFeedforward(Node):
         relayed = self.active_goals.get(key)
         if relayed is None:
             return
-        self._read_states()
-        if self.state is not None and self._hold('cancel requested', preempt=True):
+        if self.newest_state() is not None and self._hold('cancel requested', preempt=True):
             self.stopped_goals.add(key)
         else:
             relayed.cancel_goal_async()   # no stop to send: JTC's own cancel, then our hold
