@@ -28,7 +28,7 @@ their own (``FASTRTPS_DEFAULT_PROFILES_FILE`` / ``FASTDDS_DEFAULT_PROFILES_FILE`
 """
 import os
 import tempfile
-import xml.sax.saxutils
+import html
 
 #: The middleware this applies to (``RMW_IMPLEMENTATION`` unset or empty means it).
 FAST_DDS = 'rmw_fastrtps_cpp'
@@ -92,7 +92,7 @@ def announcement_profile_text(name='ne_dynamics_ros_announce'):
     itself every :data:`LEASE_ANNOUNCEMENT` s: for a process outside the stack (a test's
     client) that should find the stack's participants as quickly as they find each other.
     """
-    return _ANNOUNCEMENT_TEMPLATE.format(name=xml.sax.saxutils.escape(name),
+    return _ANNOUNCEMENT_TEMPLATE.format(name=html.escape(name, quote=False),
                                          announcement=_announcement())
 
 
@@ -101,7 +101,7 @@ def _builtin(localhost, peers):
     if localhost:
         locators = ''.join(
             '            <locator><udpv4><address>'
-            f'{xml.sax.saxutils.escape(p)}</address></udpv4></locator>\n' for p in peers)
+            f'{html.escape(p, quote=False)}</address></udpv4></locator>\n' for p in peers)
         lines += ['          <metatrafficUnicastLocatorList><locator/>'
                   '</metatrafficUnicastLocatorList>\n',
                   f'          <initialPeersList>\n{locators}          </initialPeersList>\n']

@@ -56,15 +56,15 @@ PICK_AND_PLACE = ('--pick-and-place', '2', '--cycles', '2', '--duration', '1.0',
 #: collects its own results. ``(key, options, timeout s)``.
 EARLY = {            # in the order of the tests below
     'test_unknown_payload_gives_a_larger_but_bounded_error': [
-        ('exact', ('--settle', '0.5'), 180),
-        ('loaded', ('--settle', '0.5', '--payload', '2'), 180)],
+        ('exact', ('--settle', '0.5', '--no-plot'), 180),
+        ('loaded', ('--settle', '0.5', '--payload', '2', '--no-plot'), 180)],
     'test_an_arm_that_never_publishes_fails_with_a_readable_message': [
         ('never', ('--arm', 'external', '--timeout', '2'), 90)],
     'test_identify_closes_the_payload_gap': [
         ('identify', ('--robot', 'puma560', '--payload', '2', '--identify'), 300)],
     'test_pick_and_place_adaptive_learns_each_load_computed_torque_does_not': [
         ('adaptive', (*PICK_AND_PLACE, '--mode', 'adaptive'), 180),
-        ('fixed', PICK_AND_PLACE, 180)],
+        ('fixed', (*PICK_AND_PLACE, '--no-plot'), 180)],
 }
 
 
@@ -225,11 +225,15 @@ def test_trajectory_source_waits_for_a_subscriber_and_starts_from_the_arm(ros_co
 
 def test_sasaki_profile_runs_through_the_loop_on_the_same_reference(tmp_path, domain_id):
     """The trapezoid's acceleration jumps must not bend the controller's interpolation."""
-    result, summary, _ = run_demo(tmp_path, '--profile', 'trapezoidal', '--settle', '0.2')
+    result, summary, output = run_demo(tmp_path, '--profile', 'trapezoidal', '--settle', '0.2',
+                                       '--no-plot')
     assert result.returncode == 0, result.stdout + result.stderr
     assert summary['profile'] == 'trapezoidal'
     assert summary['controller_vs_reference_max_diff_rad'] < 1e-9
     assert np.all(np.array(summary['max_abs_error_rad']) < 1e-3)
+    # --no-plot: the figure alone is left out
+    assert not (output / 'tracking_error.png').exists()
+    assert (output / 'log.csv').is_file() and (output / 'run_bag').is_dir()
 
 
 def test_a_node_that_dies_mid_run_gives_exit_5_and_the_reason(tmp_path, domain_id, monkeypatch,
@@ -279,7 +283,8 @@ def test_identify_closes_the_payload_gap(early_demos):
 def test_lees_experiment_on_the_mujoco_plant_stays_below_the_bound(tmp_path, domain_id):
     """--plant mujoco: the same run on MuJoCo's arm (its import of the URDF, implicitfast at
     0.5 ms), exact model: every joint under 4.26e-4 rad (issue 19's first goal)."""
-    result, summary, output = run_demo(tmp_path, '--plant', 'mujoco', '--settle', '0.5')
+    result, summary, output = run_demo(tmp_path, '--plant', 'mujoco', '--settle', '0.5',
+                                       '--no-plot')
     assert result.returncode == 0, result.stdout + result.stderr
     assert summary['plant'] == 'mujoco' and 'on MuJoCo, implicitfast' in result.stdout
     max_error = np.array(summary['max_abs_error_rad'])

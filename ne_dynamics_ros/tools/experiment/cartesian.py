@@ -173,7 +173,8 @@ def run_cartesian(args, output):
     if null is not None:
         summary['nullspace'] = {'posture_error_rad': [float(null[1][0]), float(null[1][-1])],
                                 'tip_motion_max_mm': float(null[2].max())}
-    _plot(output / 'cartesian.png', robot, rows, (tips, targets), null)
+    if not args.no_plot:
+        _plot(output / 'cartesian.png', robot, rows, (tips, targets), null)
     (output / 'summary.json').write_text(json.dumps(summary, indent=2))
     return summary
 
