@@ -15,9 +15,11 @@ fi
 # (no PyPI, a pip older than 22.3, an unsupported platform), pip does the same steps.
 if [ -x .venv/bin/uv ] || "$PYTHON" -m pip --python .venv/bin/python install --quiet uv \
     2> /dev/null; then
-  # --compile-bytecode: as pip does (compileall over site-packages afterwards took 17 s)
+  # No --compile-bytecode: it compiled all ~9 000 modules of site-packages (PyOpenGL's
+  # 2 900 among them, which nothing here imports): 18 s of the requirements' 24 s, 34 s of
+  # CPU (2026-12-07). What the package's processes import is compiled at the end instead.
   pip_install() {
-    .venv/bin/uv pip install --quiet --compile-bytecode --python .venv/bin/python "$@"
+    .venv/bin/uv pip install --quiet --python .venv/bin/python "$@"
   }
 else
   .venv/bin/python -m ensurepip --upgrade > /dev/null
@@ -68,13 +70,23 @@ if [ -f "$R2C_TARBALL" ] && [ ! -x .venv/ros2_control/install/lib/controller_man
   echo "bootstrap: ros2_control from $R2C_TARBALL in .venv/ros2_control/install"
 fi
 # The simulated arm's own hardware plugin (hardware/: ne_dynamics_ros_hardware/SimArmSystem,
-# the ros2_control launch's default), compiled against that prefix into .venv/ament.
+# the ros2_control launch's default), compiled against that prefix into .venv/ament: in
+# the background (11 s on one core, 2026-12-07) while the bytecode below is written.
+hardware=
 if [ -d .venv/ament ] && [ -x .venv/ros2_control/install/lib/controller_manager/ros2_control_node ]; then
-  bash scripts/build_hardware.sh .venv/ament
+  bash scripts/build_hardware.sh .venv/ament &
+  hardware=$!
 fi
-# The package is installed editable, so its modules are imported from the sources: compile
-# them now. Where PYTHONDONTWRITEBYTECODE is set (as on this project's machines) Python
-# never writes them itself, and every process compiled the modules it imports (0.15 s of
-# CPU for the node's, 2026-12-06), over the hundreds of processes the tests start.
+# Bytecode for what runs: the package is installed editable (its modules are imported from
+# the sources), so compile them; and import each of its modules, the launch tooling and
+# ros2_control's Python once with bytecode writing on, which compiles the third-party
+# modules they load. Where PYTHONDONTWRITEBYTECODE is set (as on this project's machines)
+# Python never writes bytecode itself, and every process compiled the modules it imports
+# (0.15 s of CPU for the node's own, 2026-12-06), over the hundreds of processes the
+# tests start.
 .venv/bin/python -m compileall -q -j 0 ne_dynamics_ros benchmarks > /dev/null
+PYTHONDONTWRITEBYTECODE= MPLBACKEND=Agg .venv/bin/python scripts/import_everything.py
+if [ -n "$hardware" ]; then
+  wait "$hardware" || { echo "bootstrap: the hardware plugin did not build" >&2; exit 1; }
+fi
 echo "bootstrap: .venv ready ($(.venv/bin/python --version))"
