@@ -142,7 +142,12 @@ def test_applies_commands_with_zero_order_hold(make_system, plant):
     command = [3.0, 0.0, 0.0, 0.0, 0.0, 0.0]
     probe.send(command)
     _spin_until(executor, lambda: sim.commands_received == 1, 5.0)
-    _spin_for(executor, 0.3)
+    # 0.3 s of the arm's own time (a stalled test process would give it less of the wall
+    # clock's: the arm simulates at most 5 periods of a late step, 2026-12-07), then a state
+    start = sim.arm.time
+    _spin_until(executor, lambda: sim.arm.time - start >= 0.3, 10.0)
+    count = len(probe.states)
+    _spin_until(executor, lambda: len(probe.states) > count, 5.0)
     last = probe.states[-1][1]
     np.testing.assert_allclose(last.effort, command)       # held, not consumed
     assert last.velocity[0] > 0.1 and last.position[0] > 0.0
