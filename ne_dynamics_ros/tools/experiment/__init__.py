@@ -7,8 +7,8 @@ commands every 0.01 s, K_p = 100 and K_v = 20 on every joint, motor (armature) i
 both the plant and the controller's model. The paper reports every joint's position
 error below 4.26e-4 rad, one count of a 12-bit A/D converter.
 
-What runs (the nodes in this process on one single-threaded executor, real rclpy over
-DDS; the node's trajectory receiver in a child process of its own):
+What runs (the nodes in this process on one executor, rclpy's C++ ``EventsExecutor``,
+real rclpy over DDS; the node's trajectory receiver in a child process of its own):
 
 * ``sim_arm_node`` (:mod:`ne_dynamics_ros.nodes.sim_arm_node`): the plant, Pinocchio ABA
   (or MuJoCo with ``--plant mujoco``) from
@@ -43,7 +43,8 @@ over DDS), :mod:`~ne_dynamics_ros.tools.experiment.report` (:func:`analyse`, the
 :mod:`~ne_dynamics_ros.tools.experiment.identify` (:func:`identify_and_rerun`).
 ``ne_dynamics_ros.tools.demo`` parses the options and prints.
 
-Outputs in ``--output``: ``tracking_error.png``, ``log.csv``, ``summary.json``.
+Outputs in ``--output``: ``tracking_error.png`` (not with ``--no-plot``), ``log.csv``,
+``summary.json``.
 Exit status: 0 when the run completed; 1 bad arguments or files (e.g. a missing URDF);
 2 a node could not be started, or another process publishes on the demo's topics in
 the same ROS domain; 3 no joint states from the arm (or they stopped);
