@@ -7,13 +7,15 @@ PUMA 560's model (the efforts of an excitation through our RNEA, with noise): th
 are about the tools' handling of input, the identification's accuracy is tested in
 ``test_identification.py`` and ``test_mujoco_arm.py``.
 """
-import concurrent.futures
+import contextlib
+import io
 import os
 import pathlib
 import shutil
 import stat
 import subprocess
 import sys
+import warnings
 from xml.sax.saxutils import quoteattr
 
 from hypothesis import given, settings, strategies as st
@@ -41,12 +43,38 @@ def cli(*args, cwd=None, umask=None):
                           preexec_fn=None if umask is None else set_umask)
 
 
-def side_by_side(runs):
-    """Run ``{key: args}`` as ``cli(*args)``, two at a time (the machine's two cores);
-    return ``{key: CompletedProcess}``."""
-    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
-        futures = {key: pool.submit(cli, *args) for key, args in runs.items()}
-        return {key: future.result() for key, future in futures.items()}
+def in_process(*args):
+    """Run ``ne-dynamics ARGS`` through its ``main`` in this process; return a CompletedProcess.
+
+    For runs that test what the command reads, writes and says, not the process around
+    it: the libraries it loads are loaded once per test process (an ``identify`` in a
+    process of its own spent ~3 s of its ~7 s of CPU importing SciPy and CVXPY,
+    2026-12-07). The exit status is ``main``'s, as the console script's.
+    """
+    from ne_dynamics_ros.tools.cli import main
+    argv = [str(arg) for arg in args]
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
+            warnings.catch_warnings(record=True) as shown:
+        # the warnings a process of its own would print on its stderr: Python's default
+        # filters, not the test run's
+        warnings.resetwarnings()
+        for category in (DeprecationWarning, PendingDeprecationWarning, ImportWarning,
+                         ResourceWarning):
+            warnings.simplefilter('ignore', category)
+        try:
+            code = main(argv)
+        except SystemExit as exc:                     # argparse's usage errors
+            code = exc.code if isinstance(exc.code, int) else 2
+    for w in shown:
+        err.write(warnings.formatwarning(w.message, w.category, w.filename, w.lineno, w.line))
+    return subprocess.CompletedProcess(['ne-dynamics', *argv], code, out.getvalue(),
+                                       err.getvalue())
+
+
+def in_turn(runs):
+    """Run ``{key: args}`` as ``in_process(*args)``; return ``{key: CompletedProcess}``."""
+    return {key: in_process(*args) for key, args in runs.items()}
 
 
 def snapshot(folder):
@@ -192,7 +220,7 @@ URDF_VARIANTS = ('bom', 'latin-1')
 @pytest.fixture(scope='module')
 def odd_urdf_runs(data, tmp_path_factory):
     """Each of ``URDF_VARIANTS``: a URDF written so, read by ``dh`` and ``identify`` (the
-    variants side by side). Returns {variant: (dh result, identify result, folder)}."""
+    variants, in turn). Returns {variant: (dh result, identify result, folder)}."""
     text = PUMA560_URDF.read_text(encoding='utf-8')
     body = text.split('?>', 1)[1] if text.startswith('<?xml') else text
     body = body.replace('<robot ', '<!-- Bézier -->\n<robot ', 1)
@@ -208,7 +236,7 @@ def odd_urdf_runs(data, tmp_path_factory):
         runs[(variant, 'dh')] = ['dh', urdf]
         runs[(variant, 'identify')] = identify_args(urdf, folder / 'rec.csv',
                                                     folder / 'id.urdf', folder / 'id.yaml')
-    done = side_by_side(runs)
+    done = in_turn(runs)
     return {variant: (done[(variant, 'dh')], done[(variant, 'identify')], folders[variant])
             for variant in URDF_VARIANTS}
 
@@ -397,8 +425,8 @@ def test_recordings_that_are_not_what_they_should_be_are_named(data, tmp_path):
         assert message in result.stderr and 'Traceback' not in result.stderr, result.stderr
         assert len(result.stderr) < 800
     # the storage file of a bag, given instead of its folder, is read as the bag
-    result = cli(*identify_args(folder / 'puma.urdf', mcap, folder / 'o.urdf',
-                                folder / 'o.yaml'))
+    result = in_process(*identify_args(folder / 'puma.urdf', mcap, folder / 'o.urdf',
+                                       folder / 'o.yaml'))
     assert result.returncode == 0, result.stderr
     (folder / 'o.urdf').unlink()
     (folder / 'o.yaml').unlink()
@@ -410,8 +438,8 @@ def test_messages_with_fewer_positions_than_names_are_skipped_and_counted(data, 
     bag = write_bag(tmp_path / 'short', data['model'].joint_names, data['t'], q, data['qd'],
                     data['tau'])
     shutil.copy(PUMA560_URDF, tmp_path / 'puma.urdf')
-    result = cli(*identify_args(tmp_path / 'puma.urdf', bag, tmp_path / 'o.urdf',
-                                tmp_path / 'o.yaml'))
+    result = in_process(*identify_args(tmp_path / 'puma.urdf', bag, tmp_path / 'o.urdf',
+                                       tmp_path / 'o.yaml'))
     assert result.returncode == 0, result.stderr
     assert f'skipped {len(q) // 50} messages with fewer positions than names' in result.stdout
 
@@ -421,7 +449,7 @@ CSV_VARIANTS = {'bom': ',', 'semicolon': ';', 'tab': '\t'}
 
 @pytest.fixture(scope='module')
 def csv_variant_runs(data, tmp_path_factory):
-    """``identify`` of the recording written as each of ``CSV_VARIANTS`` (side by side):
+    """``identify`` of the recording written as each of ``CSV_VARIANTS`` (in turn):
     {variant: result}."""
     folder = tmp_path_factory.mktemp('csv_variants')
     shutil.copy(PUMA560_URDF, folder / 'puma.urdf')
@@ -432,7 +460,7 @@ def csv_variant_runs(data, tmp_path_factory):
                          bom=variant == 'bom')
         runs[variant] = identify_args(folder / 'puma.urdf', path, folder / f'{variant}.urdf',
                                       folder / f'{variant}.yaml')
-    return side_by_side(runs)
+    return in_turn(runs)
 
 
 @pytest.mark.parametrize('variant', list(CSV_VARIANTS))
@@ -467,7 +495,7 @@ def test_a_glitch_is_dropped_with_a_count_and_does_not_move_the_model(data, tmp_
                          data['tau'])
         runs[label] = identify_args(tmp_path / 'puma.urdf', path, tmp_path / f'{label}.urdf',
                                     tmp_path / f'{label}.yaml')
-    for label, result in side_by_side(runs).items():
+    for label, result in in_turn(runs).items():
         assert result.returncode == 0, result.stderr
         assert 'RuntimeWarning' not in result.stderr
         values[label] = yaml.safe_load((tmp_path / f'{label}.yaml').read_text())[
