@@ -32,13 +32,24 @@ def make_executor(kind, context=None):
     """Return the rclpy executor named by the ``executor`` parameter.
 
     ``events``: ``rclpy.experimental.EventsExecutor`` (C++; shipped with Jazzy's rclpy);
-    ``single_threaded``: ``rclpy.executors.SingleThreadedExecutor``.
+    ``single_threaded``: ``rclpy.executors.SingleThreadedExecutor``. Making the
+    ``EventsExecutor`` enables :mod:`faulthandler` on ``sys.stderr``, which needs a file
+    descriptor: where ``sys.stderr`` has none (a caller capturing the output in a buffer,
+    as the demo's tests do), the process's own standard error takes its place meanwhile.
 
     Raises:
         NodeConfigurationError: an unknown kind.
     """
     if kind == 'events':
         from rclpy.experimental import EventsExecutor
+        try:
+            sys.stderr.fileno()
+        except (AttributeError, OSError, ValueError):   # io.UnsupportedOperation among them
+            captured, sys.stderr = sys.stderr, sys.__stderr__
+            try:
+                return EventsExecutor(context=context)
+            finally:
+                sys.stderr = captured
         return EventsExecutor(context=context)
     if kind == 'single_threaded':
         return SingleThreadedExecutor(context=context)

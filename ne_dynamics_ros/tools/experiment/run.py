@@ -7,7 +7,6 @@ delivery (``trajectory_source``), then drives the run to its end and keeps the r
 import math
 import os
 import random
-import sys
 import time
 
 import numpy as np
@@ -28,28 +27,6 @@ def _domain_id():
             raise DemoError(f'ROS_DOMAIN_ID={value!r} is not an integer', EXIT_USAGE) from None
     # Fast DDS accepts domain ids up to 232; stay clear of the low ones people use.
     return random.SystemRandom().randint(101, 230)
-
-
-def _events_executor(context):
-    """Return rclpy's C++ ``EventsExecutor`` on ``context``.
-
-    Lockstep runs spend most of their CPU in the executor: the demo's default run (Lee et
-    al.'s, 451 samples) took 3.3 s of CPU on it against 4.6 s on rclpy's
-    ``SingleThreadedExecutor``, and test/system/test_demo.py 76 s against 107 s (2026-12-07,
-    the same figures either way). Making it enables :mod:`faulthandler` on ``sys.stderr``,
-    which needs a file descriptor: where ``sys.stderr`` has none (a caller capturing the
-    output in a buffer), the process's own standard error takes its place meanwhile.
-    """
-    from rclpy.experimental import EventsExecutor
-    try:
-        sys.stderr.fileno()
-    except (AttributeError, OSError, ValueError):      # io.UnsupportedOperation among them
-        captured, sys.stderr = sys.stderr, sys.__stderr__
-        try:
-            return EventsExecutor(context=context)
-        finally:
-            sys.stderr = captured
-    return EventsExecutor(context=context)
 
 
 def _stamp(msg):
@@ -99,6 +76,7 @@ class Run:
     def execute(self):
         """Run the experiment; returns the wall time taken. Raises DemoError."""
         import rclpy
+        from ne_dynamics_ros.nodes.computed_torque.program import make_executor
 
         os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
         domain_id = _domain_id()
@@ -107,7 +85,11 @@ class Run:
             f'{os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"]}')
         context = rclpy.context.Context()
         rclpy.init(context=context, domain_id=domain_id)
-        executor = _events_executor(context)
+        # rclpy's C++ EventsExecutor, as the node's own main: lockstep runs spend most of
+        # their CPU in the executor (the demo's default run 3.3 s of CPU on it against 4.6 s
+        # on the SingleThreadedExecutor, test/system/test_demo.py 76 s against 107 s,
+        # 2026-12-07, the same figures either way)
+        executor = make_executor('events', context)
         nodes = []
         wall_start = time.monotonic()
         try:
