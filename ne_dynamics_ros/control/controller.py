@@ -260,19 +260,19 @@ class ComputedTorqueController(LawInputs, FollowsReferences):
 
     # ---- joint states -> law -> effort --------------------------------------------------
 
-    def update(self, now_ns: int, sample, *fields, **named) -> Union[Command, NoCommand]:
+    def update(self, now_ns: int, sample, *fields, commands_applied: bool = True,
+               **named) -> Union[Command, NoCommand]:
         """Answer one measured joint state: the hot path, once per ``/joint_states``.
 
         ``now_ns``: the controller's clock now, ns (ROS time; simulated time under
         ``use_sim_time``); ``sample``: a :class:`JointStateSample` (or the loose form
         ``update(now_ns, joint_names, positions, velocities=(), efforts=(), stamp_ns=0,
-        steady_ns=None)``).
+        steady_ns=None)``); ``commands_applied``: an input as the state is, False while
+        the hardware does not apply them (:meth:`~.law_inputs.LawInputs.held_unapplied`).
 
         Returns:
-            :class:`Command` (publish it: all the node says of this state; then, while not
-            :attr:`commands_applied`, the run holds the position measured) or
-            :class:`NoCommand` (publish nothing; warn unless the reason is
-            ``NOT_CONTROLLED``); ``NoCommand(INACTIVE)`` while inactive.
+            :class:`Command` (publish it: all the node says of this state) or :class:`NoCommand`
+            (publish nothing; warn unless ``NOT_CONTROLLED``); ``NoCommand(INACTIVE)`` inactive.
         """
         if not isinstance(sample, JointStateSample):
             sample = JointStateSample(sample, *fields, **named)
@@ -283,7 +283,7 @@ class ComputedTorqueController(LawInputs, FollowsReferences):
                                    sample)
                 return NoCommand(SkipReason.INACTIVE, 'the controller is inactive')
             out = self._update(now_ns, *sample)
-        return out if self.commands_applied else self.held_unapplied(out, now_ns)
+        return out if commands_applied else self.held_unapplied(out, now_ns)
 
     def _measure(self, joint_names, positions, velocities, efforts, stamp_ns, now):
         """Return ``(q, qd)`` lists of the controlled joints, or the NoCommand why not."""

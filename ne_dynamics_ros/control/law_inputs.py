@@ -110,17 +110,14 @@ class LawInputs:
 
     # ---- whether the commands reach the arm -----------------------------------------------
 
-    #: The hardware applies the commands (the node's input: False while ros2_control's
-    #: effort controller is switched away, a hold controller in charge). While False each
-    #: command's run then holds the position that state measured: the reference follows
-    #: the arm, and the command the effort controller finds when it returns is a hold.
-    commands_applied = True
-
     def held_unapplied(self, out, now_ns):
         """Restart the run holding the position ``out`` (a Command) measured; return ``out``.
 
-        :meth:`~.controller.ComputedTorqueController.update`'s step while
-        :attr:`commands_applied` is False (``NoCommand`` passes through).
+        :meth:`~.controller.ComputedTorqueController.update`'s step for a state answered
+        while the hardware does not apply the commands (its input ``commands_applied``
+        False: ros2_control's effort controller switched away, a hold controller in
+        charge): the reference follows the arm, and the command the effort controller
+        finds when it returns is a hold. ``NoCommand`` passes through.
         """
         if out.__class__.__name__ != 'Command':
             return out

@@ -183,7 +183,8 @@ def test_diagnostics_report_state_rate_latency_and_a_timeout(managed):
     assert {kv.key: kv.value for kv in error.values}['state timeouts'] == '1'
 
 
-def test_an_error_while_active_sends_zero_and_deactivates(managed):
+def test_an_error_while_active_sends_zero_and_deactivates(managed, monkeypatch):
+    """One zero effort, inactive after; the error logged once, not once a state after."""
     m = managed()
     m.node.trigger_configure()
     m.node.trigger_activate()
@@ -201,12 +202,19 @@ def test_an_error_while_active_sends_zero_and_deactivates(managed):
     def broken(*args, **kwargs):
         raise RuntimeError('a bug')
 
+    errors, warnings = [], []
+    logger = m.node.get_logger()
+    monkeypatch.setattr(logger, 'error', lambda text, **kwargs: errors.append(text))
+    monkeypatch.setattr(logger, 'warning', lambda text, **kwargs: warnings.append(text))
     m.node.controller.update = broken
     before = len(m.efforts)
     m.stream(0.5)
     assert m.node.lifecycle_state == 'inactive'
     assert len(m.efforts) == before + 1
     np.testing.assert_array_equal(m.efforts[-1], np.zeros(6))
+    assert len(errors) == 1 and 'a bug' in errors[0] and 'deactivating' in errors[0], errors
+    inactive = [text for text in warnings if 'error while reading a state' in text]
+    assert 1 <= len(inactive) <= 2, warnings       # at most one a second over 0.5 s
 
 
 def test_adaptive_mode_publishes_the_load_estimate_and_resets_it(managed):

@@ -347,13 +347,12 @@ def test_while_the_commands_are_not_applied_the_run_follows_the_arm_and_ends_its
     tol = default_tolerances([0.0] * 6, [0.01] * 6, 0.01, 0.0)
     c.install_trajectory(c.prepare_trajectory(PUMA_JOINTS, goal_points(np.full(6, 0.3), 1.0),
                                               0, 0), 'g1', tol)
-    c.commands_applied = False
     moved = q0 + 0.05
-    out = c.update(100_000_000, state(moved, q0, 100_000_000))
+    out = c.update(100_000_000, state(moved, q0, 100_000_000), commands_applied=False)
     assert out.__class__.__name__ == 'Command'
     assert c.goal_id is None and [e.goal_id for e in c.take_goal_ends()] == ['g1']
-    out = c.update(200_000_000, state(moved + 0.01, q0, 200_000_000))
+    out = c.update(200_000_000, state(moved + 0.01, q0, 200_000_000), commands_applied=False)
     np.testing.assert_allclose(out.desired_values[0], moved, atol=1e-12)   # held, as measured
-    c.commands_applied = True                       # back: the position measured last held
+    # back (commands_applied True, the default): the position measured last held
     out = c.update(300_000_000, state(moved + 0.02, q0, 300_000_000))
     np.testing.assert_allclose(out.desired_values[0], moved + 0.01, atol=1e-12)

@@ -517,12 +517,21 @@ class ComputedTorqueNode(LifecycleNode):
             self._fail_while_active(err)
 
     def _fail_while_active(self, err):
-        """Answer an unexpected error on the control path: zero effort once, then inactive."""
-        self.get_logger().error(f'error while commanding: {type(err).__name__}: {err}; '
-                                'deactivating (zero effort, then silence); activate again '
-                                'when the cause is gone')
-        if self.lifecycle_state == 'active':
-            self.trigger_deactivate()
+        """Answer an unexpected error on the control path: zero effort once, then inactive.
+
+        The error that deactivates is logged as an error; the same path failing again
+        while inactive (the cause not gone) is a warning at most once a second, not one a
+        state.
+        """
+        what = f'{type(err).__name__}: {err}'
+        if self.lifecycle_state != 'active':
+            self.warn_throttled('error_inactive', f'error while reading a state (inactive, '
+                                f'silent): {what}')
+            return
+        self.get_logger().error(f'error while commanding: {what}; deactivating (zero '
+                                'effort, then silence); activate again when the cause is '
+                                'gone')
+        self.trigger_deactivate()
 
     def _on_joint_state(self, msg):
         """Answer a ``sensor_msgs/JointState`` object as the subscription answers its bytes."""
@@ -547,14 +556,13 @@ class ComputedTorqueNode(LifecycleNode):
             # that the effort controller has one the cycle it returns (its buffer is
             # emptied on activation)
             link = self.ros2_control
-            applied = link is None or link.effort_active is not False or link.switching
-            controller.commands_applied = applied
-            out = controller.update(now_ns, measured)
+            applied = link is None or link.commands_applied()
+            out = controller.update(now_ns, measured, commands_applied=applied)
             commanded = out.__class__ is Command
             if commanded:
                 self.last_command = out
                 if not applied:
-                    link.lost = True
+                    link.note_unapplied()
                 self._effort_pub.publish(float64_multi_array_bytes(out.effort_values))
                 self._answered_ns = time.monotonic_ns()
         if self._fp_errors.kinds:

@@ -189,6 +189,23 @@ class Ros2ControlLink:
         """
         return time.monotonic() < self._switching_until
 
+    def commands_applied(self):
+        """Whether the effort controller applies the node's commands now.
+
+        True while it is active, while a switch to it is under way (:attr:`switching`) and
+        before controller_manager has said anything (None); False while it is switched
+        away (a hold controller in charge): the controller's input ``commands_applied``.
+        """
+        return self.effort_active is not False or self.switching
+
+    def note_unapplied(self):
+        """Note a command sent while :meth:`commands_applied` was False.
+
+        The node's run then held the position that state measured; the return of the
+        effort controller is said so (:func:`on_effort_controller`).
+        """
+        self.lost = True
+
     def to_hold(self):
         """Hand the arm to the hold controller; (False, why) when there is none."""
         self.wanted = False
