@@ -35,7 +35,7 @@ from ne_dynamics_ros.codegen.symbols import Symbol
 from ne_dynamics_ros.codegen.tracing import GRAVITY, reduced_model, Trace
 from ne_dynamics_ros.dynamics.base_parameters import numeric_base
 from ne_dynamics_ros.dynamics.dh import Convention
-from ne_dynamics_ros.dynamics.parameters import inertial_index, PER_JOINT
+from ne_dynamics_ros.dynamics.standard_parameters import inertial_index, PER_JOINT
 from ne_dynamics_ros.dynamics.regressor import reference_regressor
 from ne_dynamics_ros.dynamics.rnea import body_twist, rnea_reference, wrench_power
 from ne_dynamics_ros.errors import ModelError

@@ -10,7 +10,7 @@ share.
 import functools
 import math
 
-from ne_dynamics_ros.dynamics.parameters import parameter_names, PER_JOINT
+from ne_dynamics_ros.dynamics.standard_parameters import parameter_names, PER_JOINT
 
 #: Values within this of 0 or ±1 (relative to 1) are taken as exact: the round-off of
 #: the URDF -> DH conversion (a few ulps), not a length anyone would write (1e-12 m is).

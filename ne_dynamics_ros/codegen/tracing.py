@@ -33,7 +33,7 @@ import numpy as np
 from ne_dynamics_ros.codegen.symbols import Emitter, SNAP, snap, Symbol
 from ne_dynamics_ros.dynamics.base_parameters import numeric_base
 from ne_dynamics_ros.dynamics.dh import Convention
-from ne_dynamics_ros.dynamics.parameters import inertial_index
+from ne_dynamics_ros.dynamics.standard_parameters import inertial_index
 from ne_dynamics_ros.dynamics.rnea import (inertia_times, link_wrench, rnea_dh, rnea_mdh,
                                            vector_add, vector_cross, vector_scale)
 

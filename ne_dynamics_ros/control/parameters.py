@@ -8,7 +8,7 @@ its module (:attr:`~ne_dynamics_ros.control.laws.base.Law.parameters`), listed a
 gains in the registry's order. From the table are built:
 
 * the node's parameter descriptors and its on-set validation
-  (:mod:`ne_dynamics_ros.nodes.computed_torque.parameters`);
+  (:mod:`ne_dynamics_ros.nodes.computed_torque.ros_parameters`);
 * the controller's settings validation (:meth:`~ne_dynamics_ros.control.controller.
   ControllerSettings.from_values` checks each run-time setting with the check here);
 * the parameter table of the docs (:func:`markdown_table`, written by ``docs/conf.py``).

@@ -2,7 +2,7 @@
 
 The conclusion of Renaud (1987) asks to gather together all parameters
 that occur together; the result is the set of base parameters, each a linear combination
-of standard ones (:mod:`ne_dynamics_ros.dynamics.parameters`). Two methods:
+of standard ones (:mod:`ne_dynamics_ros.dynamics.standard_parameters`). Two methods:
 
 **Numeric (Gautier's QR).** Stack the inertial columns of the regressor over random
 states, take the QR decomposition without pivoting, and keep the columns whose diagonal
@@ -51,7 +51,7 @@ import numpy as np
 
 from ne_dynamics_ros.dynamics.dh import Convention, link_transform
 from ne_dynamics_ros.dynamics.model import RobotModel
-from ne_dynamics_ros.dynamics.parameters import (
+from ne_dynamics_ros.dynamics.standard_parameters import (
     frame_change, inertial_index, parameter_names, PER_JOINT, standard_parameters)
 
 #: Relative threshold (to the largest column norm) below which a column is dependent.

@@ -13,7 +13,7 @@ from .dh import Convention, dh_frames, JointType, link_transform
 from .friction import drive_friction
 from ..errors import ModelError, StateError, URDFError
 from .rnea import LinkDynamics, rnea_dh, rnea_mdh
-from .parameters import model_with_parameters, standard_parameters
+from .standard_parameters import model_with_parameters, standard_parameters
 from .regressor import regressor, STANDARD_GRAVITY
 from .urdf_import import build_chain, parse_urdf
 
@@ -386,7 +386,7 @@ class RobotModel:
         """Khalil's standard parameters (13 n,): XX ... ZZ, MX, MY, MZ, M, Ia, Fv, Fc per joint.
 
         Moments of link j at origin O_j in the model's DH/MDH frame j (see
-        :mod:`ne_dynamics_ros.dynamics.parameters` for names and units).
+        :mod:`ne_dynamics_ros.dynamics.standard_parameters` for names and units).
         """
         return standard_parameters(self)
 
@@ -395,7 +395,7 @@ class RobotModel:
 
         Raises:
             ModelError: wrong length or NaN/inf (see
-                :func:`~ne_dynamics_ros.dynamics.parameters.model_with_parameters`).
+                :func:`~ne_dynamics_ros.dynamics.standard_parameters.model_with_parameters`).
         """
         return model_with_parameters(self, parameters)
 

@@ -1,6 +1,6 @@
 """The joint-torque regressor ``tau = W(q, q̇, q̈) · pi`` from the Newton–Euler recursion.
 
-``pi`` is the standard parameter vector of :mod:`ne_dynamics_ros.dynamics.parameters`
+``pi`` is the standard parameter vector of :mod:`ne_dynamics_ros.dynamics.standard_parameters`
 (13 per joint: XX ... ZZ, MX, MY, MZ, M of link j at origin O_j, then Ia, Fv, Fc).
 Sign convention: ``W pi = M(q) q̈ + C(q, q̇) q̇ + g(q) + Ia q̈ + Fv q̇ + Fc tanh(q̇/v_s)``,
 i.e. :meth:`~ne_dynamics_ros.dynamics.model.RobotModel.rnea` plus
@@ -25,7 +25,7 @@ Shapes: one state (n,) gives (n, 13 n); a batch (N, n) gives (N, n, 13 n).
 import numpy as np
 
 from ne_dynamics_ros.dynamics.dh import Convention
-from ne_dynamics_ros.dynamics.parameters import PER_JOINT
+from ne_dynamics_ros.dynamics.standard_parameters import PER_JOINT
 from ne_dynamics_ros.dynamics.rnea import (forward_dh, forward_dh_reference, forward_mdh,
                                            forward_mdh_reference)
 
@@ -93,7 +93,7 @@ def regressor(model, q, qd, qdd, gravity=STANDARD_GRAVITY):
 
     Returns:
         (n, 13 n) for one state, (N, n, 13 n) for a batch; columns in the order of
-        :func:`~ne_dynamics_ros.dynamics.parameters.parameter_names`.
+        :func:`~ne_dynamics_ros.dynamics.standard_parameters.parameter_names`.
 
     Raises:
         ne_dynamics_ros.errors.StateError: malformed or non-finite arrays.

@@ -41,7 +41,7 @@ from typing import List
 import numpy as np
 
 from ne_dynamics_ros.dynamics.base_parameters import numeric_base
-from ne_dynamics_ros.dynamics.parameters import parameter_names, PER_JOINT
+from ne_dynamics_ros.dynamics.standard_parameters import parameter_names, PER_JOINT
 from ne_dynamics_ros.errors import IdentificationError
 from ne_dynamics_ros.identification.normal_equations import (FoldEquations,
                                                              NormalEquations)

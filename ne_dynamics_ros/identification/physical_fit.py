@@ -56,7 +56,7 @@ from typing import List
 
 import numpy as np
 
-from ne_dynamics_ros.dynamics.parameters import PER_JOINT
+from ne_dynamics_ros.dynamics.standard_parameters import PER_JOINT
 from ne_dynamics_ros.errors import IdentificationError, require
 
 #: Candidate velocity scales v_s of ``Fc tanh(q̇ / v_s)``, rad/s (m/s).

@@ -17,7 +17,7 @@ import re
 import numpy as np
 
 from ne_dynamics_ros.dynamics.dh import dh_frames
-from ne_dynamics_ros.dynamics.parameters import PER_JOINT
+from ne_dynamics_ros.dynamics.standard_parameters import PER_JOINT
 from ne_dynamics_ros.errors import IdentificationError
 
 

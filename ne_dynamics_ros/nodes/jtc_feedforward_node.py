@@ -12,14 +12,15 @@ Chung, Mudge and Turney 1982, eq. 4.1, with the drives' armature and friction):
   calls) and ``~/joint_trajectory`` (``trajectory_msgs/JointTrajectory``) take
   trajectories; each is checked (joints, times, values; the effort it needs against the
   limits less ``effort_margin``, as the node checks its own:
-  :func:`~ne_dynamics_ros.control.reference.feedforward.checked_goal`), resampled where
-  JTC's linear interpolation of the model's effort would be off by more than ``effort_tolerance``
-  (:func:`~ne_dynamics_ros.control.reference.feedforward.goal_points`; each point's effort
-  the model's ``effort_offset`` periods earlier, half a period by default, because JTC
-  applies the effort one period ahead over the period after its cycle:
-  :data:`~ne_dynamics_ros.control.reference.feedforward.EFFORT_OFFSET_PERIODS`) and sent on to
-  ``/<controller>/follow_joint_trajectory`` (``/<controller>/joint_trajectory``), in the
-  controller's ``joints`` order, every point with the trajectory's own ``q, q̇, q̈``. A
+  :func:`~ne_dynamics_ros.control.reference.trajectory_efforts.checked_goal`), resampled
+  where JTC's linear interpolation of the model's effort would be off by more than
+  ``effort_tolerance``
+  (:func:`~ne_dynamics_ros.control.reference.trajectory_efforts.goal_points`; each point's
+  effort the model's ``effort_offset`` periods earlier, half a period by default, because
+  JTC applies the effort one period ahead over the period after its cycle:
+  :data:`~ne_dynamics_ros.control.reference.trajectory_efforts.EFFORT_OFFSET_PERIODS`) and
+  sent on to ``/<controller>/follow_joint_trajectory`` (``/<controller>/joint_trajectory``),
+  in the controller's ``joints`` order, every point with the trajectory's own ``q, q̇, q̈``. A
   goal that is malformed or needs more than the limits is rejected before JTC sees it; a
   goal is accepted once checked, and resampled after (one that would need more than
   ``MAX_POINTS`` points then ends ABORTED with the reason, before JTC sees it).
@@ -32,9 +33,9 @@ Chung, Mudge and Turney 1982, eq. 4.1, with the drives' armature and friction):
   then: JTC's own hold point) and after a goal ends other than by success (at the
   measured position), this node sends JTC a one-point trajectory with the model's
   gravity as its effort
-  (:func:`~ne_dynamics_ros.control.reference.feedforward.hold_effort`); an arm still moving (a
-  cancel mid-move) first gets a smooth stop with the model's efforts
-  (:func:`~ne_dynamics_ros.control.reference.feedforward.stop_waypoints`), whose last point
+  (:func:`~ne_dynamics_ros.control.reference.trajectory_efforts.hold_effort`); an arm still
+  moving (a cancel mid-move) first gets a smooth stop with the model's efforts
+  (:func:`~ne_dynamics_ros.control.reference.trajectory_efforts.stop_waypoints`), whose last point
   JTC then holds. After a success JTC holds the goal's last point, whose effort is already the
   model's.
 
@@ -59,11 +60,9 @@ from lifecycle_msgs.msg import State
 
 from ne_dynamics_ros.codegen.compiled import CompiledDynamics
 from ne_dynamics_ros.control.controller import MAX_STATE_JOINTS
-from ne_dynamics_ros.control.reference.feedforward import (checked_goal,
-                                                           EFFORT_OFFSET_PERIODS,
-                                                           feedforward_goal,
-                                                           FeedforwardSettings, goal_points,
-                                                           hold_effort, stop_waypoints)
+from ne_dynamics_ros.control.reference.trajectory_efforts import (
+    checked_goal, EFFORT_OFFSET_PERIODS, feedforward_goal, FeedforwardSettings, goal_points,
+    hold_effort, stop_waypoints)
 from ne_dynamics_ros.control.reference.trajectory import TrajectoryError, TrajectoryPoint
 from ne_dynamics_ros.dynamics.model import load_model
 from ne_dynamics_ros.errors import ModelError
@@ -93,9 +92,9 @@ def message_points(msg):
 def trajectory_message(points, order, joints):
     """Return the feed-forward points as a ``JointTrajectory`` for the controller.
 
-    ``points``: :class:`~ne_dynamics_ros.control.reference.feedforward.FeedforwardPoints` (chain
-    order); ``order``: (n,) chain index of each of the controller's ``joints``. Stamped 0:
-    the controller starts it on receipt.
+    ``points``: :class:`~.trajectory_efforts.FeedforwardPoints` (chain order); ``order``:
+    (n,) chain index of each of the controller's ``joints``. Stamped 0: the controller
+    starts it on receipt.
     """
     msg = JointTrajectory(joint_names=list(joints))
     q, qd, qdd, effort = (a[:, order] for a in (points.q, points.qd, points.qdd,
@@ -399,7 +398,7 @@ class JtcFeedforward(Node):
         """Stop the arm smoothly where it goes, then hold it there with the model's gravity.
 
         A moving arm gets
-        :func:`~ne_dynamics_ros.control.reference.feedforward.stop_waypoints` with the
+        :func:`~ne_dynamics_ros.control.reference.trajectory_efforts.stop_waypoints` with the
         model's efforts; one at rest (or a stop the effort limits refuse) a one-point
         trajectory at the measured position. Sent on JTC's topic, or with ``preempt`` as a
         goal of JTC's action (it preempts JTC's active goal: :meth:`_stop_instead_of`).

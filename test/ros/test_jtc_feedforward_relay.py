@@ -85,9 +85,9 @@ def test_a_goal_is_accepted_once_checked_and_aborted_if_its_resampling_fails(
     from control_msgs.action import FollowJointTrajectory
     from rclpy.action import ActionClient, ActionServer, GoalResponse
     from action_msgs.msg import GoalStatus
-    from ne_dynamics_ros.control.reference import feedforward
+    from ne_dynamics_ros.control.reference import trajectory_efforts
     from ne_dynamics_ros.nodes.jtc_feedforward_node import JtcFeedforward
-    monkeypatch.setattr(feedforward, 'MAX_POINTS', 20)
+    monkeypatch.setattr(trajectory_efforts, 'MAX_POINTS', 20)
     relay = JtcFeedforward(context=ros_context, parameter_overrides=[
         Parameter('urdf_path', value=str(UR5E_URDF)),
         Parameter('effort_tolerance', value=1e-9)])       # every interval halved

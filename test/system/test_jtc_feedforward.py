@@ -29,7 +29,8 @@ from control_msgs.action import FollowJointTrajectory  # noqa: E402
 from rclpy.action import ActionClient  # noqa: E402
 from references import PinocchioArm, UR5E_URDF  # noqa: E402
 
-from ne_dynamics_ros.control.reference.feedforward import EFFORT_OFFSET_PERIODS  # noqa: E402
+from ne_dynamics_ros.control.reference.trajectory_efforts import (  # noqa: E402
+    EFFORT_OFFSET_PERIODS)
 from trajectory_msgs.msg import JointTrajectory  # noqa: E402
 
 CHAIN = ['shoulder_pan_joint', 'shoulder_lift_joint', 'elbow_joint', 'wrist_1_joint',

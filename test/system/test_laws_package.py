@@ -193,10 +193,10 @@ def clamps_and_tanh(tree):
 
 def test_one_friction_formula_and_one_clamp():
     # (profiles.py clips a normalised time to [0, 1], friction_estimate.py a factor on the
-    # model's Coulomb friction to [0.25, 4], feedforward.py an instant into the
+    # model's Coulomb friction to [0.25, 4], trajectory_efforts.py an instant into the
     # trajectory's span: no effort)
     checked = [p for p in (PACKAGE / 'control').rglob('*.py')
-               if p.name not in ('profiles.py', 'friction_estimate.py', 'feedforward.py')]
+               if p.name not in ('profiles.py', 'friction_estimate.py', 'trajectory_efforts.py')]
     checked += [PACKAGE / 'dynamics' / 'model.py', PACKAGE / 'dynamics' / 'friction.py',
                 *(PACKAGE / 'nodes' / 'computed_torque').rglob('*.py')]
     tanh, clamps = [], []

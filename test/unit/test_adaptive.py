@@ -23,7 +23,7 @@ from ne_dynamics_ros.control.laws.slotine_li import adaptation_gains, link_frame
 from ne_dynamics_ros.control.laws.physical_load import (is_physical, parameters_of,
                                                         project_physical, pseudo_inertia)
 from ne_dynamics_ros.control.reference.profiles import evaluate
-from ne_dynamics_ros.dynamics.parameters import model_with_parameters, PER_JOINT
+from ne_dynamics_ros.dynamics.standard_parameters import model_with_parameters, PER_JOINT
 from ne_dynamics_ros.errors import ModelError, StateError
 from ne_dynamics_ros.simulation.simulated_arm import SimulatedArm
 

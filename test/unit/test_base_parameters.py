@@ -16,7 +16,7 @@ from references import PUMA560_URDF, UR5E_URDF
 from ne_dynamics_ros import load_model
 from ne_dynamics_ros.dynamics.base_parameters import (
     base_parameters, closed_form_grouping, numeric_base, stacked_regressor)
-from ne_dynamics_ros.dynamics.parameters import inertial_index, parameter_names, PER_JOINT
+from ne_dynamics_ros.dynamics.standard_parameters import inertial_index, parameter_names, PER_JOINT
 
 
 def fresh_states(model, seed=99, count=6):

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from ne_dynamics_ros import load_model
-from ne_dynamics_ros.dynamics.parameters import PER_JOINT
+from ne_dynamics_ros.dynamics.standard_parameters import PER_JOINT
 from ne_dynamics_ros.dynamics.urdf_import import read_urdf_text
 from ne_dynamics_ros.identification.physical_fit import (MARGIN, nominal_pseudo_inertias,
                                                          relative_margins)

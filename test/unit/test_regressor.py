@@ -15,8 +15,8 @@ from random_urdf import PinocchioReference, random_chains
 
 from references import PUMA560_URDF, UR5E_URDF
 from ne_dynamics_ros import load_model, ModelError, StateError
-from ne_dynamics_ros.dynamics import parameters
-from ne_dynamics_ros.dynamics.parameters import (
+from ne_dynamics_ros.dynamics import standard_parameters as parameters
+from ne_dynamics_ros.dynamics.standard_parameters import (
     inertial_index, model_with_parameters, parameter_names, PER_JOINT, standard_parameters)
 from ne_dynamics_ros.dynamics.regressor import (reference_regressor, regressor,
                                                 tip_wrench_torques)

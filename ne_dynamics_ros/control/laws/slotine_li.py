@@ -54,7 +54,7 @@ from ne_dynamics_ros.codegen.payload_step import (base_columns, BaseStep, Payloa
                                                   without_friction)
 from ne_dynamics_ros.control.laws.physical_load import is_physical, project_physical
 from ne_dynamics_ros.dynamics.model import STANDARD_GRAVITY
-from ne_dynamics_ros.dynamics.parameters import frame_change, inertial_index, PER_JOINT
+from ne_dynamics_ros.dynamics.standard_parameters import frame_change, inertial_index, PER_JOINT
 from ne_dynamics_ros.dynamics.regressor import reference_regressor
 from ne_dynamics_ros.errors import ModelError
 
@@ -128,7 +128,7 @@ def load_inertia_ratio(model, link: Optional[str] = None, mass_max: float = DEFA
 def link_frame(model, link: Optional[str] = None):
     """Return ``(body index, T)``: the chain body carrying ``link``, its parameter map.
 
-    ``pi_body = T pi_link`` (:func:`~ne_dynamics_ros.dynamics.parameters.frame_change`
+    ``pi_body = T pi_link`` (:func:`~ne_dynamics_ros.dynamics.standard_parameters.frame_change`
     from the link's URDF frame to the body's DH frame).
 
     ``link``: the tip link (default) or a joint's child link.
@@ -201,7 +201,7 @@ class SlotineLi:
     def model_parameters(self) -> np.ndarray:
         """Return the standard inertial parameters of the model with the estimate, (13 n,).
 
-        Khalil's order per joint (:mod:`~ne_dynamics_ros.dynamics.parameters`): what
+        Khalil's order per joint (:mod:`~ne_dynamics_ros.dynamics.standard_parameters`): what
         :meth:`~ne_dynamics_ros.dynamics.model.RobotModel.with_parameters` builds the
         arm with the load from.
         """

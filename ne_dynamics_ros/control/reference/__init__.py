@@ -6,7 +6,7 @@
 * :mod:`.goals`: FollowJointTrajectory goals as joint_trajectory_controller judges them;
 * :mod:`.effort_check`: whether a trajectory needs more than the effort limits, and the
   slowest stretch that does not (Hollerbach 1984);
-* :mod:`.feedforward`: a goal's points with the model's efforts, for
+* :mod:`.trajectory_efforts`: a goal's points with the model's efforts, for
   joint_trajectory_controller.
 
 Imports only :mod:`ne_dynamics_ros.dynamics` and :mod:`ne_dynamics_ros.errors`; the

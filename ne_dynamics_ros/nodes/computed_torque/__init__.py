@@ -2,7 +2,7 @@
 
 A managed (lifecycle) node; its modules, one concern each:
 
-* :mod:`.parameters`: descriptors and validation, built from the one parameter table
+* :mod:`.ros_parameters`: descriptors and validation, built from the one parameter table
   (:mod:`ne_dynamics_ros.control.parameters`);
 * :mod:`.node`: the lifecycle adapter (configure, activate, deactivate, cleanup,
   shutdown; the control path);
@@ -99,7 +99,7 @@ published on a clean shutdown (Ctrl-C, SIGTERM).
 """
 from ne_dynamics_ros.nodes.computed_torque.node import (
     ComputedTorqueNode, JOINT_STATE_QOS, NODE_NAME, ROBOT_DESCRIPTION_QOS)
-from ne_dynamics_ros.nodes.computed_torque.parameters import (
+from ne_dynamics_ros.nodes.computed_torque.ros_parameters import (
     NodeConfigurationError, PARAMETERS, RUNTIME_PARAMETERS)
 from ne_dynamics_ros.nodes.computed_torque.program import (
     EXECUTORS, main, make_executor, MAX_TRAJECTORY_BYTES, SWITCH_INTERVAL)

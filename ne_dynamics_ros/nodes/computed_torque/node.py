@@ -46,9 +46,9 @@ from ne_dynamics_ros.control.controller import Command, MAX_STATE_JOINTS, SkipRe
 from ne_dynamics_ros.nodes.cdr import CdrError, float64_multi_array_bytes, JointStateReader
 from ne_dynamics_ros.nodes.computed_torque import (answers, diagnostics, priority,
                                                    ros2_control_link)
-from ne_dynamics_ros.nodes.computed_torque import parameters as params
-from ne_dynamics_ros.nodes.computed_torque.goals import GoalLink
-from ne_dynamics_ros.nodes.computed_torque.parameters import NodeConfigurationError
+from ne_dynamics_ros.nodes.computed_torque import ros_parameters as params
+from ne_dynamics_ros.nodes.computed_torque.goal_link import GoalLink
+from ne_dynamics_ros.nodes.computed_torque.ros_parameters import NodeConfigurationError
 from ne_dynamics_ros.nodes.computed_torque.readers import (joint_state_fields,
                                                            read_joint_state, sample)
 from ne_dynamics_ros.nodes.computed_torque.support import (FloatingPointErrors, RosLogHandler,

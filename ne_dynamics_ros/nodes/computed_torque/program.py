@@ -16,7 +16,7 @@ from ne_dynamics_ros.control.parameters import EXECUTORS, MAX_TRAJECTORY_BYTES
 from ne_dynamics_ros.nodes import transport
 from ne_dynamics_ros.nodes.computed_torque import priority
 from ne_dynamics_ros.nodes.computed_torque.node import ComputedTorqueNode
-from ne_dynamics_ros.nodes.computed_torque.parameters import NodeConfigurationError
+from ne_dynamics_ros.nodes.computed_torque.ros_parameters import NodeConfigurationError
 
 #: The GIL switch interval set by :func:`main`, s: the thread that installs a
 #: trajectory delays the control path by at most about this much at a time between its

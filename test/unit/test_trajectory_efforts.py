@@ -1,4 +1,4 @@
-"""Inverse-dynamics efforts on a trajectory's points for JTC (control/reference/feedforward.py).
+"""Inverse-dynamics efforts on a trajectory's points for JTC (reference/trajectory_efforts.py).
 
 References: Pinocchio's inverse dynamics (RNEA with the drives' armature) for the effort
 at every point, on the PUMA 560 and on random arms (hypothesis), and a 2 kHz sweep of the
@@ -14,12 +14,9 @@ from random_urdf import PinocchioReference, random_chains
 from references import GRAVITY, PinocchioArm, PUMA560_URDF, PUMA_ARMATURE, PUMA_JOINTS
 
 from ne_dynamics_ros.control.reference.effort_check import InfeasibleTrajectory
-from ne_dynamics_ros.control.reference.feedforward import (CHECKS, EFFORT_OFFSET_PERIODS,
-                                                           feedforward_goal, feedforward_points,
-                                                           FeedforwardSettings, hold_effort,
-                                                           MIN_STOP,
-                                                           STOP_ACCELERATION, STOP_SPEED,
-                                                           stop_waypoints)
+from ne_dynamics_ros.control.reference.trajectory_efforts import (
+    CHECKS, EFFORT_OFFSET_PERIODS, feedforward_goal, feedforward_points, FeedforwardSettings,
+    hold_effort, MIN_STOP, STOP_ACCELERATION, STOP_SPEED, stop_waypoints)
 from ne_dynamics_ros.control.reference.trajectory import (DesiredState, trajectory_from_points,
                                                           TrajectoryError, TrajectoryPoint)
 from ne_dynamics_ros.dynamics.model import load_model
@@ -169,7 +166,7 @@ def test_bad_settings_are_refused(puma, kwargs, match):
 
 
 def test_too_many_points_are_refused(puma, monkeypatch):
-    import ne_dynamics_ros.control.reference.feedforward as feedforward
+    import ne_dynamics_ros.control.reference.trajectory_efforts as feedforward
     monkeypatch.setattr(feedforward, 'MAX_POINTS', 50)
     with pytest.raises(TrajectoryError, match='more than 50 points'):
         feedforward.feedforward_points(puma, move(), GRAVITY, tolerance=1e-4, min_step=1e-4)
