@@ -219,7 +219,7 @@ def target_step(make_controller, make_plant, height, stiffness, seconds=2.5, axi
     k = int(2.0 * RATE)
     speed = np.linalg.norm(tips[k:] - tips[k - 1:-1], axis=1).max() * RATE
     return (settle, overshoot, speed, 1e3 * distance[int(1.5 * RATE) - 1],
-            c.contact_supervisor.contacts)
+            c.data.contact_supervisor.contacts)
 
 
 def hostile(make_controller, make_plant):

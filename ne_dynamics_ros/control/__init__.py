@@ -12,8 +12,9 @@ Pure Python + NumPy (no ROS import); imports only :mod:`ne_dynamics_ros.dynamics
   friction estimate and the wrench (what the arm does);
 * :mod:`.config`: what a parameter is and the checks its values pass (the bottom);
 * the controller's run, at the top: :mod:`.controller`
-  (:class:`ComputedTorqueController`, every decision of the node), :mod:`.run_state`
-  (what one run changes, and its answers), :mod:`.references` (references installed and
+  (:class:`ComputedTorqueController`, every decision of the node), :mod:`.data` (what its
+  states change, in one object beside the model), :mod:`.run_state` (what one run
+  changes, and its answers), :mod:`.references` (references installed and
   goals judged), :mod:`.law_inputs`, :mod:`.prediction` (across the loop's delay),
   :mod:`.state_loss`, :mod:`.parameters` (the node's parameter table: its own rows and
   each law's) and :mod:`.settings` (the controller's settings, made from it).

@@ -28,19 +28,16 @@ import numpy as np
 from ne_dynamics_ros.codegen import CompiledDynamics
 from ne_dynamics_ros.control import state_loss
 from ne_dynamics_ros.control import parameters
-from ne_dynamics_ros.control.sensing.contact import ContactSupervisor
-from ne_dynamics_ros.control.sensing.friction_estimate import CoulombEstimate
+from ne_dynamics_ros.control.data import ControllerData
 from ne_dynamics_ros.control.reference.goals import GoalStatus
 from ne_dynamics_ros.control.laws.integral import anti_windup, integral_step
-from ne_dynamics_ros.control.laws.adaptive import LoadEstimate
 from ne_dynamics_ros.control.laws.base import JointGains, LawContext, LawStep
 from ne_dynamics_ros.control.law_inputs import LawInputs
 from ne_dynamics_ros.control.laws.registry import LAWS
 from ne_dynamics_ros.control.sensing.measured_state import (  # noqa: F401 - the controller's names
     JointStateError, JointStateSample, MAX_POSITION, MAX_STATE_JOINTS, SPEED_FACTOR,
     StateReader)
-from ne_dynamics_ros.control.prediction import RepeatedStates, SentCommands
-from ne_dynamics_ros.control.references import FollowsReferences, References
+from ne_dynamics_ros.control.references import FollowsReferences
 from ne_dynamics_ros.control.run_state import (  # noqa: F401 - the controller's names
     Command, NoCommand, Runs, RunState, SkipReason, STAMP_TOLERANCE_NS, Timeout)
 from ne_dynamics_ros.control.sensing.activation import Sensing
@@ -49,7 +46,7 @@ from ne_dynamics_ros.control.settings import (  # noqa: F401 - the controller's 
     ControllerSettings, DEFAULT_SETTINGS, for_joints)
 from ne_dynamics_ros.control.reference.trajectory import Trajectory
 from ne_dynamics_ros.dynamics.model import load_model
-from ne_dynamics_ros.errors import (ControlParameterError, ModelError, NonFiniteEffortError,
+from ne_dynamics_ros.errors import (ControlParameterError, NonFiniteEffortError,
                                     StateError)
 
 #: How the law's inverse dynamics are computed: the generated straight-line program of
@@ -115,27 +112,14 @@ class ComputedTorqueController(LawInputs, FollowsReferences):
         self._reader = StateReader(model, settings)
         self.adaptation_link = parameters.check('adaptation_link', adaptation_link or '') \
             or model.tip_link
-        try:
-            #: the load, ``friction_estimate`` the drives' Coulomb level: kept across runs
-            self.load = LoadEstimate(model, self.adaptation_link)
-        except ModelError as err:
-            raise ControlParameterError(str(err)) from None
-        self.friction_estimate = CoulombEstimate(model.friction, model.coulomb_velocity)
-        #: The momentum observer and contact detection (every mode).
-        self.contact_supervisor = ContactSupervisor(model, self.dynamics)
-        #: The run in force (replaced whole), its lock, the clock's origin.
-        self.runs = Runs(n)
-        #: Trajectories and goals: every goal's end on one queue.
-        self.references = References(model, self.effort_limits, self.runs,
-                                     with_gravity=not self.hardware_compensates_gravity,
-                                     with_friction=not self.hardware_compensates_friction)
+        #: what the states change (the run, references, estimates, counters), beside the
+        #: model: :class:`~.data.ControllerData`
+        self.data = ControllerData.new(model, self.dynamics, self.effort_limits,
+                                       self.adaptation_link,
+                                       with_gravity=not self.hardware_compensates_gravity,
+                                       with_friction=not self.hardware_compensates_friction)
         self._apply(settings)
-        self.runs.current = RunState(n, sensing=self._new_sensing())
-        self.dropped_joint_states = 0
-        #: states that repeated the previous measurement under a newer stamp (sampled
-        #: at the measurement's own stamp: :class:`~.prediction.RepeatedStates`)
-        self.repeats = RepeatedStates()
-        self.sent = SentCommands()          # in flight, for delay_prediction: model
+        self.data.runs.current = RunState(n, sensing=self._new_sensing())
 
     @classmethod
     def from_urdf(cls, urdf, base_link=None, tip_link=None, convention='mdh', armature=None,
@@ -177,22 +161,22 @@ class ComputedTorqueController(LawInputs, FollowsReferences):
     @property
     def active(self) -> bool:
         """Commanding (False after :meth:`deactivate`, until :meth:`activate`)."""
-        return self.runs.current.active
+        return self.data.runs.current.active
 
     @property
     def trajectory(self) -> Optional[Trajectory]:
         """The reference in force (chain order); None: the next valid state is held."""
-        return self.runs.current.trajectory
+        return self.data.runs.current.trajectory
 
     @property
     def timed_out(self) -> bool:
         """No valid state for ``state_timeout``: zero effort until one returns."""
-        return self.runs.current.timed_out
+        return self.data.runs.current.timed_out
 
     @property
     def rejected_trajectories(self) -> int:
         """Trajectories refused since the controller was built."""
-        return self.references.rejected
+        return self.data.references.rejected
 
     def _new_sensing(self) -> Sensing:
         """Return a fresh :class:`~.sensing.activation.Sensing` (a new activation)."""
@@ -211,11 +195,11 @@ class ComputedTorqueController(LawInputs, FollowsReferences):
             hardware_compensates_gravity=self.hardware_compensates_gravity,
             hardware_compensates_friction=self.hardware_compensates_friction)
         #: what the run's law is built from (:mod:`~ne_dynamics_ros.control.laws`)
-        self.context = LawContext(self.model, self.dynamics, gains, settings, self.load,
-                                  LAWS[settings.mode], self.friction_estimate)
+        self.context = LawContext(self.model, self.dynamics, gains, settings, self.data.load,
+                                  LAWS[settings.mode], self.data.friction_estimate)
         self.context.law_class.apply_settings(self.context)
-        self.contact_supervisor.apply(settings, gains)
-        self.references.apply(self.context.law_class, settings)
+        self.data.contact_supervisor.apply(settings, gains)
+        self.data.references.apply(self.context.law_class, settings)
 
     def validate(self, **values) -> ControllerSettings:
         """Check changed settings against the current ones without applying them.
@@ -240,22 +224,22 @@ class ComputedTorqueController(LawInputs, FollowsReferences):
         Raises:
             ControlParameterError: nothing is changed.
         """
-        with self.runs.lock:
+        with self.data.runs.lock:
             settings = self.validate(**values)
             if values.get('adaptation_reset'):
-                self.load.reset()
+                self.data.load.reset()
             old = self.context.law_class
             self._apply(settings)
-            new, run = self.context.law_class, self.runs.current
+            new, run = self.context.law_class, self.data.runs.current
             if run.law is not None:       # the run's law under the new settings
                 keep = new is old or run.law.name is None     # (a contact's comply stays)
                 run.law = run.law.reconfigured(self.context) if keep else None
             if new is not old:
-                self.references.end_goal(run, GoalStatus.ABORTED,
-                                         f'Aborted: mode changed to {settings.mode.value}')
+                self.data.references.end_goal(run, GoalStatus.ABORTED,
+                                              f'Aborted: mode changed to {settings.mode.value}')
                 if old.holds_on_exit and run.active:
-                    self.runs.restart(f'no joint_states since leaving {old.name}')
-            self.runs.current.sensing.configure(settings)
+                    self.data.runs.restart(f'no joint_states since leaving {old.name}')
+            self.data.runs.current.sensing.configure(settings)
             return settings
 
     # ---- joint states -> law -> effort --------------------------------------------------
@@ -276,8 +260,8 @@ class ComputedTorqueController(LawInputs, FollowsReferences):
         """
         if not isinstance(sample, JointStateSample):
             sample = JointStateSample(sample, *fields, **named)
-        with self.runs.lock:
-            run = self.runs.current
+        with self.data.runs.lock:
+            run = self.data.runs.current
             if not run.active:
                 run.idle_sample = (now_ns if sample.steady_ns is None else sample.steady_ns,
                                    sample)
@@ -294,9 +278,9 @@ class ComputedTorqueController(LawInputs, FollowsReferences):
         # anything unusual (new names, a fault, velocities to estimate): checked
         try:
             state = reader.measured(joint_names, positions, velocities, efforts, stamp_ns,
-                                    now, self.runs.current.sensing.estimator)
+                                    now, self.data.runs.current.sensing.estimator)
         except JointStateError as err:
-            self.dropped_joint_states += 1
+            self.data.dropped_joint_states += 1
             return NoCommand(SkipReason.INVALID_STATE, str(err))
         if state is None:
             return NoCommand(SkipReason.NOT_CONTROLLED,
@@ -307,42 +291,43 @@ class ComputedTorqueController(LawInputs, FollowsReferences):
         """Feed the observer (not a repeated measurement: no dt); react to a contact."""
         if repeated:
             return None, None
-        supervisor, law_class = self.contact_supervisor, self.context.law_class
-        external, contact = supervisor.observe(self.runs.current.sensing, t, q, qd,
-                                               self.context.load_law, self.runs.current.law,
-                                               law_class.needs_external_effort)
+        data, law_class = self.data, self.context.law_class
+        supervisor, run = data.contact_supervisor, data.runs.current
+        external, contact = supervisor.observe(run.sensing, t, q, qd, self.context.load_law,
+                                               run.law, law_class.needs_external_effort)
         if contact is not None and law_class.reacts_to_contact:
-            law = supervisor.react(self.runs.current.law or law_class(self.context))
+            law = supervisor.react(run.law or law_class(self.context))
             if law is not None:
-                self.references.end_goal(self.runs.current, GoalStatus.ABORTED,
-                                         f'Aborted: {contact.text()}')
-                self.runs.hold(q, now).law = law
+                data.references.end_goal(run, GoalStatus.ABORTED, f'Aborted: {contact.text()}')
+                data.runs.hold(q, now).law = law
         return external, contact
 
     def _current_run(self, q, now):
         """Return the run to command, holding ``q`` first if it awaits its first state."""
-        run = self.runs.current
+        run = self.data.runs.current
         if run.trajectory is None:
             pending, resumed = run.pending, run.timed_out
-            run = self.runs.hold(q, now)
+            run = self.data.runs.hold(q, now)
             if resumed:
                 run.sensing.estimator.reset()   # differences across a silence: no velocity
             if pending is not None:
-                self.references.install_pending(run, pending, now)
+                self.data.references.install_pending(run, pending, now)
         return run
 
     def _update(self, now_ns, joint_names, positions, velocities, efforts, stamp_ns,
                 steady_ns):
-        now = self.runs.seconds(now_ns)
-        stamp_ns, repeated = self.repeats.stamp(positions, velocities, stamp_ns)
+        data = self.data
+        runs = data.runs
+        now = runs.seconds(now_ns)
+        stamp_ns, repeated = data.repeats.stamp(positions, velocities, stamp_ns)
         state = self._measure(joint_names, positions, velocities, efforts, stamp_ns, now)
         if state.__class__ is NoCommand:
             return state
         q, qd = state
         # the state's instant (its stamp when on our clock): the observer's step is between
-        t = self.runs.sample_time(stamp_ns, now_ns, now)    # measurements, however delivered
+        t = runs.sample_time(stamp_ns, now_ns, now)    # measurements, however delivered
         external, contact = self._observe(t, q, qd, now, repeated)
-        resumed = self.runs.current.timed_out
+        resumed = runs.current.timed_out
         run = self._current_run(q, now)
         # plain lists of floats from here to the Command: six-element NumPy arithmetic
         # costs more in call overhead than it computes
@@ -355,7 +340,7 @@ class ComputedTorqueController(LawInputs, FollowsReferences):
         if self._integrating and law.integrates:
             integral, extra = integral_step(run.integral, run.integral_time, position_error,
                                             now, *self._integral_gains)
-        q_law, qd_law, law_reference = self.sent.predicted(
+        q_law, qd_law, law_reference = data.sent.predicted(
             self.settings, self.context, run.trajectory.sample_values, t, q, qd, reference)
         try:
             tau = law.effort(LawStep(
@@ -363,7 +348,7 @@ class ComputedTorqueController(LawInputs, FollowsReferences):
                 self._reader.efforts(joint_names, efforts) if law.needs_efforts else None,
                 extra, run.sensing.detector.contact is not None, external))
         except (NonFiniteEffortError, StateError) as err:
-            self.dropped_joint_states += 1
+            data.dropped_joint_states += 1
             return NoCommand(SkipReason.NO_VALID_EFFORT, str(err))
         if integral is not None:
             run.integral = anti_windup(integral, run.integral, tau, position_error,
@@ -371,19 +356,19 @@ class ComputedTorqueController(LawInputs, FollowsReferences):
             run.integral_time = now
         run.last_valid_steady_ns = now_ns if steady_ns is None else steady_ns
         run.last_q, run.last_effort = q, tau
-        self.sent.add(t, tau, repeated)
+        data.sent.add(t, tau, repeated)
         run.sensing.applied = tau
         velocity_error = [a - b for a, b in zip(reference[1], qd)]
-        if run.goal is not None and self.references.judge(run, t, position_error,
+        if run.goal is not None and data.references.judge(run, t, position_error,
                                                           velocity_error):
-            self.runs.hold(q, now)              # as JTC: hold the position measured now
+            runs.hold(q, now)                   # as JTC: hold the position measured now
         return self._command(run, law, q, tau, reference, position_error, velocity_error,
                              resumed, external, contact)
 
     def _command(self, run, law, q, tau, reference, position_error, velocity_error, resumed,
                  external, contact) -> Command:
         """Return the :class:`Command` of one state, its vectors in the command order."""
-        supervisor, limits = self.contact_supervisor, self.context.gains.limit_values
+        supervisor, limits = self.data.contact_supervisor, self.context.gains.limit_values
         wrench = None if external is None or not supervisor.wrench_wanted else \
             supervisor.wrench(q, external, self.settings.external_wrench_frame)
         at_limit = [e >= h or e <= -h for e, h in zip(tau, limits)]
@@ -412,10 +397,10 @@ class ComputedTorqueController(LawInputs, FollowsReferences):
             ControlParameterError: a bad value (nothing is changed but the deactivation).
         """
         self.deactivate()
-        with self.runs.lock:
+        with self.data.runs.lock:
             settings = self.validate(**dict(settings or {}))
             self._apply(settings)
-            self.runs.current = RunState(self.n, active=False, sensing=self._new_sensing())
+            self.data.runs.current = RunState(self.n, active=False, sensing=self._new_sensing())
             return settings
 
     def activate(self, q: Optional[Sequence[float]] = None, now_ns: Optional[int] = None,
@@ -433,19 +418,19 @@ class ComputedTorqueController(LawInputs, FollowsReferences):
         """
         if q is not None:
             q = self.model.checked_vector(q, 'q', allow_batch=False).tolist()
-        with self.runs.lock:
+        with self.data.runs.lock:
             if q is None and now_ns is not None:
                 q = self._fresh_position(now_ns if steady_ns is None else steady_ns)
             sensing = self._new_sensing()
             if q is None or now_ns is None:
-                self.runs.current = RunState(self.n, sensing=sensing)
+                self.data.runs.current = RunState(self.n, sensing=sensing)
             else:
-                self.runs.current = RunState.holding(q, self.runs.seconds(now_ns),
-                                                     sensing=sensing)
+                self.data.runs.current = RunState.holding(q, self.data.runs.seconds(now_ns),
+                                                          sensing=sensing)
 
     def _fresh_position(self, steady_ns):
         """Return q (chain order, a list) of the last idle state if fresh, else None."""
-        idle = self.runs.current.idle_sample
+        idle = self.data.runs.current.idle_sample
         if idle is None:
             return None
         seen_ns, sample = idle
@@ -459,11 +444,11 @@ class ComputedTorqueController(LawInputs, FollowsReferences):
         States are still watched (and counted) but answered ``NoCommand(INACTIVE)``; the
         trajectory and the integral are forgotten.
         """
-        with self.runs.lock:
-            self.references.end_goal(self.runs.current, GoalStatus.ABORTED,
-                                     'Aborted: the controller was deactivated')
+        with self.data.runs.lock:
+            self.data.references.end_goal(self.data.runs.current, GoalStatus.ABORTED,
+                                          'Aborted: the controller was deactivated')
             # no timeout while inactive
-            self.runs.current = RunState(self.n, active=False, sensing=self._new_sensing())
+            self.data.runs.current = RunState(self.n, active=False, sensing=self._new_sensing())
         return self.zero_effort()
 
     def reject_state(self, reason: str) -> 'NoCommand':
@@ -472,8 +457,8 @@ class ComputedTorqueController(LawInputs, FollowsReferences):
         Returns ``NoCommand(INVALID_STATE, reason)``, counted in
         :attr:`dropped_joint_states` like the states :meth:`update` drops.
         """
-        with self.runs.lock:
-            self.dropped_joint_states += 1
+        with self.data.runs.lock:
+            self.data.dropped_joint_states += 1
         return NoCommand(SkipReason.INVALID_STATE, reason)
 
     # ---- timeout and stop -----------------------------------------------------------------
@@ -483,9 +468,9 @@ class ComputedTorqueController(LawInputs, FollowsReferences):
 
         :func:`~ne_dynamics_ros.control.state_loss.check_timeout` on the run in force.
         """
-        with self.runs.lock:
+        with self.data.runs.lock:
             return state_loss.check_timeout(
-                self.runs, self.references, self.settings, steady_ns,
+                self.data.runs, self.data.references, self.settings, steady_ns,
                 self.context.gravity_values, self.effort_limits, self._command_order)
 
     def timeout_text(self, timeout: Timeout) -> str:

@@ -47,7 +47,7 @@ class LawInputs:
     @property
     def law(self):
         """The run's law object (:class:`~.laws.base.Law`), or None before its first state."""
-        return self.runs.current.law
+        return self.data.runs.current.law
 
     @property
     def payload_estimate(self):
@@ -57,13 +57,13 @@ class LawInputs:
         ixx, ixy, ixz, iyy, iyz, izz)``; None before an adaptive law was first set, or
         with ``adaptation: base``.
         """
-        with self.runs.lock:
-            return self.load.payload_estimate
+        with self.data.runs.lock:
+            return self.data.load.payload_estimate
 
     @property
     def contact(self):
         """The contact in force (a :class:`~.observer.Contact`), or None."""
-        return self.runs.current.sensing.detector.contact
+        return self.data.runs.current.sensing.detector.contact
 
     @property
     def external_effort_wanted(self) -> bool:
@@ -74,11 +74,11 @@ class LawInputs:
         the observer is skipped (None there), and restarts from the state it is wanted
         again on. The node sets it from ``~/external_effort``'s subscribers.
         """
-        return self.contact_supervisor.reading
+        return self.data.contact_supervisor.reading
 
     @external_effort_wanted.setter
     def external_effort_wanted(self, wanted: bool):
-        self.contact_supervisor.reading = bool(wanted)
+        self.data.contact_supervisor.reading = bool(wanted)
 
     @property
     def external_wrench_wanted(self) -> bool:
@@ -88,16 +88,16 @@ class LawInputs:
         carries ``external_wrench`` (:mod:`~ne_dynamics_ros.control.sensing.wrench`); the node sets
         it from ``~/external_wrench``'s subscribers, with :attr:`external_effort_wanted`.
         """
-        return self.contact_supervisor.wrench_wanted
+        return self.data.contact_supervisor.wrench_wanted
 
     @external_wrench_wanted.setter
     def external_wrench_wanted(self, wanted: bool):
-        self.contact_supervisor.wrench_wanted = bool(wanted)
+        self.data.contact_supervisor.wrench_wanted = bool(wanted)
 
     @property
     def contacts(self) -> int:
         """How many contacts were detected since the controller was built."""
-        return self.contact_supervisor.contacts
+        return self.data.contact_supervisor.contacts
 
     @property
     def adaptive_caveats(self):
@@ -105,7 +105,7 @@ class LawInputs:
 
         :meth:`~ne_dynamics_ros.control.laws.base.Law.caveats` of the mode's law.
         """
-        with self.runs.lock:
+        with self.data.runs.lock:
             return self.context.law_class.caveats(self.context)
 
     # ---- whether the commands reach the arm -----------------------------------------------
@@ -123,8 +123,8 @@ class LawInputs:
             return out
         q = [d - e for d, e in zip(out.desired_values[0], out.position_error_values)]
         joints = self.joints
-        with self.runs.lock:                  # (re-entrant) a goal in force ends, with why
-            self.references.end_goal(self.runs.current, GoalStatus.ABORTED, UNAPPLIED)
+        with self.data.runs.lock:                  # (re-entrant) a goal in force ends, with why
+            self.data.references.end_goal(self.data.runs.current, GoalStatus.ABORTED, UNAPPLIED)
             self.activate(q=[q[joints.index(j)] for j in self.model.joint_names],
                           now_ns=now_ns)
         return out
@@ -155,11 +155,11 @@ class LawInputs:
         if owner is None:
             raise LawInputError(f'no law takes an input {key!r}')
         law_classes, topic = owner
-        with self.runs.lock:
+        with self.data.runs.lock:
             if topic.every_mode:
                 law_classes[0].take_shared(self, key, value)
                 return
-            run, law_class = self.runs.current, self.context.law_class
+            run, law_class = self.data.runs.current, self.context.law_class
             if law_class not in law_classes or not run.active or run.timed_out:
                 raise LawInputError(
                     f'{topic.name} is taken in mode {", ".join(c.name for c in law_classes)} '

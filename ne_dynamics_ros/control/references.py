@@ -408,43 +408,43 @@ class FollowsReferences:
     @property
     def goal_id(self) -> Optional[str]:
         """The id of the action goal the reference follows, or None."""
-        return self.references.goal_id
+        return self.data.references.goal_id
 
     def take_goal_ends(self) -> list:
         """:meth:`take_goal_ends <References.take_goal_ends>`."""
-        return self.references.take_goal_ends()
+        return self.data.references.take_goal_ends()
 
     @property
     def goal_ends_waiting(self) -> bool:
         """Goals ended and not taken yet (:meth:`take_goal_ends`): a read, no lock."""
-        return bool(self.references.ends)
+        return bool(self.data.references.ends)
 
     def cancel_goal(self, goal_id: str) -> bool:
         """:meth:`cancel_goal <References.cancel_goal>`."""
-        return self.references.cancel_goal(goal_id)
+        return self.data.references.cancel_goal(goal_id)
 
     def reference_at(self, now_ns: int) -> Optional[DesiredState]:
         """:meth:`reference_at <References.reference_at>`."""
-        return self.references.reference_at(now_ns)
+        return self.data.references.reference_at(now_ns)
 
     def prepare_trajectory(self, joint_names, points, stamp_ns: int,
                            now_ns: int) -> PreparedTrajectory:
         """:meth:`prepare_trajectory <References.prepare_trajectory>`."""
-        return self.references.prepare_trajectory(joint_names, points, stamp_ns, now_ns)
+        return self.data.references.prepare_trajectory(joint_names, points, stamp_ns, now_ns)
 
     def install_trajectory(self, prepared: PreparedTrajectory, goal_id: Optional[str] = None,
                            tolerances: Optional[SegmentTolerances] = None,
                            now_ns: Optional[int] = None) -> Trajectory:
         """:meth:`install_trajectory <References.install_trajectory>`."""
-        return self.references.install_trajectory(prepared, goal_id, tolerances, now_ns)
+        return self.data.references.install_trajectory(prepared, goal_id, tolerances, now_ns)
 
     def reject_trajectory(self, reason: str) -> TrajectoryError:
         """:meth:`reject_trajectory <References.reject_trajectory>`."""
-        return self.references.reject_trajectory(reason)
+        return self.data.references.reject_trajectory(reason)
 
     def set_trajectory(self, joint_names, points, stamp_ns: int, now_ns: int) -> Trajectory:
         """:meth:`set_trajectory <References.set_trajectory>`."""
-        return self.references.set_trajectory(joint_names, points, stamp_ns, now_ns)
+        return self.data.references.set_trajectory(joint_names, points, stamp_ns, now_ns)
 
 
 __all__ = ['FollowsReferences', 'References', 'REPLACED_BY_GOAL', 'REPLACED_BY_TOPIC',

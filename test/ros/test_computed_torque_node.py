@@ -226,7 +226,7 @@ def test_bad_joint_states_are_dropped(make_harness, puma_ref):
         bad = h.publish_state(names, q, qd, eff)
         tau, _, _ = h.exchange(PUMA_JOINTS, Q0, QD0)
         assert key(bad) not in h.errors, name
-        assert h.node.controller.dropped_joint_states == i + 1, name
+        assert h.node.controller.data.dropped_joint_states == i + 1, name
         assert len(h.efforts) == n_efforts + i + 1, name   # one command per good state only
         _, want = expected_effort(puma_ref, 'computed_torque', Q0, QD0, Q0, 0 * Q0, 0 * Q0)
         np.testing.assert_allclose(tau, want, rtol=1e-9, atol=1e-9)
@@ -234,7 +234,7 @@ def test_bad_joint_states_are_dropped(make_harness, puma_ref):
     other = h.publish_state(['gripper'], [0.1], [0.0])
     h.exchange(PUMA_JOINTS, Q0, QD0)
     assert key(other) not in h.errors
-    assert h.node.controller.dropped_joint_states == len(BAD_STATES)
+    assert h.node.controller.data.dropped_joint_states == len(BAD_STATES)
 
 
 def test_efforts_are_clamped_to_limits(make_harness, puma_ref):

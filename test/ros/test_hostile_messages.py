@@ -608,7 +608,7 @@ def test_joint_state_bytes_read_or_dropped(ros_context, make_bytes, answered, ca
     try:
         node._on_joint_state_bytes(make_bytes())
         controller = node.controller
-        assert controller.dropped_joint_states == (0 if answered else 1)
+        assert controller.data.dropped_joint_states == (0 if answered else 1)
         # the first answered state makes the reference hold the measured position
         assert (controller.trajectory is not None) == answered
         if answered:

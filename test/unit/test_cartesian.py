@@ -372,14 +372,14 @@ def test_a_step_on_drives_with_half_the_model_friction_is_reached_learned_or_not
     goal = T[:3, 3] + [0.0, 0.0, 0.05]
     c.take_input('target_pose', PoseInput(goal, matrix_to_quaternion(T[:3, :3])))
     off = np.linalg.norm(loop.run(1.5)[-250:] - goal, axis=1).max()
-    assert c.contact_supervisor.contacts == 0
+    assert c.data.contact_supervisor.contacts == 0
     assert off < 2e-3
     if adaptation:
-        slid = c.friction_estimate.scale != 1.0
+        slid = c.data.friction_estimate.scale != 1.0
         assert slid.sum() >= 2
-        assert c.friction_estimate.scale[slid] == pytest.approx(0.5, abs=0.2)
+        assert c.data.friction_estimate.scale[slid] == pytest.approx(0.5, abs=0.2)
     else:
-        assert c.friction_estimate.scale.tolist() == [1.0] * 6
+        assert c.data.friction_estimate.scale.tolist() == [1.0] * 6
 
 
 @pytest.mark.parametrize('adaptation', [10.0, 0.0])
@@ -411,7 +411,7 @@ def test_a_push_from_rest_on_drives_with_half_the_model_friction_keeps_the_compl
         assert abs(pushed[1] / (20.0 / STIFFNESS[1]) - 1.0) < 0.10, pushed
         assert np.linalg.norm(pushed[[0, 2]]) < 5e-3 and np.linalg.norm(back) < 6e-3, (
             pushed, back)
-        assert c.friction_estimate.scale.min() < 1.0
+        assert c.data.friction_estimate.scale.min() < 1.0
     else:
         assert swing(tips) > 5e-3 and swing(end) > 2e-3, (swing(tips), swing(end))
 
@@ -432,12 +432,12 @@ def test_after_a_push_the_tip_is_pulled_back_through_the_drives_stiction(reconfi
     start = loop.run(1.0)[-1]
     arm.push('tool0', (0.0, 0.0, 0.0), (20.0, 0.0, 0.0))
     loop.run(1.5)
-    law = c.runs.current.law
+    law = c.data.runs.current.law
     if reconfigured:
         c.reconfigure(**{'cartesian.max_speed': [0.2, 1.0]})
-        assert c.runs.current.law is not law
+        assert c.data.runs.current.law is not law
     loop.run(1.5)
-    assert c.contact_supervisor.contacts == 1
+    assert c.data.contact_supervisor.contacts == 1
     arm.push(None)
     back = loop.run(2.0)[-1] - start
     assert np.linalg.norm(back) < 3e-3, back
@@ -456,14 +456,14 @@ def test_a_step_that_starts_wrist_1_against_twice_the_model_friction_is_no_conta
     arm = ur5e_arm(damping=DAMPING, friction=plant)
     loop = Loop(c, arm)
     loop.run(0.5)
-    law = c.runs.current.law
+    law = c.data.runs.current.law
     assert not law.breaking_away(loop.t)                   # holding: no pull from rest
     T = tip_pose(c.model, arm.position)
     goal = T[:3, 3] + [0.0, 0.05, 0.0]
     c.take_input('target_pose', PoseInput(goal, matrix_to_quaternion(T[:3, :3])))
     pulled, start = [], len(loop.commands)
-    loop.run(1.5, each=lambda t: pulled.append(c.runs.current.law.breaking_away(t)))
-    assert c.contact_supervisor.contacts == 0
+    loop.run(1.5, each=lambda t: pulled.append(c.data.runs.current.law.breaking_away(t)))
+    assert c.data.contact_supervisor.contacts == 0
     assert np.linalg.norm(tip_pose(c.model, arm.position)[:3, 3] - goal) < 2e-3
     stuck = [(abs(out.external_effort_values[3]), abs(q[3] - q0[3]))
              for (q, out), (q0, _) in zip(loop.commands[start:], [loop.commands[start]] * 750)]
@@ -471,7 +471,7 @@ def test_a_step_that_starts_wrist_1_against_twice_the_model_friction_is_no_conta
     # approached (50 ms at max_speed), then FRICTION_SETTLE after it, longer while the
     # tip still closes in on the target, then no more
     assert all(pulled[1:500])
-    loop.run(3.0, each=lambda t: pulled.append(c.runs.current.law.breaking_away(t)))
+    loop.run(3.0, each=lambda t: pulled.append(c.data.runs.current.law.breaking_away(t)))
     assert not any(pulled[-250:])
 
 
@@ -492,13 +492,13 @@ def test_new_settings_leave_the_window_toward_the_target_as_it_was():
         c.take_input('target_pose', PoseInput(T[:3, 3] + [0.05, 0.0, 0.0],
                                               matrix_to_quaternion(T[:3, :3])))
         loop.run(0.3)
-        law = c.runs.current.law
+        law = c.data.runs.current.law
         if reconfigure:
             c.reconfigure(**{'cartesian.max_speed': [0.5, 1.0]})
-            assert c.runs.current.law is not law
-        assert c.runs.current.law.breaking_away(loop.t)
+            assert c.data.runs.current.law is not law
+        assert c.data.runs.current.law.breaking_away(loop.t)
         pulled = []
-        loop.run(4.0, each=lambda t: pulled.append(c.runs.current.law.breaking_away(t)))
+        loop.run(4.0, each=lambda t: pulled.append(c.data.runs.current.law.breaking_away(t)))
         assert not any(pulled[-250:])
         return pulled.index(False), np.array(loop.tips[-1])
     (closed, tip), (closed_reconfigured, tip_reconfigured) = run(False), run(True)
@@ -524,9 +524,9 @@ def test_a_step_on_drives_with_twice_the_model_friction_is_reached_with_no_conta
     goal[axis] += 0.05
     c.take_input('target_pose', PoseInput(goal, matrix_to_quaternion(T[:3, :3])))
     tips = loop.run(2.0)[-250:]
-    assert c.contact_supervisor.contacts == 0
+    assert c.data.contact_supervisor.contacts == 0
     assert np.linalg.norm(tips - goal, axis=1).max() < 2e-3
-    scale = c.friction_estimate.scale
+    scale = c.data.friction_estimate.scale
     assert np.median(scale) == pytest.approx(2.0, abs=0.1) and scale.min() > 1.5
 
 
@@ -547,9 +547,9 @@ def test_the_observer_holds_the_friction_learned_so_a_sliding_joint_shows_no_res
                                           matrix_to_quaternion(T[:3, :3])))
     start = len(loop.commands)
     loop.run(0.6)
-    slid = np.abs(c.friction_estimate.scale - 1.0) > 0.5
+    slid = np.abs(c.data.friction_estimate.scale - 1.0) > 0.5
     assert slid.sum() >= 2
-    assert c.friction_estimate.scale[slid] == pytest.approx(2.0, abs=0.2)
+    assert c.data.friction_estimate.scale[slid] == pytest.approx(2.0, abs=0.2)
 
     def sliding_residuals(begin, end):
         states = [(np.asarray(out.external_effort_values), np.asarray(q))

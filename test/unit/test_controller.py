@@ -197,7 +197,7 @@ def test_an_overflowing_law_commands_nothing():
     out = c.update(MS, PUMA_JOINTS, Q0, np.zeros(6))
     assert isinstance(out, NoCommand) and out.reason is SkipReason.NO_VALID_EFFORT
     assert 'NaN or inf' in out.message or 'non-finite' in out.message
-    assert c.dropped_joint_states == 1
+    assert c.data.dropped_joint_states == 1
 
 
 def test_friction_compensation_adds_the_urdf_friction():
@@ -383,13 +383,13 @@ def test_bad_states_are_dropped_and_counted(puma_ref):
         out = c.update((i + 1) * MS, names, q, qd, effort)
         assert isinstance(out, NoCommand), name
         assert out.reason is SkipReason.INVALID_STATE, name
-        assert c.dropped_joint_states == i + 1, name
+        assert c.data.dropped_joint_states == i + 1, name
         good = check_command(c.update((i + 1) * MS, PUMA_JOINTS, Q0, QD0))
         _, want = expected(puma_ref, 'computed_torque', Q0, QD0, Q0, 0 * Q0, 0 * Q0)
         np.testing.assert_allclose(good.effort, want, rtol=1e-9, atol=1e-9)
     out = c.update(100 * MS, ['gripper'], [0.1], [0.0])
     assert isinstance(out, NoCommand) and out.reason is SkipReason.NOT_CONTROLLED
-    assert c.dropped_joint_states == len(BAD_STATES)
+    assert c.data.dropped_joint_states == len(BAD_STATES)
 
 
 def test_states_with_many_names_are_answered_or_dropped_by_their_size(puma_ref):
@@ -411,7 +411,7 @@ def test_states_with_many_names_are_answered_or_dropped_by_their_size(puma_ref):
     out = c.update(2 * MS, names + ['one_more'], q + [0.0], qd + [0.0])
     assert isinstance(out, NoCommand) and out.reason is SkipReason.INVALID_STATE
     assert f'{MAX_STATE_JOINTS + 1} joint names, more than MAX_STATE_JOINTS' in out.message
-    assert c.dropped_joint_states == 2
+    assert c.data.dropped_joint_states == 2
 
 
 def test_missing_velocity_is_estimated_by_filtered_differences(puma_ref):
@@ -641,7 +641,7 @@ def test_positions_beyond_the_joint_limits_by_more_than_the_margin_are_dropped()
     out = c.update(MS, PUMA_JOINTS, q)
     assert isinstance(out, NoCommand) and out.reason is SkipReason.INVALID_STATE
     assert 'joint_3' in out.message and 'position_limit_margin 0.2' in out.message
-    assert c.dropped_joint_states == 1
+    assert c.data.dropped_joint_states == 1
     c.reconfigure(position_limit_margin=math.inf)    # no check
     assert isinstance(c.update(2 * MS, PUMA_JOINTS, q), Command)
     for bad in (-1.0, math.nan, 'wide', [0.1, 0.2]):
@@ -932,14 +932,14 @@ def test_a_moving_state_repeated_under_a_newer_stamp_keeps_its_own_instant():
     np.testing.assert_array_equal(again.desired.q, first.desired.q)
     np.testing.assert_array_equal(again.position_error, first.position_error)
     np.testing.assert_array_equal(again.effort, first.effort)
-    assert c.repeats.repeated == 1
+    assert c.data.repeats.repeated == 1
     # the reference moves over 2 ms: a state taken as new shows a different error
     fresh = _moving(0.0)
     fresh.update(t, PUMA_JOINTS, Q0 + 0.05, QD0, stamp_ns=t)
     other = check_command(fresh.update(t + 2 * MS, PUMA_JOINTS, Q0 + 0.05 + 1e-9, QD0,
                                        stamp_ns=t + 2 * MS))
     assert np.max(np.abs(np.asarray(other.desired.q) - first.desired.q)) > 1e-5
-    assert fresh.repeats.repeated == 0
+    assert fresh.data.repeats.repeated == 0
 
 
 @pytest.mark.parametrize('case', ['at rest', 'old', 'unstamped', 'no velocities'])
@@ -951,7 +951,7 @@ def test_identical_states_that_are_no_repeat_take_their_own_stamp(case):
     stamps = (0, 0) if case == 'unstamped' else (t, later)
     first = check_command(c.update(t, PUMA_JOINTS, Q0, qd, stamp_ns=stamps[0]))
     again = check_command(c.update(later, PUMA_JOINTS, Q0, qd, stamp_ns=stamps[1]))
-    assert c.repeats.repeated == 0
+    assert c.data.repeats.repeated == 0
     assert np.max(np.abs(np.asarray(again.desired.q) - first.desired.q)) > 1e-5
 
 
@@ -1046,14 +1046,14 @@ def test_a_zero_stamp_moved_from_a_reference_replaced_meanwhile_starts_from_the_
     zeros = [0.0] * len(PUMA_JOINTS)
     points = [TrajectoryPoint(1.0, goal.tolist(), zeros, zeros)]
     prepared = c.prepare_trajectory(PUMA_JOINTS, points, 0, 10 * MS)
-    stale = c.runs.current.trajectory
-    now = c.runs.seconds(40 * MS)
+    stale = c.data.runs.current.trajectory
+    now = c.data.runs.seconds(40 * MS)
     moved = (stale, restarted(prepared.trajectory, now, stale.sample(now)))
     c.set_trajectory(PUMA_JOINTS, _quintic_points(Q0, np.asarray(Q0) - 0.2, 0.3), 0, 0)
     before = c.reference_at(40 * MS)
     assert np.abs(before.qd).max() > 0.1                  # the new reference moves then
-    with c.runs.lock:
-        c.references.install(c.runs.current, prepared, None, None, now, moved)
+    with c.data.runs.lock:
+        c.data.references.install(c.data.runs.current, prepared, None, None, now, moved)
     after = c.reference_at(40 * MS)
     np.testing.assert_allclose(after.q, before.q, atol=1e-12)
     np.testing.assert_allclose(after.qd, before.qd, atol=1e-12)
@@ -1062,8 +1062,8 @@ def test_a_zero_stamp_moved_from_a_reference_replaced_meanwhile_starts_from_the_
     c = make()
     assert isinstance(c.update(0, PUMA_JOINTS, Q0), Command)
     prepared = c.prepare_trajectory(PUMA_JOINTS, points, 0, 10 * MS)
-    reference = c.runs.current.trajectory
+    reference = c.data.runs.current.trajectory
     moved = (reference, restarted(prepared.trajectory, now, reference.sample(now)))
-    with c.runs.lock:
-        assert c.references.install(c.runs.current, prepared, None, None, now,
-                                    moved) is moved[1]
+    with c.data.runs.lock:
+        assert c.data.references.install(c.data.runs.current, prepared, None, None, now,
+                                         moved) is moved[1]

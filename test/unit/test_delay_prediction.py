@@ -56,7 +56,7 @@ def test_the_models_forward_dynamics_are_pinocchios_with_the_friction_the_law_co
     rng = np.random.default_rng(5)
     for _ in range(5):
         q, qd, u = rng.uniform(-1, 1, 6), rng.uniform(-1, 1, 6), rng.uniform(-20, 20, 6)
-        accelerations = c.sent.accelerations(c.context)
+        accelerations = c.data.sent.accelerations(c.context)
         drag = puma_friction(qd) if friction else 0.0
         np.testing.assert_allclose(accelerations(q.tolist(), qd.tolist(), u.tolist()),
                                    ref.aba(q, qd, u - drag), rtol=1e-9, atol=1e-9)
@@ -74,7 +74,7 @@ def test_the_prediction_integrates_the_commands_in_flight_as_pinocchio_does(dyna
         # the node's: M(q) held at the measured state over the delay, no friction
         # (Lee et al.'s law leaves it out, so its model does)
         controller = puma()
-        accelerations = controller.sent.accelerations(controller.context)
+        accelerations = controller.data.sent.accelerations(controller.context)
 
     def reference(_):
         return [0.0] * 6, [0.0] * 6, [0.0] * 6

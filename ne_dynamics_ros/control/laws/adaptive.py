@@ -412,12 +412,12 @@ class AdaptiveLaw(Law):
         if key != 'declared_payload':
             return super().take_shared(controller, key, value)
         try:
-            controller.load.declare(controller.context, float(value.mass), value.com,
-                                    value.inertia, controller.modes_that('carries_load'))
+            controller.data.load.declare(controller.context, float(value.mass), value.com,
+                                         value.inertia, controller.modes_that('carries_load'))
         except (ControlParameterError, TypeError, ValueError) as err:
             raise LawInputError(f'declared payload not taken: {err}') from None
-        controller.contact_supervisor.declared(controller.runs.current.sensing,
-                                               controller.load.law)
+        controller.data.contact_supervisor.declared(controller.data.runs.current.sensing,
+                                                    controller.data.load.law)
 
     def report(self):
         """``{'payload': LoadReport}`` with a payload law, else nothing."""

@@ -177,7 +177,7 @@ class Events:
 def counts(node):
     """Return {what: count since start} of what ``node`` dropped, rejected, detected."""
     c = node.controller
-    return {'joint_states dropped': c.dropped_joint_states if c else 0,
+    return {'joint_states dropped': c.data.dropped_joint_states if c else 0,
             'trajectories rejected': c.rejected_trajectories if c else 0,
             'trajectory messages dropped unread': node.dropped_trajectories,
             'contacts detected': c.contacts if c else 0}
@@ -186,7 +186,7 @@ def counts(node):
 def drop_summary(node):
     """Return one line: what ``node`` refused since it started (logged on shutdown)."""
     c = node.controller
-    return (f'{c.dropped_joint_states if c else 0} joint_states messages dropped, '
+    return (f'{c.data.dropped_joint_states if c else 0} joint_states messages dropped, '
             f'{c.rejected_trajectories if c else 0} trajectories rejected, '
             f'{node.dropped_trajectories} trajectory messages dropped unread, '
             f'{node.accepted_trajectories} trajectories accepted'
@@ -311,7 +311,7 @@ def node_facts(node, c, description_source, action, last=None):
             'state timeouts': node.statistics.timeouts,
             # handled (sampled at their measurement's stamp), so no warning: through
             # controller_manager a hardware read without a new state repeats the last
-            'joint_states repeating the last measurement': c.repeats.repeated if c else 0,
+            'joint_states repeating the last measurement': c.data.repeats.repeated if c else 0,
             'trajectories accepted': node.accepted_trajectories,
             'follow_joint_trajectory': action,
             'active goal': (c.goal_id or '') if c else '',
