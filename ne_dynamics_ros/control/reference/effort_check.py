@@ -108,8 +108,12 @@ def effort_terms(model, q, qd, qdd, gravity, friction=True, with_gravity=True,
     Raises:
         ne_dynamics_ros.errors.StateError: non-finite or mis-shaped states.
     """
-    a = model.rnea(q, qd, qdd, gravity=np.zeros(3))
-    d = model.gravity_torques(q, gravity=gravity) if with_gravity else np.zeros_like(a)
+    # a as rnea with gravity less g(q) (RNEA is linear in gravity): a generated program
+    # (CompiledDynamics) runs for its own gravity only, and a zero gravity would fall back
+    # to the recursion (a 1 000-point goal's check spent most of its time there)
+    g = model.gravity_torques(q, gravity=gravity)
+    a = model.rnea(q, qd, qdd, gravity=gravity) - g
+    d = g if with_gravity else np.zeros_like(a)
     if friction:
         b = model.damping * qd
         d = d + drive_friction(qd, 0.0, model.friction, coulomb_velocity,
