@@ -135,6 +135,36 @@ def pytest_collection_modifyitems(items):
                     item.add_marker(pytest.mark.serial)
 
 
+#: Test modules whose tests share an expensive module or session fixture (the recordings of
+#: test/identification_fixtures.py, the real arms identified once, the MuJoCo UR5e's
+#: excitation, pydocstyle's one pass, the command-line runs of each variant): with ``-n``,
+#: each goes to one xdist worker whole, so its fixtures are built once and not in each
+#: worker that draws one of its tests (6-7 s of CPU each for the identification
+#: recordings, 2026-12-07); every other test is scheduled on its own, as ``--dist load``
+#: does. xdist's ``--dist loadgroup`` would say this with marks, but with pytest 9.2's
+#: node ids it no longer groups (pytest-xdist issue #1386).
+ONE_WORKER_MODULES = ('test/unit/test_identification.py', 'test/unit/test_real_arms.py',
+                      'test/unit/test_mujoco_arm.py', 'test/system/test_pep257.py',
+                      'test/system/test_cli_bad_input.py')
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """With ``-n`` (``--dist load``): :data:`ONE_WORKER_MODULES` whole, the rest per test."""
+    if config.getoption('dist') != 'load':
+        return None       # a --dist the user chose: xdist's own scheduler
+    stale = [path for path in ONE_WORKER_MODULES if not (config.rootpath / path).is_file()]
+    if stale:
+        raise pytest.UsageError(f'test/conftest.py: ONE_WORKER_MODULES names no file {stale}')
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SharedFixtureScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid):
+            path = nodeid.split('::', 1)[0]
+            return path if path in ONE_WORKER_MODULES else nodeid
+
+    return SharedFixtureScheduling(config, log)
+
+
 @pytest.fixture
 def domain_id():
     """Give the test a private ROS_DOMAIN_ID, also exported for subprocesses."""
