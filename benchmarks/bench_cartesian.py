@@ -157,7 +157,7 @@ def compliance(make_controller, make_plant, seconds=(1.0, 3.0, 2.0), moved=False
         pushed = loop.run(seconds[1])[-1] - start
         arm.push(None)
         back = loop.run(seconds[2])[-1] - start
-        expected = FORCE / c.settings.cartesian_stiffness[axis]
+        expected = FORCE / c.law.stiffness[axis]      # set, or sized for the arm (unset)
         rows.append((1e3 * pushed[axis], 1e3 * expected,
                      1e3 * np.linalg.norm(np.delete(pushed, axis)), 1e3 * np.linalg.norm(back)))
     return rows
@@ -454,12 +454,21 @@ def main(argv=None):
     print('1. compliance: 20 N at the flange for 3 s, then released')
     print_compliance('exact plant, its own model:',
                      compliance(exact_controller, exact_plant, seconds))
+    sized = exact_controller(**{'cartesian.stiffness': []})
+    sized.update(0, sized.model.joint_names, Q0, np.zeros(6), steady_ns=0)
+    print_compliance('exact plant, its own model, cartesian.stiffness unset (sized for the '
+                     f'arm: {np.round(sized.law.stiffness, 1).tolist()}):',
+                     compliance(lambda: exact_controller(**{'cartesian.stiffness': []}),
+                                exact_plant, seconds))
     with tempfile.TemporaryDirectory() as scratch:
         makers = [('exact plant', exact_controller, exact_plant)]
         if args.identified:
             make = identified(scratch)
             print_compliance('hidden plant (drives, 1.2 kg), identified model:',
                              compliance(make, hidden_plant, seconds))
+            print_compliance('the same, cartesian.stiffness unset (sized for the arm):',
+                             compliance(lambda: make(**{'cartesian.stiffness': []}),
+                                        hidden_plant, seconds))
             makers.append(('hidden plant, identified', make, hidden_plant))
             friction_scales(make)
         if args.held_out:

@@ -32,6 +32,8 @@ RATE = 500.0
 UR5E_Q0 = np.array([0.2, -1.4, 1.4, -1.5, -1.5, 0.1])
 ARMATURE = [0.1] * 6
 STIFFNESS = [500.0, 500.0, 500.0, 50.0, 50.0, 50.0]
+UR5E_JOINTS = ['shoulder_pan_joint', 'shoulder_lift_joint', 'elbow_joint', 'wrist_1_joint',
+               'wrist_2_joint', 'wrist_3_joint']
 
 
 def ur5e_controller(**settings):
@@ -94,6 +96,48 @@ def test_every_mode_has_a_law_and_a_restart_is_a_new_object():
     assert isinstance(law, CartesianImpedanceLaw) and not law.follows_trajectory
     again = law.restarted()
     assert again is not law and again.goal is None
+
+
+def pinocchio_stiffness_rule(kp, effort_limits, configurations):
+    """``min(kp) Lambda_i,min`` and the effort bound per axis, from Pinocchio's J and M."""
+    ref = PinocchioReference(UR5E_URDF.read_text(), UR5E_JOINTS, 'tool0', ARMATURE)
+    pin, columns = ref.pin, [ref.model.joints[j].idx_v for j in ref.ids]
+    lightest, reach = np.full(6, np.inf), np.zeros((6, 6))
+    for q in configurations:
+        J = pin.computeFrameJacobian(ref.model, ref.data, ref.configuration(q),
+                                     ref.tip_frame_id, pin.LOCAL_WORLD_ALIGNED)[:, columns]
+        lightest = np.minimum(lightest, 1.0 / np.diag(J @ np.linalg.solve(ref.mass_matrix(q),
+                                                                          J.T)))
+        reach = np.maximum(reach, np.abs(J))
+    with np.errstate(divide='ignore'):     # an axis no joint moves: no bound
+        effort_bound = np.min(0.5 * np.asarray(effort_limits)[None, :] / (0.01 * reach), axis=1)
+    return np.minimum(np.min(kp) * lightest, effort_bound)
+
+
+def test_unset_stiffness_is_sized_for_the_arm_and_diagnostics_say_so():
+    """Unset (the default), K_i = min(kp) times the lightest inertia the tip shows along
+    axis i over the workspace, as Pinocchio's J and M give it (within the effort bound):
+    never above the sampling rule, which /diagnostics checks; set, the value given; set to
+    [] at run time, sized again."""
+    from ne_dynamics_ros.control.laws.gains import CONFIGURATIONS, workspace_configurations
+    c = ur5e_controller(**{'cartesian.stiffness': None})
+    law = make_law(c.context)
+    gains = c.context.gains
+    expected = pinocchio_stiffness_rule(
+        gains.kp, gains.effort_limits,
+        workspace_configurations(c.model, CONFIGURATIONS, 0))
+    assert law.sized
+    np.testing.assert_allclose(law.stiffness, expected, rtol=1e-9)
+    assert 'sized for the arm' in law.facts()['cartesian stiffness [N/m, N*m/rad]']
+    loop = Loop(c, ur5e_arm())
+    loop.run(0.2)
+    assert c.law.facts()['stiffness'] == '' and c.law.stiffness_above_rule() == []
+    c.reconfigure(**{'cartesian.stiffness': STIFFNESS})
+    np.testing.assert_allclose(c.law.stiffness, STIFFNESS)
+    assert c.law.facts()['cartesian stiffness [N/m, N*m/rad]'].endswith('(set)')
+    c.reconfigure(**{'cartesian.stiffness': []})
+    assert c.law.sized
+    np.testing.assert_allclose(c.law.stiffness, expected, rtol=1e-9)
 
 
 def test_entering_the_mode_commands_gravity_only_no_jump():

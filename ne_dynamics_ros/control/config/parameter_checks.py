@@ -197,6 +197,13 @@ def checked_six(value, n, name):
     return np.broadcast_to(values, (6,)).copy()
 
 
+def checked_six_or_unset(value, n, name):
+    """Check a Cartesian stiffness (:func:`checked_six`), or unset: None or empty -> None."""
+    if value is None or (isinstance(value, (list, tuple, np.ndarray)) and len(value) == 0):
+        return None
+    return checked_six(value, n, name)
+
+
 def checked_speeds(value, n, name):
     """Check a pair of speed bounds: two finite values > 0 (m/s, then rad/s)."""
     values = numbers(value, name)
@@ -352,5 +359,6 @@ __all__ = ['checked_byte_count', 'checked_cutoff', 'checked_debounce', 'checked_
            'checked_delay', 'checked_joint_values', 'checked_ki',
            'checked_non_negative',
            'checked_non_negative_or_inf', 'checked_one_of', 'checked_positive',
-           'checked_posture', 'checked_priority', 'checked_six', 'checked_speeds',
+           'checked_posture', 'checked_priority', 'checked_six', 'checked_six_or_unset',
+           'checked_speeds',
            'checked_text', 'checked_thresholds', 'numbers', 'per_joint', 'scalar']

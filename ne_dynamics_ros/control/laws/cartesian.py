@@ -12,10 +12,12 @@ Mode ``cartesian_impedance`` (:class:`CartesianImpedanceLaw`, one of the laws of
   ``cartesian.max_speed`` (below) is followed without the tip outrunning it (a damping
   on the target's rate too would overshoot that speed by e^-2, 14 %, when it starts).
 * ``K = diag(cartesian.stiffness)`` (N/m for x, y, z, then N·m/rad about x, y, z, base
-  frame axes). ``D`` by the factorisation design of Albu-Schäffer, Ott, Frese &
-  Hirzinger (2003): ``D = zeta (Lambda^1/2 K^1/2 + K^1/2 Lambda^1/2)``, ``zeta =
-  cartesian.damping_ratio``: each direction of the task-space inertia ``Lambda`` is
-  damped as a mass-spring of that inertia and stiffness (critically for zeta = 1).
+  frame axes); unset (the default) sized for the arm as the gains are
+  (:func:`~.gains.sized_cartesian_stiffness`). ``D`` by the factorisation design of
+  Albu-Schäffer, Ott, Frese & Hirzinger (2003): ``D = zeta (Lambda^1/2 K^1/2 + K^1/2
+  Lambda^1/2)``, ``zeta = cartesian.damping_ratio``: each direction of the task-space
+  inertia ``Lambda`` is damped as a mass-spring of that inertia and stiffness (critically
+  for zeta = 1).
 * ``Lambda = (J M^-1 J^T)^-1`` (Khatib 1987), ``Jbar = M^-1 J^T Lambda`` the
   dynamically consistent inverse and ``I - J^T Jbar^T`` the projector of torques into the
   null space of the task (Khatib 1987), which is zero for a 6-joint arm away
@@ -66,10 +68,12 @@ import numpy as np
 from ne_dynamics_ros.control.config.parameter_checks import (checked_flag, checked_gains,
                                                              checked_non_negative,
                                                              checked_positive, checked_posture,
-                                                             checked_six, checked_speeds)
+                                                             checked_six_or_unset,
+                                                             checked_speeds)
 from ne_dynamics_ros.control.config.spec import ParameterSpec
 from ne_dynamics_ros.control.laws.base import (clamp, Law, LawInputError, LawTopic,
                                                LoadedDynamics, mass_matrix_at)
+from ne_dynamics_ros.control.laws.gains import sized_cartesian_stiffness
 from ne_dynamics_ros.control.laws.flange_sensor import (FLANGE_WRENCH,
                                                         PARAMETERS as SENSOR_PARAMETERS)
 from ne_dynamics_ros.control.laws.sensed_impedance import SensedImpedance
@@ -168,11 +172,14 @@ class CartesianImpedanceLaw(Law):
     name = 'cartesian_impedance'
     #: Its rows of the node's parameter table (:mod:`ne_dynamics_ros.control.parameters`).
     parameters = (
-        ParameterSpec('cartesian.stiffness', 'double_array', [500.0, 500.0, 500.0, 50.0, 50.0,
-                                                              50.0],
+        ParameterSpec('cartesian.stiffness', 'double_array', None,
                       'cartesian_impedance mode: stiffness of the tip along x, y, z (N/m), then '
-                      'about x, y, z (N*m/rad), base link frame axes; one value or six.',
-                      unit='N/m, N*m/rad', constraints='>= 0', runtime=True, check=checked_six),
+                      'about x, y, z (N*m/rad), base link frame axes; one value or six. Unset '
+                      '(default): sized for the arm as the gains are, min(kp) times the '
+                      'lightest inertia the tip shows along each axis over the workspace '
+                      '(within the effort limits); /diagnostics says which.',
+                      unit='N/m, N*m/rad', constraints='>= 0', runtime=True,
+                      check=checked_six_or_unset),
         ParameterSpec('cartesian.damping_ratio', 'double', 1.0,
                       'cartesian_impedance mode: damping ratio of each direction of the '
                       'task-space inertia with its stiffness (1: critical).', constraints='> 0',
@@ -229,7 +236,15 @@ class CartesianImpedanceLaw(Law):
         super().__init__(context)
         settings, model = context.settings, context.model
         self.kinematics = chain_kinematics(model)
-        self._k = np.asarray(settings.cartesian_stiffness, dtype=float)
+        stiffness = settings.cartesian_stiffness
+        #: the stiffness is the arm's, sized from its model and the gains (not set)
+        self.sized = stiffness is None
+        if self.sized:
+            stiffness = sized_cartesian_stiffness(model, context.gains.kp,
+                                                  context.gains.effort_limits)
+        #: (6,) the stiffness in force, N/m then N·m/rad: set, or sized for the arm
+        self.stiffness = np.broadcast_to(np.asarray(stiffness, dtype=float), (6,)).copy()
+        self._k = self.stiffness
         self._sqrt_k = np.sqrt(self._k)
         self._zeta = float(settings.cartesian_damping_ratio)
         self._speed = np.asarray(settings.cartesian_max_speed, dtype=float)
@@ -506,9 +521,16 @@ class CartesianImpedanceLaw(Law):
         return math.nan if J is None else manipulability(J)
 
     def facts(self):
-        """:meth:`CartesianReport.facts` at the last state ({} before it)."""
+        """Return the stiffness in force and its source, then the last state's report.
+
+        :meth:`CartesianReport.facts` at the last state (none before it).
+        """
+        facts = {'cartesian stiffness [N/m, N*m/rad]': ' '.join(f'{k:.4g}' for k in self._k)
+                 + (' (sized for the arm: min(kp) Lambda_min)' if self.sized else ' (set)')}
         report = self.report().get('current_pose')
-        return {} if report is None else report.facts()
+        if report is not None:
+            facts.update(report.facts())
+        return facts
 
 
 class CartesianReport:

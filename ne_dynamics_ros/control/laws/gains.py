@@ -293,19 +293,21 @@ def stiffness_bound(inertia, rate: float) -> np.ndarray:
     return np.asarray(inertia, dtype=float) * (rate / SAMPLES_PER_RADIAN) ** 2
 
 
-def recommended_stiffness(model, rate: float, effort_limits=None,
-                          configurations: int = CONFIGURATIONS, seed: int = 0
-                          ) -> StiffnessRecommendation:
-    """Size ``cartesian.stiffness`` per axis by the module's rule (Cartesian stiffness).
+def stiffness_bounds(model, effort_limits=None, configurations: int = CONFIGURATIONS,
+                     seed: int = 0):
+    """Return ``(inertia_min, effort_bound)``, (6,) each, of the Cartesian stiffness rule.
 
-    Args: as :func:`recommended_gains` (``model``'s tip is the tip held).
+    Per axis x, y, z (then about them) of the base link frame, over ``configurations``
+    random positions within the joint limits (:func:`workspace_configurations`):
+    ``inertia_min`` the lightest inertia the tip shows (:func:`apparent_inertia`, kg,
+    kg·m²); ``effort_bound`` the stiffness (N/m, N·m/rad) whose force at an error of
+    :data:`ERROR_AT_HALF_LIMIT` (m, rad) stays within half of every joint's effort limit
+    through ``|J|`` wherever the arm is (``inf`` along an axis no joint moves).
 
     Raises:
-        ModelError: as :func:`recommended_gains`.
+        ModelError: effort limits that are not n finite values > 0.
     """
     from ne_dynamics_ros.dynamics.kinematics import jacobian
-    if not (isinstance(rate, (int, float)) and 0 < rate < math.inf):
-        raise ModelError(f'rate must be a frequency > 0 Hz, got {rate!r}')
     limits = np.asarray(model.effort_limits if effort_limits is None else effort_limits,
                         dtype=float).reshape(-1)
     if limits.shape != (model.n,) or not np.all((limits > 0) & np.isfinite(limits)):
@@ -317,10 +319,59 @@ def recommended_stiffness(model, rate: float, effort_limits=None,
         J = jacobian(model, q)
         inertia = np.minimum(inertia, apparent_inertia(J, model.mass_matrix(q)))
         reach = np.maximum(reach, np.abs(J))
-    candidates = {'sampling': stiffness_bound(inertia, rate)}
     with np.errstate(divide='ignore'):
-        candidates['effort limit'] = np.min(
-            0.5 * limits[None, :] / (ERROR_AT_HALF_LIMIT * reach), axis=1)
+        effort_bound = np.min(0.5 * limits[None, :] / (ERROR_AT_HALF_LIMIT * reach), axis=1)
+    return inertia, effort_bound
+
+
+#: (model, kp, effort limits) -> K of the last stiffness sized for the arm (the workspace
+#: is sampled once per model and gains, not per run)
+_SIZED_CARTESIAN = {}
+
+
+def sized_cartesian_stiffness(model, kp, effort_limits) -> np.ndarray:
+    """Return K (6,) sized for the arm: N/m along x, y, z, then N·m/rad about them.
+
+    Base link frame axes, as the joint gains are sized (``joint_impedance``'s
+    ``kp_i M_ii,min`` on the tip's axes): ``K_i = min(kp) Lambda_i,min``, with
+    ``Lambda_i,min`` the lightest inertia the tip shows along axis i over the workspace
+    (:func:`stiffness_bounds`, Khatib 1987's task-space inertia), so that each
+    axis's natural frequency ``sqrt(K_i / Lambda_i(q))`` stays within ``sqrt(min kp)``
+    (which the gain rule keeps within ``rate / 10``) wherever the arm is and
+    ``cartesian_impedance`` never finds it above the sampling rule; at most the effort bound
+    there (a 0.01 m or rad error within half of every joint's limit). ``kp`` (n,) 1/s²,
+    ``effort_limits`` (n,) N·m (N). The rotational values follow the wrist's inertia:
+    with the drives' rotor inertia (``armature``, identified) they are the arm's; a URDF
+    without it (the UR5e's) gives a wrist almost without inertia, and a soft one.
+
+    Raises:
+        ModelError: effort limits that are not n finite values > 0.
+    """
+    rate = max(float(np.min(kp)), 0.0)
+    limits = tuple(np.asarray(effort_limits, dtype=float).tolist())
+    key = (id(model), rate, limits)
+    found = _SIZED_CARTESIAN.get(key)
+    if found is None or found[0] is not model:
+        inertia, effort_bound = stiffness_bounds(model, limits)
+        _SIZED_CARTESIAN.clear()
+        found = _SIZED_CARTESIAN[key] = (model, np.minimum(rate * inertia, effort_bound))
+    return found[1].copy()
+
+
+def recommended_stiffness(model, rate: float, effort_limits=None,
+                          configurations: int = CONFIGURATIONS, seed: int = 0
+                          ) -> StiffnessRecommendation:
+    """Size ``cartesian.stiffness`` per axis by the module's rule (Cartesian stiffness).
+
+    Args: as :func:`recommended_gains` (``model``'s tip is the tip held).
+
+    Raises:
+        ModelError: as :func:`recommended_gains`.
+    """
+    if not (isinstance(rate, (int, float)) and 0 < rate < math.inf):
+        raise ModelError(f'rate must be a frequency > 0 Hz, got {rate!r}')
+    inertia, effort_bound = stiffness_bounds(model, effort_limits, configurations, seed)
+    candidates = {'sampling': stiffness_bound(inertia, rate), 'effort limit': effort_bound}
     names = list(candidates)
     stacked = np.array([candidates[name] for name in names])
     return StiffnessRecommendation(stacked.min(axis=0),
@@ -353,5 +404,6 @@ __all__ = ['apparent_inertia', 'CARTESIAN_AXES', 'CONFIGURATIONS', 'delay_bandwi
            'ERROR_AT_HALF_LIMIT', 'PHASE_MARGIN', 'tolerated_delay',
            'GainRecommendation', 'INTEGRAL_SHARE', 'INTEGRAL_SLOWER', 'NOISE_SHARE',
            'recommended_gains', 'recommended_stiffness', 'sampled_error_poles',
-           'SAMPLES_PER_RADIAN', 'stiffness_bound', 'StiffnessRecommendation',
+           'SAMPLES_PER_RADIAN', 'sized_cartesian_stiffness', 'stiffness_bound',
+           'stiffness_bounds', 'StiffnessRecommendation',
            'lightest_inertia', 'workspace_configurations']
