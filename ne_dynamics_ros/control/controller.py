@@ -245,14 +245,16 @@ class ComputedTorqueController(LawInputs, FollowsReferences):
     # ---- joint states -> law -> effort --------------------------------------------------
 
     def update(self, now_ns: int, sample, *fields, commands_applied: bool = True,
-               **named) -> Union[Command, NoCommand]:
+               reading=None, **named) -> Union[Command, NoCommand]:
         """Answer one measured joint state: the hot path, once per ``/joint_states``.
 
         ``now_ns``: the controller's clock now, ns (ROS time; simulated time under
         ``use_sim_time``); ``sample``: a :class:`JointStateSample` (or the loose form
         ``update(now_ns, joint_names, positions, velocities=(), efforts=(), stamp_ns=0,
         steady_ns=None)``); ``commands_applied``: an input as the state is, False while
-        the hardware does not apply them (:meth:`~.law_inputs.LawInputs.held_unapplied`).
+        the hardware does not apply them (:meth:`~.law_inputs.LawInputs.held_unapplied`);
+        ``reading``: None, or which of the observer's outputs are read, an input too
+        (:meth:`~.law_inputs.LawInputs.read_externals`'s two flags).
 
         Returns:
             :class:`Command` (publish it: all the node says of this state) or :class:`NoCommand`
@@ -260,6 +262,8 @@ class ComputedTorqueController(LawInputs, FollowsReferences):
         """
         if not isinstance(sample, JointStateSample):
             sample = JointStateSample(sample, *fields, **named)
+        if reading is not None:
+            self.read_externals(*reading)
         with self.data.runs.lock:
             run = self.data.runs.current
             if not run.active:

@@ -72,7 +72,7 @@ class LawInputs:
         True (the default): each :class:`~ne_dynamics_ros.control.run_state.Command`
         carries ``external_effort_values``. False: while ``contact.threshold`` is unset
         the observer is skipped (None there), and restarts from the state it is wanted
-        again on. The node sets it from ``~/external_effort``'s subscribers.
+        again on. The node gives it with each state (:meth:`read_externals`).
         """
         return self.data.contact_supervisor.reading
 
@@ -85,14 +85,25 @@ class LawInputs:
         """Map the observer's r to the tip's wrench on every state (default False).
 
         True: each :class:`~ne_dynamics_ros.control.run_state.Command` whose observer ran
-        carries ``external_wrench`` (:mod:`~ne_dynamics_ros.control.sensing.wrench`); the node sets
-        it from ``~/external_wrench``'s subscribers, with :attr:`external_effort_wanted`.
+        carries ``external_wrench`` (:mod:`~ne_dynamics_ros.control.sensing.wrench`); the node
+        gives it with each state (:meth:`read_externals`).
         """
         return self.data.contact_supervisor.wrench_wanted
 
     @external_wrench_wanted.setter
     def external_wrench_wanted(self, wanted: bool):
         self.data.contact_supervisor.wrench_wanted = bool(wanted)
+
+    def read_externals(self, effort: bool, wrench: bool):
+        """Say which of the observer's outputs are read: an input of each update.
+
+        ``effort``: the external effort (:attr:`external_effort_wanted`), ``wrench``: the
+        tip's wrench made from it (:attr:`external_wrench_wanted`, which needs the
+        effort: True also runs the observer). The node gives them with each state, from
+        ``~/external_effort``'s and ``~/external_wrench``'s subscribers.
+        """
+        supervisor = self.data.contact_supervisor
+        supervisor.reading, supervisor.wrench_wanted = bool(effort or wrench), bool(wrench)
 
     @property
     def contacts(self) -> int:

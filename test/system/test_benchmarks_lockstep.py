@@ -59,7 +59,8 @@ def test_bench_safety_prints_the_torque_goals_and_the_push_beside_their_bounds()
 
 
 def test_bench_cartesian_prints_each_goal_beside_its_bound():
-    """--quick on the exact plant: Hooke's law to 1 % along x, y, z, the picked load
+    """--quick on the exact plant: Hooke's law to 1 % along x, y, z (the stiffness set, and
+    the one sized for the arm when unset), the picked load
     carried when learned or declared and not when fixed, a step within 2 mm, hostile
     targets refused, the Panda's posture moved with < 1 mm of tip motion."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
@@ -69,7 +70,12 @@ def test_bench_cartesian_prints_each_goal_beside_its_bound():
     assert out.returncode == 0, out.stderr[-3000:]
     text = out.stdout
     along = [float(v) for v in re.findall(r'along +([0-9.]+) mm vs F/K', text)]
-    assert len(along) == 3 and all(abs(a - 40.0) < 0.4 for a in along), along
+    # x, y, z at the set stiffness (F/K 40 mm), then at the one sized for the arm
+    assert len(along) == 6 and all(abs(a - 40.0) < 0.4 for a in along[:3]), along
+    off = [float(v) for v in re.findall(r'vs F/K +[0-9.]+ mm \( *([-+][0-9.]+) %', text)]
+    assert len(off) == 6 and all(abs(v) <= 1.0 for v in off), off    # printed to 0.1 %
+    sized = re.search(r'unset \(sized for the arm: \[([^]]+)\]\)', text)
+    assert sized and all(float(k) > 0 for k in sized.group(1).split(',')), text[:2000]
     sags = dict(re.findall(r'exact plant +(\w+) +sag +([0-9.]+) mm', text))
     assert float(sags['fixed']) > 30 and float(sags['adaptive']) < 2 and \
         float(sags['declared']) < 1, sags

@@ -10,7 +10,9 @@ Read from the source files (syntax trees and text), as the architecture checks a
 * the drive friction formula (``tanh`` of a velocity) is written once in the control path
   (``dynamics/friction.py``), and so is the clamp (``laws/base.py``);
 * ``control/controller.py`` is at most 500 lines and no function of ``control/`` or
-  ``nodes/`` is over 60 lines.
+  ``nodes/`` is over 60 lines;
+* no node module writes an attribute of the controller (``controller.x = ...``): what the
+  node knows reaches the controller as an input of its update or a call.
 """
 import ast
 import pathlib
@@ -170,6 +172,46 @@ def test_the_private_read_finder_finds_one(tmp_path):
                       '        return law._fixed + point._asdict()\n')
     assert [hit.split(': ')[1] for hit in private_reads(sample, ast.parse(
         sample.read_text()))] == ['law._fixed']
+
+
+#: the names the node's modules give the controller
+CONTROLLER_NAMES = ('controller', 'self.controller', 'self._controller', 'c')
+
+
+def controller_writes(path, tree):
+    """``controller.x = ...`` (also augmented, annotated, nested) in ``tree``, as text."""
+    found = []
+    for node in ast.walk(tree):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] \
+            if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
+        for target in targets:
+            # the outermost attribute written (of ``a.b.c[0] = ...``: ``a.b.c``)
+            written = next((part for part in ast.walk(target)
+                            if isinstance(part, ast.Attribute)), None)
+            base = '' if written is None else ast.unparse(written.value)
+            if any(base == name or base.startswith(name + '.') for name in CONTROLLER_NAMES):
+                found.append(f'{path.name}:{node.lineno}: {ast.unparse(target)}')
+    return found
+
+
+def test_no_node_module_writes_into_the_controller():
+    found = [hit for path, tree in trees((PACKAGE / 'nodes').rglob('*.py'))
+             for hit in controller_writes(path, tree)]
+    assert found == []
+
+
+def test_the_controller_write_finder_finds_each_form(tmp_path):
+    sample = tmp_path / 'sample.py'
+    sample.write_text('controller.external_effort_wanted = True\n'
+                      'self.controller.gains.kp += 1\n'
+                      'c.data.references.goal = None\n'
+                      'self.controller = controller\n'
+                      'x.y = controller.z\n'
+                      'controller.limits[0] = 1.0\n')
+    assert [hit.split(': ')[1] for hit in controller_writes(sample, ast.parse(
+        sample.read_text()))] == ['controller.external_effort_wanted',
+                                  'self.controller.gains.kp', 'c.data.references.goal',
+                                  'controller.limits[0]']
 
 
 def clamps_and_tanh(tree):

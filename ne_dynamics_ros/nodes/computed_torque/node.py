@@ -452,10 +452,6 @@ class ComputedTorqueNode(LifecycleNode):
                                self.get_parameter('controller_state_rate').value,
                                controller.model.base_link)
         self.statistics = diagnostics.ControlStatistics(controller.n)
-        # the observer runs for contact detection, or while ~/external_effort or
-        # ~/external_wrench is read
-        controller.external_effort_wanted = self.outputs.wanted[3] or self.outputs.wrench_wanted
-        controller.external_wrench_wanted = self.outputs.wrench_wanted
         self.controller = controller
         model = controller.model
         for note in model.warnings:
@@ -557,7 +553,10 @@ class ComputedTorqueNode(LifecycleNode):
             # emptied on activation)
             link = self.ros2_control
             applied = link is None or link.commands_applied()
-            out = controller.update(now_ns, measured, commands_applied=applied)
+            # and which of the observer's outputs are read (it runs for contact
+            # detection too): inputs as well
+            out = controller.update(now_ns, measured, commands_applied=applied,
+                                    reading=self.outputs.externals_read)
             commanded = out.__class__ is Command
             if commanded:
                 self.last_command = out
@@ -677,9 +676,6 @@ class ComputedTorqueNode(LifecycleNode):
         elapsed = max(1e-9, now - (self._diagnostics_due - diagnostics.PERIOD))
         self._diagnostics_due = now + diagnostics.PERIOD
         c = self.controller
-        if c is not None:
-            c.external_effort_wanted = self.outputs.wanted[3] or self.outputs.wrench_wanted
-            c.external_wrench_wanted = self.outputs.wrench_wanted
         counts = diagnostics.counts(self)
         facts = diagnostics.node_facts(
             self, c, self._description_source,

@@ -62,6 +62,10 @@ class Outputs:
         #: (tracking_error, desired, controller_state, external_effort): somebody
         #: subscribes
         self.wanted = (False, False, False, False)
+        #: (the observer's external effort read, its wrench read): an input of the
+        #: controller's update (``reading``), from ~/external_effort's and
+        #: ~/external_wrench's subscribers (a wrench is made from the external effort)
+        self.externals_read = (False, False)
         self._joints, self._joints_block = [], None
         self._state_rate = 0.0
         self._state_due_ns = 0
@@ -95,6 +99,7 @@ class Outputs:
             self._controller_state is not None
             and self._controller_state.get_subscription_count() > 0,
             wanted_external)
+        self.externals_read = (wanted_external or self.wrench_wanted, self.wrench_wanted)
 
     def publish(self, state, out):
         """Publish the outputs of the command ``out`` answering ``state``.
