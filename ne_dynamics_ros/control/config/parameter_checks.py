@@ -13,6 +13,11 @@ from ne_dynamics_ros.errors import ControlParameterError
 _SEQUENCES = (list, tuple, np.ndarray)
 
 
+def is_unset(value) -> bool:
+    """Return whether a parameter is left unset: None, or an empty list, tuple or array."""
+    return value is None or (isinstance(value, _SEQUENCES) and len(value) == 0)
+
+
 def expand_gain(value, n: int, name: str) -> np.ndarray:
     """Turn a gain given as one value or one value per joint into an (n,) array.
 
@@ -199,9 +204,7 @@ def checked_six(value, n, name):
 
 def checked_six_or_unset(value, n, name):
     """Check a Cartesian stiffness (:func:`checked_six`), or unset: None or empty -> None."""
-    if value is None or (isinstance(value, (list, tuple, np.ndarray)) and len(value) == 0):
-        return None
-    return checked_six(value, n, name)
+    return None if is_unset(value) else checked_six(value, n, name)
 
 
 def checked_speeds(value, n, name):
@@ -215,7 +218,7 @@ def checked_speeds(value, n, name):
 
 def checked_posture(value, n, name):
     """Check a posture: unset (empty), or n finite joint positions."""
-    if value is None or (isinstance(value, (list, tuple, np.ndarray)) and len(value) == 0):
+    if is_unset(value):
         return None
     return checked_joint_values(value, n, name, np.isfinite, 'finite')
 
@@ -268,7 +271,7 @@ def checked_byte_count(value, n, name):
 
 def checked_thresholds(value, n, name):
     """Contact thresholds: unset (no detection), or one value or n values > 0 (inf: off)."""
-    if value is None or (isinstance(value, _SEQUENCES) and len(value) == 0):
+    if is_unset(value):
         return None
     values = numbers(value, name)
     if not np.all(values > 0.0):           # NaN fails too
@@ -361,4 +364,4 @@ __all__ = ['checked_byte_count', 'checked_cutoff', 'checked_debounce', 'checked_
            'checked_non_negative_or_inf', 'checked_one_of', 'checked_positive',
            'checked_posture', 'checked_priority', 'checked_six', 'checked_six_or_unset',
            'checked_speeds',
-           'checked_text', 'checked_thresholds', 'numbers', 'per_joint', 'scalar']
+           'checked_text', 'checked_thresholds', 'is_unset', 'numbers', 'per_joint', 'scalar']

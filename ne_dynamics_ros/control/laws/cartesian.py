@@ -244,8 +244,7 @@ class CartesianImpedanceLaw(Law):
                                                   context.gains.effort_limits)
         #: (6,) the stiffness in force, N/m then N·m/rad: set, or sized for the arm
         self.stiffness = np.broadcast_to(np.asarray(stiffness, dtype=float), (6,)).copy()
-        self._k = self.stiffness
-        self._sqrt_k = np.sqrt(self._k)
+        self._sqrt_k = np.sqrt(self.stiffness)
         self._zeta = float(settings.cartesian_damping_ratio)
         self._speed = np.asarray(settings.cartesian_max_speed, dtype=float)
         self._kn = np.asarray(settings.nullspace_stiffness, dtype=float)
@@ -430,13 +429,13 @@ class CartesianImpedanceLaw(Law):
         self._jacobian = J
         D = self._zeta * (root * self._sqrt_k + self._sqrt_k[:, None] * root)
         error = pose_error(self.target, T)
-        force = self._k * error - D @ (J @ qd_a)
+        force = self.stiffness * error - D @ (J @ qd_a)
         posture_torque = (self._kn * (self.posture - q)
                           - 2.0 * np.sqrt(self._kn * M.diagonal()) * qd_a)
         # (I - J^T Jbar^T) tau_0, Jbar^T = Lambda J M^-1
         self.nullspace_effort = posture_torque - J.T @ (Lambda @ (JMinv @ posture_torque))
         if self.sensed is not None:
-            return self.sensed.effort(step, self.target, self._dt, Lambda, D, self._k,
+            return self.sensed.effort(step, self.target, self._dt, Lambda, D, self.stiffness,
                                       dynamics, self.nullspace_effort)
         pull = J.T @ force + self.nullspace_effort
         tau = pull + bias
@@ -506,7 +505,7 @@ class CartesianImpedanceLaw(Law):
         if self.pose is None:
             return {}
         return {'current_pose': CartesianReport(self.pose, self._jacobian,
-                                                self.near_singularity, self._k,
+                                                self.near_singularity, self.stiffness,
                                                 self._inverse_inertia, self._period)}
 
     def stiffness_above_rule(self) -> list:
@@ -525,7 +524,7 @@ class CartesianImpedanceLaw(Law):
 
         :meth:`CartesianReport.facts` at the last state (none before it).
         """
-        facts = {'cartesian stiffness [N/m, N*m/rad]': ' '.join(f'{k:.4g}' for k in self._k)
+        facts = {'cartesian stiffness [N/m, N*m/rad]': ' '.join(f'{k:.4g}' for k in self.stiffness)
                  + (' (sized for the arm: min(kp) Lambda_min)' if self.sized else ' (set)')}
         report = self.report().get('current_pose')
         if report is not None:

@@ -45,7 +45,7 @@ N·m; the base link frame.
 """
 import numpy as np
 
-from ne_dynamics_ros.control.config.parameter_checks import checked_one_of, numbers
+from ne_dynamics_ros.control.config.parameter_checks import checked_one_of, is_unset, numbers
 from ne_dynamics_ros.control.config.spec import ParameterSpec
 from ne_dynamics_ros.control.laws.flange_sensor import (FLANGE_WRENCH, FlangeSensor,
                                                         PARAMETERS as SENSOR_PARAMETERS)
@@ -73,7 +73,7 @@ def _checked_axes(size, unit):
 
 def _checked_positive_six(value, n, name):
     """Check six values > 0 (one value: all of them); unset (None or empty): None."""
-    if value is None or (isinstance(value, (list, tuple, np.ndarray)) and len(value) == 0):
+    if is_unset(value):
         return None
     values = _checked_axes(6, 'x, y, z, then about them')(value, n, name)
     if np.any(values <= 0):

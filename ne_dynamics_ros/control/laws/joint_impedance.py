@@ -42,7 +42,7 @@ import math
 import numpy as np
 
 from ne_dynamics_ros.control.config.parameter_checks import (checked_flag, checked_gains,
-                                                             checked_positive)
+                                                             checked_positive, is_unset)
 from ne_dynamics_ros.control.config.spec import ParameterSpec
 from ne_dynamics_ros.control.laws.base import (clamp, Law, LoadedDynamics, mass_matrix_at,
                                                NO_GRAVITY, reference_friction)
@@ -54,9 +54,7 @@ INERTIA_TOLERANCE = 0.05
 
 def _checked_stiffness(value, n, name):
     """Check a stiffness: unset (None or empty: sized for the arm), or gains >= 0."""
-    if value is None or (isinstance(value, (list, tuple, np.ndarray)) and len(value) == 0):
-        return None
-    return checked_gains(value, n, name)
+    return None if is_unset(value) else checked_gains(value, n, name)
 
 
 #: (model, kp) -> K of the last stiffness sized for the arm (the workspace's inertia is
