@@ -43,6 +43,7 @@ The integral term, for what the model still misses (a slow, small effort), gets 
 (``integral_limit``, N·m).
 """
 from dataclasses import dataclass
+import functools
 import math
 from typing import List, Optional
 
@@ -324,11 +325,6 @@ def stiffness_bounds(model, effort_limits=None, configurations: int = CONFIGURAT
     return inertia, effort_bound
 
 
-#: (model, kp, effort limits) -> K of the last stiffness sized for the arm (the workspace
-#: is sampled once per model and gains, not per run)
-_SIZED_CARTESIAN = {}
-
-
 def sized_cartesian_stiffness(model, kp, effort_limits) -> np.ndarray:
     """Return K (6,) sized for the arm: N/m along x, y, z, then N·m/rad about them.
 
@@ -348,14 +344,19 @@ def sized_cartesian_stiffness(model, kp, effort_limits) -> np.ndarray:
         ModelError: effort limits that are not n finite values > 0.
     """
     rate = max(float(np.min(kp)), 0.0)
-    limits = tuple(np.asarray(effort_limits, dtype=float).tolist())
-    key = (id(model), rate, limits)
-    found = _SIZED_CARTESIAN.get(key)
-    if found is None or found[0] is not model:
-        inertia, effort_bound = stiffness_bounds(model, limits)
-        _SIZED_CARTESIAN.clear()
-        found = _SIZED_CARTESIAN[key] = (model, np.minimum(rate * inertia, effort_bound))
-    return found[1].copy()
+    return _sized_cartesian(model, rate,
+                            tuple(np.asarray(effort_limits, dtype=float).tolist())).copy()
+
+
+@functools.lru_cache(maxsize=1)
+def _sized_cartesian(model, rate, limits):
+    """Return K of :func:`sized_cartesian_stiffness` for the last (model, min kp, limits) asked.
+
+    The workspace is sampled once per model and gains, not once per run (a node runs one
+    arm); the cache holds the model itself, so a freed model's id cannot be mistaken for it.
+    """
+    inertia, effort_bound = stiffness_bounds(model, limits)
+    return np.minimum(rate * inertia, effort_bound)
 
 
 def recommended_stiffness(model, rate: float, effort_limits=None,

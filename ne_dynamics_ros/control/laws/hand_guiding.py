@@ -43,6 +43,8 @@ reference the arm tracks::
 Units: q in rad (m for prismatic joints), qd in rad/s, efforts in N·m (N); wrenches in N,
 N·m; the base link frame.
 """
+import functools
+
 import numpy as np
 
 from ne_dynamics_ros.control.config.parameter_checks import checked_one_of, is_unset, numbers
@@ -81,11 +83,6 @@ def _checked_positive_six(value, n, name):
     return values
 
 
-#: (model, effort limits, damping) of the last damping sized: the workspace is sampled
-#: once per model and limits, not per run (the model itself kept: an id can be reused)
-_SIZED = [None, None, None]
-
-
 def sized_admittance(model, effort_limits, kd, damping=None):
     """Return ``(mass, damping)``, (6,) each: hand guiding's admittance sized for the arm.
 
@@ -119,7 +116,6 @@ def sized_admittance(model, effort_limits, kd, damping=None):
         ModelError: the damping sized, and an axis no joint with finite limits moves, or
             kd not > 0 (then set ``hand_guiding.damping`` and ``hand_guiding.mass``).
     """
-    from ne_dynamics_ros.control.laws.gains import CONFIGURATIONS, workspace_configurations
     from ne_dynamics_ros.errors import ModelError
     kd_min = float(np.min(kd))
     if damping is not None:
@@ -128,24 +124,38 @@ def sized_admittance(model, effort_limits, kd, damping=None):
     if not kd_min > 0.0:
         raise ModelError(f'hand guiding\'s virtual mass is sized on kd > 0, got {kd_min}: '
                          'set hand_guiding.damping and hand_guiding.mass')
-    limits = np.asarray(effort_limits, dtype=float).reshape(-1)
-    if _SIZED[0] is not model or _SIZED[1] != tuple(limits.tolist()):
-        kinematics = chain_kinematics(model)
-        velocity = np.asarray(model.velocity_limits, dtype=float)
-        J = np.array([kinematics.jacobian(q)
-                      for q in workspace_configurations(model, CONFIGURATIONS)])
-        with np.errstate(divide='ignore', invalid='ignore'):
-            speeds = np.min(velocity[None, :, None] / np.abs(
-                np.linalg.pinv(J, rcond=SINGULAR)), axis=1)          # (C, 6)
-            force = np.min(limits[None, :] / np.abs(J).max(axis=0), axis=1)
-        damping = force / np.median(speeds, axis=0)
-        if not np.all(np.isfinite(damping) & (damping > 0.0)):
-            raise ModelError('hand guiding\'s damping cannot be sized for this arm (an axis '
-                             'no joint with finite effort and velocity limits moves): set '
-                             'hand_guiding.damping and hand_guiding.mass')
-        _SIZED[:] = [model, tuple(limits.tolist()), damping]
-    damping = _SIZED[2].copy()
+    limits = tuple(np.asarray(effort_limits, dtype=float).reshape(-1).tolist())
+    damping = _sized_damping(model, limits).copy()
     return damping / kd_min, damping
+
+
+@functools.lru_cache(maxsize=1)
+def _sized_damping(model, limits):
+    """Return D (6,) of :func:`sized_admittance` for the last (model, effort limits) asked.
+
+    The workspace is sampled once per model and limits, not once per run (the model itself
+    is held, so a freed model's id cannot be mistaken for it).
+
+    Raises:
+        ModelError: an axis no joint with finite effort and velocity limits moves.
+    """
+    from ne_dynamics_ros.control.laws.gains import CONFIGURATIONS, workspace_configurations
+    from ne_dynamics_ros.errors import ModelError
+    limits = np.asarray(limits, dtype=float)
+    kinematics = chain_kinematics(model)
+    velocity = np.asarray(model.velocity_limits, dtype=float)
+    J = np.array([kinematics.jacobian(q)
+                  for q in workspace_configurations(model, CONFIGURATIONS)])
+    with np.errstate(divide='ignore', invalid='ignore'):
+        speeds = np.min(velocity[None, :, None] / np.abs(
+            np.linalg.pinv(J, rcond=SINGULAR)), axis=1)          # (C, 6)
+        force = np.min(limits[None, :] / np.abs(J).max(axis=0), axis=1)
+    damping = force / np.median(speeds, axis=0)
+    if not np.all(np.isfinite(damping) & (damping > 0.0)):
+        raise ModelError('hand guiding\'s damping cannot be sized for this arm (an axis '
+                         'no joint with finite effort and velocity limits moves): set '
+                         'hand_guiding.damping and hand_guiding.mass')
+    return damping
 
 
 def twist_reference(q_ref, qd_ref, twist, jacobian, dt, lower=None, upper=None):

@@ -37,6 +37,7 @@ torque), with the reference's own dynamics fed forward::
 
 Units: q in rad (m for prismatic joints), qd in rad/s, qdd in rad/s², efforts in N·m (N).
 """
+import functools
 import math
 
 import numpy as np
@@ -57,11 +58,6 @@ def _checked_stiffness(value, n, name):
     return None if is_unset(value) else checked_gains(value, n, name)
 
 
-#: (model, kp) -> K of the last stiffness sized for the arm (the workspace's inertia is
-#: sampled once per model and gains, not per run)
-_SIZED = {}
-
-
 def sized_stiffness(model, kp) -> np.ndarray:
     """Return K (n,) = ``kp_i min M_ii`` over the workspace, N·m/rad (N/m).
 
@@ -72,13 +68,17 @@ def sized_stiffness(model, kp) -> np.ndarray:
     natural frequency ``sqrt(K / M_ii(q))`` stays within ``sqrt(kp)`` (which the rule keeps
     within the rate's bound) wherever the arm is (``hold_controller``'s gains, the same).
     """
-    key = (id(model), tuple(np.asarray(kp, dtype=float).tolist()))
-    found = _SIZED.get(key)
-    if found is None or found[0] is not model:
-        inertia = lightest_inertia(model)
-        _SIZED.clear()
-        found = _SIZED[key] = (model, np.asarray(kp, dtype=float) * inertia)
-    return found[1]
+    return _sized_stiffness(model, tuple(np.asarray(kp, dtype=float).tolist())).copy()
+
+
+@functools.lru_cache(maxsize=1)
+def _sized_stiffness(model, kp):
+    """Return K of :func:`sized_stiffness` for the last (model, kp) asked.
+
+    The workspace's inertia is sampled once per model and gains, not once per run (the
+    model itself is held, so a freed model's id cannot be mistaken for it).
+    """
+    return np.asarray(kp, dtype=float) * lightest_inertia(model)
 
 
 class JointImpedanceLaw(Law):
