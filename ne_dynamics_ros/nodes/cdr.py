@@ -36,7 +36,8 @@ from ne_dynamics_ros.control.reference.trajectory import TrajectoryPoint, Waypoi
 __all__ = ['CdrError', 'UnsupportedEncoding', 'TooManyNames', 'JointStateFields',
            'JointStateReader', 'JointTrajectoryFields', 'read_joint_trajectory',
            'joint_names_block', 'joint_state_bytes', 'float64_multi_array_bytes',
-           'controller_state_bytes', 'trajectory_message_fields']
+           'controller_state_bytes', 'trajectory_message_fields', 'GoalRequestFields',
+           'read_follow_joint_trajectory_goal']
 
 #: Encapsulation header of little-endian plain CDR (options zero), as rmw writes it.
 CDR_LE = b'\x00\x01\x00\x00'
@@ -158,19 +159,112 @@ def read_joint_trajectory(data: bytes, max_names: int, max_points: int
         CdrError: truncated or malformed bytes, more than ``max_names`` joint names or
             ``max_points`` points (the message names the field).
     """
-    sec, nanosec, frame_id, offset = _read_header(data, 'JointTrajectory')
-    count = _read_count(data, offset, 'joint_names')
+    return _read_trajectory(data, 4, max_names, max_points, '')[0]
+
+
+def _read_trajectory(data, start, max_names, max_points, field):
+    """Read the JointTrajectory at ``start``: (JointTrajectoryFields, offset after it).
+
+    ``field``: its name in the message (``''``: the message itself; ``'goal.trajectory.'``).
+    """
+    sec, nanosec, frame_id, offset = _read_header(data, 'JointTrajectory', start)
+    count = _read_count(data, offset, f'{field}joint_names')
     if count > max_names:
-        raise CdrError(f'joint_names: {count} names, more than {max_names}')
-    names, offset = _read_names(data, offset + 4, count, 'joint_names')
-    count = _read_count(data, offset, 'points')
+        raise CdrError(f'{field}joint_names: {count} names, more than {max_names}')
+    names, offset = _read_names(data, offset + 4, count, f'{field}joint_names')
+    count = _read_count(data, offset, f'{field}points')
     if count > max_points:
-        raise CdrError(f'points: {count} points, more than {max_points}')
+        raise CdrError(f'{field}points: {count} points, more than {max_points}')
     offset += 4
-    points = _read_uniform_points(data, offset, count, len(names))
-    if points is None:
-        points = _read_points(data, offset, count)
-    return JointTrajectoryFields(sec, nanosec, frame_id, names, points)
+    read = _read_uniform_points(data, offset, count, len(names))
+    points, end = read if read is not None else _read_points(data, offset, count)
+    return JointTrajectoryFields(sec, nanosec, frame_id, names, points), end
+
+
+class GoalRequestFields(NamedTuple):
+    """A ``control_msgs/action/FollowJointTrajectory`` goal request as read from CDR.
+
+    ``goal_id``: the 16 bytes of its UUID; ``trajectory``: :class:`JointTrajectoryFields`
+    of ``goal.trajectory``; ``multi_dof_joint_names``, ``multi_dof_points``: those of
+    ``goal.multi_dof_trajectory`` (tuple of str; how many points: 0 from the bytes, a goal
+    with any is left to rclpy); ``path_tolerance``, ``goal_tolerance``: tuples of
+    ``control_msgs/JointTolerance`` as ``(name, position, velocity, acceleration)`` (rad,
+    rad/s, rad/s^2 or m...; 0 the controller's default, -1 none); ``goal_time_tolerance``:
+    ``(sec, nanosec)``.
+    """
+
+    goal_id: bytes
+    trajectory: JointTrajectoryFields
+    multi_dof_joint_names: Tuple[str, ...]
+    multi_dof_points: int
+    path_tolerance: Tuple[Tuple[str, float, float, float], ...]
+    goal_tolerance: Tuple[Tuple[str, float, float, float], ...]
+    goal_time_tolerance: Tuple[int, int]
+
+
+_TOLERANCE = struct.Struct('<3d')
+
+
+def read_follow_joint_trajectory_goal(data, max_names: int, max_points: int
+                                      ) -> GoalRequestFields:
+    """Return the fields of one serialized FollowJointTrajectory ``SendGoal`` request.
+
+    The layout (control_msgs 5, ROS 2 Jazzy): ``goal_id`` (uint8[16]), then the goal:
+    ``trajectory``, ``multi_dof_trajectory``, ``path_tolerance``,
+    ``component_path_tolerance``, ``goal_tolerance``, ``component_goal_tolerance``,
+    ``goal_time_tolerance``. The trajectory's points are read as
+    :func:`read_joint_trajectory` reads them (all at once when they are alike).
+
+    Raises:
+        UnsupportedEncoding: not little-endian plain CDR, or a goal this reader leaves to
+            rclpy: a multi-DOF trajectory with points, or per-component tolerances.
+        CdrError: truncated or malformed bytes, or more than ``max_names`` joint names
+            (or tolerances) or ``max_points`` points (the message names the field).
+    """
+    if len(data) < 4 or data[:2] != CDR_LE[:2]:
+        raise UnsupportedEncoding(f'encapsulation {bytes(data[:4]).hex()!r} is not '
+                                  'little-endian plain CDR')
+    if len(data) < 20:
+        raise CdrError(f'{len(data)} bytes: too short for goal_id')
+    trajectory, offset = _read_trajectory(data, 20, max_names, max_points,
+                                          'goal.trajectory.')
+    _, _, _, offset = _read_header(data, 'goal.multi_dof_trajectory', offset)
+    count = _read_count(data, offset, 'goal.multi_dof_trajectory.joint_names')
+    if count > max_names:
+        raise CdrError(f'goal.multi_dof_trajectory.joint_names: {count} names, more than '
+                       f'{max_names}')
+    multi_names, offset = _read_names(data, offset + 4, count,
+                                      'goal.multi_dof_trajectory.joint_names')
+    if _read_count(data, offset, 'goal.multi_dof_trajectory.points'):
+        raise UnsupportedEncoding('goal.multi_dof_trajectory has points: read it with rclpy')
+    path, offset = _read_tolerances(data, offset + 4, 'goal.path_tolerance', max_names)
+    if _read_count(data, offset, 'goal.component_path_tolerance'):
+        raise UnsupportedEncoding('goal.component_path_tolerance given: read it with rclpy')
+    goal, offset = _read_tolerances(data, offset + 4, 'goal.goal_tolerance', max_names)
+    if _read_count(data, offset, 'goal.component_goal_tolerance'):
+        raise UnsupportedEncoding('goal.component_goal_tolerance given: read it with rclpy')
+    offset += 4
+    if offset + 8 > len(data):
+        raise CdrError('goal.goal_time_tolerance: the message ends before it')
+    return GoalRequestFields(bytes(data[4:20]), trajectory, multi_names, 0, path, goal,
+                             _DURATION.unpack_from(data, offset))
+
+
+def _read_tolerances(data, offset, field, max_count):
+    """Read a ``control_msgs/JointTolerance[]`` at ``offset`` (4-aligned): (tuple, end)."""
+    count = _read_count(data, offset, field)
+    if count > max_count:
+        raise CdrError(f'{field}: {count} tolerances, more than {max_count}')
+    offset += 4
+    items = []
+    for i in range(count):
+        (name,), offset = _read_names(data, offset, 1, f'{field}[{i}].name')
+        offset += (4 - offset) % 8                  # 8-aligned counted from the header
+        if offset + 24 > len(data):
+            raise CdrError(f'{field}[{i}]: the message ends before its values')
+        items.append((name, *_TOLERANCE.unpack_from(data, offset)))
+        offset += 24
+    return tuple(items), offset
 
 
 def trajectory_message_fields(msg) -> JointTrajectoryFields:
@@ -189,7 +283,7 @@ def trajectory_message_fields(msg) -> JointTrajectoryFields:
 
 
 def _read_points(data, offset, count):
-    """Read ``count`` JointTrajectoryPoints one by one: a list of TrajectoryPoint."""
+    """Read ``count`` JointTrajectoryPoints one by one: (list of TrajectoryPoint, end)."""
     points = []
     for k in range(count):
         positions, offset = _read_doubles(data, offset, f'points[{k}].positions')
@@ -203,7 +297,7 @@ def _read_points(data, offset, count):
         offset += 8
         points.append(TrajectoryPoint(duration_sec + 1e-9 * duration_nanosec, positions,
                                       velocities, accelerations))
-    return points
+    return points, offset
 
 
 class _Layout(NamedTuple):
@@ -272,15 +366,15 @@ def _read_uniform_points(data, offset, count, k):
     A point's layout depends only on its array lengths and on whether it starts 8-aligned
     (counted from the header); where it ends does not depend on that when it has values
     (the last array of doubles ends 8-aligned). So with equal lengths every point is laid
-    out alike, or the first differs and all the others are alike. Returns WaypointArrays,
-    or None when the message is not of that kind (the caller then reads it point by
-    point): points that differ, velocities or accelerations of a length other than the
-    positions' (or none), or bytes past the end.
+    out alike, or the first differs and all the others are alike. Returns (WaypointArrays,
+    the offset after the last point), or None when the message is not of that kind (the
+    caller then reads it point by point): points that differ, velocities or accelerations
+    of a length other than the positions' (or none), or bytes past the end.
     """
     if count == 0:
         empty = np.zeros((0, k))
         return WaypointArrays(np.zeros(0), empty, empty, empty, np.zeros(0, bool),
-                              np.zeros(0, bool))
+                              np.zeros(0, bool)), offset
     first = _point_layout(data, offset)
     if first is None:
         return None
@@ -289,6 +383,7 @@ def _read_uniform_points(data, offset, count, k):
     if any(c not in (0, size) for c in counts[1:3]):
         return None
     pieces = [(0, first, count)]          # (first point, its layout, points laid out so)
+    end = first.end
     if count > 1:
         layout = _point_layout(data, first.end)
         if layout is None or [c for _, c, _ in layout.fields] != counts \
@@ -296,6 +391,7 @@ def _read_uniform_points(data, offset, count, k):
             return None
         if (layout.start - first.start) % 8:
             pieces = [(0, first, 1), (1, layout, count - 1)]
+        end = first.end + (count - 1) * (layout.end - layout.start)
     times = np.empty(count)
     positions = np.empty((count, size))
     zeros = np.zeros((count, size))
@@ -314,25 +410,26 @@ def _read_uniform_points(data, offset, count, k):
             if c:
                 out[rows] = part[name].reshape(-1, size)
     return WaypointArrays(times, positions, velocities, accelerations,
-                          np.full(count, counts[1] > 0), np.full(count, counts[2] > 0))
+                          np.full(count, counts[1] > 0), np.full(count, counts[2] > 0)), end
 
 
-def _read_header(data, message):
-    """Check the encapsulation, read ``std_msgs/Header``: (sec, nanosec, frame_id, offset).
+def _read_header(data, message, start=4):
+    """Check the encapsulation, read the ``std_msgs/Header`` at ``start`` (4-aligned).
 
-    ``offset`` is where the next field starts, 4-aligned.
+    Returns (sec, nanosec, frame_id, offset); ``offset`` is where the next field starts,
+    4-aligned.
     """
     size = len(data)
     if size < 4 or data[:2] != CDR_LE[:2]:
         raise UnsupportedEncoding(f'encapsulation {bytes(data[:4]).hex()!r} is not '
                                   'little-endian plain CDR')
-    if size < 16:
+    if size < start + 12:
         raise CdrError(f'{size} bytes: too short for a {message} header')
-    sec, nanosec, length = _HEADER.unpack_from(data, 4)
-    end = 16 + length
+    sec, nanosec, length = _HEADER.unpack_from(data, start)
+    end = start + 12 + length
     if length == 0 or end > size or data[end - 1] != 0:
         raise CdrError('header.frame_id: bad string length or missing NUL')
-    return sec, nanosec, bytes(data[16:end - 1]), end + (-end) % 4
+    return sec, nanosec, bytes(data[start + 12:end - 1]), end + (-end) % 4
 
 
 def _read_count(data, offset, field):

@@ -38,8 +38,9 @@ import numpy as np
 from ne_dynamics_ros.control.reference.goals import (check_goal, given_joints, GoalOptions,
                                                      GoalStatus, ResultCode)
 from ne_dynamics_ros.control.reference.trajectory import (MAX_POINTS, prepare_waypoints,
-                                                          TrajectoryError, waypoint_arrays)
-from ne_dynamics_ros.nodes.cdr import trajectory_message_fields
+                                                          TrajectoryError, waypoint_arrays,
+                                                          WaypointArrays)
+from ne_dynamics_ros.nodes.cdr import GoalRequestFields, trajectory_message_fields
 from ne_dynamics_ros.nodes.frames import trajectory_arrays
 
 #: Most joint names a goal may carry before it is refused unread (as for topic messages).
@@ -48,12 +49,29 @@ MAX_GOAL_JOINTS = 100_000
 SERVICE_DEPTH = 1000
 
 
-def _seconds(duration) -> float:
-    return duration.sec + 1e-9 * duration.nanosec
+def goal_message_fields(goal, goal_id: bytes = b'') -> GoalRequestFields:
+    """Return the :class:`~ne_dynamics_ros.nodes.cdr.GoalRequestFields` of a goal object.
+
+    ``goal``: a ``FollowJointTrajectory.Goal`` rclpy made (a request left to its own
+    conversion): the form a goal read as bytes has, points as
+    :func:`~ne_dynamics_ros.nodes.cdr.trajectory_message_fields` gives them.
+    """
+    multi, wait = goal.multi_dof_trajectory, goal.goal_time_tolerance
+    return GoalRequestFields(
+        goal_id, trajectory_message_fields(goal.trajectory), tuple(multi.joint_names),
+        len(multi.points), *(tuple((t.name, t.position, t.velocity, t.acceleration)
+                                   for t in items)
+                             for items in (goal.path_tolerance, goal.goal_tolerance)),
+        (wait.sec, wait.nanosec))
 
 
-def _tolerances(items):
-    return [(t.name, t.position, t.velocity, t.acceleration) for t in items]
+def _oversized(goal) -> str:
+    """Say why a goal object has too many joint names or points ('' if it has not)."""
+    names, count = len(goal.trajectory.joint_names), len(goal.trajectory.points)
+    if names > MAX_GOAL_JOINTS or count > MAX_POINTS:
+        return (f'{names} joint names and {count} points: more than {MAX_GOAL_JOINTS} '
+                f'names or {MAX_POINTS} points')
+    return ''
 
 
 def goal_frame(goal_id: str, goal, chain, lower, upper, options: GoalOptions,
@@ -67,7 +85,8 @@ def goal_frame(goal_id: str, goal, chain, lower, upper, options: GoalOptions,
 
     Args:
         goal_id: the goal's UUID as text.
-        goal: a ``FollowJointTrajectory.Goal``.
+        goal: a ``FollowJointTrajectory.Goal``, or the ``GoalRequestFields`` of one
+            read as bytes (:mod:`~ne_dynamics_ros.nodes.raw_goals`).
         chain: the controlled joints (None: no model yet).
         lower, upper: their position limits (chain order).
         options: :class:`GoalOptions`.
@@ -79,28 +98,28 @@ def goal_frame(goal_id: str, goal, chain, lower, upper, options: GoalOptions,
                                          'once it is activated'), None
     if lower is None or upper is None:
         lower, upper = [-np.inf] * len(chain), [np.inf] * len(chain)
-    trajectory = goal.trajectory
-    names = list(trajectory.joint_names)
-    if len(names) > MAX_GOAL_JOINTS or len(trajectory.points) > MAX_POINTS:
-        return ResultCode.INVALID_GOAL, (
-            f'{len(names)} joint names and {len(trajectory.points)} points: more than '
-            f'{MAX_GOAL_JOINTS} names or {MAX_POINTS} points'), None
-    multi = goal.multi_dof_trajectory
-    fields = trajectory_message_fields(trajectory)
+    if not isinstance(goal, GoalRequestFields):   # rclpy's objects (the bytes: bounded)
+        if _oversized(goal):
+            return ResultCode.INVALID_GOAL, _oversized(goal), None
+        goal = goal_message_fields(goal)
+    fields = goal.trajectory
+    names = list(fields.joint_names)
     try:
-        waypoints = waypoint_arrays(fields.points, len(names))
+        waypoints = fields.points if isinstance(fields.points, WaypointArrays) else \
+            waypoint_arrays(fields.points, len(names))
     except TrajectoryError as err:
         return ResultCode.INVALID_GOAL, str(err), None
     code, reason, checked = check_goal(
-        names, waypoints, chain, lower, upper, options, len(multi.points),
-        len(multi.joint_names), fields.sec + 1e-9 * fields.nanosec, now)
+        names, waypoints, chain, lower, upper, options, goal.multi_dof_points,
+        len(goal.multi_dof_joint_names), fields.sec + 1e-9 * fields.nanosec, now)
     if code is not None:
         return code, reason, None
     given = given_joints(names, chain)
+    wait = goal.goal_time_tolerance
     header = {'goal_id': goal_id, 'sec': fields.sec, 'nanosec': fields.nanosec,
-              'path_tolerance': _tolerances(goal.path_tolerance),
-              'goal_tolerance': _tolerances(goal.goal_tolerance),
-              'goal_time_tolerance': _seconds(goal.goal_time_tolerance)}
+              'path_tolerance': list(goal.path_tolerance),
+              'goal_tolerance': list(goal.goal_tolerance),
+              'goal_time_tolerance': wait[0] + 1e-9 * wait[1]}
     if len(given) < len(chain):
         # the joints left out hold the reference the node has at receipt: it completes
         # the waypoints and works out the polynomials itself
@@ -133,6 +152,8 @@ class GoalServer:
     def __init__(self, node, executor, action_name, send, chain=None):
         from control_msgs.action import FollowJointTrajectory
         from rclpy.action import ActionServer, CancelResponse, GoalResponse
+
+        from ne_dynamics_ros.nodes.raw_goals import fast_goal_type
         from rclpy.qos import (QoSDurabilityPolicy, QoSHistoryPolicy, QoSProfile,
                                QoSReliabilityPolicy)
 
@@ -152,8 +173,12 @@ class GoalServer:
         deep = QoSProfile(history=QoSHistoryPolicy.KEEP_LAST, depth=SERVICE_DEPTH,
                           reliability=QoSReliabilityPolicy.RELIABLE,
                           durability=QoSDurabilityPolicy.VOLATILE)
+        # goals read as CDR bytes, not point by point into Python objects by rclpy
+        # (:mod:`~ne_dynamics_ros.nodes.raw_goals`)
+        goal_type = fast_goal_type(FollowJointTrajectory, MAX_GOAL_JOINTS, MAX_POINTS,
+                                   log=node.get_logger().warning) or FollowJointTrajectory
         self.server = ActionServer(
-            node, FollowJointTrajectory, action_name, self._execute,
+            node, goal_type, action_name, self._execute,
             goal_callback=self._on_goal, handle_accepted_callback=self._on_accepted,
             cancel_callback=self._on_cancel, goal_service_qos_profile=deep,
             result_service_qos_profile=deep, cancel_service_qos_profile=deep)

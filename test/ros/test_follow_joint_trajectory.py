@@ -284,6 +284,8 @@ def test_success_single_point_without_velocities(system):
     assert status == SUCCEEDED, system.log_text()
     assert result.error_code == Result.SUCCESSFUL
     assert result.error_string == 'Goal successfully reached!'
+    # the receiver read the goal as bytes (nodes/raw_goals.py), or said why it could not
+    assert not [line for line in system.node_log if 'goals are converted by rclpy' in line]
     np.testing.assert_allclose(system.measured(), target, atol=0.01)   # states drained since
     # feedback at action_monitor_rate (20 Hz), in the joints' order, as the node published
     # it: read from the action's feedback topic, not the client's callback. Twice on

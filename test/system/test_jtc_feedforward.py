@@ -109,6 +109,8 @@ def arm():
     finally:
         output = s.close()
     assert 'Traceback' not in output, output[-4000:]
+    # the relay read its goals as bytes (nodes/raw_goals.py), or would have said why not
+    assert 'goals are converted by rclpy' not in output, output[-4000:]
 
 
 def _quintic(start, t, duration):

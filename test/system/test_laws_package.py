@@ -157,7 +157,14 @@ def private_reads(path, tree):
             and not (isinstance(node.value, ast.Name) and node.value.id in ('self', 'cls'))
             and node.attr not in own
             and node.attr not in ('_asdict', '_replace', '_fields', '_make',  # namedtuple
-                                  '_exit')]                                   # os._exit
+                                  '_exit')                                    # os._exit
+            and node.attr not in ROSIDL_PROTOCOL]
+
+
+#: what rosidl_generator_py puts on every message class's metaclass for rclpy to read (the
+#: type support and the C converters): nodes/raw_goals.py reads them as rclpy does
+ROSIDL_PROTOCOL = ('_TYPE_SUPPORT', '_CREATE_ROS_MESSAGE', '_DESTROY_ROS_MESSAGE',
+                   '_CONVERT_FROM_PY', '_CONVERT_TO_PY')
 
 
 def test_no_module_reads_another_modules_underscore_attribute():

@@ -17,8 +17,8 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from ne_dynamics_ros.nodes.cdr import (
     CdrError, controller_state_bytes, float64_multi_array_bytes, joint_names_block,
-    joint_state_bytes, JointStateReader, read_joint_trajectory, TooManyNames,
-    UnsupportedEncoding)
+    joint_state_bytes, JointStateReader, read_follow_joint_trajectory_goal,
+    read_joint_trajectory, TooManyNames, UnsupportedEncoding)
 from ne_dynamics_ros.control.reference.trajectory import WaypointArrays
 
 NAMES = [f'joint_{i}' for i in range(1, 7)]
@@ -300,3 +300,129 @@ def test_rclpy_reads_the_controller_state_we_write(names, frame_id, sec, nanosec
             np.testing.assert_array_equal(getattr(point, field), expected)
     assert list(msg.output.positions) == [] and msg.speed_scaling_factor == 1.0
     assert list(msg.multi_dof_joint_names) == []
+
+
+# ---- FollowJointTrajectory goal requests (the action servers' goals read as bytes) ----
+
+def _goal_request_type():
+    from control_msgs.action import FollowJointTrajectory
+    return FollowJointTrajectory.Impl.SendGoalService.Request
+
+
+@st.composite
+def goal_requests(draw):
+    """Goal requests as MoveIt or a user sends them: any trajectory (points alike or not),
+    multi-DOF joint names without points, tolerances, a goal time tolerance."""
+    from control_msgs.msg import JointTolerance
+    request = _goal_request_type()()
+    request.goal_id.uuid = np.array(draw(st.lists(st.integers(0, 255), min_size=16,
+                                                  max_size=16)), dtype=np.uint8)
+    request.goal.trajectory = draw(st.one_of(joint_trajectories(), uniform_trajectories()))
+    multi = request.goal.multi_dof_trajectory
+    multi.header.frame_id = draw(TEXT)
+    multi.joint_names = draw(st.lists(TEXT, max_size=3))
+    for field in ('path_tolerance', 'goal_tolerance'):
+        setattr(request.goal, field, [
+            JointTolerance(name=draw(TEXT), position=draw(FLOATS), velocity=draw(FLOATS),
+                           acceleration=draw(FLOATS))
+            for _ in range(draw(st.integers(0, 4)))])
+    request.goal.goal_time_tolerance.sec = draw(st.integers(-2**31, 2**31 - 1))
+    request.goal.goal_time_tolerance.nanosec = draw(st.integers(0, 2**32 - 1))
+    return request
+
+
+def assert_goal_reads_like_rclpy(fields, msg):
+    assert fields.goal_id == bytes(msg.goal_id.uuid)
+    goal = msg.goal
+    assert_reads_like_rclpy(fields.trajectory, goal.trajectory)
+    assert fields.multi_dof_joint_names == tuple(goal.multi_dof_trajectory.joint_names)
+    for ours, theirs in ((fields.path_tolerance, goal.path_tolerance),
+                         (fields.goal_tolerance, goal.goal_tolerance)):
+        assert [t[0] for t in ours] == [t.name for t in theirs]
+        assert same_floats([v for t in ours for v in t[1:]],
+                           [v for t in theirs for v in (t.position, t.velocity,
+                                                        t.acceleration)])
+    assert fields.goal_time_tolerance == (goal.goal_time_tolerance.sec,
+                                          goal.goal_time_tolerance.nanosec)
+
+
+@given(goal_requests())
+def test_goal_reader_reads_what_rclpy_writes(request):
+    data = serialize_message(request)
+    fields = read_follow_joint_trajectory_goal(data, max_names=10, max_points=100)
+    assert_goal_reads_like_rclpy(fields, deserialize_message(data, _goal_request_type()))
+
+
+def goal_bytes():
+    """One joint 'a', one point (positions [0.5], 2 s), goal_tolerance for 'a', cut where
+    the CDR content ends.
+
+    By hand: header 4, goal_id 16 (20); trajectory stamp 8, frame_id 4 + 1 + 3 (36),
+    joint_names 4 + 4 + 2 + 2 (48), points 4 (52); the point: positions 4 + 4 + 8 (68),
+    velocities, accelerations, effort 4 each (80), time_from_start 8 (88); multi-DOF stamp
+    8, frame_id 4 + 1 + 3 (104), joint_names 4, points 4 (112); path_tolerance 4,
+    component_path_tolerance 4 (120); goal_tolerance 4, 'a' 4 + 2 + 2, its three doubles
+    24 (156); component_goal_tolerance 4 (160); goal_time_tolerance 8: 168.
+    """
+    from control_msgs.msg import JointTolerance
+    request = _goal_request_type()()
+    request.goal.trajectory.joint_names = ['a']
+    point = JointTrajectoryPoint(positions=[0.5])
+    point.time_from_start.sec = 2
+    request.goal.trajectory.points = [point]
+    request.goal.goal_tolerance = [JointTolerance(name='a', position=0.1, velocity=0.2,
+                                                  acceleration=0.3)]
+    request.goal.goal_time_tolerance.nanosec = 7
+    data = serialize_message(request)
+    assert len(data) >= 168
+    return data[:168]
+
+
+def test_every_goal_truncation_is_a_cdr_error():
+    data = goal_bytes()
+    fields = read_follow_joint_trajectory_goal(data, 10, 10)
+    assert fields.trajectory.joint_names == ('a',)
+    assert fields.trajectory.points.positions.tolist() == [[0.5]]
+    assert fields.goal_tolerance == (('a', 0.1, 0.2, 0.3),)
+    assert fields.goal_time_tolerance == (0, 7)
+    for size in range(len(data)):
+        with pytest.raises(CdrError):
+            read_follow_joint_trajectory_goal(data[:size], 10, 10)
+
+
+def test_goals_over_the_bounds_or_left_to_rclpy():
+    """Bounds name their field; what the reader does not read (multi-DOF points,
+    per-component tolerances, another encoding) is left to rclpy's own conversion."""
+    from control_msgs.msg import JointComponentTolerance
+    from geometry_msgs.msg import Transform
+    from trajectory_msgs.msg import MultiDOFJointTrajectoryPoint
+    data = goal_bytes()
+    with pytest.raises(CdrError, match='goal.trajectory.joint_names: 1 names, more than 0'):
+        read_follow_joint_trajectory_goal(data, max_names=0, max_points=10)
+    with pytest.raises(CdrError, match='goal.trajectory.points: 1 points, more than 0'):
+        read_follow_joint_trajectory_goal(data, max_names=10, max_points=0)
+    with pytest.raises(UnsupportedEncoding):
+        read_follow_joint_trajectory_goal(b'\x00\x00' + data[2:], 10, 10)
+    for field, value in (
+            ('multi_dof_trajectory', None),
+            ('component_path_tolerance', [JointComponentTolerance(joint_name='a')]),
+            ('component_goal_tolerance', [JointComponentTolerance(joint_name='a')])):
+        request = deserialize_message(data, _goal_request_type())
+        if value is None:
+            request.goal.multi_dof_trajectory.points = [
+                MultiDOFJointTrajectoryPoint(transforms=[Transform()])]
+        else:
+            setattr(request.goal, field, value)
+        with pytest.raises(UnsupportedEncoding, match=field):
+            read_follow_joint_trajectory_goal(serialize_message(request), 10, 10)
+
+
+@given(st.binary(max_size=300), st.sampled_from([0, 20, 36, 48, 88, 112, 160]))
+def test_random_goal_bytes_raise_only_cdr_errors(noise, keep):
+    """A valid start (``keep`` bytes of :func:`goal_bytes`) then anything: read, or a
+    CdrError; nothing else escapes into rclpy's frame."""
+    data = goal_bytes()[:keep] + noise
+    try:
+        read_follow_joint_trajectory_goal(data, 10, 10)
+    except CdrError:
+        pass

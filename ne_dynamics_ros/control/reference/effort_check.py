@@ -123,6 +123,22 @@ def effort_terms(model, q, qd, qdd, gravity, friction=True, with_gravity=True,
     return a, b, d
 
 
+def effort_total(model, q, qd, qdd, gravity, friction=True, with_gravity=True,
+                 coulomb_velocity=0.003):
+    """Return the effort needed along a reference, (N, n) N·m (N).
+
+    ``a + b + d`` of :func:`effort_terms` from one batched RNEA (that takes two: the
+    terms apart); arguments and errors as there.
+    """
+    tau = model.rnea(q, qd, qdd, gravity=gravity)
+    if not with_gravity:
+        tau = tau - model.gravity_torques(q, gravity=gravity)
+    if friction:
+        tau = tau + model.damping * qd + drive_friction(
+            qd, 0.0, model.friction, coulomb_velocity, model.friction_offset)
+    return tau
+
+
 def _over_intervals(a, b, e):
     """Open intervals of u where ``a u² + b u + e > 0``: (lo, hi) arrays, up to two each.
 
@@ -237,17 +253,18 @@ def check_trajectory(model, trajectory: Trajectory, joint_names: Sequence[str], 
     violation, stretch, peak = None, 1.0, 0.0
     for first in range(0, times.size, BATCH):
         chunk = times[first:first + BATCH]
-        a, b, d = effort_terms(model, *trajectory.sample_many(chunk), gravity, friction,
-                               with_gravity, coulomb_velocity)
+        states = trajectory.sample_many(chunk)
+        tau = effort_total(model, *states, gravity, friction, with_gravity, coulomb_velocity)
         with np.errstate(divide='ignore', invalid='ignore'):
-            ratio = np.abs(a + b + d) / limits
+            ratio = np.abs(tau) / limits
         k, j = np.unravel_index(np.argmax(np.nan_to_num(ratio, nan=np.inf)), ratio.shape)
         if ratio[k, j] > max(peak, 1.0):
             violation = EffortViolation(joint_names[j], float(chunk[k] - trajectory.start_time),
-                                        float((a + b + d)[k, j]), float(limits[j]))
+                                        float(tau[k, j]), float(limits[j]))
         peak = max(peak, float(ratio[k, j]))
-        if peak > 1.0:
-            stretch = max(stretch, smallest_stretch(a, b, d, limits))
+        if peak > 1.0:          # the terms apart only for the stretch (a second RNEA pass)
+            stretch = max(stretch, smallest_stretch(*effort_terms(
+                model, *states, gravity, friction, with_gravity, coulomb_velocity), limits))
     return EffortCheck(violation, stretch, int(times.size), peak)
 
 
