@@ -45,6 +45,10 @@ from ne_dynamics_ros.nodes.frames import trajectory_arrays
 
 #: Most joint names a goal may carry before it is refused unread (as for topic messages).
 MAX_GOAL_JOINTS = 100_000
+#: Most points a goal read as bytes may have (more: rclpy converts it, slowly). Above
+#: MAX_POINTS, so that a goal over it is read fast and refused with the count (100 001
+#: points: 3.5 s through rclpy's conversion, 2026-12-08).
+READ_POINTS = 10 * MAX_POINTS
 #: Requests the action's services queue (goals, cancels, results) before dropping any.
 SERVICE_DEPTH = 1000
 
@@ -65,9 +69,11 @@ def goal_message_fields(goal, goal_id: bytes = b'') -> GoalRequestFields:
         (wait.sec, wait.nanosec))
 
 
-def _oversized(goal) -> str:
-    """Say why a goal object has too many joint names or points ('' if it has not)."""
-    names, count = len(goal.trajectory.joint_names), len(goal.trajectory.points)
+def _oversized(trajectory) -> str:
+    """Say why a goal's trajectory (message or fields) has too many names or points."""
+    points = trajectory.points
+    names = len(trajectory.joint_names)
+    count = len(points.times) if isinstance(points, WaypointArrays) else len(points)
     if names > MAX_GOAL_JOINTS or count > MAX_POINTS:
         return (f'{names} joint names and {count} points: more than {MAX_GOAL_JOINTS} '
                 f'names or {MAX_POINTS} points')
@@ -98,9 +104,9 @@ def goal_frame(goal_id: str, goal, chain, lower, upper, options: GoalOptions,
                                          'once it is activated'), None
     if lower is None or upper is None:
         lower, upper = [-np.inf] * len(chain), [np.inf] * len(chain)
-    if not isinstance(goal, GoalRequestFields):   # rclpy's objects (the bytes: bounded)
-        if _oversized(goal):
-            return ResultCode.INVALID_GOAL, _oversized(goal), None
+    if _oversized(goal.trajectory):
+        return ResultCode.INVALID_GOAL, _oversized(goal.trajectory), None
+    if not isinstance(goal, GoalRequestFields):   # rclpy's objects: read as the bytes are
         goal = goal_message_fields(goal)
     fields = goal.trajectory
     names = list(fields.joint_names)
@@ -175,7 +181,7 @@ class GoalServer:
                           durability=QoSDurabilityPolicy.VOLATILE)
         # goals read as CDR bytes, not point by point into Python objects by rclpy
         # (:mod:`~ne_dynamics_ros.nodes.raw_goals`)
-        goal_type = fast_goal_type(FollowJointTrajectory, MAX_GOAL_JOINTS, MAX_POINTS,
+        goal_type = fast_goal_type(FollowJointTrajectory, MAX_GOAL_JOINTS, READ_POINTS,
                                    log=node.get_logger().warning) or FollowJointTrajectory
         self.server = ActionServer(
             node, goal_type, action_name, self._execute,

@@ -65,12 +65,13 @@ from ne_dynamics_ros.control.controller import MAX_STATE_JOINTS
 from ne_dynamics_ros.control.reference.trajectory_efforts import (
     checked_goal, EFFORT_OFFSET_PERIODS, feedforward_goal, FeedforwardSettings, goal_points,
     hold_effort, stop_waypoints)
-from ne_dynamics_ros.control.reference.trajectory import MAX_POINTS, TrajectoryError
+from ne_dynamics_ros.control.reference.trajectory import TrajectoryError
 from ne_dynamics_ros.dynamics.model import load_model
 from ne_dynamics_ros.errors import ModelError
 from ne_dynamics_ros.nodes.computed_torque.priority import hold_cpu_latency, raise_process
 from ne_dynamics_ros.nodes.cdr import (CdrError, GoalRequestFields, JointStateReader,
                                        JointTrajectoryFields, trajectory_message_fields)
+from ne_dynamics_ros.nodes.follow_joint_trajectory import READ_POINTS
 from ne_dynamics_ros.nodes.qos import ACTIVITY_QOS
 from ne_dynamics_ros.nodes.raw_goals import fast_goal_type
 from ne_dynamics_ros.nodes.spin import (init_until_signalled, PolledSubscription,
@@ -173,7 +174,7 @@ class JtcFeedforward(Node):
                                    f'/{controller}/follow_joint_trajectory')
         # goals read as CDR bytes, not point by point into Python objects by rclpy (a
         # 1 000-point goal: 19.8 ms of rclpy's conversion before any check could start)
-        goal_type = fast_goal_type(FollowJointTrajectory, MAX_STATE_JOINTS, MAX_POINTS,
+        goal_type = fast_goal_type(FollowJointTrajectory, MAX_STATE_JOINTS, READ_POINTS,
                                    log=self.get_logger().warning) or FollowJointTrajectory
         self.server = ActionServer(self, goal_type, '~/follow_joint_trajectory',
                                    execute_callback=self._execute,

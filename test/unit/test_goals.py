@@ -356,3 +356,46 @@ def test_while_the_commands_are_not_applied_the_run_follows_the_arm_and_ends_its
     # back (commands_applied True, the default): the position measured last held
     out = c.update(300_000_000, state(moved + 0.02, q0, 300_000_000))
     np.testing.assert_allclose(out.desired_values[0], moved + 0.01, atol=1e-12)
+
+
+def test_the_receivers_judge_takes_goals_read_as_bytes_and_refuses_too_many_points():
+    """nodes/follow_joint_trajectory.goal_frame on the fields a goal read as bytes gives
+    (nodes/raw_goals.py): the same frame as from rclpy's message of the same goal, and a
+    goal of MAX_POINTS + 1 points (read as bytes up to READ_POINTS) refused with the
+    count, not read on."""
+    from rclpy.serialization import serialize_message
+    from control_msgs.action import FollowJointTrajectory
+    from trajectory_msgs.msg import JointTrajectoryPoint
+    from ne_dynamics_ros.control.reference.trajectory import MAX_POINTS, WaypointArrays
+    from ne_dynamics_ros.nodes.cdr import (GoalRequestFields, JointTrajectoryFields,
+                                           read_follow_joint_trajectory_goal)
+    from ne_dynamics_ros.nodes.follow_joint_trajectory import goal_frame
+    request = FollowJointTrajectory.Impl.SendGoalService.Request()
+    goal = request.goal
+    goal.trajectory.joint_names = JOINTS[::-1]
+    for k in range(1, 4):
+        point = JointTrajectoryPoint(positions=[0.1 * k, 0.2, -0.1 * k],
+                                     velocities=[0.0, 0.01 * (3 - k), 0.0])
+        point.time_from_start.sec = k
+        goal.trajectory.points.append(point)
+    goal.goal_time_tolerance.nanosec = 500_000_000
+    read = read_follow_joint_trajectory_goal(serialize_message(request), 10, 10)
+    frames = [goal_frame('id', g, JOINTS, None, None, GoalOptions(), True, 0.0)
+              for g in (read, goal)]
+    for (code, reason, frame) in frames:
+        assert code is None, reason
+    (header, arrays), (header_msg, arrays_msg) = frames[0][2], frames[1][2]
+    assert header == header_msg and header['goal_time_tolerance'] == 0.5
+    assert len(arrays) == len(arrays_msg) and all(
+        np.array_equal(a, b) for a, b in zip(arrays, arrays_msg))
+    m = MAX_POINTS + 1
+    many = WaypointArrays(np.arange(1, m + 1) * 1e-3, np.zeros((m, 3)), np.zeros((m, 3)),
+                          np.zeros((m, 3)), np.zeros(m, bool), np.zeros(m, bool))
+    too_many = GoalRequestFields(b'\0' * 16, JointTrajectoryFields(0, 0, b'', tuple(JOINTS),
+                                                                   many),
+                                 (), 0, (), (), (0, 0))
+    code, reason, frame = goal_frame('id', too_many, JOINTS, None, None, GoalOptions(), True,
+                                     0.0)
+    assert code == ResultCode.INVALID_GOAL and frame is None
+    assert reason == (f'3 joint names and {m} points: more than 100000 names or '
+                      f'{MAX_POINTS} points')
