@@ -67,10 +67,9 @@ def _loaded_library(symbol: str, prefixes: Tuple[str, ...]):
     rclpy loads them with local symbols, so the process's global namespace lacks them.
     """
     try:
-        with open('/proc/self/maps') as maps:
+        with open('/proc/self/maps') as maps:       # the mapped file is the last column
             paths = dict.fromkeys(line.split()[-1] for line in maps
-                                  if '.so' in line and line.rstrip().endswith(
-                                      tuple(('.so',) + tuple(f'.so.{k}' for k in range(10)))))
+                                  if '.so' in os.path.basename(line.rstrip()))
     except OSError:
         return None
     for prefix in prefixes:
