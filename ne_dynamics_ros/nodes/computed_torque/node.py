@@ -96,11 +96,14 @@ class ComputedTorqueNode(LifecycleNode):
             ``main`` turns it into exit code 1.
     """
 
-    def __init__(self, node_name=NODE_NAME, **kwargs):
+    def __init__(self, node_name=NODE_NAME, activate=True, **kwargs):
         """Declare the parameters and the outputs; configure and activate if ``autostart``.
 
-        ``kwargs`` go to :class:`rclpy.lifecycle.LifecycleNode` (``context``,
-        ``parameter_overrides``, ``namespace``, ``cli_args``...).
+        ``activate`` False: with ``autostart`` configure only, the caller activates
+        (``main`` does, once the control threads have their priority and the executor is
+        about to spin: the activation switches the effort controller in, which must get
+        commands from then on). ``kwargs`` go to :class:`rclpy.lifecycle.LifecycleNode`
+        (``context``, ``parameter_overrides``, ``namespace``, ``cli_args``...).
         """
         super().__init__(node_name, **kwargs)
         # the package's Python log lines (e.g. the URDF loader's summary of ignored vendor
@@ -153,7 +156,8 @@ class ComputedTorqueNode(LifecycleNode):
             if self.configure_error:
                 self.destroy_node()
                 raise NodeConfigurationError(self.configure_error)
-            self.trigger_activate()
+            if activate:
+                self.trigger_activate()
 
     def _make_interfaces(self):
         """Make the node's publishers, its service and its parameter callbacks."""

@@ -121,7 +121,13 @@ def main(args=None):
     node = None
     priority.own_collector()          # the node freezes it once configured
     try:
-        node = ComputedTorqueNode()
+        # configured here, activated below: the activation switches the effort controller
+        # in, and effort_guard hands the arm to the hold controller after 100 ms without
+        # a command. Activated in the constructor, before the priorities and the first
+        # spin, a start beside 4 CPU-bound processes left 105 ms between the switch and
+        # the control threads' priority (2026-12-08): the guard took the arm, and the
+        # node's commands went to an inactive controller.
+        node = ComputedTorqueNode(activate=False)
         spinning = make_executor(node.get_parameter('executor').value)
         spinning.add_node(node)
         signals.executor = spinning
@@ -129,6 +135,8 @@ def main(args=None):
                                + priority.hold_cpu_latency(
                                    node.get_parameter('cpu_dma_latency').value)
                                + f'; {transports}')
+        if node.get_parameter('autostart').value is True:
+            node.trigger_activate()
         while rclpy.ok() and not signals.received:
             # A finite timeout lets Python run the signal handlers between waits.
             spinning.spin_once(timeout_sec=0.1)
