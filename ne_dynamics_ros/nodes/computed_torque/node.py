@@ -99,11 +99,8 @@ class ComputedTorqueNode(LifecycleNode):
     def __init__(self, node_name=NODE_NAME, activate=True, **kwargs):
         """Declare the parameters and the outputs; configure and activate if ``autostart``.
 
-        ``activate`` False: with ``autostart`` configure only, the caller activates
-        (``main`` does, once the control threads have their priority and the executor is
-        about to spin: the activation switches the effort controller in, which must get
-        commands from then on). ``kwargs`` go to :class:`rclpy.lifecycle.LifecycleNode`
-        (``context``, ``parameter_overrides``, ``namespace``, ``cli_args``...).
+        ``activate`` False: configure only (``program._activate`` activates). ``kwargs``
+        go to :class:`rclpy.lifecycle.LifecycleNode` (``context``, ``cli_args``...).
         """
         super().__init__(node_name, **kwargs)
         # the package's Python log lines (e.g. the URDF loader's summary of ignored vendor

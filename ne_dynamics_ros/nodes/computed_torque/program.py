@@ -89,6 +89,24 @@ def _raise_priorities(node):
     return text + priority.raise_node_threads(node)
 
 
+def _activate(node, transports):
+    """Give the control path its priority and CPU latency, then activate (``autostart``).
+
+    The activation switches the effort controller in, and effort_guard hands the arm to
+    the hold controller after 100 ms without a command: it comes once the control
+    threads have their priority and the executor is about to spin. Activated in the
+    constructor, before both, a start beside 4 CPU-bound processes left 105 ms between
+    the switch and the priority (2026-12-08): the guard took the arm, and the node's
+    commands went to an inactive controller.
+    """
+    node.get_logger().info(f'control path priority: {_raise_priorities(node)}; '
+                           + priority.hold_cpu_latency(
+                               node.get_parameter('cpu_dma_latency').value)
+                           + f'; {transports}')
+    if node.get_parameter('autostart').value is True:
+        node.trigger_activate()
+
+
 def _stop(node):
     """Stop the node's threads; hand the arm to the hold controller or command zero effort."""
     node.stop_threads()       # no watchdog publishing after the final zero command
@@ -121,22 +139,11 @@ def main(args=None):
     node = None
     priority.own_collector()          # the node freezes it once configured
     try:
-        # configured here, activated below: the activation switches the effort controller
-        # in, and effort_guard hands the arm to the hold controller after 100 ms without
-        # a command. Activated in the constructor, before the priorities and the first
-        # spin, a start beside 4 CPU-bound processes left 105 ms between the switch and
-        # the control threads' priority (2026-12-08): the guard took the arm, and the
-        # node's commands went to an inactive controller.
-        node = ComputedTorqueNode(activate=False)
+        node = ComputedTorqueNode(activate=False)        # configured: see _activate
         spinning = make_executor(node.get_parameter('executor').value)
         spinning.add_node(node)
         signals.executor = spinning
-        node.get_logger().info(f'control path priority: {_raise_priorities(node)}; '
-                               + priority.hold_cpu_latency(
-                                   node.get_parameter('cpu_dma_latency').value)
-                               + f'; {transports}')
-        if node.get_parameter('autostart').value is True:
-            node.trigger_activate()
+        _activate(node, transports)
         while rclpy.ok() and not signals.received:
             # A finite timeout lets Python run the signal handlers between waits.
             spinning.spin_once(timeout_sec=0.1)
