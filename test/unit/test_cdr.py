@@ -241,6 +241,20 @@ def test_a_long_uniform_trajectory_is_read_at_once():
     assert not fields.points.has_velocities.any()
 
 
+def content_bytes(msg, size):
+    """rclpy's serialization of ``msg`` cut at ``size``, where its CDR content ends (as
+    laid out by hand in the caller's docstring; rclpy appends a few bytes more)."""
+    data = serialize_message(msg)
+    assert len(data) >= size
+    return data[:size]
+
+
+def assert_every_cut_is_a_cdr_error(read, data):
+    for size in range(len(data)):
+        with pytest.raises(CdrError):
+            read(data[:size])
+
+
 def trajectory_bytes():
     """Three points, cut where the CDR content ends (rclpy appends a few bytes more).
 
@@ -253,28 +267,31 @@ def trajectory_bytes():
     msg.points = [JointTrajectoryPoint(positions=[0.1 * k] * 6, velocities=[0.0] * 6,
                                        effort=[1.0] * 6) for k in range(3)]
     msg.points[-1].time_from_start.sec = 2
-    data = serialize_message(msg)
-    assert len(data) >= 628
-    return data[:628]
+    return content_bytes(msg, 628)
 
 
 def test_every_trajectory_truncation_is_a_cdr_error():
     data = trajectory_bytes()
     fields = read_joint_trajectory(data, 10, 10)
     assert fields.joint_names == tuple(NAMES) and fields.points.times[-1] == 2.0
-    for size in range(len(data)):
-        with pytest.raises(CdrError):
-            read_joint_trajectory(data[:size], 10, 10)
+    assert_every_cut_is_a_cdr_error(lambda cut: read_joint_trajectory(cut, 10, 10), data)
+
+
+def assert_bounds_and_encoding(read, data, names, points, field=''):
+    """One name or point over ``read``'s bounds is refused, naming the field; another
+    encoding is left to rclpy."""
+    with pytest.raises(CdrError, match=f'{field}joint_names: {names} names, more than '
+                                       f'{names - 1}'):
+        read(data, max_names=names - 1, max_points=10)
+    with pytest.raises(CdrError, match=f'{field}points: {points} points, more than '
+                                       f'{points - 1}'):
+        read(data, max_names=10, max_points=points - 1)
+    with pytest.raises(UnsupportedEncoding):
+        read(b'\x00\x00' + data[2:], 10, 10)
 
 
 def test_trajectory_bounds_and_encodings():
-    data = trajectory_bytes()
-    with pytest.raises(CdrError, match='joint_names: 6 names, more than 5'):
-        read_joint_trajectory(data, max_names=5, max_points=10)
-    with pytest.raises(CdrError, match='points: 3 points, more than 2'):
-        read_joint_trajectory(data, max_names=10, max_points=2)
-    with pytest.raises(UnsupportedEncoding):
-        read_joint_trajectory(b'\x00\x00' + data[2:], 10, 10)
+    assert_bounds_and_encoding(read_joint_trajectory, trajectory_bytes(), 6, 3)
 
 
 @given(st.lists(TEXT, max_size=7), TEXT, st.integers(-2**31, 2**31 - 1),
@@ -373,9 +390,7 @@ def goal_bytes():
     request.goal.goal_tolerance = [JointTolerance(name='a', position=0.1, velocity=0.2,
                                                   acceleration=0.3)]
     request.goal.goal_time_tolerance.nanosec = 7
-    data = serialize_message(request)
-    assert len(data) >= 168
-    return data[:168]
+    return content_bytes(request, 168)
 
 
 def test_every_goal_truncation_is_a_cdr_error():
@@ -385,9 +400,8 @@ def test_every_goal_truncation_is_a_cdr_error():
     assert fields.trajectory.points.positions.tolist() == [[0.5]]
     assert fields.goal_tolerance == (('a', 0.1, 0.2, 0.3),)
     assert fields.goal_time_tolerance == (0, 7)
-    for size in range(len(data)):
-        with pytest.raises(CdrError):
-            read_follow_joint_trajectory_goal(data[:size], 10, 10)
+    assert_every_cut_is_a_cdr_error(
+        lambda cut: read_follow_joint_trajectory_goal(cut, 10, 10), data)
 
 
 def test_goals_over_the_bounds_or_left_to_rclpy():
@@ -397,12 +411,8 @@ def test_goals_over_the_bounds_or_left_to_rclpy():
     from geometry_msgs.msg import Transform
     from trajectory_msgs.msg import MultiDOFJointTrajectoryPoint
     data = goal_bytes()
-    with pytest.raises(CdrError, match='goal.trajectory.joint_names: 1 names, more than 0'):
-        read_follow_joint_trajectory_goal(data, max_names=0, max_points=10)
-    with pytest.raises(CdrError, match='goal.trajectory.points: 1 points, more than 0'):
-        read_follow_joint_trajectory_goal(data, max_names=10, max_points=0)
-    with pytest.raises(UnsupportedEncoding):
-        read_follow_joint_trajectory_goal(b'\x00\x00' + data[2:], 10, 10)
+    assert_bounds_and_encoding(read_follow_joint_trajectory_goal, data, 1, 1,
+                               'goal.trajectory.')
     for field, value in (
             ('multi_dof_trajectory', None),
             ('component_path_tolerance', [JointComponentTolerance(joint_name='a')]),
