@@ -42,6 +42,7 @@ from ne_dynamics_ros.control.reference.trajectory import (MAX_POINTS, prepare_wa
                                                           WaypointArrays)
 from ne_dynamics_ros.nodes.cdr import GoalRequestFields, trajectory_message_fields
 from ne_dynamics_ros.nodes.frames import trajectory_arrays
+from ne_dynamics_ros.nodes.raw_goals import fast_goal_type
 
 #: Most joint names a goal may carry before it is refused unread (as for topic messages).
 MAX_GOAL_JOINTS = 100_000
@@ -104,8 +105,8 @@ def goal_frame(goal_id: str, goal, chain, lower, upper, options: GoalOptions,
                                          'once it is activated'), None
     if lower is None or upper is None:
         lower, upper = [-np.inf] * len(chain), [np.inf] * len(chain)
-    if _oversized(goal.trajectory):
-        return ResultCode.INVALID_GOAL, _oversized(goal.trajectory), None
+    if reason := _oversized(goal.trajectory):
+        return ResultCode.INVALID_GOAL, reason, None
     if not isinstance(goal, GoalRequestFields):   # rclpy's objects: read as the bytes are
         goal = goal_message_fields(goal)
     fields = goal.trajectory
@@ -158,8 +159,6 @@ class GoalServer:
     def __init__(self, node, executor, action_name, send, chain=None):
         from control_msgs.action import FollowJointTrajectory
         from rclpy.action import ActionServer, CancelResponse, GoalResponse
-
-        from ne_dynamics_ros.nodes.raw_goals import fast_goal_type
         from rclpy.qos import (QoSDurabilityPolicy, QoSHistoryPolicy, QoSProfile,
                                QoSReliabilityPolicy)
 

@@ -40,6 +40,15 @@ _CONVERTER = ctypes.CFUNCTYPE(ctypes.py_object, ctypes.c_void_p)
 _ORIGINAL = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p)
 
 
+#: The CPython API calls used, as prototypes of this module's own (setting ``argtypes`` on
+#: ``ctypes.pythonapi``'s shared function objects would change them for every user).
+_CAPSULE_POINTER = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(
+    ('PyCapsule_GetPointer', ctypes.pythonapi))
+_NEW_CAPSULE = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.c_char_p,
+                                 ctypes.c_void_p)(('PyCapsule_New', ctypes.pythonapi))
+_DECREF = ctypes.PYFUNCTYPE(None, ctypes.py_object)(('Py_DecRef', ctypes.pythonapi))
+
+
 class GoalTypeUnavailable(RuntimeError):
     """The fast goal type cannot be set up here (the reason); the plain type serves."""
 
@@ -95,10 +104,7 @@ class _Serializer:
         if serialize is None or allocator is None or init is None:
             raise GoalTypeUnavailable('rmw_serialize or rcutils not found among the '
                                       'libraries rclpy loaded')
-        get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
-        get_pointer.restype, get_pointer.argtypes = ctypes.c_void_p, [ctypes.py_object,
-                                                                      ctypes.c_char_p]
-        self._type_support = get_pointer(type_support_capsule, None)
+        self._type_support = _CAPSULE_POINTER(type_support_capsule, None)
         serialize.restype = ctypes.c_int
         serialize.argtypes = [ctypes.c_void_p, ctypes.c_void_p,
                               ctypes.POINTER(_SerializedMessage)]
@@ -125,10 +131,7 @@ class _OriginalConverter:
     """rclpy's own ``_CONVERT_TO_PY`` of a message class, callable from Python."""
 
     def __init__(self, capsule):
-        get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
-        self._call = _ORIGINAL(get_pointer(capsule, None))
-        self._decref = ctypes.pythonapi.Py_DecRef
-        self._decref.argtypes, self._decref.restype = [ctypes.py_object], None
+        self._call = _ORIGINAL(_CAPSULE_POINTER(capsule, None))
 
     def __call__(self, address: int):
         """Return the message object (rclpy's conversion of the C message at ``address``)."""
@@ -136,7 +139,7 @@ class _OriginalConverter:
         if not pointer:
             raise RuntimeError('the message\'s own conversion failed')
         message = ctypes.cast(pointer, ctypes.py_object).value
-        self._decref(message)          # the converter's new reference: ``message`` holds one
+        _DECREF(message)               # the converter's new reference: ``message`` holds one
         return message
 
 
@@ -197,10 +200,7 @@ def _fast_goal_type(action_type, max_names, max_points):
             return original(address)
 
     callback = _CONVERTER(convert)
-    new_capsule = ctypes.pythonapi.PyCapsule_New
-    new_capsule.restype = ctypes.py_object
-    new_capsule.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
-    capsule = new_capsule(ctypes.cast(callback, ctypes.c_void_p), None, None)
+    capsule = _NEW_CAPSULE(ctypes.cast(callback, ctypes.c_void_p), None, None)
     request_meta = type(f'{meta.__name__}_bytes', (type,), {
         '_CREATE_ROS_MESSAGE': meta._CREATE_ROS_MESSAGE,
         '_DESTROY_ROS_MESSAGE': meta._DESTROY_ROS_MESSAGE,

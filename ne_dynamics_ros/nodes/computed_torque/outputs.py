@@ -63,8 +63,9 @@ class Outputs:
         #: subscribes
         self.wanted = (False, False, False, False)
         #: (the observer's external effort read, its wrench read): an input of the
-        #: controller's update (``reading``), from ~/external_effort's and
-        #: ~/external_wrench's subscribers (a wrench is made from the external effort)
+        #: controller's update (``reading``: ``LawInputs.read_externals``, which runs the
+        #: observer for either), from ~/external_effort's and ~/external_wrench's
+        #: subscribers
         self.externals_read = (False, False)
         self._joints, self._joints_block = [], None
         self._state_rate = 0.0
@@ -99,7 +100,7 @@ class Outputs:
             self._controller_state is not None
             and self._controller_state.get_subscription_count() > 0,
             wanted_external)
-        self.externals_read = (wanted_external or self.wrench_wanted, self.wrench_wanted)
+        self.externals_read = (wanted_external, self.wrench_wanted)
 
     def publish(self, state, out):
         """Publish the outputs of the command ``out`` answering ``state``.
