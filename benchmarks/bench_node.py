@@ -87,6 +87,8 @@ import time
 
 import numpy as np
 
+from ros2_control_loop import WIRINGS
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PUMA_JOINTS = [f'joint_{i}' for i in range(1, 7)]
 
@@ -160,6 +162,9 @@ def parse_args(argv=None):
     parser.add_argument('--r2c-arms', nargs='*',
                         default=['ur5e:pinocchio', 'ur5e:mujoco', 'puma560:pinocchio'],
                         metavar='ROBOT:PLANT', help='arms of the tracking comparison')
+    parser.add_argument('--r2c-wirings', nargs='*', default=list(WIRINGS), choices=WIRINGS,
+                        metavar='WIRING', help='--ros2-control: the wirings tracked, of '
+                        f'{", ".join(WIRINGS)} (default all)')
     parser.add_argument('--r2c-rates', type=int, nargs='*', default=[500, 1000],
                         metavar='HZ', help='--ros2-control: update rates (default 500 1000)')
     parser.add_argument('--r2c-moves', type=int, default=4, metavar='N',

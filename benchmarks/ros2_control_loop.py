@@ -55,6 +55,11 @@ OSCILLATING = 2e-3
 UR5E = ['shoulder_pan_joint', 'shoulder_lift_joint', 'elbow_joint', 'wrist_1_joint',
         'wrist_2_joint', 'wrist_3_joint']
 PUMA = [f'joint_{k}' for k in range(1, 7)]
+#: The wirings ``--r2c-wirings`` picks from: SimArmSystem (the shipped wiring), the same
+#: with the block reversed and the controller's joints shuffled (the UR5e), the arm on
+#: the hardware's clock behind topic_based_ros2_control, the arm on its own timer behind
+#: it, and the direct topic.
+WIRINGS = ('hardware', 'reversed', 'topic_based', 'timer', 'direct')
 #: robot:= -> (its joints, its direct-topic launch file).
 ARMS = {'ur5e': (UR5E, 'ur5e_sim.launch.py'), 'puma560': (PUMA, 'puma560.launch.py')}
 #: Lee et al. (1982)'s worst tracking error of the PUMA 560 at 100 Hz, rad.
@@ -180,7 +185,9 @@ def _moves(probe, runs, joint_names):
 
     Returns (worst of the node's error, oscillations, worst of the arm's own error
     (:func:`arm_errors`), per move ``(first stamp, last stamp, the node's worst, the
-    arm's worst)``), rad and wall-clock s.
+    arm's worst)``, why the moves ended before ``runs`` or None), rad and wall-clock s.
+    A move starts from the arm's newest state; with none fresh within 5 s the moves end
+    there, and the reason is given (a run of "0 s of moves" once said nothing of it).
     """
     import ros2_control_stack as stack
     publisher = probe.trajectory_publisher    # never destroyed while the probe spins
@@ -191,8 +198,9 @@ def _moves(probe, runs, joint_names):
     for run in range(runs):
         try:
             start = probe.position_now()
-        except AssertionError:
-            break
+        except AssertionError as exc:
+            return worst, oscillations, arm_worst, per_move, (
+                f'move {run + 1} of {runs} not started: {exc} ({probe.counts()})')
         with probe.lock:
             marks = len(probe.tracking), len(probe.broadcast), len(probe.truth)
         goal = start + (MOVE if run % 2 == 0 else -MOVE)
@@ -215,7 +223,7 @@ def _moves(probe, runs, joint_names):
         late = errors[stamps > stamps[0] + MOVE_TIME + SETTLE]
         if late.size and float(np.max(late)) > OSCILLATING:
             oscillations += 1
-    return worst, oscillations, arm_worst, per_move
+    return worst, oscillations, arm_worst, per_move, None
 
 
 def move_statistics(per_move, stalls):
@@ -257,8 +265,30 @@ def _node_process(domain_id):
         stderr=subprocess.DEVNULL, start_new_session=True)
 
 
+#: SCHED_FIFO priority of the probe's executor and DDS threads: above CPU-bound
+#: neighbours at the default policy, below every process of the stack (45-55).
+PROBE_PRIORITY = 1
+
+
+def _raise_probe(s):
+    """Give the probe's executor thread and this process's DDS threads PROBE_PRIORITY.
+
+    The probe is the instrument: beside ``--load`` processes at its default policy it fell
+    behind the four 500 Hz topics it records, and a move waited in vain for a fresh state
+    (2026-12-08: runs of "0 s of moves"). Returns how many threads took it (0 where
+    SCHED_FIFO is not permitted: the probe then keeps the default policy).
+    """
+    from ne_dynamics_ros.nodes.computed_torque.priority import apply, dds_thread_ids
+    policy = ('fifo', PROBE_PRIORITY)
+    return sum(apply(policy, tid) for tid in (s.probe.thread.native_id, *dds_thread_ids()))
+
+
 def _commanding(s, what):
-    """Wait until the stack commands; on a failure print why and keep the launch's log."""
+    """Wait until the stack commands; on a failure print why and keep the launch's log.
+
+    The probe is raised first (:func:`_raise_probe`).
+    """
+    _raise_probe(s)
     try:
         s.wait_commanding()
         return True
@@ -350,30 +380,34 @@ def run_ros2_control(args):
                             s.probe.commands.clear()
                         # moving: every command differs from the one before (a held arm
                         # repeats its command, and a repeated value cannot be told apart)
-                        _moves(s.probe, args.r2c_moves, chain)   # (their results unused)
+                        ended = _moves(s.probe, args.r2c_moves, chain)[-1]  # (the rest unused)
                         with s.probe.lock:
                             states = [(t, tuple(e)) for t, _, e in s.probe.tracking]
                             writes = [(t, tuple(e)) for t, e in s.probe.commands]
                         row = summary(cycle_latency(states, writes, 1.0 / rate))
-                        row.update(rate=rate, realtime_priority=priority, load=load)
+                        row.update(rate=rate, realtime_priority=priority, load=load,
+                                   ended=ended)
                         latency_rows.append(row)
                     finally:
                         s.close()
             for arm in args.r2c_arms:
                 robot, plant = arm.split(':')
                 joints, direct = ARMS[robot]
-                wirings = [("through controller_manager, the hardware's clock", (), None)]
+                wirings = [('hardware', "through controller_manager, the hardware's clock",
+                            (), None)]
                 if robot == 'ur5e':
-                    wirings.append(("the same, block reversed, controller shuffled",
+                    wirings.append(('reversed', "the same, block reversed, controller shuffled",
                                     (f'hardware_joints:=[{", ".join(reversed(joints))}]',
                                      'controller_joints:=[' + ', '.join(
                                          joints[2:] + joints[:2]) + ']'), None))
-                wirings.append(("the hardware's clock behind topic_based_ros2_control",
+                wirings.append(('topic_based',
+                                "the hardware's clock behind topic_based_ros2_control",
                                 ('hardware:=topic_based',), None))
-                wirings.append(('topic_based_ros2_control, own timer at 0.8 x rate',
+                wirings.append(('timer', 'topic_based_ros2_control, own timer at 0.8 x rate',
                                 ('hardware:=topic_based', 'sim_clock:=timer'), None))
-                wirings.append((f'direct topic ({direct})', (), direct))
-                for label, arguments, launch in wirings:
+                wirings.append(('direct', f'direct topic ({direct})', (), direct))
+                chosen = getattr(args, 'r2c_wirings', WIRINGS)
+                for label, arguments, launch in [w[1:] for w in wirings if w[0] in chosen]:
                     s = stack.Stack(joints, f'plant:={plant}', *arguments,
                                     *(() if launch else (f'robot:={robot}',)),
                                     launch=launch or 'ros2_control.launch.py')
@@ -385,7 +419,7 @@ def run_ros2_control(args):
                         with s.probe.lock:
                             marks = len(s.probe.truth), len(s.probe.broadcast)
                         with StallMonitor() as monitor:
-                            worst, oscillations, arm_worst, per_move = _moves(
+                            worst, oscillations, arm_worst, per_move, ended = _moves(
                                 s.probe, args.r2c_runs, joints)
                         with s.probe.lock:
                             ages = None if launch else state_ages(
@@ -405,6 +439,7 @@ def run_ros2_control(args):
                                               'true_state_age': ages,
                                               'moves': move_statistics(per_move,
                                                                        monitor.stalls),
+                                              'ended': ended,
                                               'monitor': monitor.policy,
                                               'steal_s': monitor.steal})
                     finally:
@@ -444,6 +479,8 @@ def print_ros2_control(result):
         print(f'{r["rate"]:>6}{r["realtime_priority"]:>9}{r["load"]:>6}{r["commands"]:>10}'
               f'{100 * r["next_cycle"]:>7.1f}%{100 * r["two"]:>7.1f}%{100 * r["later"]:>7.2f}%'
               f'{100 * r["never"]:>7.1f}%{r["p50_ms"]:>9.2f}{r["p99_ms"]:>9.2f}')
+        if r.get('ended'):
+            print(f'{"":>6}  the moves ended early: {r["ended"]}')
     print('\nTracking, 0.3 rad quintic moves on three joints (goal: 0 oscillations; worst '
           f'within 1.5x the direct topic; Lee et al. (1982): {LEE_BOUND:.3g} rad)')
     rows = [r for r in result['tracking'] if not r.get('failed')]
@@ -467,6 +504,8 @@ def print_ros2_control(result):
               + (f'{arm:.3e} rad{ratio("arm_worst_rad")}' if arm is not None else '-')
               + f', {r["oscillations"]} of {r["runs"]} oscillating, state age p99 '
               f'{r["state_age_p99_ms"]} ms, loop delay {r["loop_delay_ms"]} ms')
+        if r.get('ended'):
+            print(f'  {"":<18}  the moves ended early: {r["ended"]}')
         moves, base = r.get('moves'), [d.get('moves') for d in direct]
         if moves:
             def versus(key):

@@ -68,7 +68,8 @@ from ne_dynamics_ros.control.reference.trajectory_efforts import (
 from ne_dynamics_ros.control.reference.trajectory import TrajectoryError
 from ne_dynamics_ros.dynamics.model import load_model
 from ne_dynamics_ros.errors import ModelError
-from ne_dynamics_ros.nodes.computed_torque.priority import hold_cpu_latency, raise_process
+from ne_dynamics_ros.nodes.computed_torque.priority import (
+    freeze_collector, hold_cpu_latency, own_collector, raise_process)
 from ne_dynamics_ros.nodes.cdr import (CdrError, GoalRequestFields, JointStateReader,
                                        JointTrajectoryFields, trajectory_message_fields)
 from ne_dynamics_ros.nodes.follow_joint_trajectory import READ_POINTS
@@ -568,6 +569,10 @@ def main(args=None):
     # this thread spins the node: it and the DDS threads made with the node
     node.get_logger().info(raise_process(int(node.get_parameter('realtime_priority').value),
                                          'the relay'))
+    # a goal's garbage no longer makes a full collection walk the set-up objects (as the
+    # node, the guard and the simulated arm do)
+    own_collector()
+    freeze_collector()
     return spin_until_signalled(node, stop)
 
 
