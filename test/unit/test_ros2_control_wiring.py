@@ -312,3 +312,38 @@ def test_the_moves_statistics_count_only_the_stalls_inside_the_moves():
     empty = move_statistics([], stalls)
     assert empty['median_rad'] is None and empty['stalls_1ms'] == 0
     assert empty['clean_moves'] == 0 and empty['clean_arm_worst_rad'] is None
+
+
+def test_moves_that_cannot_start_end_the_run_and_say_why():
+    """A probe that finds no fresh state of the arm ends the moves at once, and the
+    reason is returned with what the probe held (it used to end them without a word)."""
+    import threading
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / 'benchmarks'))
+    from ros2_control_loop import _moves, UR5E
+
+    class Publisher:
+        sent = []
+
+        def get_subscription_count(self):
+            return 1
+
+        def publish(self, msg):
+            self.sent.append(msg)
+
+    class StarvedProbe:
+        lock = threading.RLock()
+        tracking, broadcast, truth = [], [], []
+        trajectory_publisher = Publisher()
+
+        def position_now(self):
+            raise AssertionError('no state of the arm within 0.05 s of now in 5.0 s '
+                                 '(newest 0.703 s old)')
+
+        def counts(self):
+            return 'truth 3, commands 0'
+
+    worst, oscillations, arm_worst, per_move, ended = _moves(StarvedProbe(), 10, UR5E)
+    assert (worst, oscillations, arm_worst, per_move) == (0.0, 0, 0.0, [])
+    assert ended == ('move 1 of 10 not started: no state of the arm within 0.05 s of now '
+                     'in 5.0 s (newest 0.703 s old) (truth 3, commands 0)')
+    assert Publisher.sent == []
