@@ -232,3 +232,41 @@ def test_a_bad_cpu_dma_latency_is_refused_naming_it(value):
     assert parameters.check('cpu_dma_latency', -1, 6) == -1
     with pytest.raises(ControlParameterError, match='cpu_dma_latency must be an integer'):
         parameters.check('cpu_dma_latency', value, 6)
+
+
+def test_bulk_work_runs_below_fifo_and_gives_the_thread_its_priority_back():
+    """Inside the block a SCHED_FIFO thread is at the default policy at NICE_FLOOR (a
+    process woken meanwhile can run); after it, and after an exception in it, SCHED_FIFO
+    at its priority again. A thread at the default policy is left as it is."""
+    reset = getattr(os, 'SCHED_RESET_ON_FORK', 0)
+
+    def work(tid):
+        text, policy = priority.raise_priority(7, [tid])
+        if policy != ('fifo', 7):
+            return text
+        seen = {}
+        with priority.bulk_work():
+            seen['inside'] = (os.sched_getscheduler(tid) & ~reset,
+                              os.getpriority(os.PRIO_PROCESS, tid))
+        try:
+            with priority.bulk_work():
+                raise ValueError('a bad goal')
+        except ValueError:
+            pass
+        seen['after'] = (os.sched_getscheduler(tid) & ~reset,
+                         os.sched_getparam(tid).sched_priority)
+        return seen
+
+    out = on_a_thread(work)
+    if isinstance(out['result'], str):
+        pytest.skip(f'this machine refuses SCHED_FIFO to the test: {out["result"]}')
+    assert out['result']['inside'] == (os.SCHED_OTHER, priority.NICE_FLOOR)
+    assert out['result']['after'] == (os.SCHED_FIFO, 7)
+
+    def plain(tid):
+        before = (os.sched_getscheduler(tid), os.getpriority(os.PRIO_PROCESS, tid))
+        with priority.bulk_work():
+            inside = (os.sched_getscheduler(tid), os.getpriority(os.PRIO_PROCESS, tid))
+        return before, inside
+    before, inside = on_a_thread(plain)['result']
+    assert before == inside

@@ -28,10 +28,12 @@ The flag ``SCHED_RESET_ON_FORK`` keeps the priority from spreading: threads and 
 started later from those threads (the receiver process) begin at the default policy,
 below the control path. Linux only; elsewhere the default scheduling is kept and said so.
 """
+import contextlib
 import gc
 import os
 import resource
 import sys
+import threading
 
 #: Lowest nice value tried when SCHED_FIFO is refused.
 NICE_FLOOR = -10
@@ -122,6 +124,43 @@ def helper_policy(control_policy):
         return None
     kind, value = control_policy
     return ('nice', NICE_FLOOR) if kind == 'fifo' else ('nice', value)
+
+
+@contextlib.contextmanager
+def bulk_work():
+    """Run the calling thread's block at :func:`helper_policy` when it holds SCHED_FIFO.
+
+    For work of a real-time thread that no loop waits for but that takes tens of ms of
+    CPU: ``jtc_feedforward`` resampling a goal and building the controller's message
+    (some 40 ms for a 1 000-point goal, 2026-12-08). At SCHED_FIFO it kept every process
+    at the default policy off its core meanwhile, among them the client waiting for the
+    goal's response the relay had just sent. At nice :data:`NICE_FLOOR` it still outweighs
+    CPU-bound neighbours, and a process woken meanwhile gets the CPU. The thread's own
+    policy and priority are given back after the block; a thread not at SCHED_FIFO (or a
+    refused change) keeps what it has.
+    """
+    tid = threading.get_native_id()
+    try:
+        policy, param = os.sched_getscheduler(tid), os.sched_getparam(tid)
+        nice = os.getpriority(os.PRIO_PROCESS, tid)
+    except (AttributeError, OSError):
+        policy = None
+    if policy is None or policy & ~getattr(os, 'SCHED_RESET_ON_FORK', 0) != os.SCHED_FIFO:
+        yield
+        return
+    try:
+        os.sched_setscheduler(tid, os.SCHED_OTHER, os.sched_param(0))
+        os.setpriority(os.PRIO_PROCESS, tid, NICE_FLOOR)
+    except OSError:
+        pass                          # what was set stays; the block runs all the same
+    try:
+        yield
+    finally:
+        try:
+            os.setpriority(os.PRIO_PROCESS, tid, nice)
+            os.sched_setscheduler(tid, policy, param)
+        except OSError:
+            pass
 
 
 def raise_node_threads(node):
@@ -268,7 +307,7 @@ def hold_cpu_latency(microseconds, path=CPU_DMA_LATENCY):
     return f'CPU wake-up latency held at {int(microseconds)} us ({path})'
 
 
-__all__ = ['apply', 'CPU_DMA_LATENCY', 'DDS_THREAD_PREFIXES', 'dds_thread_ids',
+__all__ = ['apply', 'bulk_work', 'CPU_DMA_LATENCY', 'DDS_THREAD_PREFIXES', 'dds_thread_ids',
            'freeze_collector', 'helper_policy', 'hold_cpu_latency', 'NICE_FLOOR',
            'own_collector', 'release_collector', 'raise_node_threads', 'raise_priority',
            'raise_process']
