@@ -90,8 +90,7 @@ def segment_coefficients(times, positions, qd, qdd, has_vel, has_acc):
 
 
 def _rows(mask):
-    """Return the segments ``mask`` selects: a slice when it selects all, else indices, or
-    None when it selects none."""
+    """Return the segments ``mask`` selects: a slice for all, else indices (None: none)."""
     if mask.all():
         return slice(0, mask.size)
     rows = np.flatnonzero(mask)

@@ -345,14 +345,10 @@ def _evaluate_planes(coefficients, s, out, mask):
     s = s[:, None]
     q = np.zeros((s.size, coefficients.shape[2]))
     qd, qdd = np.zeros_like(q), np.zeros_like(q)
-    twice = np.empty_like(q)
     for j in range(coefficients.shape[0] - 1, -1, -1):          # Horner, highest first
-        qdd *= s                  # in place, the same operations in the same order
-        qdd += np.multiply(2.0, qd, out=twice)
-        qd *= s
-        qd += q
-        q *= s
-        q += coefficients[j]
+        qdd = qdd * s + 2.0 * qd
+        qd = qd * s + q
+        q = q * s + coefficients[j]
     out[0][mask], out[1][mask], out[2][mask] = q, qd, qdd
 
 
