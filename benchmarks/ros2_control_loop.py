@@ -406,8 +406,8 @@ def run_ros2_control(args):
                 wirings.append(('timer', 'topic_based_ros2_control, own timer at 0.8 x rate',
                                 ('hardware:=topic_based', 'sim_clock:=timer'), None))
                 wirings.append(('direct', f'direct topic ({direct})', (), direct))
-                chosen = getattr(args, 'r2c_wirings', WIRINGS)
-                for label, arguments, launch in [w[1:] for w in wirings if w[0] in chosen]:
+                for label, arguments, launch in [w[1:] for w in wirings
+                                                 if w[0] in args.r2c_wirings]:
                     s = stack.Stack(joints, f'plant:={plant}', *arguments,
                                     *(() if launch else (f'robot:={robot}',)),
                                     launch=launch or 'ros2_control.launch.py')
